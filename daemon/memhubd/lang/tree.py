@@ -1,15 +1,17 @@
 """The syntax tree of a `.mem` document: plain data, positions on everything.
 
 Field values are plain Python (`str`, `list`, `dict`) so that they compare equal
-to what any memdsl-compatible reader produces; positions live beside them.
+to what any memdsl-compatible reader produces; positions live beside them,
+packed into one small array per declaration because workspaces hold 100k of them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Union
+from array import array
+from dataclasses import dataclass
+from typing import Any
 
-Value = Union[str, list["Value"], dict[str, "Value"]]
+Value = str | list["Value"] | dict[str, "Value"]  # noqa: UP007
 FieldPath = tuple[str, ...]
 
 
@@ -22,28 +24,135 @@ class Position:
     column: int
 
 
-@dataclass(slots=True)
+class SourceText:
+    """The text a document was parsed from, for positions computed on demand.
+
+    The fast parser keeps no positions; the first time one is asked for, the
+    precise parser runs once over the text and every declaration of the
+    document gets its column and field positions from that run.
+    """
+
+    __slots__ = ("text", "file", "_located")
+
+    def __init__(self, text: str, file: str) -> None:
+        self.text = text
+        self.file = file
+        self._located: list[tuple[int, array]] | None = None
+
+    def located(self, index: int) -> tuple[int, array]:
+        if self._located is None:
+            from memhubd.lang.parser import locate_declarations
+
+            self._located = locate_declarations(self.text, self.file)
+        return self._located[index]
+
+
 class RawDeclaration:
     """One `TYPE NAME { ... }` as written, before any type is resolved.
 
-    `line` is the line of the type token (memdsl's rule). `positions` maps the
-    path of every key (top level and nested blocks, e.g. `("guard", "deny_any")`)
-    to where that key was written; for a duplicated key the last occurrence wins,
-    like its value.
+    `line` is the line of the type token (memdsl's rule) and `column` its
+    column. `positions` maps the path of every key (top level and nested
+    blocks, e.g. `("guard", "deny_any")`) to where that key was written; for a
+    duplicated key the last occurrence wins, like its value. Equality ignores
+    positions and columns.
     """
 
-    kind: str
-    name: str
-    fields: dict[str, Value]
-    file: str
-    line: int
-    module: str | None = None
-    column: int = 1
-    positions: dict[FieldPath, Position] = field(default_factory=dict, compare=False)
+    __slots__ = (
+        "kind",
+        "name",
+        "fields",
+        "file",
+        "line",
+        "module",
+        "_column",
+        "_packed",
+        "_given",
+        "_source",
+        "_index",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        fields: dict[str, Any],
+        file: str,
+        line: int,
+        module: str | None = None,
+        column: int = 0,
+        positions: dict[FieldPath, Position] | None = None,
+        packed_positions: array | None = None,
+        source: SourceText | None = None,
+        index: int = 0,
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.fields = fields
+        self.file = file
+        self.line = line
+        self.module = module
+        self._column = column
+        self._packed = packed_positions
+        self._given = positions
+        self._source = source
+        self._index = index
 
     @property
     def id(self) -> str:
         return f"{self.kind}:{self.name}"
+
+    @property
+    def column(self) -> int:
+        if not self._column and self._source is not None:
+            self._column, self._packed = self._source.located(self._index)
+        return self._column or 1
+
+    @property
+    def position(self) -> Position:
+        return Position(self.file, self.line, self.column)
+
+    @property
+    def positions(self) -> dict[FieldPath, Position]:
+        if self._given is not None:
+            return self._given
+        if self._packed is None and self._source is not None:
+            self._column, self._packed = self._source.located(self._index)
+        result: dict[FieldPath, Position] = {}
+        if self._packed is not None:
+            _unpack(self.fields, (), iter(self._packed), self.file, result)
+        return result
+
+    def position_of(self, *path: str) -> Position:
+        """Where the key at `path` was written, or the declaration's own position."""
+        return self.positions.get(path, self.position)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RawDeclaration):
+            return NotImplemented
+        return (
+            self.kind == other.kind
+            and self.name == other.name
+            and self.fields == other.fields
+            and self.file == other.file
+            and self.line == other.line
+            and self.module == other.module
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"RawDeclaration(kind={self.kind!r}, name={self.name!r}, fields={self.fields!r}, "
+            f"file={self.file!r}, line={self.line!r}, module={self.module!r})"
+        )
+
+
+def _unpack(fields: dict[str, Any], prefix: FieldPath, numbers: Any, file: str, out: dict) -> None:
+    for key, value in fields.items():
+        path = (*prefix, key)
+        out[path] = Position(file, next(numbers), next(numbers))
+        if isinstance(value, dict):
+            _unpack(value, path, numbers, file, out)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,40 @@
+"""Positions of declarations and of every field, including nested blocks."""
+
+from __future__ import annotations
+
+from memhubd.lang import Position, parse_precise, parse_text
+
+SOURCE = """module m
+fact first {
+  claim: "c"
+  guard {
+    deny_any: [x]
+  }
+  claim: "again"
+}
+  boundary second { rule: "r" }
+"""
+
+
+def test_declarations_know_their_line_and_column() -> None:
+    first, second = parse_text(SOURCE, file="p.mem").declarations
+    assert first.position == Position("p.mem", 2, 1)
+    assert second.position == Position("p.mem", 9, 3)
+
+
+def test_every_field_position_is_kept_and_duplicates_point_at_the_last_one() -> None:
+    first, second = parse_text(SOURCE, file="p.mem").declarations
+    assert first.positions == {
+        ("claim",): Position("p.mem", 7, 3),
+        ("guard",): Position("p.mem", 4, 3),
+        ("guard", "deny_any"): Position("p.mem", 5, 5),
+    }
+    assert second.position_of("rule") == Position("p.mem", 9, 21)
+    assert second.position_of("missing") == second.position
+
+
+def test_fast_parser_positions_match_the_precise_parser() -> None:
+    fast = parse_text(SOURCE, file="p.mem").declarations
+    precise = parse_precise(SOURCE, file="p.mem").declarations
+    assert [d.positions for d in fast] == [d.positions for d in precise]
+    assert [d.column for d in fast] == [d.column for d in precise]
