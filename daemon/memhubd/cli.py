@@ -1,0 +1,123 @@
+"""`memhubd` command line: argument parsing and dispatch only.
+
+Offline commands (`offline.py`) take memdsl 0.5.1's arguments and give its
+output and exit codes; every command has `--help`, and `--json` where it prints data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from collections.abc import Sequence
+
+from memhubd import __version__, offline
+
+
+def _date(text: str) -> datetime.date:
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a YYYY-MM-DD date: {text!r}") from error
+
+
+def _paths(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help=".mem files or directories")
+
+
+def _json(parser: argparse.ArgumentParser, what: str = "JSON output") -> None:
+    parser.add_argument("--json", action="store_true", help=what)
+
+
+def _add_offline_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lint", help="lint .mem sources (memdsl's 22 diagnostic codes)")
+    _paths(p)
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    _json(p, "diagnostics as JSON (memhub.lint.v1), with columns")
+    p.add_argument("--today", type=_date, help="date for staleness checks (default: today)")
+    p.set_defaults(handler=offline.cmd_lint)
+
+    p = sub.add_parser("types", help="list the loaded standard and domain memory types")
+    _paths(p)
+    _json(p, "JSON output (memdsl.types.v1)")
+    p.set_defaults(handler=offline.cmd_types)
+
+    p = sub.add_parser("query", help="query memory into an EvidencePack")
+    _paths(p)
+    p.add_argument("-q", "--query", required=True, help="query text")
+    p.add_argument(
+        "--type",
+        "--kind",
+        action="append",
+        dest="kinds",
+        metavar="TYPE",
+        help="restrict to a memory type (repeatable; --kind is the legacy name)",
+    )
+    p.add_argument("--subject", help="restrict to a subject symbol")
+    p.add_argument("--limit", type=int, default=8, help="maximum hits (default 8)")
+    _json(p, "EvidencePack JSON (memdsl.evidence_pack.v1)")
+    p.set_defaults(handler=offline.cmd_query)
+
+    p = sub.add_parser("map", help="compact per-module index of a workspace")
+    _paths(p)
+    _json(p, "JSON output (memdsl.map.v1)")
+    p.set_defaults(handler=offline.cmd_map)
+
+    p = sub.add_parser("explain", help="show one declaration with its relations")
+    _paths(p)
+    p.add_argument("id", help="declaration id (type:name) or bare name")
+    _json(p, "the declaration as JSON")
+    p.set_defaults(handler=offline.cmd_explain)
+
+    p = sub.add_parser("check", help="preflight a draft or action against MUST rules")
+    _paths(p)
+    p.add_argument("-t", "--task", required=True, help="task or action being attempted")
+    candidate = p.add_mutually_exclusive_group(required=True)
+    candidate.add_argument("-c", "--candidate", help="candidate action, answer or draft text")
+    candidate.add_argument("--candidate-file", help="read the candidate from a UTF-8 file")
+    p.add_argument("--subject", help="explicit subject symbol")
+    p.add_argument("--scope", help="explicit constraint scope")
+    p.add_argument(
+        "--exception",
+        action="append",
+        default=[],
+        dest="exceptions",
+        metavar="NAME",
+        help="assert an allowed exception (repeatable)",
+    )
+    _json(p, "CompliancePack JSON")
+    p.set_defaults(handler=offline.cmd_check)
+
+    p = sub.add_parser("eval", help="run reproducible evaluation suites")
+    eval_sub = p.add_subparsers(dest="eval_kind", required=True, metavar="SUITE")
+    e = eval_sub.add_parser("compliance", help="run constraint-compliance benchmark cases")
+    _paths(e)
+    e.add_argument("--cases", required=True, help="JSONL compliance case file")
+    _json(e, "JSON report (memdsl.compliance.benchmark.v1)")
+    e.set_defaults(handler=offline.cmd_eval_compliance)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memhubd",
+        description="memhub: shared, governed memory for a team of agents. "
+        "Offline commands work on a directory of .mem files.",
+    )
+    parser.add_argument("--version", action="version", version=f"memhubd {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_offline_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except offline.CommandFailure as failure:
+        return offline.report_failure(failure, getattr(args, "json", False))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

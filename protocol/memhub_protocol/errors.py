@@ -1,0 +1,67 @@
+"""Error codes and the error envelope `{"error": {"code", "message", "detail"}}`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCode(StrEnum):
+    UNAUTHORIZED = "unauthorized"  # 401: no token or an unknown/expired one
+    FORBIDDEN = "forbidden"  # 403: missing scope or workspace grant
+    NOT_FOUND = "not_found"  # 404: unknown route, declaration, file
+    WORKSPACE_NOT_FOUND = "workspace_not_found"  # 404
+    INVALID = "invalid"  # 400/422: bad request body or arguments
+    TOO_LARGE = "too_large"  # 413
+    CONFLICT = "conflict"  # 409: e.g. workspace name already used
+    WORKSPACE_UNAVAILABLE = "workspace_unavailable"  # 503: never loaded successfully
+    INTERNAL = "internal"  # 500
+
+    @property
+    def http_status(self) -> int:
+        return _HTTP_STATUS[self]
+
+
+_HTTP_STATUS = {
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.WORKSPACE_NOT_FOUND: 404,
+    ErrorCode.INVALID: 422,
+    ErrorCode.TOO_LARGE: 413,
+    ErrorCode.CONFLICT: 409,
+    ErrorCode.WORKSPACE_UNAVAILABLE: 503,
+    ErrorCode.INTERNAL: 500,
+}
+
+
+class ProtocolError(Exception):
+    """An error that travels to the caller as an envelope."""
+
+    def __init__(self, code: ErrorCode, message: str, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.detail = detail or {}
+
+    def envelope(self) -> dict[str, Any]:
+        return error_envelope(self.code, self.message, self.detail)
+
+    @classmethod
+    def from_envelope(cls, data: Any) -> ProtocolError:
+        """Rebuild the error a server sent; tolerant of malformed bodies."""
+        error = data.get("error") if isinstance(data, dict) else None
+        if not isinstance(error, dict):
+            return cls(ErrorCode.INTERNAL, f"unexpected error body: {data!r}"[:300])
+        try:
+            code = ErrorCode(error.get("code"))
+        except ValueError:
+            code = ErrorCode.INTERNAL
+        detail = error.get("detail") if isinstance(error.get("detail"), dict) else {}
+        return cls(code, str(error.get("message", "")), detail)
+
+
+def error_envelope(
+    code: ErrorCode, message: str, detail: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {"error": {"code": code.value, "message": message, "detail": detail or {}}}

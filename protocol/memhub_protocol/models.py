@@ -1,0 +1,218 @@
+"""Request models: parsed and validated from JSON on the server, built by memctl.
+
+Plain frozen dataclasses with `from_json` (raising ProtocolError on bad input)
+and `to_json`; `json_schema()` feeds the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from memhub_protocol.errors import ErrorCode, ProtocolError
+
+MAX_TEXT = 64 * 1024  # query, task and candidate texts
+MAX_NAME = 200
+
+
+def _invalid(message: str, field: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.INVALID, message, {"field": field})
+
+
+def _object(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ProtocolError(ErrorCode.INVALID, "request body must be a JSON object")
+    return data
+
+
+def _text(data: dict, field: str, *, required: bool = False, limit: int = MAX_TEXT) -> str:
+    value = data.get(field)
+    if value is None:
+        if required:
+            raise _invalid(f"'{field}' is required", field)
+        return ""
+    if not isinstance(value, str):
+        raise _invalid(f"'{field}' must be a string", field)
+    if required and not value.strip():
+        raise _invalid(f"'{field}' must not be empty", field)
+    if len(value) > limit:
+        raise ProtocolError(
+            ErrorCode.TOO_LARGE, f"'{field}' is longer than {limit} characters", {"field": field}
+        )
+    return value
+
+
+def _strings(data: dict, field: str) -> tuple[str, ...] | None:
+    value = data.get(field)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _invalid(f"'{field}' must be a list of strings", field)
+    if len(value) > 100:
+        raise _invalid(f"'{field}' has more than 100 items", field)
+    return tuple(value)
+
+
+def _unknown_keys(data: dict, model: type) -> None:
+    known = {f.name for f in dataclasses.fields(model)}
+    extra = sorted(set(data) - known)
+    if extra:
+        raise _invalid(f"unknown field(s): {', '.join(extra)}", extra[0])
+
+
+class _Model:
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRequest(_Model):
+    """memdsl's query arguments; `types` overrides the legacy `kinds` when given."""
+
+    query: str
+    types: tuple[str, ...] | None = None
+    kinds: tuple[str, ...] | None = None
+    subject: str | None = None
+    limit: int = 8
+
+    @classmethod
+    def from_json(cls, data: Any) -> QueryRequest:
+        data = _object(data)
+        _unknown_keys(data, cls)
+        limit = data.get("limit", 8)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise _invalid("'limit' must be an integer", "limit")
+        if not -1000 <= limit <= 1000:
+            raise _invalid("'limit' must be between -1000 and 1000", "limit")
+        subject = _text(data, "subject", limit=MAX_NAME) or None
+        return cls(
+            query=_text(data, "query", required=True),
+            types=_strings(data, "types"),
+            kinds=_strings(data, "kinds"),
+            subject=subject,
+            limit=limit,
+        )
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["query"],
+            "additionalProperties": False,
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
+                "types": {"type": ["array", "null"], "items": {"type": "string"}},
+                "kinds": {"type": ["array", "null"], "items": {"type": "string"}},
+                "subject": {"type": ["string", "null"]},
+                "limit": {"type": "integer", "default": 8},
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRequest(_Model):
+    """memdsl's compliance-check arguments."""
+
+    task: str
+    candidate: str
+    subject: str | None = None
+    scope: str | None = None
+    exceptions: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: Any) -> CheckRequest:
+        data = _object(data)
+        _unknown_keys(data, cls)
+        return cls(
+            task=_text(data, "task", required=True),
+            candidate=_text(data, "candidate", required=True),
+            subject=_text(data, "subject", limit=MAX_NAME) or None,
+            scope=_text(data, "scope", limit=MAX_NAME) or None,
+            exceptions=_strings(data, "exceptions") or (),
+        )
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["task", "candidate"],
+            "additionalProperties": False,
+            "properties": {
+                "task": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
+                "candidate": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
+                "subject": {"type": ["string", "null"]},
+                "scope": {"type": ["string", "null"]},
+                "exceptions": {"type": "array", "items": {"type": "string"}},
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceAddRequest(_Model):
+    name: str
+    path: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> WorkspaceAddRequest:
+        data = _object(data)
+        _unknown_keys(data, cls)
+        name = _text(data, "name", required=True, limit=64)
+        if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+            raise _invalid("'name' may use letters, digits, '-', '_' and '.' only", "name")
+        return cls(name=name, path=_text(data, "path", required=True, limit=4096))
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["name", "path"],
+            "additionalProperties": False,
+            "properties": {"name": {"type": "string"}, "path": {"type": "string"}},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCreateRequest(_Model):
+    name: str
+    scopes: tuple[str, ...]
+    workspaces: tuple[str, ...] = ("*",)
+    roles: tuple[str, ...] = ()
+    expires: str | None = None  # ISO 8601 date/time, or a duration like "30d"
+
+    @classmethod
+    def from_json(cls, data: Any) -> TokenCreateRequest:
+        data = _object(data)
+        _unknown_keys(data, cls)
+        scopes = _strings(data, "scopes")
+        if not scopes:
+            raise _invalid("'scopes' must name at least one scope", "scopes")
+        return cls(
+            name=_text(data, "name", required=True, limit=MAX_NAME),
+            scopes=scopes,
+            workspaces=_strings(data, "workspaces") or ("*",),
+            roles=_strings(data, "roles") or (),
+            expires=_text(data, "expires", limit=64) or None,
+        )
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        strings = {"type": "array", "items": {"type": "string"}}
+        return {
+            "type": "object",
+            "required": ["name", "scopes"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string"},
+                "scopes": strings,
+                "workspaces": strings,
+                "roles": strings,
+                "expires": {"type": ["string", "null"]},
+            },
+        }
