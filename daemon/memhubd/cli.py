@@ -11,7 +11,7 @@ import datetime
 import sys
 from collections.abc import Sequence
 
-from memhubd import __version__, offline
+from memhubd import __version__, daemon, offline
 
 
 def _date(text: str) -> datetime.date:
@@ -97,6 +97,23 @@ def _add_offline_commands(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(handler=offline.cmd_eval_compliance)
 
 
+def _add_daemon_commands(sub: argparse._SubParsersAction) -> None:
+    from memhubd.auth.commands import add_token_commands
+    from memhubd.runtime.config import add_serve_arguments
+
+    p = sub.add_parser("serve", help="run the daemon (JSON API on TCP and a Unix socket)")
+    add_serve_arguments(p)
+    p.set_defaults(handler=daemon.cmd_serve)
+
+    p = sub.add_parser(
+        "run-examples", help="run the daemon on the bundled example workspaces (make run)"
+    )
+    add_serve_arguments(p)
+    p.set_defaults(handler=daemon.cmd_run_examples)
+
+    add_token_commands(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memhubd",
@@ -106,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memhubd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_offline_commands(sub)
+    _add_daemon_commands(sub)
     return parser
 
 

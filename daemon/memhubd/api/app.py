@@ -1,0 +1,312 @@
+"""The Starlette application of the JSON API (and the mount point of MCP later).
+
+Each route: check who is calling, parse the input, call one service function,
+shape the response (JSON, or memdsl's text rendering on `Accept: text/plain`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from memhub_protocol import (
+    ROUTES,
+    TOKENS_SCHEMA,
+    CheckRequest,
+    ErrorCode,
+    ProtocolError,
+    QueryRequest,
+    TokenCreateRequest,
+    WorkspaceAddRequest,
+    error_envelope,
+)
+from memhub_protocol.routes import Route as RouteSpec
+from memhubd import service
+from memhubd.api.events import events_endpoint
+from memhubd.api.middleware import ApiMiddleware, BodyTooLarge
+from memhubd.api.openapi import openapi_document
+from memhubd.auth.identity import Identity
+from memhubd.runtime.hub import Hub
+
+log = structlog.get_logger("memhubd.api")
+
+Handler = Callable[[Request, Identity], Awaitable[Response]]
+
+
+@dataclass
+class ApiContext:
+    """What the routes need from the running daemon."""
+
+    hub: Hub
+    tokens: Any  # memhubd.auth.tokens.TokenStore
+    max_body_bytes: int = 1024 * 1024
+    max_result_bytes: int = 8 * 1024 * 1024
+    extra_routes: list[Any] = field(default_factory=list)
+    lifespan: Any = None
+
+
+def _error(error: ProtocolError, request_id: str = "") -> JSONResponse:
+    return JSONResponse(error.envelope(), status_code=error.code.http_status)
+
+
+def wants_text(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "text/plain" in accept and "application/json" not in accept
+
+
+class _JSON(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=False, indent=2).encode("utf-8")
+
+
+def _result(context: ApiContext, data: Any, view: Any = None) -> Response:
+    response = _JSON(data)
+    if len(response.body) > context.max_result_bytes:
+        raise ProtocolError(
+            ErrorCode.TOO_LARGE,
+            f"result is larger than {context.max_result_bytes} bytes; narrow the request",
+        )
+    if view is not None:
+        _snapshot_headers(response, view.snapshot)
+    return response
+
+
+def _snapshot_headers(response: Response, snapshot: Any) -> None:
+    response.headers["x-memhub-generation"] = str(snapshot.generation)
+    response.headers["x-memhub-health"] = snapshot.health
+
+
+async def _json_body(request: Request) -> Any:
+    body = await request.body()
+    if not body:
+        return {}
+    try:
+        return json.loads(body)
+    except ValueError as error:
+        raise ProtocolError(ErrorCode.INVALID, f"request body is not JSON: {error}") from error
+
+
+def endpoint(context: ApiContext, spec: RouteSpec, handler: Handler) -> Callable[..., Any]:
+    """Wrap a handler with authentication, scope check and error mapping."""
+
+    async def run(request: Request) -> Response:
+        state = request.scope.setdefault("state", {})
+        state["route_name"] = spec.name
+        identity: Identity | None = state.get("identity")
+        try:
+            if spec.scope is not None:
+                if identity is None:
+                    reason = (
+                        "invalid or expired token" if state.get("bad_token") else "missing token"
+                    )
+                    raise ProtocolError(
+                        ErrorCode.UNAUTHORIZED, f"{reason}; send Authorization: Bearer <token>"
+                    )
+                service.require_scope(identity, spec.scope)
+            return await handler(request, identity)  # type: ignore[arg-type]
+        except ProtocolError as error:
+            return _error(error)
+        except BodyTooLarge as error:
+            return _error(ProtocolError(ErrorCode.TOO_LARGE, str(error)))
+        except Exception:
+            log.exception("unhandled error", route=spec.name)
+            return _error(ProtocolError(ErrorCode.INTERNAL, "internal error; see the daemon log"))
+
+    return run
+
+
+def _handlers(context: ApiContext) -> dict[str, Handler]:
+    hub = context.hub
+
+    def ws(request: Request) -> str:
+        return str(request.path_params["workspace"])
+
+    async def healthz(request: Request, identity: Identity) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request, identity: Identity) -> Response:
+        waiting = [n for n, h in hub.hosts.items() if h.snapshot is None and h.unavailable is None]
+        unavailable = [n for n, h in hub.hosts.items() if h.snapshot is None and h.unavailable]
+        ready = not waiting
+        body = {"status": "ready" if ready else "loading", "loading": waiting}
+        body["unavailable"] = unavailable
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    async def metrics(request: Request, identity: Identity) -> Response:
+        return PlainTextResponse(hub.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    async def openapi(request: Request, identity: Identity) -> Response:
+        return JSONResponse(openapi_document())
+
+    async def status(request: Request, identity: Identity) -> Response:
+        return _result(context, await service.status(hub, identity))
+
+    async def workspaces(request: Request, identity: Identity) -> Response:
+        return _result(context, await service.workspaces(hub, identity))
+
+    async def workspace(request: Request, identity: Identity) -> Response:
+        return _result(context, await service.workspace(hub, identity, ws(request)))
+
+    async def workspace_add(request: Request, identity: Identity) -> Response:
+        body = WorkspaceAddRequest.from_json(await _json_body(request))
+        data = await service.add_workspace(hub, identity, body)
+        return JSONResponse(data, status_code=201)
+
+    async def workspace_remove(request: Request, identity: Identity) -> Response:
+        return _result(context, await service.remove_workspace(hub, identity, ws(request)))
+
+    async def workspace_reload(request: Request, identity: Identity) -> Response:
+        return _result(context, await service.reload_workspace(hub, identity, ws(request)))
+
+    async def map_(request: Request, identity: Identity) -> Response:
+        data, text = await service.memory_map(hub, identity, ws(request))
+        return PlainTextResponse(text) if wants_text(request) else _result(context, data)
+
+    async def types(request: Request, identity: Identity) -> Response:
+        data, text = await service.types(hub, identity, ws(request))
+        return PlainTextResponse(text) if wants_text(request) else _result(context, data)
+
+    async def list_(request: Request, identity: Identity) -> Response:
+        params = request.query_params
+        try:
+            limit = int(params.get("limit", "100"))
+        except ValueError as error:
+            raise ProtocolError(ErrorCode.INVALID, "'limit' must be an integer") from error
+        data = await service.list_declarations(
+            hub,
+            identity,
+            ws(request),
+            memory_type=params.get("type", "") or params.get("kind", ""),
+            subject=params.get("subject", ""),
+            include_inactive=params.get("include_inactive", "false").lower()
+            in ("1", "true", "yes"),
+            limit=limit,
+        )
+        return _result(context, data)
+
+    async def explain(request: Request, identity: Identity) -> Response:
+        data = await service.explain(hub, identity, ws(request), request.path_params["decl_id"])
+        return (
+            PlainTextResponse(data["rendered_text"])
+            if wants_text(request)
+            else _result(context, data)
+        )
+
+    async def query(request: Request, identity: Identity) -> Response:
+        body = QueryRequest.from_json(await _json_body(request))
+        data, text, view = await service.query(hub, identity, ws(request), body)
+        if wants_text(request):
+            response: Response = PlainTextResponse(text)
+            _snapshot_headers(response, view.snapshot)
+            return response
+        return _result(context, data, view)
+
+    async def check(request: Request, identity: Identity) -> Response:
+        body = CheckRequest.from_json(await _json_body(request))
+        data, text = await service.check(hub, identity, ws(request), body)
+        return PlainTextResponse(text) if wants_text(request) else _result(context, data)
+
+    async def lint(request: Request, identity: Identity) -> Response:
+        data, text = await service.lint(hub, identity, ws(request))
+        return PlainTextResponse(text) if wants_text(request) else _result(context, data)
+
+    async def files(request: Request, identity: Identity) -> Response:
+        return _result(context, await service.files(hub, identity, ws(request)))
+
+    async def file(request: Request, identity: Identity) -> Response:
+        data = await service.file_content(
+            hub, identity, ws(request), request.path_params["file_id"]
+        )
+        if wants_text(request) or "application/json" not in request.headers.get("accept", ""):
+            response = PlainTextResponse(data["content"])
+            response.headers["x-memhub-file-id"] = data["file_id"]
+            response.headers["x-memhub-stale"] = "true" if data["stale"] else "false"
+            return response
+        return _result(context, data)
+
+    async def events(request: Request, identity: Identity) -> Response:
+        return await events_endpoint(request, identity, hub)
+
+    async def tokens(request: Request, identity: Identity) -> Response:
+        return _result(
+            context,
+            {
+                "schema_version": TOKENS_SCHEMA,
+                "tokens": [t.as_dict() for t in context.tokens.list()],
+            },
+        )
+
+    async def token_create(request: Request, identity: Identity) -> Response:
+        body = TokenCreateRequest.from_json(await _json_body(request))
+        data = await service.create_token(context.tokens, identity, body)
+        return JSONResponse(data, status_code=201)
+
+    async def token_revoke(request: Request, identity: Identity) -> Response:
+        name = request.path_params["token_name"]
+        return _result(context, await service.revoke_token(context.tokens, identity, name))
+
+    return {
+        "healthz": healthz,
+        "readyz": readyz,
+        "metrics": metrics,
+        "openapi": openapi,
+        "status": status,
+        "events": events,
+        "workspaces": workspaces,
+        "workspace_add": workspace_add,
+        "workspace": workspace,
+        "workspace_remove": workspace_remove,
+        "workspace_reload": workspace_reload,
+        "map": map_,
+        "types": types,
+        "list": list_,
+        "explain": explain,
+        "query": query,
+        "check": check,
+        "lint": lint,
+        "files": files,
+        "file": file,
+        "tokens": tokens,
+        "token_create": token_create,
+        "token_revoke": token_revoke,
+    }
+
+
+async def _not_found(request: Request, exc: HTTPException) -> Response:
+    code = ErrorCode.NOT_FOUND if exc.status_code == 404 else ErrorCode.INVALID
+    message = "no such route" if exc.status_code == 404 else str(exc.detail)
+    return JSONResponse(error_envelope(code, message, {"path": request.url.path}), exc.status_code)
+
+
+def build_app(context: ApiContext) -> Starlette:
+    handlers = _handlers(context)
+    routes: list[Any] = []
+    for spec in ROUTES:
+        path = spec.path.replace("{file_id}", "{file_id:path}").replace(
+            "{decl_id}", "{decl_id:path}"
+        )
+        routes.append(
+            Route(
+                path,
+                endpoint(context, spec, handlers[spec.name]),
+                methods=[spec.method],
+                name=spec.name,
+            )
+        )
+    routes.extend(context.extra_routes)
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(ApiMiddleware, context=context)],
+        exception_handlers={HTTPException: _not_found},
+        lifespan=context.lifespan,
+    )

@@ -1,0 +1,131 @@
+"""ASGI middleware around the JSON API: request ids, identity, body limits,
+access log and per-route metrics. Pure ASGI so that streaming responses
+(server-sent events) pass through untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+
+import structlog
+
+from memhub_protocol import ErrorCode, error_envelope
+from memhubd.auth.identity import Identity, local_operator
+
+log = structlog.get_logger("memhubd.access")
+
+Scope = dict[str, Any]
+
+
+def over_unix_socket(scope: Scope) -> bool:
+    """uvicorn reports a Unix socket's server address as (path, None)."""
+    server = scope.get("server")
+    return bool(server) and server[1] is None
+
+
+def bearer_token(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            text = value.decode("latin-1").strip()
+            if text[:7].lower() == "bearer ":
+                return text[7:].strip() or None
+            return ""  # present but not a bearer token: treated as a bad token
+    return None
+
+
+async def send_error(send: Any, code: ErrorCode, message: str, request_id: str) -> None:
+    body = json.dumps(error_envelope(code, message)).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"x-request-id", request_id.encode()),
+    ]
+    if code is ErrorCode.UNAUTHORIZED:
+        headers.append((b"www-authenticate", b'Bearer realm="memhub"'))
+    await send({"type": "http.response.start", "status": code.http_status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class ApiMiddleware:
+    """Resolves the caller, enforces the body limit, logs and measures each request."""
+
+    def __init__(self, app: Any, *, context: Any) -> None:
+        self.app = app
+        self.context = context
+
+    def _identity(self, scope: Scope) -> Identity | None | str:
+        """An Identity, None when no credentials were given, or "bad" for a rejected token."""
+        token = bearer_token(scope)
+        if token is None:
+            return local_operator() if over_unix_socket(scope) else None
+        identity = self.context.tokens.verify(token) if token else None
+        return identity if identity is not None else "bad"
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = secrets.token_hex(8)
+        started = time.perf_counter()
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        identity = self._identity(scope)
+        state["identity"] = identity if isinstance(identity, Identity) else None
+        state["bad_token"] = identity == "bad"
+        status_holder = {"status": 500}
+
+        async def send_wrapper(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status_holder["status"] = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        limited_receive = self._limit_body(scope, receive)
+        try:
+            await self.app(scope, limited_receive, send_wrapper)
+        finally:
+            self._record(scope, status_holder["status"], time.perf_counter() - started)
+
+    def _limit_body(self, scope: Scope, receive: Any) -> Any:
+        limit = self.context.max_body_bytes
+        received = 0
+
+        async def wrapped() -> dict[str, Any]:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        return wrapped
+
+    def _record(self, scope: Scope, status: int, seconds: float) -> None:
+        route = scope.get("state", {}).get("route_name") or "unmatched"
+        metrics = self.context.hub.metrics
+        metrics.requests.inc(route, str(status))
+        metrics.request_seconds.observe(route, value=seconds)
+        identity = scope["state"].get("identity")
+        log.info(
+            "request",
+            request_id=scope["state"]["request_id"],
+            method=scope.get("method"),
+            route=route,
+            path=scope.get("path"),
+            status=status,
+            duration_ms=round(seconds * 1000, 3),
+            token=identity.name if identity is not None else None,
+            workspace=scope.get("path_params", {}).get("workspace"),
+            transport="unix" if over_unix_socket(scope) else "tcp",
+        )
+
+
+class BodyTooLarge(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"request body is larger than {limit} bytes")
+        self.limit = limit

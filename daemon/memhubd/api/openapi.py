@@ -1,0 +1,79 @@
+"""OpenAPI 3.1 description of the JSON API, generated from the route table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import memhub_protocol.models as models
+from memhub_protocol import ROUTES
+from memhubd import __version__
+
+_ENVELOPE = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message", "detail"],
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "detail": {"type": "object"},
+            },
+        }
+    },
+}
+
+
+def _parameters(path: str) -> list[dict[str, Any]]:
+    names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
+    return [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in names
+    ]
+
+
+def openapi_document() -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    schemas: dict[str, Any] = {"Error": _ENVELOPE}
+    for route in ROUTES:
+        operation: dict[str, Any] = {
+            "operationId": route.name,
+            "summary": route.summary,
+            "parameters": _parameters(route.path),
+            "responses": {
+                "200": {"description": "OK"},
+                "default": {
+                    "description": "Error envelope",
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                    },
+                },
+            },
+        }
+        if route.scope is not None:
+            operation["security"] = [{"bearer": []}]
+            operation["x-memhub-scope"] = route.scope
+        else:
+            operation["security"] = []
+        if route.request_model:
+            schemas[route.request_model] = getattr(models, route.request_model).json_schema()
+            operation["requestBody"] = {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {"$ref": f"#/components/schemas/{route.request_model}"}
+                    }
+                },
+            }
+        paths.setdefault(route.path, {})[route.method.lower()] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "memhub JSON API", "version": __version__},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }

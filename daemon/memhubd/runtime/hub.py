@@ -1,0 +1,243 @@
+"""The workspace hub: every served workspace, its current snapshot, its watcher.
+
+Reads take `host.snapshot` (a plain attribute: swapping it is atomic) and never
+wait; reloads are serialized per workspace and build the next snapshot in a
+worker thread beside the current one. Events and metrics report every change.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from memhubd.runtime.events import EventBus
+from memhubd.runtime.metrics import Metrics
+from memhubd.runtime.snapshot import (
+    Snapshot,
+    SourceProblem,
+    WorkspaceUnavailable,
+    build_snapshot,
+    unchanged,
+)
+
+log = structlog.get_logger("memhubd.hub")
+
+
+@dataclass(frozen=True, slots=True)
+class WatchSettings:
+    debounce_ms: int = 200
+    rescan_interval_s: float = 30.0
+    force_polling: bool = False
+    enabled: bool = True
+
+
+class WorkspaceHost:
+    """One served workspace: its snapshot, its reload lock, its watcher's stop switch."""
+
+    def __init__(self, name: str, root: str, hub: Hub) -> None:
+        self.name = name
+        self.root = os.path.abspath(root)
+        self.snapshot: Snapshot | None = None
+        self.unavailable: SourceProblem | None = None
+        self.last_reload_at: float = 0.0
+        self._hub = hub
+        self._reload_lock = anyio.Lock()
+        self.stop_event = anyio.Event()
+
+    async def reload(self) -> Snapshot | None:
+        """Build and swap in the next snapshot if anything changed; return what is served."""
+        async with self._reload_lock:
+            return await self._reload_locked()
+
+    async def _reload_locked(self) -> Snapshot | None:
+        hub = self._hub
+        previous = self.snapshot
+        started = time.perf_counter()
+        try:
+            candidate = await anyio.to_thread.run_sync(
+                build_snapshot, self.name, self.root, previous, limiter=hub.build_limiter
+            )
+        except WorkspaceUnavailable as error:
+            hub.metrics.reloads.inc(self.name, "unavailable")
+            if self.unavailable != error.problem:
+                self.unavailable = error.problem
+                hub.events.publish(
+                    "unavailable", workspace=self.name, problem=error.problem.as_dict()
+                )
+            log.warning("workspace unavailable", workspace=self.name, error=error.problem.message)
+            return previous
+        except Exception:
+            hub.metrics.reloads.inc(self.name, "error")
+            log.exception("reload failed", workspace=self.name)
+            return previous
+        finally:
+            self.last_reload_at = time.time()
+        hub.metrics.reload_seconds.observe(self.name, value=time.perf_counter() - started)
+        if previous is not None and unchanged(previous, candidate):
+            hub.metrics.reloads.inc(self.name, "unchanged")
+            return previous
+        self.snapshot = candidate
+        self.unavailable = None
+        self._report(previous, candidate)
+        hub.warm(candidate)
+        return candidate
+
+    def _report(self, previous: Snapshot | None, current: Snapshot) -> None:
+        hub = self._hub
+        result = "degraded" if current.degraded else "ok"
+        hub.metrics.reloads.inc(self.name, result)
+        hub.metrics.generation.set(self.name, value=current.generation)
+        hub.metrics.declarations.set(self.name, value=len(current.workspace.declarations))
+        hub.metrics.degraded.set(self.name, value=1.0 if current.degraded else 0.0)
+        hub.events.publish(
+            "reloaded",
+            workspace=self.name,
+            generation=current.generation,
+            declarations=len(current.workspace.declarations),
+            files=len(current.files),
+            reparsed=current.reparsed,
+            build_ms=round(current.build_seconds * 1000, 2),
+        )
+        problems = [p.as_dict() for p in current.problems]
+        was_degraded = previous is not None and previous.degraded
+        if current.degraded and (not was_degraded or previous.problems != current.problems):
+            hub.events.publish(
+                "degraded", workspace=self.name, generation=current.generation, problems=problems
+            )
+            log.warning("workspace degraded", workspace=self.name, problems=problems)
+        elif was_degraded and not current.degraded:
+            hub.events.publish("recovered", workspace=self.name, generation=current.generation)
+            log.info("workspace recovered", workspace=self.name, generation=current.generation)
+        log.info(
+            "workspace reloaded",
+            workspace=self.name,
+            generation=current.generation,
+            declarations=len(current.workspace.declarations),
+            reparsed=current.reparsed,
+            build_ms=round(current.build_seconds * 1000, 2),
+        )
+
+
+WatchFunction = Callable[..., Any]
+
+
+class Hub:
+    """All served workspaces. `running()` owns the watchers' task group."""
+
+    def __init__(
+        self,
+        *,
+        metrics: Metrics | None = None,
+        events: EventBus | None = None,
+        watch: WatchSettings | None = None,
+        membership: Any = None,
+    ) -> None:
+        self.metrics = metrics or Metrics()
+        self.events = events or EventBus()
+        self.watch_settings = watch or WatchSettings()
+        self.hosts: dict[str, WorkspaceHost] = {}
+        self.build_limiter = anyio.CapacityLimiter(1)
+        self._tg: TaskGroup | None = None
+        # Where workspaces added or removed at run time are remembered
+        # (memhubd.runtime.state.WorkspaceList); None keeps them in memory only.
+        self._membership = membership
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self, workspaces: dict[str, str]) -> AsyncIterator[Hub]:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            for name, root in workspaces.items():
+                await self._start(name, root)
+            try:
+                yield self
+            finally:
+                for host in self.hosts.values():
+                    host.stop_event.set()
+                tg.cancel_scope.cancel()
+                self._tg = None
+
+    async def _start(self, name: str, root: str) -> WorkspaceHost:
+        host = WorkspaceHost(name, root, self)
+        self.hosts[name] = host
+        await host.reload()
+        if self._tg is not None and self.watch_settings.enabled:
+            self._tg.start_soon(self._watch, host, name=f"watch:{name}")
+        return host
+
+    async def _watch(self, host: WorkspaceHost) -> None:
+        from memhubd.runtime.watcher import watch_workspace
+
+        settings = self.watch_settings
+
+        async def on_change(_changed: Any) -> None:
+            await host.reload()
+
+        from pathlib import Path
+
+        await watch_workspace(
+            Path(host.root),
+            on_change,
+            stop_event=host.stop_event,
+            debounce_ms=settings.debounce_ms,
+            rescan_interval_s=settings.rescan_interval_s,
+            force_polling=settings.force_polling,
+        )
+
+    def warm(self, snapshot: Snapshot) -> None:
+        """Compute lint and the index off the request path, right after a swap."""
+        if self._tg is None:
+            return
+
+        def work() -> None:
+            from memhubd.index.workspace import index_for
+
+            index_for(snapshot.workspace)
+            snapshot.diagnostics()
+
+        async def run() -> None:
+            try:
+                await anyio.to_thread.run_sync(work, limiter=self.build_limiter)
+            except Exception:
+                log.exception("warming failed", workspace=snapshot.name)
+
+        self._tg.start_soon(run)
+
+    # --- membership -------------------------------------------------------------------
+
+    def get(self, name: str) -> WorkspaceHost | None:
+        return self.hosts.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self.hosts)
+
+    async def add(self, name: str, root: str) -> WorkspaceHost:
+        if name in self.hosts:
+            raise ValueError(f"workspace '{name}' already exists")
+        if not os.path.isdir(root):
+            raise FileNotFoundError(f"workspace path is not a directory: {root}")
+        if self._membership is not None:
+            await anyio.to_thread.run_sync(self._membership.add, name, os.path.abspath(root))
+        host = await self._start(name, root)
+        self.events.publish("workspace_added", workspace=name, root=host.root)
+        return host
+
+    async def remove(self, name: str) -> bool:
+        host = self.hosts.pop(name, None)
+        if host is None:
+            return False
+        host.stop_event.set()
+        if self._membership is not None:
+            await anyio.to_thread.run_sync(self._membership.remove, name)
+        self.metrics.forget_workspace(name)
+        self.events.publish("workspace_removed", workspace=name)
+        return True

@@ -1,0 +1,244 @@
+"""Snapshots: the immutable, parsed, typed and indexed state of one workspace at
+one generation, and the builder that derives the next one from the previous.
+
+The builder re-parses only files whose bytes changed and rebuilds the type
+registry only when the manifest or a schema changed. A file that stops parsing
+keeps its last good declarations (the workspace is then `degraded`); so does a
+broken schema keep the last good registry. Nothing here touches the network or
+the event loop: building runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from memhubd.lang import Document, ParseError, parse_text
+from memhubd.model import Workspace
+from memhubd.schema import SchemaError, TypeRegistry, registry_for_paths
+
+MANIFEST = "memdsl.json"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceProblem:
+    """Why part of a workspace is not what is on disk right now."""
+
+    kind: str  # "parse_error" | "schema_error" | "read_error"
+    file: str
+    line: int
+    column: int
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One `.mem` file as served: its bytes' digest and the document served for it."""
+
+    path: str
+    digest: str
+    document: Document | None  # the last good parse; None if it never parsed
+    problem: SourceProblem | None  # set while the bytes on disk do not parse
+    text: str = ""  # the source of `document` (what is served, even while disk is broken)
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryState:
+    fingerprint: tuple[tuple[str, str | None], ...]
+    registry: TypeRegistry | None
+    problem: SourceProblem | None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a read needs, frozen. Readers keep using it while the next one is built."""
+
+    name: str
+    root: str
+    generation: int
+    workspace: Workspace
+    files: tuple[SourceFile, ...]
+    registry_state: RegistryState
+    built_at: float
+    build_seconds: float
+    reparsed: int
+    root_problem: SourceProblem | None = None
+    _lint_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _lint_cache: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def problems(self) -> list[SourceProblem]:
+        found = [f.problem for f in self.files if f.problem is not None]
+        if self.registry_state.problem is not None:
+            found.insert(0, self.registry_state.problem)
+        if self.root_problem is not None:
+            found.insert(0, self.root_problem)
+        return found
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.problems)
+
+    @property
+    def health(self) -> str:
+        return "degraded" if self.degraded else "healthy"
+
+    def diagnostics(self) -> list[Any]:
+        """Lint diagnostics of the served sources, computed once per snapshot."""
+        if not self._lint_cache:
+            with self._lint_lock:
+                if not self._lint_cache:
+                    from memhubd.lint import lint
+
+                    self._lint_cache.append(lint(self.workspace))
+        return self._lint_cache[0]
+
+
+class WorkspaceUnavailable(Exception):
+    """The workspace has never loaded successfully (e.g. its schema was broken from the start)."""
+
+    def __init__(self, problem: SourceProblem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def mem_files(root: str) -> list[str]:
+    """The `.mem` files of a workspace in memdsl's load order (sorted names, top-down walk)."""
+    found: list[str] = []
+    for directory, _dirs, names in os.walk(root):
+        found.extend(
+            os.path.join(directory, name) for name in sorted(names) if name.endswith(".mem")
+        )
+    return found
+
+
+def _registry_fingerprint(root: str) -> tuple[tuple[str, str | None], ...]:
+    manifest = os.path.join(root, MANIFEST)
+    data = _read(manifest)
+    parts: list[tuple[str, str | None]] = [(manifest, None if data is None else _digest(data))]
+    if data is not None:
+        try:
+            schemas = json.loads(data).get("schemas", [])
+        except (ValueError, AttributeError):
+            schemas = []
+        if isinstance(schemas, list):
+            for entry in schemas:
+                if isinstance(entry, str) and entry.strip():
+                    path = os.path.join(root, entry.strip())
+                    schema = _read(path)
+                    parts.append((path, None if schema is None else _digest(schema)))
+    return tuple(parts)
+
+
+def _load_registry(root: str, previous: RegistryState | None) -> RegistryState:
+    fingerprint = _registry_fingerprint(root)
+    if previous is not None and previous.fingerprint == fingerprint and previous.registry:
+        return previous
+    try:
+        registry = registry_for_paths([root])
+    except SchemaError as error:
+        problem = SourceProblem("schema_error", os.path.join(root, MANIFEST), 0, 0, str(error))
+        kept = previous.registry if previous is not None else None
+        return RegistryState(fingerprint, kept, problem)
+    return RegistryState(fingerprint, registry, None)
+
+
+def _load_file(path: str, previous: SourceFile | None) -> SourceFile | None:
+    data = _read(path)
+    if data is None:
+        return None  # vanished between the walk and the read: treated as deleted
+    digest = _digest(data)
+    if previous is not None and previous.digest == digest:
+        return previous
+    last_good = previous.document if previous is not None else None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        problem = SourceProblem("read_error", path, 0, 0, f"not UTF-8: {error}")
+        return SourceFile(path, digest, last_good, problem, previous.text if previous else "")
+    try:
+        document = parse_text(text, file=path)
+    except ParseError as error:
+        problem = SourceProblem("parse_error", path, error.line, error.column, error.message)
+        return SourceFile(path, digest, last_good, problem, previous.text if previous else "")
+    return SourceFile(path, digest, document, None, text)
+
+
+def build_snapshot(name: str, root: str, previous: Snapshot | None) -> Snapshot:
+    """The next snapshot of `root`, reusing whatever did not change since `previous`.
+
+    Raises WorkspaceUnavailable when there is no usable registry at all.
+    """
+    started = time.perf_counter()
+    root = os.path.abspath(root)
+    registry_state = _load_registry(root, previous.registry_state if previous else None)
+    if registry_state.registry is None:
+        assert registry_state.problem is not None
+        raise WorkspaceUnavailable(registry_state.problem)
+    known = {f.path: f for f in previous.files} if previous is not None else {}
+    files: list[SourceFile] = []
+    reparsed = 0
+    root_problem = None
+    if not os.path.isdir(root):
+        # A vanished root is far more often a checkout or sync in progress than a
+        # decision to forget everything: keep serving what was there.
+        root_problem = SourceProblem("read_error", root, 0, 0, "workspace directory is missing")
+        files = list(previous.files) if previous is not None else []
+    for path in mem_files(root) if root_problem is None else []:
+        before = known.get(path)
+        loaded = _load_file(path, before)
+        if loaded is None:
+            continue
+        if loaded is not before:
+            reparsed += 1
+        files.append(loaded)
+    documents = [f.document for f in files if f.document is not None]
+    workspace = Workspace.from_documents(documents, registry_state.registry)
+    return Snapshot(
+        name=name,
+        root=root,
+        generation=(previous.generation + 1) if previous is not None else 1,
+        workspace=workspace,
+        files=tuple(files),
+        registry_state=registry_state,
+        built_at=time.time(),
+        build_seconds=time.perf_counter() - started,
+        reparsed=reparsed,
+        root_problem=root_problem,
+    )
+
+
+def unchanged(previous: Snapshot, candidate: Snapshot) -> bool:
+    """True when a rebuild found nothing new (same files, same bytes, same registry)."""
+    return (
+        previous.registry_state is candidate.registry_state
+        and previous.root_problem == candidate.root_problem
+        and len(previous.files) == len(candidate.files)
+        and all(a is b for a, b in zip(previous.files, candidate.files, strict=True))
+    )

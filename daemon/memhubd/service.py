@@ -1,0 +1,546 @@
+"""THE operations of memhub, as async functions over the hub and a caller.
+
+Every door (JSON API, MCP, ...) calls these and only these. They check scopes
+and workspace grants, pick the caller's view of a snapshot (access policies
+applied), run the engine in a worker thread and return plain data. They know
+nothing of HTTP or MCP.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from memhub_protocol import (
+    EXPLAIN_SCHEMA,
+    FILE_SCHEMA,
+    FILES_SCHEMA,
+    LINT_SCHEMA,
+    LIST_SCHEMA,
+    MAP_SCHEMA,
+    STATUS_SCHEMA,
+    TYPES_SCHEMA,
+    WORKSPACES_SCHEMA,
+    CheckRequest,
+    ErrorCode,
+    ProtocolError,
+    QueryRequest,
+)
+from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY
+from memhubd import __version__
+from memhubd.auth.identity import Identity
+from memhubd.model import Workspace
+from memhubd.runtime.hub import Hub, WorkspaceHost
+from memhubd.runtime.snapshot import Snapshot, SourceFile
+
+STARTED_AT = time.time()
+_ENGINE = anyio.CapacityLimiter(4)
+LIST_CLAIM_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What one caller may see of one snapshot."""
+
+    snapshot: Snapshot
+    workspace: Workspace  # the snapshot's workspace minus declarations hidden from the caller
+    hidden: frozenset[str]  # ids of hidden declarations (never sent to the caller)
+
+
+# --- access -----------------------------------------------------------------------------
+
+
+def require_scope(identity: Identity, scope: str) -> None:
+    if not identity.has_scope(scope):
+        raise ProtocolError(
+            ErrorCode.FORBIDDEN,
+            f"scope '{scope}' is required",
+            {"required_scope": scope, "token": identity.name},
+        )
+
+
+def visible_workspaces(hub: Hub, identity: Identity) -> list[str]:
+    return [name for name in hub.names() if identity.can_use(name)]
+
+
+def _host(hub: Hub, identity: Identity, name: str) -> WorkspaceHost:
+    host = hub.get(name)
+    allowed = visible_workspaces(hub, identity)
+    if host is None or not identity.can_use(name):
+        code = ErrorCode.WORKSPACE_NOT_FOUND if host is None else ErrorCode.FORBIDDEN
+        message = (
+            f"unknown workspace '{name}'"
+            if host is None
+            else f"token '{identity.name}' has no grant for workspace '{name}'"
+        )
+        raise ProtocolError(code, message, {"workspace": name, "available": allowed})
+    return host
+
+
+def _snapshot(host: WorkspaceHost) -> Snapshot:
+    snapshot = host.snapshot
+    if snapshot is None:
+        problem = host.unavailable
+        raise ProtocolError(
+            ErrorCode.WORKSPACE_UNAVAILABLE,
+            f"workspace '{host.name}' has not loaded: "
+            + (problem.message if problem else "still loading"),
+            {"workspace": host.name, "problem": problem.as_dict() if problem else None},
+        )
+    return snapshot
+
+
+_VIEWS: weakref.WeakKeyDictionary[Snapshot, dict[frozenset[str], View]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _build_view(snapshot: Snapshot, identity: Identity) -> View:
+    from memhubd.auth.access import is_visible
+
+    ws = snapshot.workspace
+    if identity.sees_everything:
+        return View(snapshot, ws, frozenset())
+    kept = [d for d in ws.declarations if is_visible(d, identity)]
+    if len(kept) == len(ws.declarations):
+        return View(snapshot, ws, frozenset())
+    hidden = frozenset(d.id for d in ws.declarations if not is_visible(d, identity))
+    view = Workspace(declarations=kept, files=list(ws.files), registry=ws.registry)
+    return View(snapshot, view, hidden)
+
+
+def view_for(hub: Hub, identity: Identity, name: str, scope: str) -> View:
+    """The caller's view of a workspace, after the scope and grant checks."""
+    require_scope(identity, scope)
+    snapshot = _snapshot(_host(hub, identity, name))
+    per_snapshot = _VIEWS.setdefault(snapshot, {})
+    key = frozenset({"*"}) if identity.sees_everything else identity.roles
+    view = per_snapshot.get(key)
+    if view is None:
+        view = per_snapshot[key] = _build_view(snapshot, identity)
+    return view
+
+
+async def _run(function: Any, *args: Any) -> Any:
+    return await anyio.to_thread.run_sync(function, *args, limiter=_ENGINE)
+
+
+# --- status -----------------------------------------------------------------------------
+
+
+def workspace_summary(host: WorkspaceHost) -> dict[str, Any]:
+    snapshot = host.snapshot
+    if snapshot is None:
+        return {
+            "name": host.name,
+            "root": host.root,
+            "health": "unavailable",
+            "generation": 0,
+            "declarations": 0,
+            "files": 0,
+            "problems": [host.unavailable.as_dict()] if host.unavailable else [],
+            "last_reload_at": host.last_reload_at,
+        }
+    return {
+        "name": host.name,
+        "root": host.root,
+        "health": snapshot.health,
+        "generation": snapshot.generation,
+        "declarations": len(snapshot.workspace.declarations),
+        "files": len(snapshot.files),
+        "problems": [p.as_dict() for p in snapshot.problems],
+        "last_reload_at": host.last_reload_at,
+    }
+
+
+async def status(hub: Hub, identity: Identity) -> dict[str, Any]:
+    require_scope(identity, READ_SUMMARY)
+    names = visible_workspaces(hub, identity)
+    return {
+        "schema_version": STATUS_SCHEMA,
+        "server": "memhub",
+        "version": __version__,
+        "uptime_s": round(time.time() - STARTED_AT, 3),
+        "identity": {
+            "name": identity.name,
+            "scopes": sorted(identity.scopes),
+            "workspaces": sorted(identity.workspaces),
+            "roles": sorted(identity.roles),
+            "local": identity.local,
+        },
+        "workspaces": [workspace_summary(hub.hosts[name]) for name in names],
+    }
+
+
+async def workspaces(hub: Hub, identity: Identity) -> dict[str, Any]:
+    require_scope(identity, READ_SUMMARY)
+    names = visible_workspaces(hub, identity)
+    return {
+        "schema_version": WORKSPACES_SCHEMA,
+        "workspaces": [workspace_summary(hub.hosts[name]) for name in names],
+    }
+
+
+async def workspace(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    require_scope(identity, READ_SUMMARY)
+    return workspace_summary(_host(hub, identity, name))
+
+
+# --- reads ------------------------------------------------------------------------------
+
+
+async def memory_map(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
+    from memhubd.query import build_memory_map, render_memory_map_text
+
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    data = await _run(build_memory_map, view.workspace)
+    return {"schema_version": MAP_SCHEMA, **data}, render_memory_map_text(data)
+
+
+async def types(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    registry = view.workspace.registry
+    items = [descriptor.as_dict() for descriptor in registry.descriptors()]
+    lines = []
+    for item in items:
+        required = ",".join(item["required_fields"]) or "-"
+        capabilities = ",".join(item["capabilities"]) or "-"
+        lines.append(
+            f"{item['name']}  role={item['runtime_role']}  "
+            f"required={required}  capabilities={capabilities}"
+        )
+    payload = {
+        "schema_version": TYPES_SCHEMA,
+        "schema_files": list(registry.schema_files),
+        "types": items,
+    }
+    return payload, "\n".join(lines)
+
+
+def _list_item(d: Any) -> dict[str, Any]:
+    claim = d.claim_text
+    if len(claim) > LIST_CLAIM_CHARS:
+        claim = claim[: LIST_CLAIM_CHARS - 1] + "…"
+    return {
+        "id": d.id,
+        "type": d.kind,
+        "kind": d.kind,
+        "runtime_role": d.runtime_role,
+        "capabilities": sorted(d.capabilities),
+        "subject": d.subject,
+        "scope": d.scope,
+        "status": d.status,
+        "claim": claim,
+        "file": d.file,
+        "line": d.line,
+        "has_evidence": bool(d.evidence),
+    }
+
+
+async def list_declarations(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    *,
+    memory_type: str = "",
+    subject: str = "",
+    include_inactive: bool = False,
+    limit: int = 100,
+) -> dict[str, Any]:
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    limit = max(1, min(500, limit))
+
+    def work() -> dict[str, Any]:
+        ws = view.workspace
+        pool = ws.declarations if include_inactive else ws.active()
+        selected = [
+            d
+            for d in pool
+            if (not memory_type or d.kind == memory_type) and (not subject or d.subject == subject)
+        ]
+        return {
+            "schema_version": LIST_SCHEMA,
+            "total": len(selected),
+            "items": [_list_item(d) for d in selected[:limit]],
+        }
+
+    return await _run(work)
+
+
+def _trace_additions(view: View, full_pack: Any | None, pack: dict[str, Any]) -> None:
+    trace = pack.get("search_trace")
+    if not isinstance(trace, dict):
+        return
+    if view.hidden and full_pack is not None:
+        trace["hidden_by_access_policy"] = _count_hidden(view, full_pack)
+    problems = view.snapshot.problems
+    if problems:
+        trace["source_problems"] = [p.as_dict() for p in problems]
+
+
+def _count_hidden(view: View, full: dict[str, Any]) -> int:
+    seen: set[str] = set()
+    for layer in ("must", "should", "context"):
+        seen.update(item["id"] for item in full.get(layer, []))
+    seen.update(item["id"] for item in full.get("conflicts", []))
+    for item in full.get("search_trace", {}).get("excluded_by_filters", []):
+        seen.add(item["id"])
+    return len(seen & view.hidden)
+
+
+async def query(
+    hub: Hub, identity: Identity, name: str, request: QueryRequest
+) -> tuple[dict[str, Any], str, View]:
+    from memhubd.query import build_evidence_pack
+
+    view = view_for(hub, identity, name, READ_SEARCH)
+    kinds = list(request.kinds) if request.kinds is not None else None
+    types_ = list(request.types) if request.types is not None else None
+
+    def work() -> tuple[dict[str, Any], str]:
+        pack = build_evidence_pack(
+            view.workspace,
+            request.query,
+            kinds=kinds,
+            subject=request.subject,
+            limit=request.limit,
+            types=types_,
+        )
+        data = pack.as_dict()
+        full = None
+        if view.hidden:
+            full = build_evidence_pack(
+                view.snapshot.workspace,
+                request.query,
+                kinds=kinds,
+                subject=request.subject,
+                limit=request.limit,
+                types=types_,
+            ).as_dict()
+        _trace_additions(view, full, data)
+        return data, pack.render_text()
+
+    data, text = await _run(work)
+    return data, text, view
+
+
+async def explain(hub: Hub, identity: Identity, name: str, decl_id: str) -> dict[str, Any]:
+    from memhubd.query import explain as explain_text
+    from memhubd.query import explain_payload
+
+    view = view_for(hub, identity, name, READ_SEARCH)
+    if not decl_id.strip():
+        raise ProtocolError(ErrorCode.INVALID, "a declaration id is required", {"field": "id"})
+
+    def work() -> dict[str, Any]:
+        if view.workspace.by_id(decl_id) is None:
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND,
+                f"declaration '{decl_id}' not found",
+                {"id": decl_id, "workspace": name},
+            )
+        return {
+            "schema_version": EXPLAIN_SCHEMA,
+            "declaration": explain_payload(view.workspace, decl_id),
+            "rendered_text": explain_text(view.workspace, decl_id),
+        }
+
+    return await _run(work)
+
+
+async def check(
+    hub: Hub, identity: Identity, name: str, request: CheckRequest
+) -> tuple[dict[str, Any], str]:
+    from memhubd.check import check_compliance
+
+    view = view_for(hub, identity, name, READ_SEARCH)
+
+    def work() -> tuple[dict[str, Any], str]:
+        pack = check_compliance(
+            view.workspace,
+            request.task,
+            request.candidate,
+            subject=request.subject,
+            scope=request.scope,
+            exceptions=list(request.exceptions),
+        )
+        return pack.as_dict(), pack.render_text()
+
+    return await _run(work)
+
+
+async def lint(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
+    view = view_for(hub, identity, name, READ_SUMMARY)
+
+    def work() -> tuple[dict[str, Any], str]:
+        diagnostics = [
+            d
+            for d in view.snapshot.diagnostics()
+            if d.decl_id is None or d.decl_id not in view.hidden
+        ]
+        errors = sum(1 for d in diagnostics if d.severity == "error")
+        warnings = len(diagnostics) - errors
+        problems = [p.as_dict() for p in view.snapshot.problems]
+        payload = {
+            "schema_version": LINT_SCHEMA,
+            "ok": errors == 0 and not problems,
+            "declarations": len(view.workspace.declarations),
+            "errors": errors,
+            "warnings": warnings,
+            "diagnostics": [d.as_dict() for d in diagnostics],
+            "source_problems": problems,
+        }
+        lines = [f"{p['file']}:{p['line']}: error[{p['kind']}] {p['message']}" for p in problems]
+        lines += [d.render() for d in diagnostics]
+        lines.append(
+            f"\n{len(view.workspace.declarations)} declarations, {errors} error(s), "
+            f"{warnings} warning(s)"
+        )
+        return payload, "\n".join(lines)
+
+    return await _run(work)
+
+
+# --- raw sources ------------------------------------------------------------------------
+
+
+def _file_id(snapshot: Snapshot, source: SourceFile) -> str:
+    return os.path.relpath(source.path, snapshot.root)
+
+
+async def files(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    counts: dict[str, int] = {}
+    for d in view.workspace.declarations:
+        counts[d.file] = counts.get(d.file, 0) + 1
+    return {
+        "schema_version": FILES_SCHEMA,
+        "workspace": name,
+        "files": [
+            {
+                "file_id": _file_id(view.snapshot, source),
+                "path": source.path,
+                "declarations": counts.get(source.path, 0),
+                "status": source.problem.kind if source.problem else "ok",
+            }
+            for source in view.snapshot.files
+        ],
+    }
+
+
+def _find_file(snapshot: Snapshot, file_id: str) -> SourceFile | None:
+    sources = snapshot.files
+    for source in sources:
+        if _file_id(snapshot, source) == file_id:
+            return source
+    if file_id.isdigit() and int(file_id) < len(sources):
+        return sources[int(file_id)]
+    for source in sources:
+        if os.path.basename(source.path) == file_id:
+            return source
+    return None
+
+
+async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) -> dict[str, Any]:
+    from memhubd.auth.access import redact_source
+
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    source = _find_file(view.snapshot, file_id)
+    if source is None:
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND,
+            f"no source file '{file_id}' in workspace '{name}'",
+            {"file_id": file_id, "workspace": name},
+        )
+    text = source.text
+    hidden_here = []
+    if view.hidden and source.document is not None:
+        for raw in source.document.declarations:
+            if raw.id in view.hidden:
+                end = raw.end
+                hidden_here.append((raw.line, raw.column, end.line, end.column))
+    if hidden_here:
+        text = redact_source(text, hidden_here)
+    return {
+        "schema_version": FILE_SCHEMA,
+        "file_id": _file_id(view.snapshot, source),
+        "path": source.path,
+        "content": text,
+        "stale": source.problem is not None,
+        "hidden_declarations": len(hidden_here),
+    }
+
+
+# --- administration ---------------------------------------------------------------------
+
+
+async def add_workspace(hub: Hub, identity: Identity, request: Any) -> dict[str, Any]:
+    from memhub_protocol.scopes import ADMIN
+
+    require_scope(identity, ADMIN)
+    if hub.get(request.name) is not None:
+        raise ProtocolError(
+            ErrorCode.CONFLICT,
+            f"workspace '{request.name}' already exists",
+            {"workspace": request.name},
+        )
+    root = os.path.abspath(os.path.expanduser(request.path))
+    if not os.path.isdir(root):
+        raise ProtocolError(
+            ErrorCode.INVALID, f"not a directory: {root}", {"field": "path", "path": root}
+        )
+    host = await hub.add(request.name, root)
+    return workspace_summary(host)
+
+
+async def remove_workspace(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    from memhub_protocol.scopes import ADMIN
+
+    require_scope(identity, ADMIN)
+    _host(hub, identity, name)
+    await hub.remove(name)
+    return {"removed": name}
+
+
+async def reload_workspace(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    from memhub_protocol.scopes import ADMIN
+
+    require_scope(identity, ADMIN)
+    host = _host(hub, identity, name)
+    await host.reload()
+    return workspace_summary(host)
+
+
+async def create_token(tokens: Any, identity: Identity, request: Any) -> dict[str, Any]:
+    from memhub_protocol.scopes import ADMIN
+    from memhubd.auth.tokens import TokenError
+
+    require_scope(identity, ADMIN)
+    try:
+        record, secret = await anyio.to_thread.run_sync(
+            lambda: tokens.create(
+                request.name,
+                request.scopes,
+                workspaces=request.workspaces,
+                roles=request.roles,
+                expires=request.expires,
+            )
+        )
+    except TokenError as error:
+        raise ProtocolError(ErrorCode.INVALID, str(error), {"name": request.name}) from error
+    return {**record.as_dict(), "token": secret}
+
+
+async def revoke_token(tokens: Any, identity: Identity, name: str) -> dict[str, Any]:
+    from memhub_protocol.scopes import ADMIN
+
+    require_scope(identity, ADMIN)
+    revoked = await anyio.to_thread.run_sync(tokens.revoke, name)
+    if not revoked:
+        raise ProtocolError(ErrorCode.NOT_FOUND, f"no token named '{name}'", {"name": name})
+    return {"revoked": name}
