@@ -63,7 +63,7 @@ class RegistryState:
     problem: SourceProblem | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity semantics: snapshots key per-caller caches
 class Snapshot:
     """Everything a read needs, frozen. Readers keep using it while the next one is built."""
 

@@ -1,0 +1,135 @@
+"""The daemon as a process: it answers, finishes in-flight requests on SIGTERM,
+cleans up its socket, keeps workspaces added at run time across restarts and
+refuses an open bind without tokens."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.integration.conftest import copy_examples
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Process:
+    def __init__(self, tmp: Path, workspaces: dict[str, str], *extra: str) -> None:
+        self.port = free_port()
+        self.socket_path = str(Path(tempfile.mkdtemp(prefix="mh-")) / "d.sock")
+        self.state = tmp / "state"
+        args = [
+            sys.executable,
+            "-m",
+            "memhubd.cli",
+            "serve",
+            "--port",
+            str(self.port),
+            "--socket",
+            self.socket_path,
+            "--state-dir",
+            str(self.state),
+            "--log-format",
+            "json",
+            *extra,
+        ]
+        for name, path in workspaces.items():
+            args += ["--workspace", f"{name}={path}"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def client(self) -> httpx.Client:
+        transport = httpx.HTTPTransport(uds=self.socket_path)
+        return httpx.Client(transport=transport, base_url="http://memhub", timeout=10)
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(self.proc.stderr.read().decode())
+            try:
+                with self.client() as client:
+                    if client.get("/readyz").status_code == 200:
+                        return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("daemon not ready")
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(20)
+
+
+def test_sigterm_lets_an_in_flight_request_finish(tmp_path: Path) -> None:
+    daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
+    daemon.wait_ready()
+    body = json.dumps({"name": "late", "path": str(tmp_path / "ws" / "writing")}).encode()
+    raw = socket.socket(socket.AF_UNIX)
+    raw.connect(daemon.socket_path)
+    raw.sendall(
+        b"POST /v1/workspaces HTTP/1.1\r\nHost: memhub\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body[:10]
+    )
+    time.sleep(0.3)
+    daemon.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    raw.sendall(body[10:])
+    response = raw.recv(65536).decode()
+    raw.close()
+    assert daemon.proc.wait(20) == 0
+    assert response.startswith("HTTP/1.1 201"), response[:200]
+    assert not os.path.exists(daemon.socket_path)
+
+
+def test_workspaces_added_at_run_time_survive_a_restart(tmp_path: Path) -> None:
+    workspaces = copy_examples(tmp_path / "ws", ["writing", "assistant"])
+    first = Process(tmp_path, {"writing": workspaces["writing"]})
+    first.wait_ready()
+    with first.client() as client:
+        added = client.post(
+            "/v1/workspaces", json={"name": "asst", "path": workspaces["assistant"]}
+        )
+        assert added.status_code == 201, added.text
+    assert first.stop() == 0
+    second = Process(tmp_path, {"writing": workspaces["writing"]})
+    second.wait_ready()
+    with second.client() as client:
+        names = [w["name"] for w in client.get("/v1/workspaces").json()["workspaces"]]
+        assert names == ["asst", "writing"]
+        assert client.delete("/v1/workspaces/asst").status_code == 200
+    assert second.stop() == 0
+    third = Process(tmp_path, {"writing": workspaces["writing"]})
+    third.wait_ready()
+    with third.client() as client:
+        names = [w["name"] for w in client.get("/v1/workspaces").json()["workspaces"]]
+    assert names == ["writing"]
+    assert third.stop() == 0
+
+
+def test_socket_is_private_to_the_operator(tmp_path: Path) -> None:
+    daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
+    daemon.wait_ready()
+    mode = os.stat(daemon.socket_path).st_mode & 0o777
+    assert daemon.stop() == 0
+    assert mode == 0o600
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0"])
+def test_non_loopback_bind_is_refused_while_no_token_exists(tmp_path: Path, host: str) -> None:
+    daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]), "--host", host)
+    assert daemon.proc.wait(20) == 2
+    assert b"no token exists" in daemon.proc.stderr.read()
