@@ -75,7 +75,8 @@ class _Parser:
         if name.kind != ATOM:
             raise self._error(f"expected declaration name after '{type_token.value}'", name)
         fields, key_positions = self._block(1)
-        packed = array("l")
+        closing = self.tokens[self.pos - 1]
+        packed = array("l", (closing.line, closing.column))
         _flatten_positions(fields, key_positions, packed)
         return RawDeclaration(
             kind=type_token.value,

@@ -119,8 +119,19 @@ class RawDeclaration:
             self._column, self._packed = self._source.located(self._index)
         result: dict[FieldPath, Position] = {}
         if self._packed is not None:
-            _unpack(self.fields, (), iter(self._packed), self.file, result)
+            numbers = iter(self._packed)
+            next(numbers), next(numbers)  # the closing brace's (line, column) comes first
+            _unpack(self.fields, (), numbers, self.file, result)
         return result
+
+    @property
+    def end(self) -> Position:
+        """Where the closing `}` of this declaration is (the declaration's last character)."""
+        if self._packed is None and self._source is not None:
+            self._column, self._packed = self._source.located(self._index)
+        if self._packed is not None and len(self._packed) >= 2:
+            return Position(self.file, self._packed[0], self._packed[1])
+        return self.position
 
     def position_of(self, *path: str) -> Position:
         """Where the key at `path` was written, or the declaration's own position."""

@@ -38,3 +38,10 @@ def test_fast_parser_positions_match_the_precise_parser() -> None:
     precise = parse_precise(SOURCE, file="p.mem").declarations
     assert [d.positions for d in fast] == [d.positions for d in precise]
     assert [d.column for d in fast] == [d.column for d in precise]
+
+
+def test_declarations_know_where_their_closing_brace_is() -> None:
+    first, second = parse_text(SOURCE, file="p.mem").declarations
+    assert first.end == Position("p.mem", 8, 1)
+    assert second.end == Position("p.mem", 9, 31)
+    assert parse_precise(SOURCE, file="p.mem").declarations[0].end == first.end
