@@ -446,6 +446,11 @@ def _find_file(snapshot: Snapshot, file_id: str) -> SourceFile | None:
     return None
 
 
+def _real_position(text: str, offset: int) -> tuple[int, int]:
+    """The real 1-based (line, column) of a character offset."""
+    return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
+
+
 async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) -> dict[str, Any]:
     from memhubd.auth.access import redact_source
 
@@ -462,8 +467,8 @@ async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) ->
     if view.hidden and source.document is not None:
         for raw in source.document.declarations:
             if raw.id in view.hidden:
-                end = raw.end
-                hidden_here.append((raw.line, raw.column, end.line, end.column))
+                start, end = raw.span
+                hidden_here.append((*_real_position(text, start), *_real_position(text, end - 1)))
     if hidden_here:
         text = redact_source(text, hidden_here)
     return {

@@ -42,8 +42,9 @@ class Token(NamedTuple):
 
     kind: str
     value: str
-    line: int
+    line: int  # memdsl's line counter (see the module docstring)
     column: int
+    offset: int  # index of the token's first character in the text
 
 
 def _unescape(body: str) -> tuple[str, int]:
@@ -103,7 +104,7 @@ def tokenize(text: str, file: str = "<text>") -> list[Token]:
         elif kind == "comment":
             pass
         elif kind == "punct":
-            append(Token(PUNCT, text[pos], line, pos - line_start + 1))
+            append(Token(PUNCT, text[pos], line, pos - line_start + 1, pos))
         elif kind == "string":
             body = text[pos + 1 : end - 1]
             column = pos - line_start + 1
@@ -112,7 +113,7 @@ def tokenize(text: str, file: str = "<text>") -> list[Token]:
                 value, escaped = _unescape(body)
             else:
                 value, escaped = body, 0
-            append(Token(STRING, value, line, column))
+            append(Token(STRING, value, line, column, pos))
             if raw_newlines:
                 line += raw_newlines - escaped
                 line_start = text.rfind("\n", pos, end) + 1
@@ -124,7 +125,7 @@ def tokenize(text: str, file: str = "<text>") -> list[Token]:
                 end = pos  # char == "(": an atom that starts with its group
             if end < n and text[end] == "(":
                 end = _paren_group_end(text, end)
-            append(Token(ATOM, text[pos:end], line, pos - line_start + 1))
+            append(Token(ATOM, text[pos:end], line, pos - line_start + 1, pos))
             newlines = text.count("\n", pos, end)
             if newlines:
                 line += newlines

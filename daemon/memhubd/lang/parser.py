@@ -76,7 +76,7 @@ class _Parser:
             raise self._error(f"expected declaration name after '{type_token.value}'", name)
         fields, key_positions = self._block(1)
         closing = self.tokens[self.pos - 1]
-        packed = array("l", (closing.line, closing.column))
+        packed = array("l", (closing.line, closing.column, type_token.offset, closing.offset + 1))
         _flatten_positions(fields, key_positions, packed)
         return RawDeclaration(
             kind=type_token.value,

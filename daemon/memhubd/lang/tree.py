@@ -120,9 +120,23 @@ class RawDeclaration:
         result: dict[FieldPath, Position] = {}
         if self._packed is not None:
             numbers = iter(self._packed)
-            next(numbers), next(numbers)  # the closing brace's (line, column) comes first
+            for _ in range(_SPAN_NUMBERS):
+                next(numbers)
             _unpack(self.fields, (), numbers, self.file, result)
         return result
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """(start, end) character offsets of the whole declaration in its source text.
+
+        Unlike `line` (memdsl's counter, which escaped newlines do not advance),
+        offsets are exact, so cutting a declaration out of its file is safe.
+        """
+        if self._packed is None and self._source is not None:
+            self._column, self._packed = self._source.located(self._index)
+        if self._packed is None or len(self._packed) < _SPAN_NUMBERS:
+            raise ValueError(f"no source span known for {self.id}")
+        return self._packed[2], self._packed[3]
 
     @property
     def end(self) -> Position:
@@ -156,6 +170,11 @@ class RawDeclaration:
             f"RawDeclaration(kind={self.kind!r}, name={self.name!r}, fields={self.fields!r}, "
             f"file={self.file!r}, line={self.line!r}, module={self.module!r})"
         )
+
+
+# Packed arrays from the parser start with the closing brace's (line, column)
+# and the declaration's (start, end) offsets; key positions follow.
+_SPAN_NUMBERS = 4
 
 
 def _unpack(fields: dict[str, Any], prefix: FieldPath, numbers: Any, file: str, out: dict) -> None:

@@ -1,0 +1,116 @@
+"""Enforcement of memdsl's `access_policy.readers`: which declarations a caller may see,
+and raw source text with the hidden declarations cut out.
+
+Pure functions over declarations, identities and text; no I/O, no knowledge of HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from memhubd.auth.identity import Identity
+
+if TYPE_CHECKING:
+    from memhubd.model import Declaration
+
+    _D = TypeVar("_D", bound=Declaration)
+else:
+    _D = TypeVar("_D")
+
+HIDDEN_MARKER = "# [1 declaration hidden by access policy]"
+
+# (start line, start column, end line, end column), 1-based; the end is the closing `}`.
+SourceSpan = tuple[int, int, int, int]
+
+
+def readers_of(declaration: Declaration) -> frozenset[str]:
+    """The roles named by the derived policy's `readers` (a list or a single value)."""
+    readers = declaration.access_policy.get("readers")
+    if readers is None:
+        return frozenset()
+    items = readers if isinstance(readers, list) else [readers]
+    return frozenset(text for text in (str(item).strip() for item in items) if text)
+
+
+def is_visible(declaration: Declaration, identity: Identity) -> bool:
+    """False when the declaration names readers and the caller holds none of those roles."""
+    if identity.sees_everything:
+        return True
+    readers = readers_of(declaration)
+    return not readers or not readers.isdisjoint(identity.roles)
+
+
+def split_visible(declarations: Iterable[_D], identity: Identity) -> tuple[list[_D], int]:
+    """The declarations the caller may see, in order, and how many were hidden.
+
+    Callers report only the count: the ids of hidden declarations must not leak.
+    """
+    visible: list[_D] = []
+    hidden = 0
+    for declaration in declarations:
+        if is_visible(declaration, identity):
+            visible.append(declaration)
+        else:
+            hidden += 1
+    return visible, hidden
+
+
+def redact_source(text: str, hidden: Sequence[SourceSpan]) -> str:
+    """`text` with each hidden span replaced by a one-line `HIDDEN_MARKER` comment.
+
+    Text after a span on its last line moves to a line of its own, since the
+    comment runs to the end of its line. Raises ValueError for a span that is out
+    of range, overlaps another, or does not end on a `}`: a wrong span could
+    otherwise leave part of a hidden declaration in the output.
+    """
+    if not hidden:
+        return text
+    line_starts = _line_starts(text)
+    spans = sorted(_offsets(text, line_starts, span) for span in hidden)
+    pieces: list[str] = []
+    position = 0
+    for start, end in spans:
+        if start < position:
+            raise ValueError(f"overlapping hidden spans at offset {start}")
+        pieces.append(text[position:start])
+        pieces.append(HIDDEN_MARKER)
+        position = end
+        line_end = _line_end(text, end)
+        rest = text[end:line_end]
+        if rest.strip():
+            pieces.append("\n")
+            position = end + len(rest) - len(rest.lstrip())
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _line_starts(text: str) -> list[int]:
+    # Lines end at "\n" only, as the tokenizer counts them.
+    starts = [0]
+    starts.extend(index + 1 for index, char in enumerate(text) if char == "\n")
+    return starts
+
+
+def _line_end(text: str, position: int) -> int:
+    found = text.find("\n", position)
+    return len(text) if found < 0 else found
+
+
+def _offsets(text: str, line_starts: list[int], span: SourceSpan) -> tuple[int, int]:
+    """Character offsets [start, end) of a span; the end column is inclusive."""
+    start_line, start_column, end_line, end_column = span
+    start = _offset(text, line_starts, start_line, start_column)
+    end = _offset(text, line_starts, end_line, end_column)
+    if end < start or text[end] != "}":
+        raise ValueError(f"hidden span {span} does not end on a closing brace")
+    return start, end + 1
+
+
+def _offset(text: str, line_starts: list[int], line: int, column: int) -> int:
+    if not 1 <= line <= len(line_starts):
+        raise ValueError(f"line {line} is outside the text ({len(line_starts)} lines)")
+    start = line_starts[line - 1]
+    if not 1 <= column <= _line_end(text, start) - start:
+        raise ValueError(f"column {column} is outside line {line}")
+    return start + column - 1

@@ -1,0 +1,133 @@
+"""`memhubd token create|list|revoke`: token administration on a state directory.
+
+Works offline (a running daemon picks the change up on its next request). Argument
+parsing and rendering only; the rules live in `TokenStore`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memhubd.auth.tokens import TokenError, TokenRecord, TokenStore, utc_now
+
+STATE_DIR_ENV = "MEMHUB_STATE_DIR"
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def default_state_dir() -> Path:
+    """$MEMHUB_STATE_DIR, else ~/.local/share/memhub."""
+    configured = os.environ.get(STATE_DIR_ENV)
+    if configured:
+        return Path(configured)
+    return Path.home() / ".local" / "share" / "memhub"
+
+
+def add_token_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Register `token` and its subcommands; each sets `handler=function(args) -> int`."""
+    token = subparsers.add_parser("token", help="create, list and revoke bearer tokens")
+    commands = token.add_subparsers(dest="token_command", metavar="COMMAND", required=True)
+
+    p = commands.add_parser("create", help="create a token; its secret is shown once")
+    p.add_argument("name", help="identity name: 1-64 of A-Z a-z 0-9 _ . @ -")
+    p.add_argument("--scopes", required=True, help="comma-separated scopes, or all")
+    p.add_argument("--workspaces", default="*", help="comma-separated workspaces (default *: all)")
+    p.add_argument("--roles", default="", help="comma-separated access-policy roles (* sees all)")
+    p.add_argument("--expires", metavar="WHEN", help="30d, 12h, 90m, or an ISO date/datetime")
+    _common(p, _create)
+
+    p = commands.add_parser("list", help="list tokens (never their secrets)")
+    _common(p, _list)
+
+    p = commands.add_parser("revoke", help="revoke a token by name")
+    p.add_argument("name", help="token name")
+    _common(p, _revoke)
+
+
+def _common(parser: argparse.ArgumentParser, handler: Handler) -> None:
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help=f"state directory (default ${STATE_DIR_ENV} or ~/.local/share/memhub)",
+    )
+    parser.add_argument("--json", action="store_true", help="JSON output")
+    parser.set_defaults(handler=_guarded(handler))
+
+
+def _guarded(handler: Handler) -> Handler:
+    """Refusals and I/O failures become one line on stderr and exit status 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except TokenError as error:
+            print(f"memhubd token: error: {error}", file=sys.stderr)
+        except OSError as error:
+            where = f"{error.filename}: " if error.filename else ""
+            print(f"memhubd token: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 2
+
+    return run
+
+
+def _store(args: argparse.Namespace) -> TokenStore:
+    return TokenStore(args.state_dir or default_state_dir())
+
+
+def _create(args: argparse.Namespace) -> int:
+    record, secret = _store(args).create(
+        args.name, args.scopes, workspaces=args.workspaces, roles=args.roles, expires=args.expires
+    )
+    if args.json:
+        _print_json({**record.as_dict(), "token": secret})
+        return 0
+    print(f"created token {record.name!r}: {_describe(record)}")
+    print(secret)
+    print("This secret will not be shown again: store it now.")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    records = _store(args).list()
+    now = utc_now()
+    if args.json:
+        _print_json({"tokens": [_listed(record, now) for record in records]})
+        return 0
+    if not records:
+        print("no tokens")
+    for record in records:
+        expired = " (EXPIRED)" if record.is_expired(now) else ""
+        print(f"{record.name}{expired}: {_describe(record)}")
+    return 0
+
+
+def _revoke(args: argparse.Namespace) -> int:
+    if not _store(args).revoke(args.name):
+        raise TokenError(f"no token named {args.name!r}")
+    if args.json:
+        _print_json({"revoked": args.name})
+    else:
+        print(f"revoked token {args.name!r}")
+    return 0
+
+
+def _describe(record: TokenRecord) -> str:
+    return (
+        f"scopes {','.join(record.scopes)}; workspaces {','.join(record.workspaces)}; "
+        f"roles {','.join(record.roles) or '-'}; expires {record.expires or 'never'}"
+    )
+
+
+def _listed(record: TokenRecord, now: dt.datetime) -> dict[str, Any]:
+    return {**record.as_dict(), "expired": record.is_expired(now)}
+
+
+def _print_json(data: dict[str, Any]) -> None:
+    print(json.dumps(data, indent=2))

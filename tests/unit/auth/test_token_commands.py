@@ -1,0 +1,114 @@
+"""`memhubd token create|list|revoke`: the secret shown once, JSON output, and
+refusals as one line on stderr with exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from memhubd.auth import TokenStore, add_token_commands
+
+
+def run(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="memhubd")
+    add_token_commands(parser.add_subparsers())
+    args = parser.parse_args(["token", *argv])
+    return args.handler(args)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> str:
+    return str(tmp_path / "state")
+
+
+def test_create_prints_the_secret_once_with_a_warning(state: str, capsys) -> None:
+    assert run("create", "alice", "--scopes", "read:search", "--state-dir", state) == 0
+    out = capsys.readouterr().out
+    secret = next(line for line in out.splitlines() if line.startswith("mh_"))
+    assert "will not be shown again" in out
+    identity = TokenStore(Path(state)).verify(secret)
+    assert identity is not None and identity.name == "alice"
+
+
+def test_create_json_includes_the_token_and_the_grants(state: str, capsys) -> None:
+    code = run(
+        "create", "ci", "--scopes", "read:summary,read:search", "--workspaces", "docs",
+        "--roles", "developer", "--expires", "30d", "--state-dir", state, "--json",
+    )  # fmt: skip
+    assert code == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["name"] == "ci"
+    assert payload["scopes"] == ["read:summary", "read:search"]
+    assert payload["workspaces"] == ["docs"] and payload["roles"] == ["developer"]
+    assert payload["expires"] is not None
+    identity = TokenStore(Path(state)).verify(payload["token"])
+    assert identity is not None and identity.can_use("docs") and not identity.can_use("web")
+
+
+def test_list_shows_tokens_but_never_secrets_or_hashes(state: str, capsys) -> None:
+    run("create", "alice", "--scopes", "review", "--state-dir", state, "--json")
+    secret = json.loads(capsys.readouterr().out)["token"]
+    assert run("list", "--state-dir", state, "--json") == 0
+    listed = capsys.readouterr().out
+    assert [item["name"] for item in json.loads(listed)["tokens"]] == ["alice"]
+    assert json.loads(listed)["tokens"][0]["expired"] is False
+    assert run("list", "--state-dir", state) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("alice: scopes review;")
+    record = TokenStore(Path(state)).get("alice")
+    for shown in (listed, text):
+        assert secret not in shown and record.secret_hash not in shown
+
+
+def test_list_of_an_empty_store_says_so(state: str, capsys) -> None:
+    assert run("list", "--state-dir", state) == 0
+    assert capsys.readouterr().out == "no tokens\n"
+
+
+def test_revoke_removes_the_token(state: str, capsys) -> None:
+    run("create", "alice", "--scopes", "review", "--state-dir", state, "--json")
+    secret = json.loads(capsys.readouterr().out)["token"]
+    assert run("revoke", "alice", "--state-dir", state, "--json") == 0
+    assert json.loads(capsys.readouterr().out) == {"revoked": "alice"}
+    assert TokenStore(Path(state)).verify(secret) is None
+
+
+def test_state_dir_defaults_to_the_environment(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("MEMHUB_STATE_DIR", str(tmp_path / "from-env"))
+    assert run("create", "alice", "--scopes", "all") == 0
+    assert TokenStore(tmp_path / "from-env").get("alice") is not None
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["create", "alice", "--scopes", "read:all"], "unknown scope(s): read:all"),
+        (["create", "alice", "--scopes", "review", "--expires", "yesterday"], "bad expiry"),
+        (["create", "bad name", "--scopes", "review"], "bad token name"),
+        (["revoke", "ghost"], "no token named 'ghost'"),
+    ],
+)
+def test_refusals_are_one_line_on_stderr_with_exit_2(state: str, capsys, argv, message) -> None:
+    assert run(*argv, "--state-dir", state) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("memhubd token: error: ") and message in captured.err
+
+
+def test_duplicate_create_is_refused(state: str, capsys) -> None:
+    run("create", "alice", "--scopes", "review", "--state-dir", state)
+    capsys.readouterr()
+    assert run("create", "alice", "--scopes", "admin", "--state-dir", state) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_an_unusable_state_dir_is_an_error_not_a_traceback(tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert run("create", "alice", "--scopes", "review", "--state-dir", str(blocker / "x")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
