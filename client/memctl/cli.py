@@ -1,28 +1,237 @@
-"""memctl entry point: argument parsing only; talking to the daemon lives in its own module."""
+"""memctl entry point: the argument parser, and turning failures into one line and an exit code.
+
+Argument parsing only; the work is in `commands.py`. Exit codes: 0 ok, 1 a 4xx answer
+(or a lint/check result, as memdsl's CLI), 2 usage, unreachable daemon or 5xx.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable, Sequence
 
-from memctl import __version__
+from memctl import __version__, commands, render
+from memctl.client import MemhubClient, ServerError
+from memctl.config import ConfigError, resolve_settings
+from memctl.transport import DEFAULT_TIMEOUT, DaemonUnreachable, InvalidTarget
+from memhub_protocol.scopes import parse_scopes
+
+Handler = Callable[[commands.Session, argparse.Namespace], int]
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {value:g}")
+    return value
+
+
+def _scopes(text: str) -> tuple[str, ...]:
+    try:
+        scopes = parse_scopes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    if not scopes:
+        raise argparse.ArgumentTypeError("name at least one scope")
+    return scopes
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def _global_options() -> argparse.ArgumentParser:
+    """Options accepted before and after the command. SUPPRESS keeps a value given
+    before the command from being reset by the command's own parser."""
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("connection and output")
+    keep = argparse.SUPPRESS
+    group.add_argument(
+        "--url",
+        default=keep,
+        help="daemon address: http://HOST:PORT, https://HOST or unix:///PATH.sock "
+        "(env MEMHUB_URL; default: the local socket)",
+    )
+    group.add_argument("--token", default=keep, help="bearer token (env MEMHUB_TOKEN)")
+    group.add_argument(
+        "-w", "--workspace", default=keep, metavar="NAME", help="workspace (env MEMHUB_WORKSPACE)"
+    )
+    group.add_argument("--json", action="store_true", default=keep, help="JSON output")
+    group.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=keep,
+        metavar="SECONDS",
+        help=f"request timeout (default {DEFAULT_TIMEOUT:g})",
+    )
+    return common
+
+
+def _command(
+    sub: argparse._SubParsersAction,
+    common: argparse.ArgumentParser,
+    name: str,
+    handler: Handler | None,
+    summary: str,
+) -> argparse.ArgumentParser:
+    parser = sub.add_parser(name, parents=[common], help=summary, description=summary)
+    if handler is not None:
+        parser.set_defaults(handler=handler)
+    return parser
+
+
+def _add_daemon_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    _command(sub, common, "status", commands.cmd_status, "daemon and workspace status")
+    p = _command(
+        sub, common, "workspaces", commands.cmd_workspaces, "list, add or remove workspaces"
+    )
+    actions = p.add_subparsers(dest="workspaces_action", metavar="ACTION")
+    a = _command(actions, common, "add", commands.cmd_workspace_add, "serve a directory")
+    a.add_argument("name", help="workspace name (letters, digits, '-', '_', '.')")
+    a.add_argument("path", help="directory on the daemon's machine")
+    r = _command(actions, common, "remove", commands.cmd_workspace_remove, "stop serving one")
+    r.add_argument("name", help="workspace name")
+    p = _command(sub, common, "events", commands.cmd_events, "follow the daemon's events")
+    p.add_argument("--count", type=_positive_int, metavar="N", help="stop after N events")
+
+    p = _command(sub, common, "token", None, "manage tokens (admin)")
+    actions = p.add_subparsers(dest="token_action", metavar="ACTION", required=True)
+    c = _command(actions, common, "create", commands.cmd_token_create, "create a token")
+    c.add_argument("name", help="identity recorded on every write")
+    c.add_argument("--scopes", type=_scopes, required=True, help="comma-separated scopes, or 'all'")
+    c.add_argument("--workspaces", type=_names, help="comma-separated names (default: all)")
+    c.add_argument("--roles", type=_names, help="comma-separated access-policy roles")
+    c.add_argument("--expires", help="ISO date/time or a duration such as 30d")
+    _command(actions, common, "list", commands.cmd_token_list, "list tokens (no secrets)")
+    r = _command(actions, common, "revoke", commands.cmd_token_revoke, "revoke a token")
+    r.add_argument("name", help="token name")
+
+
+def _add_workspace_commands(
+    sub: argparse._SubParsersAction, common: argparse.ArgumentParser
+) -> None:
+    _command(sub, common, "map", commands.cmd_map, "compact per-module index")
+    _command(sub, common, "types", commands.cmd_types, "loaded memory types")
+    p = _command(sub, common, "list", commands.cmd_list, "list declarations")
+    p.add_argument("--type", help="only this memory type")
+    p.add_argument("--subject", help="only this subject")
+    p.add_argument("--all", action="store_true", help="include inactive declarations")
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="at most N declarations")
+
+    p = _command(sub, common, "query", commands.cmd_query, "query memory into an EvidencePack")
+    p.add_argument("query_text", nargs="?", metavar="TEXT", help="query text (or -q)")
+    p.add_argument("-q", "--query", help="query text")
+    p.add_argument(
+        "--type",
+        "--kind",
+        action="append",
+        dest="types",
+        metavar="TYPE",
+        help="restrict to a memory type (repeatable)",
+    )
+    p.add_argument("--subject", help="restrict to a subject symbol")
+    p.add_argument("--limit", type=int, default=8, help="maximum hits (default 8)")
+
+    p = _command(sub, common, "explain", commands.cmd_explain, "one declaration with relations")
+    p.add_argument("id", help="declaration id (type:name) or bare name")
+
+    p = _command(sub, common, "check", commands.cmd_check, "preflight a draft against MUST rules")
+    p.add_argument("-t", "--task", required=True, help="task or action being attempted")
+    candidate = p.add_mutually_exclusive_group(required=True)
+    candidate.add_argument("-c", "--candidate", help="candidate action, answer or draft text")
+    candidate.add_argument("--candidate-file", help="read the candidate from a UTF-8 file")
+    p.add_argument("--scope", help="explicit constraint scope")
+    p.add_argument("--subject", help="explicit subject symbol")
+    p.add_argument(
+        "--exception",
+        action="append",
+        default=[],
+        dest="exceptions",
+        metavar="NAME",
+        help="assert an allowed exception (repeatable)",
+    )
+
+    p = _command(sub, common, "lint", commands.cmd_lint, "lint diagnostics")
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    _command(sub, common, "files", commands.cmd_files, "source files of the workspace")
+    p = _command(sub, common, "cat", commands.cmd_cat, "print one source file")
+    p.add_argument("file_id", metavar="FILE_ID", help="file id or path, as `memctl files` shows")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    common = _global_options()
     parser = argparse.ArgumentParser(
         prog="memctl",
+        parents=[common],
         description="Client for the memhub daemon (memhubd). "
         "Offline commands on a directory are available as `memhubd lint|types|...`.",
     )
     parser.add_argument("--version", action="version", version=f"memctl {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_daemon_commands(sub, common)
+    _add_workspace_commands(sub, common)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    parser.parse_args(argv)
-    parser.print_help(sys.stderr)
-    return 2
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except BrokenPipeError:
+        # The reader went away (`memctl list | head`): not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    as_json = bool(getattr(args, "json", False))
+    try:
+        settings = resolve_settings(
+            url=getattr(args, "url", None),
+            token=getattr(args, "token", None),
+            workspace=getattr(args, "workspace", None),
+        )
+        client = MemhubClient.connect(
+            settings.url, token=settings.token, timeout=getattr(args, "timeout", DEFAULT_TIMEOUT)
+        )
+    except (ConfigError, InvalidTarget) as error:
+        return _fail(str(error), 2)
+    with client:
+        session = commands.Session(client, settings, as_json=as_json)
+        try:
+            return int(args.handler(session, args))
+        except DaemonUnreachable as error:
+            print(error.line, file=sys.stderr)
+            return 2
+        except ServerError as error:
+            return _server_error(error, as_json, token_given=settings.token is not None)
+        except commands.CommandFailure as failure:
+            return _fail(failure.message, failure.exit_code)
+        except KeyboardInterrupt:
+            return 130
+
+
+def _server_error(error: ServerError, as_json: bool, *, token_given: bool) -> int:
+    if as_json:
+        print(render.dump_json(error.envelope()))
+    line = f"memctl: {error.code.value}: {error.message}"
+    if error.status == 401 and not token_given:
+        line += " (pass --token or set MEMHUB_TOKEN)"
+    print(line, file=sys.stderr)
+    return 1 if 400 <= error.status < 500 else 2
+
+
+def _fail(message: str, exit_code: int) -> int:
+    print(f"memctl: {message}", file=sys.stderr)
+    return exit_code
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 
 from memhubd.runtime.config import ConfigError, config_from_args
+from memhubd.runtime.state import StateFileError
 
 
 def _serve(args: argparse.Namespace, extra_workspaces: dict[str, str] | None = None) -> int:
@@ -35,7 +36,7 @@ def _serve(args: argparse.Namespace, extra_workspaces: dict[str, str] | None = N
 
     try:
         return anyio.run(lambda: run_daemon(config, on_ready=on_ready))
-    except ConfigError as error:
+    except (ConfigError, StateFileError) as error:
         print(f"memhubd: {error}", file=sys.stderr)
         return 2
     except OSError as error:

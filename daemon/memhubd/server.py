@@ -109,7 +109,7 @@ async def run_daemon(
         rescan_interval_s=config.watch.rescan_interval_s,
         force_polling=config.watch.force_polling,
     )
-    hub = Hub(watch=watch, membership=membership)
+    hub = Hub(watch=watch, membership=membership, limits=config.limits)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:

@@ -126,6 +126,14 @@ def view_for(hub: Hub, identity: Identity, name: str, scope: str) -> View:
     return view
 
 
+def _check_length(hub: Hub, field: str, text: str) -> None:
+    limit = hub.limits.max_query_chars
+    if len(text) > limit:
+        raise ProtocolError(
+            ErrorCode.TOO_LARGE, f"'{field}' is longer than {limit} characters", {"field": field}
+        )
+
+
 async def _run(function: Any, *args: Any) -> Any:
     return await anyio.to_thread.run_sync(function, *args, limiter=_ENGINE)
 
@@ -299,6 +307,7 @@ async def query(
     from memhubd.query import build_evidence_pack
 
     view = view_for(hub, identity, name, READ_SEARCH)
+    _check_length(hub, "query", request.query)
     kinds = list(request.kinds) if request.kinds is not None else None
     types_ = list(request.types) if request.types is not None else None
 
@@ -359,6 +368,8 @@ async def check(
     from memhubd.check import check_compliance
 
     view = view_for(hub, identity, name, READ_SEARCH)
+    _check_length(hub, "task", request.task)
+    _check_length(hub, "candidate", request.candidate)
 
     def work() -> tuple[dict[str, Any], str]:
         pack = check_compliance(
@@ -368,6 +379,7 @@ async def check(
             subject=request.subject,
             scope=request.scope,
             exceptions=list(request.exceptions),
+            regex_timeout=hub.limits.regex_timeout_ms / 1000.0,
         )
         return pack.as_dict(), pack.render_text()
 
@@ -493,6 +505,12 @@ async def add_workspace(hub: Hub, identity: Identity, request: Any) -> dict[str,
             ErrorCode.CONFLICT,
             f"workspace '{request.name}' already exists",
             {"workspace": request.name},
+        )
+    if len(hub.hosts) >= hub.limits.max_workspaces:
+        raise ProtocolError(
+            ErrorCode.CONFLICT,
+            f"already serving {len(hub.hosts)} workspaces (limits.max_workspaces)",
+            {"limit": hub.limits.max_workspaces},
         )
     root = os.path.abspath(os.path.expanduser(request.path))
     if not os.path.isdir(root):

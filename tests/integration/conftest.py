@@ -22,9 +22,14 @@ import pytest
 
 from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.config import load_config
+from memhubd.runtime.logging import configure_logging
 from memhubd.server import DaemonInfo, run_daemon
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+# The in-process daemons log through the same handlers as the test process:
+# warnings and errors only, so that failures stay readable.
+configure_logging("console", "warning")
 
 
 @dataclass
@@ -43,9 +48,9 @@ class LiveDaemon:
     def socket_url(self) -> str:
         return f"unix://{self.socket_path}"
 
-    def http(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
+    def http(self, token: str | None = None, timeout: float = 10, **kwargs: Any) -> httpx.Client:
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=10, **kwargs)
+        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout, **kwargs)
 
     def unix(self, token: str | None = None) -> httpx.Client:
         headers = {"authorization": f"Bearer {token}"} if token else {}
@@ -78,7 +83,7 @@ def start_daemon(
     socket_dir = Path(tempfile.mkdtemp(prefix="mh-"))
     socket_path = str(socket_dir / "d.sock")
     store = TokenStore(state_dir)
-    _record, admin = store.create("admin", "all")
+    _record, admin = store.create("admin", "all", roles=["*"])
     overrides = {
         "host": "127.0.0.1",
         "port": 0,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,11 +22,10 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def default_state_dir() -> Path:
-    """$MEMHUB_STATE_DIR, else ~/.local/share/memhub."""
-    configured = os.environ.get(STATE_DIR_ENV)
-    if configured:
-        return Path(configured)
-    return Path.home() / ".local" / "share" / "memhub"
+    """$MEMHUB_STATE_DIR, else ~/.local/share/memhub (the daemon's own default)."""
+    from memhubd.runtime.config import default_state_dir as configured_default
+
+    return Path(configured_default())
 
 
 def add_token_commands(subparsers: argparse._SubParsersAction) -> None:

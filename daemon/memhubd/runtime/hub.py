@@ -139,10 +139,16 @@ class Hub:
         events: EventBus | None = None,
         watch: WatchSettings | None = None,
         membership: Any = None,
+        limits: Any = None,
     ) -> None:
         self.metrics = metrics or Metrics()
         self.events = events or EventBus()
         self.watch_settings = watch or WatchSettings()
+        if limits is None:
+            from memhubd.runtime.config import Limits
+
+            limits = Limits()
+        self.limits = limits  # memhubd.runtime.config.Limits
         self.hosts: dict[str, WorkspaceHost] = {}
         self.build_limiter = anyio.CapacityLimiter(1)
         self._tg: TaskGroup | None = None
@@ -169,9 +175,11 @@ class Hub:
     async def _start(self, name: str, root: str) -> WorkspaceHost:
         host = WorkspaceHost(name, root, self)
         self.hosts[name] = host
-        await host.reload()
+        # The watcher starts first so that an edit made during the initial build
+        # is seen as an event rather than at the next periodic re-scan.
         if self._tg is not None and self.watch_settings.enabled:
             self._tg.start_soon(self._watch, host, name=f"watch:{name}")
+        await host.reload()
         return host
 
     async def _watch(self, host: WorkspaceHost) -> None:

@@ -1,0 +1,279 @@
+"""One handler per memctl command: call the client, render, pick the exit code.
+
+Handlers take the parsed arguments and a Session; they must not parse arguments
+or build URLs (that is `cli.py` and `client.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from memctl import render
+from memctl.client import MemhubClient, ServerError
+from memctl.config import Settings
+from memhub_protocol import CheckRequest, ErrorCode, QueryRequest, TokenCreateRequest
+
+# memdsl's check exit codes.
+VERDICT_EXIT = {"allow": 0, "block": 1, "needs_review": 2}
+
+
+class CommandFailure(Exception):
+    """A command cannot go on for a reason on this side (usage, local file): one line, exit 2."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+@dataclass(slots=True)
+class Session:
+    """What every handler needs: the client, the resolved settings, the output mode."""
+
+    client: MemhubClient
+    settings: Settings
+    as_json: bool = False
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    _workspace: str | None = None
+
+    def emit(self, text: str) -> None:
+        print(text, file=self.out)
+
+    def emit_json(self, data: Any) -> None:
+        self.emit(render.dump_json(data))
+
+    def show(self, payload: Any, as_text: Callable[[Any], str]) -> None:
+        """The payload as JSON with --json, else as `as_text` renders it."""
+        self.emit(render.dump_json(payload) if self.as_json else as_text(payload))
+
+    def workspace(self) -> str:
+        """-w / MEMHUB_WORKSPACE / client.toml, else the caller's only workspace."""
+        if self._workspace is None:
+            self._workspace = self.settings.workspace or self._only_workspace()
+        return self._workspace
+
+    def _only_workspace(self) -> str:
+        names = workspace_names(self.client.workspaces())
+        if len(names) == 1:
+            return names[0]
+        if not names:
+            raise CommandFailure("the daemon serves no workspace this caller may use")
+        raise CommandFailure(
+            f"several workspaces ({', '.join(names)}); choose one with -w NAME or MEMHUB_WORKSPACE"
+        )
+
+
+def workspace_names(payload: Any) -> list[str]:
+    items = payload.get("workspaces", []) if isinstance(payload, dict) else payload
+    if not isinstance(items, list):
+        return []
+    names = [item.get("name") if isinstance(item, dict) else item for item in items]
+    return [name for name in names if isinstance(name, str)]
+
+
+# -- daemon --------------------------------------------------------------------------------
+
+
+def cmd_status(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.status()
+    session.show(payload, render.render_status)
+    return 0
+
+
+def cmd_workspaces(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.workspaces()
+    session.show(payload, render.render_workspaces)
+    return 0
+
+
+def cmd_workspace_add(session: Session, args: argparse.Namespace) -> int:
+    # The daemon resolves paths on its own machine; a relative path means "from here".
+    path = os.path.abspath(os.path.expanduser(args.path))
+    payload = session.client.workspace_add(args.name, path)
+    session.show(payload, lambda _: f"added workspace {args.name} ({path})")
+    return 0
+
+
+def cmd_workspace_remove(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.workspace_remove(args.name)
+    session.show(payload, lambda _: f"removed workspace {args.name} (its files are untouched)")
+    return 0
+
+
+def cmd_events(session: Session, args: argparse.Namespace) -> int:
+    for seen, (event, data) in enumerate(session.client.events(), start=1):
+        if session.as_json:
+            line = json.dumps({"event": event, "data": data}, ensure_ascii=False)
+        else:
+            line = render.render_event(event, data)
+        print(line, file=session.out, flush=True)
+        if args.count is not None and seen >= args.count:
+            break
+    return 0
+
+
+# -- one workspace -------------------------------------------------------------------------
+
+
+def _text_or_json(session: Session, payload: Any) -> None:
+    if session.as_json:
+        session.emit_json(payload)
+    else:
+        session.out.write(render.text_body(str(payload)))
+
+
+def cmd_map(session: Session, args: argparse.Namespace) -> int:
+    _text_or_json(session, session.client.map(session.workspace(), text=not session.as_json))
+    return 0
+
+
+def cmd_types(session: Session, args: argparse.Namespace) -> int:
+    _text_or_json(session, session.client.types(session.workspace(), text=not session.as_json))
+    return 0
+
+
+def cmd_explain(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.explain(session.workspace(), args.id, text=not session.as_json)
+    _text_or_json(session, payload)
+    return 0
+
+
+def cmd_query(session: Session, args: argparse.Namespace) -> int:
+    if args.query and args.query_text:
+        raise CommandFailure("give the query once: either -q TEXT or a positional TEXT")
+    text = args.query or args.query_text
+    if not text or not text.strip():
+        raise CommandFailure("a query text is required (-q TEXT)")
+    request = QueryRequest(
+        query=text,
+        types=tuple(args.types) if args.types else None,
+        subject=args.subject,
+        limit=args.limit,
+    )
+    payload = session.client.query(session.workspace(), request, text=not session.as_json)
+    _text_or_json(session, payload)
+    return 0
+
+
+def _candidate_text(args: argparse.Namespace) -> str:
+    if args.candidate_file is None:
+        return str(args.candidate)
+    try:
+        with open(args.candidate_file, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise CommandFailure(f"cannot read candidate: {error}") from error
+
+
+def cmd_check(session: Session, args: argparse.Namespace) -> int:
+    candidate = _candidate_text(args)
+    if not args.task.strip() or not candidate.strip():
+        raise CommandFailure("task and candidate must both be non-empty")
+    request = CheckRequest(
+        task=args.task,
+        candidate=candidate,
+        subject=args.subject,
+        scope=args.scope,
+        exceptions=tuple(args.exceptions),
+    )
+    payload = session.client.check(session.workspace(), request, text=not session.as_json)
+    _text_or_json(session, payload)
+    verdict = render.verdict_of(payload)
+    if verdict not in VERDICT_EXIT:
+        raise CommandFailure(f"the daemon's answer carries no known verdict ({verdict!r})")
+    return VERDICT_EXIT[verdict]
+
+
+def cmd_lint(session: Session, args: argparse.Namespace) -> int:
+    # JSON either way: the exit code needs the counts; render_lint gives memdsl's text.
+    payload = session.client.lint(session.workspace())
+    session.show(payload, render.render_lint)
+    return render.lint_exit_code(payload, strict=args.strict)
+
+
+def cmd_list(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.list(
+        session.workspace(),
+        type=args.type,
+        subject=args.subject,
+        include_inactive=args.all,
+        limit=args.limit,
+    )
+    session.show(payload, render.render_declarations)
+    return 0
+
+
+def cmd_files(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.files(session.workspace())
+    session.show(payload, render.render_files)
+    return 0
+
+
+def cmd_cat(session: Session, args: argparse.Namespace) -> int:
+    workspace = session.workspace()
+    as_text = not session.as_json
+    try:
+        payload = session.client.file(workspace, args.file_id, text=as_text)
+    except ServerError as error:
+        # Also accept the path shown by `memctl files` (or its base name).
+        if error.code != ErrorCode.NOT_FOUND:
+            raise
+        found = _file_id_for_path(session, workspace, args.file_id)
+        if found is None:
+            raise
+        payload = session.client.file(workspace, found, text=as_text)
+    if as_text:
+        session.out.write(payload)  # byte for byte: no newline added
+    else:
+        session.emit_json(payload)
+    return 0
+
+
+def _file_id_for_path(session: Session, workspace: str, path: str) -> str | None:
+    payload = session.client.files(workspace)
+    rows = payload.get("files") if isinstance(payload, dict) else None
+    listed = {
+        str(row["path"]): str(row.get("file_id"))
+        for row in (rows if isinstance(rows, list) else [])
+        if isinstance(row, dict) and isinstance(row.get("path"), str)
+    }
+    if path in listed:
+        return listed[path]
+    by_name = [file_id for item, file_id in listed.items() if os.path.basename(item) == path]
+    return by_name[0] if len(by_name) == 1 else None
+
+
+# -- tokens --------------------------------------------------------------------------------
+
+
+def cmd_token_create(session: Session, args: argparse.Namespace) -> int:
+    request = TokenCreateRequest(
+        name=args.name,
+        scopes=args.scopes,
+        workspaces=args.workspaces or ("*",),
+        roles=args.roles or (),
+        expires=args.expires,
+    )
+    payload = session.client.token_create(request)
+    session.show(payload, render.render_token_created)
+    if not session.as_json:
+        print("memctl: store the token now; it is not shown again", file=sys.stderr)
+    return 0
+
+
+def cmd_token_list(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.tokens()
+    session.show(payload, render.render_tokens)
+    return 0
+
+
+def cmd_token_revoke(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.token_revoke(args.name)
+    session.show(payload, lambda _: f"revoked token {args.name}")
+    return 0

@@ -1,0 +1,136 @@
+"""Which daemon, token and workspace memctl uses: flags > environment > client.toml > default.
+
+Each setting is resolved on its own. This module reads files and the environment
+only; it must not open connections (the last-resort workspace choice asks the daemon,
+and that happens in `commands.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from memctl.transport import socket_url
+
+ENV_URL = "MEMHUB_URL"
+ENV_TOKEN = "MEMHUB_TOKEN"
+ENV_WORKSPACE = "MEMHUB_WORKSPACE"
+ENV_STATE_DIR = "MEMHUB_STATE_DIR"  # the daemon's; only used to find its default socket
+SOCKET_NAME = "memhubd.sock"
+CONFIG_KEYS = ("url", "token", "workspace")
+
+
+class ConfigError(ValueError):
+    """client.toml cannot be read or holds something memctl does not understand."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The resolved settings, and where each came from (`flag`, `env`, a file path, `default`)."""
+
+    url: str
+    token: str | None
+    workspace: str | None
+    url_source: str = "default"
+    token_source: str | None = None
+    workspace_source: str | None = None
+
+
+def home_dir(env: Mapping[str, str]) -> Path:
+    home = env.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    """`$XDG_CONFIG_HOME/memhub/client.toml`, else `~/.config/memhub/client.toml`."""
+    base = env.get("XDG_CONFIG_HOME")
+    root = Path(base) if base and os.path.isabs(base) else home_dir(env) / ".config"
+    return root / "memhub" / "client.toml"
+
+
+def default_socket_path(env: Mapping[str, str]) -> str:
+    """The daemon's default socket: `$XDG_RUNTIME_DIR/memhub/memhubd.sock`, else
+    `memhubd.sock` in its state dir (`$MEMHUB_STATE_DIR`, else ~/.local/share/memhub).
+
+    memhubd computes the same path from the same variables; the two must stay in step.
+    """
+    runtime = env.get("XDG_RUNTIME_DIR", "").strip()
+    if runtime:
+        return os.path.join(os.path.abspath(runtime), "memhub", SOCKET_NAME)
+    state = env.get(ENV_STATE_DIR, "").strip()
+    if state:
+        return os.path.join(os.path.abspath(os.path.expanduser(state)), SOCKET_NAME)
+    return str(home_dir(env) / ".local" / "share" / "memhub" / SOCKET_NAME)
+
+
+def load_config_file(path: Path) -> dict[str, str]:
+    """The `url`, `token` and `workspace` keys of a client.toml; {} when the file is absent."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror or error}") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path} is not valid TOML: {error}") from error
+    unknown = sorted(set(data) - set(CONFIG_KEYS))
+    if unknown:
+        known = ", ".join(CONFIG_KEYS)
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {known})")
+    values: dict[str, str] = {}
+    for key, value in data.items():
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: '{key}' must be a string")
+        if value.strip():
+            values[key] = value.strip()
+    return values
+
+
+def resolve_settings(
+    *,
+    url: str | None = None,
+    token: str | None = None,
+    workspace: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Resolve each setting from the flags given here, then `env`, then client.toml."""
+    env = os.environ if env is None else env
+    path = config_path(env)
+    layers: list[tuple[str, Mapping[str, str | None]]] = [
+        ("flag", {"url": url, "token": token, "workspace": workspace}),
+        (
+            "env",
+            {
+                "url": env.get(ENV_URL),
+                "token": env.get(ENV_TOKEN),
+                "workspace": env.get(ENV_WORKSPACE),
+            },
+        ),
+    ]
+    found: dict[str, tuple[str, str]] = {}
+    for source, values in layers:
+        _take(found, source, values)
+    if any(key not in found for key in CONFIG_KEYS):
+        _take(found, str(path), load_config_file(path))
+    chosen_url, url_source = found.get("url", (socket_url(default_socket_path(env)), "default"))
+    chosen_token, token_source = found.get("token", (None, None))
+    chosen_workspace, workspace_source = found.get("workspace", (None, None))
+    return Settings(
+        url=chosen_url,
+        token=chosen_token,
+        workspace=chosen_workspace,
+        url_source=url_source,
+        token_source=token_source,
+        workspace_source=workspace_source,
+    )
+
+
+def _take(found: dict[str, tuple[str, str]], source: str, values: Mapping[str, str | None]) -> None:
+    for key, value in values.items():
+        # An empty value (MEMHUB_TOKEN= in a script) means "not set", not "empty token".
+        if key not in found and value is not None and value.strip():
+            found[key] = (value.strip(), source)

@@ -1,0 +1,201 @@
+"""Text for the terminal from the daemon's JSON payloads, and JSON the way memdsl prints it.
+
+Pure functions from data to strings; they must not talk to the daemon or print. Payloads
+from a newer daemon may carry more keys: unknown keys are ignored, and a payload of an
+unexpected shape is shown as JSON rather than dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+WORKSPACE_COLUMNS = ("name", "health", "generation", "declarations", "files", "problems")
+FILE_COLUMNS = ("file_id", "declarations", "status", "path")
+TOKEN_COLUMNS = ("name", "scopes", "workspaces", "roles", "created", "expires")
+
+
+def dump_json(data: Any) -> str:
+    """JSON as memdsl's CLI prints it: two-space indent, non-ASCII kept."""
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def text_body(text: str) -> str:
+    """A text answer as memdsl's CLI would print it (`print` adds the final newline)."""
+    return text if text.endswith("\n") else text + "\n"
+
+
+def table(rows: Sequence[Mapping[str, Any]], columns: Iterable[str]) -> str:
+    """Aligned columns (only those some row has), with an upper-case header line."""
+    present = [c for c in columns if any(c in row for row in rows)]
+    if not present:
+        return ""
+    cells = [[c.upper() for c in present]]
+    cells += [[_cell(row.get(c)) for c in present] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(present))]
+    return "\n".join(
+        "  ".join(value.ljust(width) for value, width in zip(line, widths, strict=True)).rstrip()
+        for line in cells
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ",".join(str(item) for item in value) or "-"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return str(value)
+
+
+def _rows(payload: Any, key: str) -> list[dict[str, Any]] | None:
+    rows = payload.get(key) if isinstance(payload, dict) else None
+    if isinstance(rows, list) and all(isinstance(row, dict) for row in rows):
+        return rows
+    return None
+
+
+def _workspace_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # A workspace's problems are objects; the table shows how many there are.
+    return [
+        {**row, "problems": len(row["problems"])} if isinstance(row.get("problems"), list) else row
+        for row in rows
+    ]
+
+
+def render_status(payload: Any) -> str:
+    """Daemon facts (`key: value`), who the caller is, then one row per workspace."""
+    if not isinstance(payload, dict):
+        return dump_json(payload)
+    lines = [
+        f"{key}: {_cell(value)}"
+        for key, value in payload.items()
+        if key != "schema_version" and not isinstance(value, list | dict)
+    ]
+    identity = payload.get("identity")
+    if isinstance(identity, dict):
+        facts = "  ".join(
+            f"{key}={_cell(identity.get(key))}" for key in ("scopes", "workspaces", "roles")
+        )
+        local = "  (local socket)" if identity.get("local") else ""
+        lines.append(f"identity: {identity.get('name', '?')}  {facts}{local}")
+    rows = _rows(payload, "workspaces")
+    if rows:
+        lines += ["", table(_workspace_rows(rows), WORKSPACE_COLUMNS)]
+    elif rows == []:
+        lines.append("no workspaces")
+    return "\n".join(lines)
+
+
+def render_workspaces(payload: Any) -> str:
+    rows = _rows(payload, "workspaces")
+    if rows is None:
+        return dump_json(payload)
+    if not rows:
+        return "no workspaces"
+    return table(_workspace_rows(rows), (*WORKSPACE_COLUMNS, "root"))
+
+
+def render_declarations(payload: Any) -> str:
+    """`list`: one line per declaration, `id  [status]  claim`, then a count."""
+    rows = _rows(payload, "items")
+    if rows is None:
+        rows = _rows(payload, "declarations")
+    if rows is None:
+        return dump_json(payload)
+    lines = []
+    for row in rows:
+        decl_id = row.get("id") or f"{row.get('type', '?')}:{row.get('name', '?')}"
+        line = f"{decl_id}  [{row.get('status') or '-'}]"
+        claim = row.get("claim") or row.get("claim_text")
+        if claim:
+            line += f"  {claim}"
+        lines.append(line)
+    total = payload.get("total")
+    count = f"{len(rows)} declaration(s)"
+    if isinstance(total, int) and total > len(rows):
+        count += f" of {total}"
+    return "\n".join([*lines, "", count] if lines else [count])
+
+
+def render_files(payload: Any) -> str:
+    rows = _rows(payload, "files")
+    if rows is None:
+        return dump_json(payload)
+    return table(rows, FILE_COLUMNS) if rows else "no files"
+
+
+def render_lint(payload: Any) -> str:
+    """memdsl's lint output: one `file:line: severity[code] message` line per
+    diagnostic, a blank line, then the counts. Sources that no longer parse (the
+    daemon keeps their last good declarations) come first, as errors."""
+    lines = [
+        f"{p.get('file')}:{p.get('line')}: error[{p.get('kind')}] {p.get('message')}"
+        for p in payload.get("source_problems", [])
+    ]
+    lines += [
+        f"{d.get('file')}:{d.get('line')}: {d.get('severity')}[{d.get('code')}] {d.get('message')}"
+        for d in payload.get("diagnostics", [])
+    ]
+    lines.append(
+        f"\n{payload.get('declarations', 0)} declarations, "
+        f"{payload.get('errors', 0)} error(s), {payload.get('warnings', 0)} warning(s)"
+    )
+    return "\n".join(lines)
+
+
+def lint_exit_code(payload: Mapping[str, Any], *, strict: bool) -> int:
+    """memdsl's rule: 1 on any error, or on any warning with --strict."""
+    errors = payload.get("errors", 0)
+    warnings = payload.get("warnings", 0)
+    return 1 if errors or payload.get("ok") is False or (strict and warnings) else 0
+
+
+def verdict_of(payload: Any) -> str | None:
+    """The verdict of a CompliancePack, given as JSON or as memdsl's text (`VERDICT: BLOCK`)."""
+    if isinstance(payload, dict):
+        verdict = payload.get("verdict")
+        return verdict if isinstance(verdict, str) else None
+    first = str(payload).lstrip().split("\n", 1)[0].strip()
+    if first.upper().startswith("VERDICT:"):
+        return first.split(":", 1)[1].strip().lower()
+    return None
+
+
+def render_tokens(payload: Any) -> str:
+    rows = _rows(payload, "tokens")
+    if rows is None:
+        return dump_json(payload)
+    return table(rows, TOKEN_COLUMNS) if rows else "no tokens"
+
+
+def token_secret(payload: Any) -> str | None:
+    if isinstance(payload, dict):
+        for key in ("token", "secret"):
+            if isinstance(payload.get(key), str):
+                return payload[key]
+    return None
+
+
+def render_token_created(payload: Any) -> str:
+    """A summary line, then the secret alone on its line (easy to copy or capture)."""
+    secret = token_secret(payload)
+    if secret is None:
+        return dump_json(payload)
+    facts = "  ".join(
+        f"{key}={_cell(payload[key])}"
+        for key in ("scopes", "workspaces", "roles", "expires")
+        if key in payload
+    )
+    return f"created token {payload.get('name', '?')}  {facts}".rstrip() + f"\n{secret}"
+
+
+def render_event(event: str, data: Any) -> str:
+    """One line per event: its name, then its data as compact JSON."""
+    if isinstance(data, str):
+        return f"{event} {data}"
+    return f"{event} {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}"

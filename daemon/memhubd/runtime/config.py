@@ -1,0 +1,437 @@
+"""Daemon configuration: built-in defaults, then a TOML file, then command-line flags.
+
+Turns text into a frozen `DaemonConfig` or a `ConfigError` naming the source and
+the key; unknown keys are errors so that a typo is never silently ignored. It must
+not bind sockets, create directories or read workspaces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import grp
+import ipaddress
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+CONFIG_ENV = "MEMHUB_CONFIG"
+STATE_DIR_ENV = "MEMHUB_STATE_DIR"
+RUNTIME_DIR_ENV = "XDG_RUNTIME_DIR"
+DEFAULT_STATE_DIR = "~/.local/share/memhub"
+SOCKET_NAME = "memhubd.sock"
+FLAGS_SOURCE = "command line"
+LOG_FORMATS = ("auto", "json", "console")
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+WORKSPACE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+# sockaddr_un.sun_path holds 108 bytes on Linux, one of them the terminating NUL.
+MAX_SOCKET_PATH_BYTES = 107
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, malformed or unknown; the message names where."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Size and time bounds on what one request may ask of the daemon."""
+
+    max_body_bytes: int = 1024 * 1024
+    max_query_chars: int = 65536
+    max_result_bytes: int = 8 * 1024 * 1024
+    regex_timeout_ms: int = 100
+    max_workspaces: int = 64
+
+
+@dataclass(frozen=True, slots=True)
+class WatchConfig:
+    """How workspace changes are noticed: events, batching and the periodic re-scan."""
+
+    debounce_ms: int = 200
+    rescan_interval_s: float = 30.0  # 0 disables the periodic re-scan
+    force_polling: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class McpConfig:
+    """The MCP endpoint: whether it is served and which extra Host names it accepts."""
+
+    enabled: bool = True
+    allowed_hosts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonConfig:
+    """Everything `memhubd serve` needs to know before it starts, already validated."""
+
+    host: str = "127.0.0.1"
+    port: int = 8377
+    socket_path: str = ""  # "" = no Unix socket
+    socket_mode: int = 0o600
+    socket_group: str | None = None
+    state_dir: str = ""
+    workspaces: dict[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    watch: WatchConfig = field(default_factory=WatchConfig)
+    log_format: str = "auto"
+    log_level: str = "info"
+    mcp: McpConfig = field(default_factory=McpConfig)
+
+    @property
+    def loopback_only(self) -> bool:
+        """True when the TCP listener is reachable from this machine only."""
+        return is_loopback_host(self.host)
+
+
+def is_loopback_host(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """Where a value came from, for error messages and relative paths."""
+
+    source: str  # the config file as named by the caller, or FLAGS_SOURCE
+    base_dir: str  # relative paths are resolved against this directory
+    table: str = ""  # "limits", "watch", ... for nested keys
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        prefix = f"[{self.table}] " if self.table else ""
+        return ConfigError(f"{self.source}: {prefix}{key} {problem}")
+
+
+def _integer(value: Any, key: str, where: _Where, low: int, high: int | None = None) -> int:
+    valid = isinstance(value, int) and not isinstance(value, bool)
+    if valid and value >= low and (high is None or value <= high):
+        return value
+    if low == 1 and high is None:
+        raise where.error(key, f"must be a positive integer, got {value!r}")
+    raise where.error(key, f"must be an integer between {low} and {high}, got {value!r}")
+
+
+def _positive(value: Any, key: str, where: _Where) -> int:
+    return _integer(value, key, where, 1)
+
+
+def _boolean(value: Any, key: str, where: _Where) -> bool:
+    if not isinstance(value, bool):
+        raise where.error(key, f"must be true or false, got {value!r}")
+    return value
+
+
+def _text(value: Any, key: str, where: _Where) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise where.error(key, f"must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[Any, str, _Where], str]:
+    def check(value: Any, key: str, where: _Where) -> str:
+        if not isinstance(value, str) or value.lower() not in choices:
+            raise where.error(key, f"must be one of {', '.join(choices)}; got {value!r}")
+        return value.lower()
+
+    return check
+
+
+def _path(value: Any, key: str, where: _Where) -> str:
+    text = _text(value, key, where)
+    return os.path.normpath(os.path.join(where.base_dir, os.path.expanduser(text)))
+
+
+def _port(value: Any, key: str, where: _Where) -> int:
+    return _integer(value, key, where, 0, 65535)
+
+
+def _socket_path(value: Any, key: str, where: _Where) -> str:
+    if value == "":
+        return ""
+    path = _path(value, key, where)
+    size = len(os.fsencode(path))
+    if size > MAX_SOCKET_PATH_BYTES:
+        raise where.error(
+            key, f"is {size} bytes long; Unix sockets allow {MAX_SOCKET_PATH_BYTES}: {path}"
+        )
+    return path
+
+
+def _socket_mode(value: Any, key: str, where: _Where) -> int:
+    mode = value
+    if isinstance(value, str):
+        digits = value.strip().lower().removeprefix("0o")
+        mode = int(digits, 8) if re.fullmatch(r"[0-7]{1,4}", digits) else None
+    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o777:
+        raise where.error(key, f'must be an octal file mode such as 0o600 or "0660"; got {value!r}')
+    if mode & 0o007:
+        # The socket grants admin to whoever can connect to it.
+        raise where.error(key, f"must not give access to other users (got {oct(mode)})")
+    return mode
+
+
+def _socket_group(value: Any, key: str, where: _Where) -> str | None:
+    name = _text(value, key, where)
+    try:
+        grp.getgrnam(name)
+    except KeyError:
+        raise where.error(key, f"names no group on this system: {name!r}") from None
+    return name
+
+
+def _hosts(value: Any, key: str, where: _Where) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        raise where.error(key, f"must be a list of host names, got {value!r}")
+    return tuple(_text(item, key, where) for item in value)
+
+
+def _rescan_interval(value: Any, key: str, where: _Where) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise where.error(key, f"must be a number of seconds >= 0 (0 disables), got {value!r}")
+    return float(value)
+
+
+# key -> checker, per table; the checkers' order is the documentation's order.
+_Checker = Callable[[Any, str, _Where], Any]
+_TOP: dict[str, _Checker] = {
+    "host": _text,
+    "port": _port,
+    "socket_path": _socket_path,
+    "socket_mode": _socket_mode,
+    "socket_group": _socket_group,
+    "state_dir": _path,
+    "log_format": _choice(LOG_FORMATS),
+    "log_level": _choice(LOG_LEVELS),
+}
+_TABLES: dict[str, dict[str, _Checker]] = {
+    "limits": {f.name: _positive for f in fields(Limits)},
+    "watch": {
+        "debounce_ms": _positive,
+        "rescan_interval_s": _rescan_interval,
+        "force_polling": _boolean,
+    },
+    "mcp": {"enabled": _boolean, "allowed_hosts": _hosts},
+}
+
+
+def _unknown(key: str, known: list[str], where: _Where) -> ConfigError:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return where.error(repr(key), f"is not a configuration key{hint}")
+
+
+def _check_table(raw: Any, checks: dict[str, _Checker], where: _Where) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where.source}: [{where.table}] must be a table, got {raw!r}")
+    checked = {}
+    for key, value in raw.items():
+        if key not in checks:
+            raise _unknown(key, list(checks), where)
+        if value is not None:
+            checked[key] = checks[key](value, key, where)
+    return checked
+
+
+def _check_workspaces(raw: Any, where: _Where) -> dict[str, str]:
+    where = replace(where, table="workspaces")
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f'{where.source}: [workspaces] must be a table of NAME = "PATH"')
+    checked = {}
+    for name, path in raw.items():
+        if not WORKSPACE_NAME.fullmatch(name):
+            raise where.error(
+                repr(name), "is not a valid workspace name (1-64 of A-Z a-z 0-9 _ . -)"
+            )
+        checked[name] = _path(path, name, where)
+    return checked
+
+
+def _check(raw: Mapping[str, Any], where: _Where) -> dict[str, Any]:
+    """Validate one source's values; nested tables stay dicts of only the keys given."""
+    checked: dict[str, Any] = {}
+    known = [*_TOP, "workspaces", *_TABLES]
+    for key, value in raw.items():
+        if value is None:
+            continue
+        if key in _TOP:
+            checked[key] = _TOP[key](value, key, where)
+        elif key == "workspaces":
+            checked[key] = _check_workspaces(value, where)
+        elif key in _TABLES:
+            checked[key] = _check_table(value, _TABLES[key], replace(where, table=key))
+        else:
+            raise _unknown(key, known, where)
+    return checked
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def _nest_dotted(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """`{"limits.max_body_bytes": 5}` -> `{"limits": {"max_body_bytes": 5}}`."""
+    nested: dict[str, Any] = {}
+    for key, value in overrides.items():
+        table, dot, name = key.partition(".")
+        if dot:
+            nested.setdefault(table, {})[name] = value
+        elif isinstance(value, Mapping) and isinstance(nested.get(key), dict):
+            nested[key].update(value)
+        else:
+            nested[key] = dict(value) if isinstance(value, Mapping) else value
+    return nested
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """The validated values a TOML file sets (only those; defaults are applied later)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read config file: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    base_dir = os.path.dirname(os.path.abspath(path))
+    return _check(raw, _Where(source=path, base_dir=base_dir))
+
+
+def default_state_dir() -> str:
+    configured = os.environ.get(STATE_DIR_ENV, "").strip()
+    return os.path.abspath(os.path.expanduser(configured or DEFAULT_STATE_DIR))
+
+
+def default_socket_path(state_dir: str) -> str:
+    """`$XDG_RUNTIME_DIR/memhub/memhubd.sock`, else the socket sits in the state dir."""
+    runtime_dir = os.environ.get(RUNTIME_DIR_ENV, "").strip()
+    if runtime_dir:
+        return os.path.join(os.path.abspath(runtime_dir), "memhub", SOCKET_NAME)
+    return os.path.join(state_dir, SOCKET_NAME)
+
+
+def load_config(
+    path: str | None = None, overrides: Mapping[str, Any] | None = None
+) -> DaemonConfig:
+    """Defaults, then the TOML file (`path`, else `$MEMHUB_CONFIG`), then `overrides`.
+
+    `overrides` uses the file's key names (`{"port": 9000}`, `{"workspaces": {...}}`,
+    `{"limits": {...}}` or `{"limits.max_body_bytes": ...}`); None values are ignored,
+    so an argparse namespace's unset flags can be passed straight through. Relative
+    paths in the file are relative to the file's directory, those in overrides to
+    the current directory. Workspaces from both sources are merged by name.
+    """
+    if path is None:
+        path = os.environ.get(CONFIG_ENV, "").strip() or None
+    values: dict[str, Any] = read_config_file(path) if path else {}
+    if overrides:
+        flags = _check(_nest_dotted(overrides), _Where(FLAGS_SOURCE, os.getcwd()))
+        values = _merge(values, flags)
+    return _build(values, path or FLAGS_SOURCE)
+
+
+def _build(values: dict[str, Any], source: str) -> DaemonConfig:
+    state_dir = values.get("state_dir") or default_state_dir()
+    socket_path = values.get("socket_path")
+    if socket_path is None:
+        socket_path = _socket_path(
+            default_socket_path(state_dir), "socket_path", _Where(source, "/")
+        )
+    limits = Limits(**values.get("limits", {}))
+    workspaces = values.get("workspaces", {})
+    if len(workspaces) > limits.max_workspaces:
+        raise ConfigError(
+            f"{source}: {len(workspaces)} workspaces configured, "
+            f"more than [limits] max_workspaces = {limits.max_workspaces}"
+        )
+    scalars = {key: values[key] for key in _TOP if key in values}
+    return DaemonConfig(
+        **{**scalars, "state_dir": state_dir, "socket_path": socket_path},
+        workspaces=dict(workspaces),
+        limits=limits,
+        watch=WatchConfig(**values.get("watch", {})),
+        mcp=McpConfig(**values.get("mcp", {})),
+    )
+
+
+def parse_workspace_flag(text: str) -> tuple[str, str]:
+    """`NAME=PATH` from `--workspace` -> (name, absolute path)."""
+    name, sep, path = text.partition("=")
+    if not sep or not name.strip() or not path.strip():
+        raise ConfigError(f"--workspace expects NAME=PATH, got {text!r}")
+    checked = _check_workspaces({name.strip(): path}, _Where(FLAGS_SOURCE, os.getcwd()))
+    return next(iter(checked.items()))
+
+
+# --------------------------------------------------------------------------- flags
+
+
+def _workspace_argument(text: str) -> tuple[str, str]:
+    try:
+        return parse_workspace_flag(text)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `memhubd serve` flags that override configuration keys (all default to unset)."""
+    parser.add_argument(
+        "--config", metavar="FILE", help=f"TOML config file (default: ${CONFIG_ENV})"
+    )
+    parser.add_argument("--host", help="TCP address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="TCP port (default 8377; 0 = any free port)")
+    parser.add_argument(
+        "--socket", dest="socket_path", metavar="PATH", help='Unix socket path ("" = no socket)'
+    )
+    parser.add_argument(
+        "--state-dir", metavar="DIR", help=f"state directory (default ${STATE_DIR_ENV})"
+    )
+    parser.add_argument(
+        "--workspace",
+        dest="workspaces",
+        action="append",
+        type=_workspace_argument,
+        metavar="NAME=PATH",
+        help="serve a workspace (repeatable; adds to or replaces the config file's)",
+    )
+    parser.add_argument("--log-format", choices=LOG_FORMATS, help="log output (default auto)")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, help="log level (default info)")
+    parser.add_argument(
+        "--force-polling",
+        action="store_const",
+        const=True,
+        help="poll for file changes instead of relying on kernel events",
+    )
+
+
+def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The configuration overrides set by `add_serve_arguments` flags (unset ones omitted)."""
+    overrides: dict[str, Any] = {
+        key: getattr(args, key, None)
+        for key in ("host", "port", "socket_path", "state_dir", "log_format", "log_level")
+    }
+    if getattr(args, "workspaces", None):
+        overrides["workspaces"] = dict(args.workspaces)
+    if getattr(args, "force_polling", None):
+        overrides["watch.force_polling"] = True
+    return {key: value for key, value in overrides.items() if value is not None}
+
+
+def config_from_args(args: argparse.Namespace) -> DaemonConfig:
+    return load_config(getattr(args, "config", None), overrides_from_args(args))

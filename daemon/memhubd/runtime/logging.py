@@ -1,0 +1,181 @@
+"""Process-wide logging: structlog on top of the standard library, one root handler
+rendering JSON lines (not a terminal) or readable console lines (a terminal), with
+uvicorn's records and every other library's going through the same formatter.
+
+Every record passes a redaction step last, so bearer tokens and `mh_` secrets never
+reach the output. It must not decide what is logged, only how.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import structlog
+from structlog.tracebacks import ExceptionDictTransformer
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+from memhubd.runtime.config import LOG_FORMATS, LOG_LEVELS
+
+REDACTED = "[REDACTED]"
+# Keys whose values are secrets whatever they look like.
+SECRET_KEYS = frozenset(
+    {"secret", "password", "authorization", "api_key", "access_token", "bearer", "cookie"}
+)
+# `token=` usually carries a token's *name* (1-64 characters). A value this long is
+# treated as a secret instead: bootstrap secrets may have any shape but are this long.
+TOKEN_KEY = "token"
+MIN_FREE_SECRET_CHARS = 32
+_SECRET_PATTERNS = (
+    # memhub secrets: mh_<id>_<random>, and any other mh_ string long enough to be one
+    (re.compile(r"\bmh_[A-Za-z0-9_-]{8,}"), REDACTED),
+    # an Authorization header value or a "Bearer ..." in free text
+    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+"), r"\1 " + REDACTED),
+    # secrets in URL queries or key=value text
+    (
+        re.compile(r"(?i)\b(token|access_token|api_key|password|secret)=[^&\s\"']+"),
+        r"\1=" + REDACTED,
+    ),
+)
+_UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+# Libraries that log every request or session at INFO.
+_CHATTY_LOGGERS = (
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "httpcore2",
+    "watchfiles",
+    "mcp.server.streamable_http",
+    "mcp.server.streamable_http_manager",
+    "mcp.client.streamable_http",
+)
+
+
+def redact_text(text: str) -> str:
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _is_secret_item(key: Any, value: Any) -> bool:
+    if not isinstance(key, str) or not value:
+        return False
+    key = key.lower()
+    if key == TOKEN_KEY:
+        return isinstance(value, str) and len(value) >= MIN_FREE_SECRET_CHARS
+    return key in SECRET_KEYS
+
+
+def _redact(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if depth > 8:  # exception dicts nest a few levels; nothing legitimate goes deeper
+        return value
+    if isinstance(value, Mapping):
+        return {
+            key: REDACTED if _is_secret_item(key, item) else _redact(item, depth + 1)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return type(value)(_redact(item, depth + 1) for item in value)
+    return value
+
+
+def redact_secrets(_logger: WrappedLogger, _name: str, event_dict: EventDict) -> EventDict:
+    """structlog processor: replace secrets in every value, and every value of a secret key."""
+    return _redact(event_dict)
+
+
+def _uvicorn_access_fields(_logger: WrappedLogger, _name: str, event_dict: EventDict) -> EventDict:
+    """Turn uvicorn's access-log line into fields (needs `pass_foreign_args=True`)."""
+    record = event_dict.get("_record")
+    args = event_dict.pop("positional_args", None)
+    event_dict.pop("color_message", None)  # an ANSI copy of the message uvicorn adds
+    is_access = record is not None and record.name == "uvicorn.access"
+    if is_access and isinstance(args, tuple) and len(args) == 5:
+        client, method, path, http_version, status = args
+        event_dict.update(
+            event="http_request",
+            client=client,
+            method=method,
+            path=path,
+            http_version=http_version,
+            status=status,
+        )
+    return event_dict
+
+
+def _renderer(json_output: bool, colors: bool) -> list[Processor]:
+    if json_output:
+        return [
+            structlog.processors.ExceptionRenderer(ExceptionDictTransformer(show_locals=False)),
+            redact_secrets,
+            structlog.processors.JSONRenderer(),
+        ]
+    # Tracebacks become text before redaction, so a secret in one is caught too.
+    return [
+        structlog.processors.format_exc_info,
+        redact_secrets,
+        structlog.dev.ConsoleRenderer(
+            colors=colors, exception_formatter=structlog.dev.plain_traceback
+        ),
+    ]
+
+
+def configure_logging(
+    format: str = "auto", level: str = "info", *, stream: TextIO | None = None
+) -> None:
+    """Route structlog and standard-library logging to one handler on `stream` (stderr).
+
+    `format`: "json", "console", or "auto" (JSON unless the stream is a terminal).
+    Run it before building the uvicorn config (`log_config=None`) or the MCP server,
+    which would otherwise install handlers of their own.
+    """
+    if format not in LOG_FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, got {format!r}")
+    if level.lower() not in LOG_LEVELS:
+        raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+    stream = stream or sys.stderr
+    json_output = format == "json" or (format == "auto" and not stream.isatty())
+    shared: list[Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared,
+            structlog.stdlib.PositionalArgumentsFormatter(),
+            structlog.processors.StackInfoRenderer(),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder(), _uvicorn_access_fields],
+        pass_foreign_args=True,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            *_renderer(json_output, colors=stream.isatty()),
+        ],
+    )
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for name in _UVICORN_LOGGERS:
+        # uvicorn's own handlers (if any) would print a second, unredacted copy.
+        logger = logging.getLogger(name)
+        logger.handlers.clear()
+        logger.propagate = True
+    quiet = "DEBUG" if level.lower() == "debug" else "WARNING"
+    for name in _CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(quiet)

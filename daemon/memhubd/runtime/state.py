@@ -1,0 +1,212 @@
+"""The daemon's state directory: its layout, private permissions, and the list of
+workspaces added at run time (kept across restarts).
+
+Files here are replaced atomically and read-modify-write cycles hold a file lock,
+so two processes never lose each other's update. It must not know what tokens,
+audit records or recall stores contain; their owners only get their paths here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import structlog
+
+from memhubd.runtime.config import WORKSPACE_NAME
+
+log = structlog.get_logger(__name__)
+
+WORKSPACES_FORMAT = "memhub.workspaces.v1"
+
+
+class StateFileError(ValueError):
+    """A state file exists but cannot be used as it is; the message names it."""
+
+
+class WorkspaceConflict(ValueError):
+    """The workspace name is already taken by a different directory."""
+
+
+def write_file_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Replace `path` with `data` so that readers see the old or the new bytes, never a mix,
+    and the new bytes survive a crash once this returns."""
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)  # makes the rename itself durable
+    finally:
+        os.close(directory)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    """Hold an advisory `flock` on `path` (created if missing) for the block."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _ensure_private_dir(path: Path) -> None:
+    try:
+        path.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        if not path.is_dir():
+            raise NotADirectoryError(f"state path is not a directory: {path}") from None
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            # An operator may have widened it on purpose (a backup group, say): warn only.
+            log.warning("state_dir_not_private", path=str(path), mode=oct(mode))
+        return
+    path.chmod(0o700)  # mkdir's mode is filtered by the umask
+
+
+class StateDir:
+    """The state directory and the well-known paths inside it.
+
+    Creating one creates the directory (mode 0700) and its `audit/` and `recall/`
+    subdirectories if they are missing.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).expanduser().absolute()
+        _ensure_private_dir(self.path)
+        _ensure_private_dir(self.audit_dir)
+        _ensure_private_dir(self.recall_dir)
+
+    @property
+    def tokens_file(self) -> Path:
+        return self.path / "tokens.json"
+
+    @property
+    def workspaces_file(self) -> Path:
+        return self.path / "workspaces.json"
+
+    @property
+    def audit_dir(self) -> Path:
+        return self.path / "audit"
+
+    @property
+    def recall_dir(self) -> Path:
+        return self.path / "recall"
+
+    def lock_file_for(self, path: Path) -> Path:
+        """The lock file that serializes writers of `path` (beside it, `.lock` appended)."""
+        return path.with_name(path.name + ".lock")
+
+    def workspace_list(self) -> WorkspaceList:
+        return WorkspaceList(self.workspaces_file, self.lock_file_for(self.workspaces_file))
+
+    def __repr__(self) -> str:
+        return f"StateDir({str(self.path)!r})"
+
+
+class WorkspaceList:
+    """Workspaces added at run time (admin API), persisted in `workspaces.json`.
+
+    Each change is a locked read-modify-write followed by an atomic replace, so
+    concurrent writers (two daemons, a daemon and an admin command) never lose
+    an entry.
+    """
+
+    def __init__(self, file: Path, lock_file: Path) -> None:
+        self.file = file
+        self.lock_file = lock_file
+
+    def load(self) -> dict[str, str]:
+        """Name -> absolute path; empty when nothing was ever added."""
+        with file_lock(self.lock_file, shared=True):
+            return self._read()
+
+    def add(self, name: str, path: str | os.PathLike[str]) -> bool:
+        """Record a workspace. Returns False if the same name and path were already there
+        (a retried request changes nothing); raises WorkspaceConflict if the name
+        belongs to a different path, ValueError for a bad name or relative path."""
+        if not WORKSPACE_NAME.fullmatch(name):
+            raise ValueError(f"invalid workspace name {name!r} (1-64 of A-Z a-z 0-9 _ . -)")
+        if not os.path.isabs(path):
+            raise ValueError(f"workspace path must be absolute, got {str(path)!r}")
+        target = os.path.normpath(path)
+        with file_lock(self.lock_file):
+            entries = self._read()
+            if entries.get(name) == target:
+                return False
+            if name in entries:
+                raise WorkspaceConflict(
+                    f"workspace {name!r} is already registered for {entries[name]}"
+                )
+            entries[name] = target
+            self._write(entries)
+        return True
+
+    def remove(self, name: str) -> bool:
+        """Forget a workspace; returns False if it was not registered."""
+        with file_lock(self.lock_file):
+            entries = self._read()
+            if entries.pop(name, None) is None:
+                return False
+            self._write(entries)
+        return True
+
+    def _read(self) -> dict[str, str]:
+        try:
+            text = self.file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        try:
+            payload = json.loads(text)
+            entries = payload["workspaces"]
+            valid = isinstance(entries, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in entries.items()
+            )
+        except (ValueError, KeyError, TypeError) as error:
+            raise StateFileError(f"{self.file}: not a workspace list: {error}") from None
+        if not valid:
+            raise StateFileError(f"{self.file}: 'workspaces' must map names to paths")
+        return dict(entries)
+
+    def _write(self, entries: Mapping[str, str]) -> None:
+        payload = {"format": WORKSPACES_FORMAT, "workspaces": dict(sorted(entries.items()))}
+        data = (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        write_file_atomic(self.file, data)
+
+
+def merge_workspaces(configured: Mapping[str, str], added: Mapping[str, str]) -> dict[str, str]:
+    """The workspaces to serve: the configured ones, plus those added at run time.
+
+    On a name clash the configuration wins: the file is what the operator wrote and
+    reviews, and a run-time entry must never silently redirect a configured name
+    to another directory. The shadowed entry is logged and otherwise kept as is.
+    """
+    merged = dict(configured)
+    for name, path in added.items():
+        if name not in merged:
+            merged[name] = path
+        elif os.path.normpath(merged[name]) != os.path.normpath(path):
+            log.warning(
+                "runtime_workspace_shadowed",
+                workspace=name,
+                configured_path=merged[name],
+                ignored_path=path,
+            )
+    return merged

@@ -1,0 +1,246 @@
+"""Watching one workspace directory: turns file-system events on its sources into
+debounced `on_change` calls, and covers what events miss with a periodic re-scan.
+
+`on_change(paths)` means "these sources changed", `on_change(None)` means
+"re-read everything". Calls never overlap. It must not parse or load anything
+itself, and an error in `on_change` never stops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+
+import anyio
+import structlog
+from watchfiles import Change, awatch
+
+log = structlog.get_logger(__name__)
+
+MANIFEST_NAME = "memdsl.json"
+SOURCE_SUFFIXES = (".mem", ".memschema.json")
+IGNORED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__"})
+# How often the event loop wakes without events to check the root is still the same
+# directory, and how often a vanished root is looked for again.
+ROOT_CHECK_S = 0.5
+# Quiet time that ends a batch (watchfiles' `step`); `debounce_ms` caps a batch's length.
+BATCH_QUIET_MS = 20
+
+OnChange = Callable[[set[Path] | None], Awaitable[None]]
+Signature = tuple[tuple[str, int, int], ...] | None
+
+
+def is_source_name(name: str) -> bool:
+    """True for the file names that make up a workspace (editor lock files excluded)."""
+    if name.startswith(".#"):  # emacs lock link for a file being edited
+        return False
+    return name == MANIFEST_NAME or name.endswith(SOURCE_SUFFIXES)
+
+
+def is_source_path(path: Path, root: Path) -> bool:
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return False
+    return bool(parts) and is_source_name(parts[-1]) and not IGNORED_DIRS.intersection(parts)
+
+
+def _ignored(path: Path, root: Path) -> bool:
+    return bool(IGNORED_DIRS.intersection(path.relative_to(root).parts))
+
+
+def workspace_signature(root: Path) -> Signature:
+    """A cheap fingerprint of the sources: sorted (relative path, mtime_ns, size).
+
+    None when the root is not a directory.
+    """
+    if not root.is_dir():
+        return None
+    entries = []
+    for directory, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in IGNORED_DIRS]
+        for name in names:
+            if not is_source_name(name):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue  # removed while walking; the next scan sees the result
+            entries.append((os.path.relpath(path, root), info.st_mtime_ns, info.st_size))
+    return tuple(sorted(entries))
+
+
+def _root_identity(root: Path) -> tuple[int, int] | None:
+    try:
+        info = root.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if os.path.isdir(root) else None
+
+
+async def watch_workspace(
+    root: Path,
+    on_change: OnChange,
+    *,
+    stop_event: anyio.Event,
+    debounce_ms: int = 200,
+    rescan_interval_s: float = 30.0,
+    force_polling: bool = False,
+    events: bool = True,
+) -> None:
+    """Watch `root` until `stop_event` is set, calling `on_change` per batch of changes.
+
+    The baseline is the state of the files when watching starts: start the watcher
+    before the first load so that nothing between the two is missed.
+    `rescan_interval_s=0` disables the periodic re-scan; `events=False` relies on it
+    alone (for file systems that report nothing and are too big to poll).
+    """
+    watch = _WorkspaceWatch(Path(root).absolute(), on_change, stop_event)
+    await watch.take_baseline()
+    async with anyio.create_task_group() as tg:
+
+        async def stop_when_asked() -> None:
+            await stop_event.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(stop_when_asked)
+        if events:
+            tg.start_soon(watch.follow_events, debounce_ms, force_polling)
+        if rescan_interval_s > 0:
+            tg.start_soon(watch.rescan_periodically, rescan_interval_s)
+
+
+class _WorkspaceWatch:
+    """The state shared by the event follower and the re-scanner of one root."""
+
+    def __init__(self, root: Path, on_change: OnChange, stop_event: anyio.Event) -> None:
+        self.root = root
+        self.on_change = on_change
+        self.stop_event = stop_event
+        self.lock = anyio.Lock()  # one on_change at a time, in order
+        self.signature: Signature = None
+        self.known_dirs: frozenset[Path] = frozenset()
+        self.failed = False  # the last on_change raised: the next re-scan retries
+        self.watched_identity: tuple[int, int] | None = None
+
+    async def take_baseline(self) -> None:
+        self.watched_identity = _root_identity(self.root)
+        self._remember(await anyio.to_thread.run_sync(workspace_signature, self.root))
+
+    def _remember(self, signature: Signature) -> None:
+        self.signature = signature
+        dirs = {self.root}
+        for relpath, _, _ in signature or ():
+            dirs.update((self.root / relpath).parents)
+        self.known_dirs = frozenset(d for d in dirs if d.is_relative_to(self.root))
+
+    async def deliver(self, paths: set[Path] | None) -> None:
+        async with self.lock:
+            signature = await anyio.to_thread.run_sync(workspace_signature, self.root)
+            await self._call(paths, signature)
+
+    async def _call(self, paths: set[Path] | None, signature: Signature) -> None:
+        # The signature is taken before the call: a change made while on_change runs
+        # differs from it, so the next re-scan catches what the events might miss.
+        self._remember(signature)
+        try:
+            await self.on_change(paths)
+            self.failed = False
+        except Exception:
+            self.failed = True
+            log.exception("workspace_change_handler_failed", root=str(self.root))
+
+    # ----------------------------------------------------------------- re-scan
+
+    async def rescan_periodically(self, interval_s: float) -> None:
+        while True:
+            await anyio.sleep(interval_s)
+            signature = await anyio.to_thread.run_sync(workspace_signature, self.root)
+            async with self.lock:
+                if signature != self.signature or self.failed:
+                    log.info("workspace_rescan_found_changes", root=str(self.root))
+                    await self._call(None, signature)
+
+    # ----------------------------------------------------------------- events
+
+    async def follow_events(self, debounce_ms: int, force_polling: bool) -> None:
+        while True:
+            identity = await self._wait_for_root()
+            # A root that appeared or came back, or a watch that failed: events were lost.
+            rescan_first = identity != self.watched_identity
+            self.watched_identity = identity
+            try:
+                await self._watch_root(identity, debounce_ms, force_polling, rescan_first)
+            except FileNotFoundError:
+                pass  # the root vanished as watching started
+            except OSError as error:
+                # e.g. the inotify watch limit: the re-scan keeps working; retry later.
+                log.error("workspace_watch_failed", root=str(self.root), error=str(error))
+                await anyio.sleep(ROOT_CHECK_S * 4)
+            if self.stop_event.is_set():
+                return
+            # The root went away or was replaced (its inode number may even be reused):
+            # re-read now, and again once a new watch is in place.
+            log.warning("workspace_watch_lost", root=str(self.root))
+            self.watched_identity = None
+            await self.deliver(None)
+
+    async def _wait_for_root(self) -> tuple[int, int]:
+        while (identity := _root_identity(self.root)) is None:
+            await anyio.sleep(ROOT_CHECK_S)
+        return identity
+
+    async def _watch_root(
+        self, identity: tuple[int, int], debounce_ms: int, force_polling: bool, rescan_first: bool
+    ) -> None:
+        """Deliver batches until the root is deleted or replaced (events then go deaf).
+
+        `rescan_first`: the first batch (or quiet timeout) becomes a full re-scan, once
+        the new watch is in place, to cover whatever happened while nothing watched.
+        """
+        changes_iter = awatch(
+            self.root,
+            watch_filter=None,  # sorted out per batch: directories matter too
+            stop_event=self.stop_event,  # ends the blocking wait within `step` ms
+            debounce=debounce_ms,
+            step=min(BATCH_QUIET_MS, debounce_ms),
+            rust_timeout=int(ROOT_CHECK_S * 1000),
+            yield_on_timeout=True,
+            # None (not False) leaves watchfiles its own choice: polling on WSL drives
+            # and when WATCHFILES_FORCE_POLLING is set.
+            force_polling=True if force_polling else None,
+            recursive=True,
+        )
+        async with contextlib.aclosing(changes_iter):
+            async for changes in changes_iter:
+                root_deleted = (Change.deleted, str(self.root)) in changes
+                if root_deleted or _root_identity(self.root) != identity:
+                    return
+                paths, full = self._sort_batch(changes)
+                if rescan_first:
+                    full, rescan_first = True, False
+                if full:
+                    await self.deliver(None)
+                elif paths:
+                    await self.deliver(paths)
+
+    def _sort_batch(self, changes: Iterable[tuple[Change, str]]) -> tuple[set[Path], bool]:
+        """The source paths in a batch, and whether it needs a full re-scan instead
+        (a directory moved in or out, which inotify reports as one entry)."""
+        paths: set[Path] = set()
+        full = False
+        for change, raw in changes:
+            path = Path(raw)
+            if is_source_path(path, self.root):
+                paths.add(path)
+            elif self._moves_directory(change, path):
+                full = True
+        return paths, full
+
+    def _moves_directory(self, change: Change, path: Path) -> bool:
+        if change == Change.deleted:
+            return path in self.known_dirs
+        return change == Change.added and path.is_dir() and not _ignored(path, self.root)

@@ -1,0 +1,177 @@
+"""How memctl turns the daemon's payloads into terminal text."""
+
+from __future__ import annotations
+
+import json
+
+from memctl import render
+
+LINT = {
+    "schema_version": "memhub.lint.v1",
+    "ok": False,
+    "declarations": 7,
+    "errors": 1,
+    "warnings": 1,
+    "diagnostics": [
+        {
+            "code": "E_MISSING_FIELD",
+            "severity": "error",
+            "message": "rule 'x' has no 'claim'",
+            "file": "rules.mem",
+            "line": 3,
+            "column": 1,
+            "decl_id": "rule:x",
+        },
+        {
+            "code": "W_NO_SOURCE",
+            "severity": "warning",
+            "message": "fact 'y' cites no source",
+            "file": "facts.mem",
+            "line": 9,
+            "column": 5,
+            "decl_id": "fact:y",
+        },
+    ],
+}
+
+
+def test_lint_text_is_memdsls_lines_then_a_blank_line_and_the_counts() -> None:
+    assert render.render_lint(LINT).split("\n") == [
+        "rules.mem:3: error[E_MISSING_FIELD] rule 'x' has no 'claim'",
+        "facts.mem:9: warning[W_NO_SOURCE] fact 'y' cites no source",
+        "",
+        "7 declarations, 1 error(s), 1 warning(s)",
+    ]
+
+
+def test_lint_text_puts_sources_that_no_longer_parse_first_as_errors() -> None:
+    problem = {"kind": "parse_error", "file": "new.mem", "line": 2, "message": "expected '}'"}
+    text = render.render_lint({**LINT, "source_problems": [problem]})
+    assert text.split("\n")[0] == "new.mem:2: error[parse_error] expected '}'"
+
+
+def test_clean_lint_text_is_only_the_counts() -> None:
+    clean = {"ok": True, "declarations": 3, "errors": 0, "warnings": 0, "diagnostics": []}
+    assert render.render_lint(clean) == "\n3 declarations, 0 error(s), 0 warning(s)"
+
+
+def test_lint_exits_1_on_errors_and_on_warnings_only_when_strict() -> None:
+    warnings_only = {**LINT, "ok": True, "errors": 0}
+    assert render.lint_exit_code(LINT, strict=False) == 1
+    assert render.lint_exit_code(warnings_only, strict=False) == 0
+    assert render.lint_exit_code(warnings_only, strict=True) == 1
+
+
+def test_verdict_is_read_from_json_or_from_the_first_text_line() -> None:
+    assert render.verdict_of({"verdict": "needs_review"}) == "needs_review"
+    assert render.verdict_of("VERDICT: BLOCK\n\nAPPLICABLE MUST\n- (none)") == "block"
+    assert render.verdict_of("VERDICT: NEEDS_REVIEW\n") == "needs_review"
+    assert render.verdict_of("something else") is None
+
+
+def test_json_keeps_key_order_and_non_ascii_like_memdsl() -> None:
+    data = {"z": "ü", "a": [1]}
+    assert render.dump_json(data) == '{\n  "z": "ü",\n  "a": [\n    1\n  ]\n}'
+
+
+def test_text_answers_end_with_exactly_one_newline_added_when_missing() -> None:
+    assert render.text_body("MUST\n- x") == "MUST\n- x\n"
+    assert render.text_body("MUST\n- x\n") == "MUST\n- x\n"
+
+
+def test_table_aligns_columns_and_skips_columns_no_row_has() -> None:
+    rows = [
+        {"name": "team", "status": "ready", "declarations": 12},
+        {"name": "writing-desk", "status": "degraded", "declarations": 3},
+    ]
+    assert render.table(rows, ("name", "status", "generation", "declarations")).split("\n") == [
+        "NAME          STATUS    DECLARATIONS",
+        "team          ready     12",
+        "writing-desk  degraded  3",
+    ]
+
+
+def test_status_shows_daemon_facts_the_caller_then_workspaces() -> None:
+    payload = {
+        "schema_version": "memhub.status.v1",
+        "version": "0.1.0",
+        "uptime_s": 2.5,
+        "identity": {"name": "ci", "scopes": ["read:search"], "workspaces": ["*"], "roles": []},
+        "workspaces": [
+            {"name": "team", "root": "/w/team", "health": "ok", "generation": 4, "problems": []},
+            {"name": "notes", "health": "degraded", "generation": 9, "problems": [{"kind": "x"}]},
+        ],
+    }
+    assert render.render_status(payload).split("\n") == [
+        "version: 0.1.0",
+        "uptime_s: 2.5",
+        "identity: ci  scopes=read:search  workspaces=*  roles=-",
+        "",
+        "NAME   HEALTH    GENERATION  PROBLEMS",
+        "team   ok        4           0",
+        "notes  degraded  9           1",
+    ]
+
+
+def test_workspaces_also_show_their_root() -> None:
+    payload = {"workspaces": [{"name": "team", "root": "/w/team", "health": "ok"}]}
+    assert render.render_workspaces(payload).split("\n") == [
+        "NAME  HEALTH  ROOT",
+        "team  ok      /w/team",
+    ]
+
+
+def test_declarations_list_one_line_each_with_status_and_claim() -> None:
+    payload = {
+        "total": 5,
+        "items": [
+            {"id": "rule:no-force-push", "status": "active", "claim": "Never force-push main."},
+            {"type": "fact", "name": "ci", "status": "superseded"},
+        ],
+    }
+    assert render.render_declarations(payload).split("\n") == [
+        "rule:no-force-push  [active]  Never force-push main.",
+        "fact:ci  [superseded]",
+        "",
+        "2 declaration(s) of 5",
+    ]
+
+
+def test_files_are_a_table_of_id_count_and_path() -> None:
+    payload = {"files": [{"file_id": "f1", "path": "rules.mem", "declarations": 4}]}
+    assert render.render_files(payload).split("\n") == [
+        "FILE_ID  DECLARATIONS  PATH",
+        "f1       4             rules.mem",
+    ]
+
+
+def test_tokens_join_list_values_with_commas() -> None:
+    payload = {
+        "tokens": [
+            {"name": "ci", "scopes": ["read:summary", "read:search"], "workspaces": ["*"]},
+        ]
+    }
+    assert render.render_tokens(payload).split("\n") == [
+        "NAME  SCOPES                    WORKSPACES",
+        "ci    read:summary,read:search  *",
+    ]
+
+
+def test_a_new_token_puts_its_secret_alone_on_the_last_line() -> None:
+    payload = {"name": "ci", "token": "mh_abc123", "scopes": ["read:search"]}
+    lines = render.render_token_created(payload).split("\n")
+    assert lines[0] == "created token ci  scopes=read:search"
+    assert lines[-1] == "mh_abc123"
+
+
+def test_an_unexpected_payload_is_shown_as_json_rather_than_dropped() -> None:
+    payload = {"something": "new"}
+    assert json.loads(render.render_files(payload)) == payload
+    assert json.loads(render.render_workspaces(payload)) == payload
+
+
+def test_events_print_as_name_then_compact_json() -> None:
+    assert render.render_event("reload", {"workspace": "team", "generation": 2}) == (
+        'reload {"workspace":"team","generation":2}'
+    )
+    assert render.render_event("message", "plain") == "message plain"

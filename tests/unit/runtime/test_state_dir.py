@@ -1,0 +1,138 @@
+"""The state directory: layout, private permissions, and the persisted run-time workspace list."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import stat
+from pathlib import Path
+
+import pytest
+
+from memhubd.runtime.state import (
+    StateDir,
+    StateFileError,
+    WorkspaceConflict,
+    merge_workspaces,
+    write_file_atomic,
+)
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_state_dir_is_created_private_with_its_layout(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "nested" / "state")
+
+    assert mode_of(state.path) == 0o700
+    assert state.audit_dir.is_dir() and mode_of(state.audit_dir) == 0o700
+    assert state.recall_dir.is_dir()
+    assert state.tokens_file == state.path / "tokens.json"
+    assert state.workspaces_file == state.path / "workspaces.json"
+
+
+def test_existing_state_dir_keeps_its_mode(tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir(mode=0o750)
+    (tmp_path / "state").chmod(0o750)
+
+    state = StateDir(tmp_path / "state")
+
+    assert mode_of(state.path) == 0o750
+
+
+def test_state_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "state").write_text("x")
+
+    with pytest.raises(NotADirectoryError):
+        StateDir(tmp_path / "state")
+
+
+def test_workspace_list_survives_a_restart(tmp_path: Path) -> None:
+    StateDir(tmp_path).workspace_list().add("team", "/srv/team")
+
+    reopened = StateDir(tmp_path).workspace_list()
+
+    assert reopened.load() == {"team": "/srv/team"}
+    assert mode_of(tmp_path / "workspaces.json") == 0o600
+
+
+def test_adding_is_idempotent_and_a_name_keeps_its_path(tmp_path: Path) -> None:
+    workspaces = StateDir(tmp_path).workspace_list()
+
+    assert workspaces.add("team", "/srv/team") is True
+    assert workspaces.add("team", "/srv/team/") is False
+    with pytest.raises(WorkspaceConflict, match="already registered for /srv/team"):
+        workspaces.add("team", "/srv/other")
+    assert workspaces.load() == {"team": "/srv/team"}
+
+
+def test_removing_forgets_only_that_workspace(tmp_path: Path) -> None:
+    workspaces = StateDir(tmp_path).workspace_list()
+    workspaces.add("a", "/srv/a")
+    workspaces.add("b", "/srv/b")
+
+    assert workspaces.remove("a") is True
+    assert workspaces.remove("a") is False
+    assert workspaces.load() == {"b": "/srv/b"}
+
+
+@pytest.mark.parametrize(("name", "path"), [("bad name", "/x"), ("ok", "relative/path")])
+def test_invalid_entries_are_refused(tmp_path: Path, name: str, path: str) -> None:
+    workspaces = StateDir(tmp_path).workspace_list()
+
+    with pytest.raises(ValueError):
+        workspaces.add(name, path)
+    assert workspaces.load() == {}
+
+
+def test_a_corrupt_list_is_reported_not_emptied(tmp_path: Path) -> None:
+    state = StateDir(tmp_path)
+    state.workspaces_file.write_text("{not json")
+
+    with pytest.raises(StateFileError, match="workspaces.json"):
+        state.workspace_list().load()
+    with pytest.raises(StateFileError):
+        state.workspace_list().add("a", "/a")
+    assert state.workspaces_file.read_text() == "{not json"
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path: Path) -> None:
+    target = tmp_path / "data.json"
+    target.write_text("old")
+
+    write_file_atomic(target, b"new")
+
+    assert target.read_bytes() == b"new"
+    assert [p.name for p in tmp_path.iterdir()] == ["data.json"]
+
+
+def _add_many(state_path: str, prefix: str, count: int) -> None:
+    workspaces = StateDir(state_path).workspace_list()
+    for index in range(count):
+        workspaces.add(f"{prefix}{index}", f"/srv/{prefix}{index}")
+
+
+def test_concurrent_writers_in_two_processes_lose_nothing(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("fork")
+    writers = [
+        context.Process(target=_add_many, args=(str(tmp_path), prefix, 25)) for prefix in "ab"
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(timeout=30)
+
+    entries = StateDir(tmp_path).workspace_list().load()
+    assert len(entries) == 50
+    assert json.loads((tmp_path / "workspaces.json").read_text())["workspaces"]["b24"] == "/srv/b24"
+
+
+def test_configured_workspaces_win_name_clashes() -> None:
+    configured = {"team": "/etc-configured/team"}
+    added = {"team": "/runtime/team", "extra": "/runtime/extra"}
+
+    assert merge_workspaces(configured, added) == {
+        "team": "/etc-configured/team",
+        "extra": "/runtime/extra",
+    }
