@@ -168,13 +168,16 @@ def locate_declarations(text: str, file: str) -> list[tuple[int, array]]:
     return [(d._column, d._packed) for d in document.declarations]  # noqa: SLF001
 
 
-def parse_text(text: str, file: str = "<text>") -> Document:
-    """Parse `.mem` source text. Raises ParseError (and nothing else) on bad input."""
+def parse_text(text: str, file: str = "<text>", *, keep_text: bool = True) -> Document:
+    """Parse `.mem` source text. Raises ParseError (and nothing else) on bad input.
+
+    With `keep_text=False` (files), positions asked for later re-read the file.
+    """
     try:
         module, uses, found = fast_parse(text, MAX_DEPTH)
     except Unusual:
         return parse_precise(text, file)
-    source = SourceText(text, file)
+    source = SourceText(text, file) if keep_text else SourceText.on_disk(text, file)
     declarations = [
         RawDeclaration(kind, name, fields, file, line, module, source=source, index=index)
         for index, (kind, name, fields, line) in enumerate(found)
@@ -186,4 +189,4 @@ def parse_file(path: str) -> Document:
     """Parse a `.mem` file read as UTF-8; its label in errors is `path` as given."""
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
-    return parse_text(text, file=path)
+    return parse_text(text, file=path, keep_text=False)

@@ -29,21 +29,45 @@ class SourceText:
 
     The fast parser keeps no positions; the first time one is asked for, the
     precise parser runs once over the text and every declaration of the
-    document gets its column and field positions from that run.
+    document gets its column and field positions from that run. A source may
+    leave its text on disk (`text=None`) to save memory: it is re-read then, and
+    if the file changed meanwhile, positions are simply unknown.
     """
 
-    __slots__ = ("text", "file", "_located")
+    __slots__ = ("text", "file", "_fingerprint", "_located")
 
-    def __init__(self, text: str, file: str) -> None:
+    def __init__(self, text: str | None, file: str, fingerprint: tuple[int, int] = (0, 0)) -> None:
         self.text = text
         self.file = file
+        self._fingerprint = fingerprint
         self._located: list[tuple[int, array]] | None = None
 
-    def located(self, index: int) -> tuple[int, array]:
+    @classmethod
+    def on_disk(cls, text: str, file: str) -> SourceText:
+        return cls(None, file, (len(text), hash(text)))
+
+    def _text(self) -> str | None:
+        if self.text is not None:
+            return self.text
+        try:
+            with open(self.file, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return text if (len(text), hash(text)) == self._fingerprint else None
+
+    def located(self, index: int) -> tuple[int, array | None]:
         if self._located is None:
+            from memhubd.lang.errors import ParseError
             from memhubd.lang.parser import locate_declarations
 
-            self._located = locate_declarations(self.text, self.file)
+            text = self._text()
+            try:
+                self._located = locate_declarations(text, self.file) if text is not None else []
+            except ParseError:
+                self._located = []
+        if index >= len(self._located):
+            return 0, None  # the source is gone or changed: positions unknown
         return self._located[index]
 
 
@@ -101,10 +125,15 @@ class RawDeclaration:
     def id(self) -> str:
         return f"{self.kind}:{self.name}"
 
+    def _locate(self) -> None:
+        if self._source is not None:
+            self._column, self._packed = self._source.located(self._index)
+            self._source = None  # located once, for better or worse
+
     @property
     def column(self) -> int:
-        if not self._column and self._source is not None:
-            self._column, self._packed = self._source.located(self._index)
+        if not self._column:
+            self._locate()
         return self._column or 1
 
     @property
@@ -115,8 +144,8 @@ class RawDeclaration:
     def positions(self) -> dict[FieldPath, Position]:
         if self._given is not None:
             return self._given
-        if self._packed is None and self._source is not None:
-            self._column, self._packed = self._source.located(self._index)
+        if self._packed is None:
+            self._locate()
         result: dict[FieldPath, Position] = {}
         if self._packed is not None:
             numbers = iter(self._packed)
@@ -132,8 +161,8 @@ class RawDeclaration:
         Unlike `line` (memdsl's counter, which escaped newlines do not advance),
         offsets are exact, so cutting a declaration out of its file is safe.
         """
-        if self._packed is None and self._source is not None:
-            self._column, self._packed = self._source.located(self._index)
+        if self._packed is None:
+            self._locate()
         if self._packed is None or len(self._packed) < _SPAN_NUMBERS:
             raise ValueError(f"no source span known for {self.id}")
         return self._packed[2], self._packed[3]
@@ -141,8 +170,8 @@ class RawDeclaration:
     @property
     def end(self) -> Position:
         """Where the closing `}` of this declaration is (the declaration's last character)."""
-        if self._packed is None and self._source is not None:
-            self._column, self._packed = self._source.located(self._index)
+        if self._packed is None:
+            self._locate()
         if self._packed is not None and len(self._packed) >= 2:
             return Position(self.file, self._packed[0], self._packed[1])
         return self.position

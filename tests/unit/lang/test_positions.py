@@ -53,3 +53,23 @@ def test_spans_are_exact_character_offsets_even_after_escaped_newlines() -> None
     assert text[slice(*first.span)] == 'fact a { claim: "one\\\ntwo" }'
     assert text[slice(*second.span)] == 'fact b { claim: "x" }'
     assert second.line == 2  # memdsl's counter lags; the span does not
+
+
+def test_files_leave_their_text_on_disk_and_positions_survive(tmp_path) -> None:
+    from memhubd.lang import parse_file
+
+    path = tmp_path / "p.mem"
+    path.write_text(SOURCE, encoding="utf-8")
+    first, _second = parse_file(str(path)).declarations
+    assert first.position_of("guard", "deny_any") == Position(str(path), 5, 5)
+
+
+def test_positions_are_unknown_rather_than_wrong_when_the_file_changed(tmp_path) -> None:
+    from memhubd.lang import parse_file
+
+    path = tmp_path / "p.mem"
+    path.write_text(SOURCE, encoding="utf-8")
+    first, _second = parse_file(str(path)).declarations
+    path.write_text("\n\n\n" + SOURCE, encoding="utf-8")
+    assert first.positions == {}
+    assert first.line == 2 and first.column == 1

@@ -1,0 +1,336 @@
+"""Declaration: one typed memory and the properties derived from its fields (spec §1.5).
+
+Declarations are immutable once built, so derived values that queries read over and
+over (id, status, role, claim, relations, searchable text) are computed once, lazily.
+Nothing here looks at other declarations; cross-declaration lookups live in Workspace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memhubd.lang.tree import FieldPath, Position, RawDeclaration
+from memhubd.schema import TypeDescriptor
+
+RELATION_FIELDS: frozenset[str] = frozenset(
+    {
+        "supports",
+        "refines",
+        "depends_on",
+        "part_of",
+        "supersedes",
+        "conflicts_with",
+        "derived_from",
+        "related_to",
+        "revision_of",
+    }
+)
+
+# Raw fields tried, in order, when the type names no usable claim field.
+_FALLBACK_CLAIM_FIELDS = ("claim", "rule", "decision", "pattern", "summary")
+# Raw fields (type defaults not consulted) that feed the searchable text.
+_SEARCHABLE_RAW_FIELDS = ("aliases", "tags", "facets", "exceptions", "canonical_name", "about")
+_LIFECYCLE_KEYS = ("status", "as_of", "valid_until")
+_NO_RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = ()
+_NO_CAPABILITIES: frozenset[str] = frozenset()
+_MISSING: Any = object()
+
+
+class Declaration:
+    """A `TYPE NAME { ... }` with its type resolved (`type_descriptor` is None if unknown).
+
+    Attributes mirror memdsl's; `column` and `positions` are additions. Treat
+    `fields` as read-only: cached derived values assume it never changes.
+    """
+
+    __slots__ = (
+        "kind",
+        "name",
+        "fields",
+        "file",
+        "line",
+        "module",
+        "type_descriptor",
+        "_column",
+        "_positions",
+        # Lazily filled caches; None means "not computed yet" (no computed value is None).
+        "_id",
+        "_status",
+        "_role",
+        "_claim",
+        "_relations",
+        "_text",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        fields: dict[str, Any],
+        file: str,
+        line: int,
+        module: str | None = None,
+        type_descriptor: TypeDescriptor | None = None,
+        column: int = 1,
+        positions: dict[FieldPath, Position] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.fields = fields
+        self.file = file
+        self.line = line
+        self.module = module
+        self.type_descriptor = type_descriptor
+        self._column = column
+        # A dict given by the caller, or the parsed declaration to ask on demand.
+        self._positions: dict[FieldPath, Position] | RawDeclaration | None = positions
+        self._id: str | None = None
+        self._status: str | None = None
+        self._role: str | None = None
+        self._claim: str | None = None
+        self._relations: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+        self._text: str | None = None
+
+    @classmethod
+    def from_raw(cls, raw: RawDeclaration, descriptor: TypeDescriptor | None) -> Declaration:
+        """Wrap a parsed declaration, sharing its fields.
+
+        Column and positions stay with `raw` until asked for: the parser may only
+        compute them on demand, and most declarations never need them.
+        """
+        decl = cls(raw.kind, raw.name, raw.fields, raw.file, raw.line, raw.module, descriptor, 0)
+        decl._positions = raw
+        return decl
+
+    # ---- identity -------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        ident = self._id
+        if ident is None:
+            ident = self._id = f"{self.kind}:{self.name}"
+        return ident
+
+    @property
+    def type_name(self) -> str:
+        return self.kind
+
+    @property
+    def column(self) -> int:
+        """1-based column of the type token (1 when unknown)."""
+        if self._column:
+            return self._column
+        source = self._positions
+        if source is not None and not isinstance(source, dict):
+            return source.column
+        return 1
+
+    @property
+    def positions(self) -> dict[FieldPath, Position]:
+        """Where each key (by path, e.g. `("guard", "deny_any")`) was written."""
+        source = self._positions
+        if source is None:
+            return {}
+        if isinstance(source, dict):
+            return source
+        return source.positions
+
+    def position_of(self, *path: str) -> Position:
+        """Where the key at `path` was written, or the declaration's own position."""
+        found = self.positions.get(path)
+        return found if found is not None else Position(self.file, self.line, self.column)
+
+    # ---- field access ---------------------------------------------------
+
+    def field(self, name: str, default: Any = None) -> Any:
+        """The field's own value, else the type's default, else `default`."""
+        value = self.fields.get(name, _MISSING)
+        if value is not _MISSING:
+            return value
+        descriptor = self.type_descriptor
+        if descriptor is not None:
+            return descriptor.defaults.get(name, default)
+        return default
+
+    def _text_field(self, name: str) -> str | None:
+        value = self.fields.get(name, _MISSING)
+        if value is _MISSING:
+            value = self.field(name)
+        return None if value is None else str(value)
+
+    @property
+    def status(self) -> str:
+        """Nested `lifecycle.status`, else `status` (own or default), else 'active'."""
+        if self._status is not None:
+            return self._status
+        lifecycle = self.fields.get("lifecycle")
+        if isinstance(lifecycle, dict) and "status" in lifecycle:
+            status = str(lifecycle["status"])
+        else:
+            status = str(self.field("status", "active"))
+        self._status = status
+        return status
+
+    @property
+    def force(self) -> str | None:
+        return self._text_field("force")
+
+    @property
+    def subject(self) -> str | None:
+        return self._text_field("subject")
+
+    @property
+    def scope(self) -> str | None:
+        return self._text_field("scope")
+
+    @property
+    def confidence(self) -> Any:
+        return self.field("confidence")
+
+    @property
+    def lifecycle(self) -> dict[str, Any]:
+        """The nested block, completed from top-level fields and defaults; always has status."""
+        nested = self.fields.get("lifecycle")
+        result = dict(nested) if isinstance(nested, dict) else {}
+        for key in _LIFECYCLE_KEYS:
+            if key not in result:
+                value = self.field(key)
+                if value is not None:
+                    result[key] = value
+        if "status" not in result:
+            result["status"] = "active"
+        return result
+
+    @property
+    def access_policy(self) -> dict[str, Any]:
+        """`access_policy` (own or default), else legacy `access`, when it is a block; else {}."""
+        value = self.field("access_policy", self.field("access"))
+        return dict(value) if isinstance(value, dict) else {}
+
+    @property
+    def evidence(self) -> dict[str, Any] | None:
+        value = self.field("evidence")
+        return value if isinstance(value, dict) else None
+
+    # ---- type-driven ----------------------------------------------------
+
+    @property
+    def runtime_role(self) -> str:
+        role = self._role
+        if role is None:
+            descriptor = self.type_descriptor
+            role = "unknown" if descriptor is None else descriptor.role_for(self.fields)
+            self._role = role
+        return role
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        descriptor = self.type_descriptor
+        return _NO_CAPABILITIES if descriptor is None else descriptor.capabilities
+
+    def has_capability(self, name: str) -> bool:
+        descriptor = self.type_descriptor
+        return descriptor is not None and name in descriptor.capabilities
+
+    @property
+    def claim_text(self) -> str:
+        """The type's claim field, else the first string among the usual claim fields."""
+        if self._claim is not None:
+            return self._claim
+        claim = ""
+        if self.type_descriptor is not None:
+            claim = self.type_descriptor.claim_for(self.fields)
+        if not claim:
+            for key in _FALLBACK_CLAIM_FIELDS:
+                value = self.fields.get(key)
+                if isinstance(value, str):
+                    claim = value
+                    break
+        self._claim = claim
+        return claim
+
+    # ---- relations and search -------------------------------------------
+
+    def _relation_pairs(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        if self._relations is not None:
+            return self._relations
+        fields = self.fields
+        block = self.field("relations")
+        if not isinstance(block, dict):
+            if fields.keys().isdisjoint(RELATION_FIELDS):  # the common case: none at all
+                self._relations = _NO_RELATIONS
+                return _NO_RELATIONS
+            block = {}
+        merged: dict[str, list[str]] = {}
+        sources = (fields, block)
+        for source in sources:
+            for key, value in source.items():
+                if key in RELATION_FIELDS:
+                    targets = value if isinstance(value, list) else (value,)
+                    merged.setdefault(key, []).extend(str(target) for target in targets)
+        pairs = tuple((k, tuple(v)) for k, v in merged.items()) if merged else _NO_RELATIONS
+        self._relations = pairs
+        return pairs
+
+    def relations(self) -> dict[str, list[str]]:
+        """Relation name -> targets: top-level fields first, then the `relations` block."""
+        return {name: list(targets) for name, targets in self._relation_pairs()}
+
+    def relation_targets(self, name: str) -> tuple[str, ...]:
+        """The targets of one relation, without building the whole mapping."""
+        for key, targets in self._relation_pairs():
+            if key == name:
+                return targets
+        return ()
+
+    def searchable_text(self) -> str:
+        """Lowercased text that query terms are matched against (spec §1.5)."""
+        text = self._text
+        if text is None:
+            text = self._text = " ".join(self._searchable_parts()).lower()
+        return text
+
+    def _searchable_parts(self) -> list[str]:
+        parts = [self.name.replace(".", " "), self.claim_text]
+        subject = self.subject
+        if subject:
+            parts.append(subject.replace(".", " "))
+        fields = self.fields
+        for key in _SEARCHABLE_RAW_FIELDS:
+            _extend_text(parts, fields.get(key))
+        if self.type_descriptor is not None:
+            for key in self.type_descriptor.search_fields:
+                _extend_text(parts, self.field(key))
+        return parts
+
+    # ---- object protocol ------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Declaration):
+            return NotImplemented
+        return (
+            self.kind == other.kind
+            and self.name == other.name
+            and self.fields == other.fields
+            and self.file == other.file
+            and self.line == other.line
+            and self.module == other.module
+            and self.type_descriptor == other.type_descriptor
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"Declaration(kind={self.kind!r}, name={self.name!r}, fields={self.fields!r}, "
+            f"file={self.file!r}, line={self.line!r}, module={self.module!r})"
+        )
+
+
+def _extend_text(parts: list[str], value: Any) -> None:
+    if isinstance(value, list):
+        parts.extend(str(item) for item in value)
+    elif isinstance(value, str):
+        parts.append(value)

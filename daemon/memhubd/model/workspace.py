@@ -1,0 +1,234 @@
+"""Workspace: the declarations of a set of `.mem` sources and the lookups over them (§1.6).
+
+Lookups are computed once and reused until declarations are added;
+returned sets are frozen and returned lists are copies, so callers cannot corrupt
+the cache. Loading walks the file system exactly like memdsl; nothing here lints.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from memhubd.lang import Document, parse_file
+from memhubd.model.declaration import Declaration
+from memhubd.schema import TypeRegistry, registry_for_paths
+
+ACTIVE_STATUSES: frozenset[str] = frozenset({"active"})
+EXCLUDED_STATUSES: frozenset[str] = frozenset({"superseded", "retracted", "archived"})
+
+_T = TypeVar("_T")
+
+
+class Workspace:
+    """Declarations in load order, the file labels they came from, and the type registry."""
+
+    def __init__(
+        self,
+        declarations: list[Declaration] | None = None,
+        files: list[str] | None = None,
+        registry: TypeRegistry | None = None,
+    ) -> None:
+        self.declarations: list[Declaration] = declarations if declarations is not None else []
+        self.files: list[str] = files if files is not None else []
+        self.registry: TypeRegistry = registry if registry is not None else TypeRegistry.standard()
+        self._cache: dict[str, Any] = {}
+        self._cache_size = -1
+
+    # ---- construction ---------------------------------------------------
+
+    @classmethod
+    def load(cls, paths: Iterable[str], *, registry: TypeRegistry | None = None) -> Workspace:
+        """Parse files and directories (recursively, `*.mem` only) in the order given.
+
+        Without a registry, one is built from the manifests next to `paths`.
+        Raises SchemaError, ParseError or OSError (e.g. for a missing path).
+        """
+        path_list = [str(path) for path in paths]
+        if registry is None:
+            registry = registry_for_paths(path_list)
+        workspace = cls(registry=registry)
+        with cyclic_gc_paused():
+            for path in path_list:
+                for file in _source_files(path):
+                    workspace.add_document(parse_file(file))
+        return workspace
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Document], registry: TypeRegistry) -> Workspace:
+        """A workspace over already-parsed documents, in the order given; no disk access."""
+        workspace = cls(registry=registry)
+        with cyclic_gc_paused():
+            for document in documents:
+                workspace.add_document(document)
+        return workspace
+
+    def add_document(self, doc: Document) -> None:
+        """Append a parsed document's declarations, each typed through the registry."""
+        resolve = self.registry.resolve
+        self.files.append(doc.file)
+        self.declarations.extend(
+            Declaration.from_raw(raw, resolve(raw.kind)) for raw in doc.declarations
+        )
+
+    # ---- lookups --------------------------------------------------------
+
+    def _cached(self, key: str, build: Callable[[], _T]) -> _T:
+        # Declarations are only ever appended (by add_document, or by callers that
+        # append to the list directly), so a size change is what makes a cache stale.
+        if self._cache_size != len(self.declarations):
+            self._cache.clear()
+            self._cache_size = len(self.declarations)
+        try:
+            return self._cache[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = self._cache[key] = build()
+            return value
+
+    def _index(self) -> dict[str, Declaration]:
+        return self._cached("index", self._build_index)
+
+    def _build_index(self) -> dict[str, Declaration]:
+        # First declaration wins for each id and each bare name, like a linear scan.
+        index: dict[str, Declaration] = {}
+        for decl in self.declarations:
+            index.setdefault(decl.id, decl)
+            index.setdefault(decl.name, decl)
+        return index
+
+    def by_id(self, decl_id: str) -> Declaration | None:
+        """The first declaration whose id or bare name is `decl_id`."""
+        try:
+            return self._index().get(decl_id)
+        except TypeError:  # unhashable input matches nothing
+            return None
+
+    def by_ids(self, keys: Iterable[str]) -> dict[str, Declaration]:
+        """`by_id` for many keys at once: key -> declaration, for the keys that match.
+
+        Uses the index when it is already built; otherwise one scan, so that a
+        single pass (like lint's) does not pay for a full index.
+        """
+        wanted = set(keys)
+        if not wanted:
+            return {}
+        index = self._cache.get("index") if self._cache_size == len(self.declarations) else None
+        if index is not None:
+            return {key: index[key] for key in wanted if key in index}
+        found: dict[str, Declaration] = {}
+        for decl in self.declarations:
+            for key in (decl.id, decl.name):
+                if key in wanted and key not in found:
+                    found[key] = decl
+            if len(found) == len(wanted):
+                break
+        return found
+
+    def _entities(self) -> list[Declaration]:
+        return self._cached(
+            "entities", lambda: [d for d in self.declarations if d.runtime_role == "symbol"]
+        )
+
+    def entities(self) -> list[Declaration]:
+        """Declarations whose runtime role is `symbol`, whatever their status."""
+        return list(self._entities())
+
+    def known_names(self) -> frozenset[str]:
+        """Name and id of every declaration, of any type or status."""
+        return self._cached("names", self._build_known_names)
+
+    def _build_known_names(self) -> frozenset[str]:
+        names: set[str] = set()
+        for decl in self.declarations:
+            names.add(decl.name)
+            names.add(decl.id)
+        return frozenset(names)
+
+    def known_symbols(self) -> frozenset[str]:
+        """Symbol names plus their string canonical names."""
+        return self._cached("symbols", self._build_known_symbols)
+
+    def _build_known_symbols(self) -> frozenset[str]:
+        symbols: set[str] = set()
+        for entity in self._entities():
+            symbols.add(entity.name)
+            canonical = entity.fields.get("canonical_name")
+            if isinstance(canonical, str):
+                symbols.add(canonical)
+        return frozenset(symbols)
+
+    def _alias_map(self) -> dict[str, list[str]]:
+        return self._cached("aliases", self._build_alias_map)
+
+    def _build_alias_map(self) -> dict[str, list[str]]:
+        amap: dict[str, list[str]] = {}
+        for entity in self._entities():
+            aliases = entity.fields.get("aliases", [])
+            if isinstance(aliases, list):
+                for alias in aliases:
+                    amap.setdefault(str(alias).lower(), []).append(entity.name)
+        return amap
+
+    def alias_map(self) -> dict[str, list[str]]:
+        """Lowercased alias -> names of the symbols declaring it (any status)."""
+        return {alias: list(names) for alias, names in self._alias_map().items()}
+
+    def resolve_alias(self, text: str) -> list[str]:
+        """The symbols a mention may refer to (exact, case-insensitive alias match)."""
+        return list(self._alias_map().get(text.lower(), ()))
+
+    def _active(self) -> list[Declaration]:
+        return self._cached(
+            "active", lambda: [d for d in self.declarations if d.status not in EXCLUDED_STATUSES]
+        )
+
+    def active(self) -> list[Declaration]:
+        """Declarations not superseded, retracted or archived — by status alone."""
+        return list(self._active())
+
+    def superseded_ids(self) -> frozenset[str]:
+        """Raw `supersedes` targets of every declaration, whatever its own status."""
+        return self._cached("superseded", self._build_superseded)
+
+    def _build_superseded(self) -> frozenset[str]:
+        targets: set[str] = set()
+        for decl in self.declarations:
+            targets.update(decl.relation_targets("supersedes"))
+        return frozenset(targets)
+
+    def __repr__(self) -> str:
+        return f"Workspace({len(self.declarations)} declarations, {len(self.files)} files)"
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Hold off Python's cycle collector while building many long-lived objects.
+
+    Loading allocates millions of containers that all survive; each automatic full
+    collection rescans them, which made loading about twice as slow. Reference
+    counting still frees everything acyclic. If the collector is already off (by the
+    caller or a concurrent load), it is left alone and not turned back on here.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _source_files(path: str) -> Iterable[str]:
+    """The files to parse for one load path: itself, or its `*.mem` files top-down."""
+    if not os.path.isdir(path):
+        yield path
+        return
+    for root, _dirs, names in os.walk(path):
+        # File names are sorted per directory; subdirectories keep file-system order.
+        for name in sorted(names):
+            if name.endswith(".mem"):
+                yield os.path.join(root, name)
