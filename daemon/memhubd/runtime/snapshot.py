@@ -10,6 +10,7 @@ the event loop: building runs in a worker thread.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -19,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memhubd.lang import Document, ParseError, parse_text
-from memhubd.model import Workspace
+from memhubd.model import Declaration, Workspace
+from memhubd.model.workspace import cyclic_gc_paused
 from memhubd.schema import SchemaError, TypeRegistry, registry_for_paths
 
 MANIFEST = "memdsl.json"
@@ -54,6 +56,19 @@ class SourceFile:
     document: Document | None  # the last good parse; None if it never parsed
     problem: SourceProblem | None  # set while the bytes on disk do not parse
     text: str = ""  # the source of `document` (what is served, even while disk is broken)
+    stat: tuple[int, int, int] = (0, 0, 0)  # (mtime_ns, size, inode) when last read
+    # The document's declarations typed with `typed_with`; rebuilt when the registry changes.
+    typed: tuple[Any, ...] = ()
+    typed_with: Any = None
+
+    def with_types(self, registry: TypeRegistry) -> SourceFile:
+        if self.typed_with is registry or self.document is None:
+            return self
+        resolve = registry.resolve
+        typed = tuple(
+            Declaration.from_raw(raw, resolve(raw.kind)) for raw in self.document.declarations
+        )
+        return dataclasses.replace(self, typed=typed, typed_with=registry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,25 +184,51 @@ def _load_registry(root: str, previous: RegistryState | None) -> RegistryState:
     return RegistryState(fingerprint, registry, None)
 
 
+def _stat(path: str) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino)
+
+
 def _load_file(path: str, previous: SourceFile | None) -> SourceFile | None:
+    stat = _stat(path)
+    if stat is None:
+        return None  # vanished between the walk and the stat: treated as deleted
+    if previous is not None and previous.stat == stat:
+        return previous  # same inode, size and nanosecond mtime: not re-read
     data = _read(path)
     if data is None:
-        return None  # vanished between the walk and the read: treated as deleted
+        return None
     digest = _digest(data)
     if previous is not None and previous.digest == digest:
-        return previous
+        return dataclasses.replace(previous, stat=stat)
     last_good = previous.document if previous is not None else None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         problem = SourceProblem("read_error", path, 0, 0, f"not UTF-8: {error}")
-        return SourceFile(path, digest, last_good, problem, previous.text if previous else "")
+        return _broken(previous, path, digest, last_good, problem, stat)
     try:
         document = parse_text(text, file=path)
     except ParseError as error:
         problem = SourceProblem("parse_error", path, error.line, error.column, error.message)
-        return SourceFile(path, digest, last_good, problem, previous.text if previous else "")
-    return SourceFile(path, digest, document, None, text)
+        return _broken(previous, path, digest, last_good, problem, stat)
+    return SourceFile(path, digest, document, None, text, stat)
+
+
+def _broken(
+    previous: SourceFile | None,
+    path: str,
+    digest: str,
+    last_good: Document | None,
+    problem: SourceProblem,
+    stat: tuple[int, int, int],
+) -> SourceFile:
+    if previous is None:
+        return SourceFile(path, digest, None, problem, "", stat)
+    return dataclasses.replace(previous, digest=digest, problem=problem, stat=stat)
 
 
 def build_snapshot(name: str, root: str, previous: Snapshot | None) -> Snapshot:
@@ -215,11 +256,17 @@ def build_snapshot(name: str, root: str, previous: Snapshot | None) -> Snapshot:
         loaded = _load_file(path, before)
         if loaded is None:
             continue
-        if loaded is not before:
+        if before is None or loaded.digest != before.digest:
             reparsed += 1
         files.append(loaded)
-    documents = [f.document for f in files if f.document is not None]
-    workspace = Workspace.from_documents(documents, registry_state.registry)
+    registry = registry_state.registry
+    with cyclic_gc_paused():
+        files = [f.with_types(registry) for f in files]
+    workspace = Workspace(
+        declarations=[d for f in files for d in f.typed],
+        files=[f.path for f in files if f.document is not None],
+        registry=registry,
+    )
     return Snapshot(
         name=name,
         root=root,
@@ -240,5 +287,8 @@ def unchanged(previous: Snapshot, candidate: Snapshot) -> bool:
         previous.registry_state is candidate.registry_state
         and previous.root_problem == candidate.root_problem
         and len(previous.files) == len(candidate.files)
-        and all(a is b for a, b in zip(previous.files, candidate.files, strict=True))
+        and all(
+            a.path == b.path and a.digest == b.digest and a.problem == b.problem
+            for a, b in zip(previous.files, candidate.files, strict=True)
+        )
     )
