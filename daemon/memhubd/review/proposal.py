@@ -1,0 +1,193 @@
+"""Proposals on disk: memdsl's `.mem.proposal` format (spec §7.2-7.3) plus memhub's header lines.
+
+Parses and renders proposal files and mints ids; it never validates declarations or
+takes locks. Extra header keys (`proposer`, `generation`, ...) are ignored by memdsl.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import uuid
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from memhubd.lang import ParseError, parse_text
+
+PROPOSAL_SUFFIX = ".mem.proposal"
+PROPOSAL_LABEL = "<proposal>"
+HEADER_START = "# memdsl:proposal"
+HEADER_END = "# ---"
+STATUSES = ("pending", "approved", "rejected")
+
+# memdsl builds paths from ids without checking them; memhub accepts only ids it could mint.
+PROPOSAL_ID = re.compile(r"p-\d{8}-\d{6}-[0-9a-f]{6}")
+
+# Header keys in the order they are written: memdsl's first, then memhub's additions.
+_MEMDSL_KEYS = (
+    "client",
+    "reason",
+    "decided_at",
+    "merged_into",
+    "reject_reason",
+)
+_MEMHUB_KEYS = ("proposer", "generation", "supersedes", "decided_by")
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """One proposal file: memdsl's fields, then who proposed and decided it.
+
+    A pending proposal may carry `merged_into` and `decided_by`: the record of an
+    approval in progress, written before the target so a retry finds the same file.
+    """
+
+    id: str
+    status: str
+    created_at: str
+    source: str
+    path: str = ""
+    client: str = ""
+    reason: str = ""
+    decided_at: str = ""
+    merged_into: str = ""
+    reject_reason: str = ""
+    proposer: str = ""
+    generation: int | None = None
+    supersedes: str = ""
+    decided_by: str = ""
+
+    @property
+    def declaration(self) -> str:
+        """`type:name` of the first declaration, `(unparseable)`, or "" when there is none."""
+        try:
+            doc = parse_text(self.source, file=PROPOSAL_LABEL)
+        except ParseError:
+            return "(unparseable)"
+        return doc.declarations[0].id if doc.declarations else ""
+
+    def evolve(self, **changes: Any) -> Proposal:
+        return replace(self, **changes)
+
+    def summary(self) -> dict[str, Any]:
+        """memdsl's summary keys, then memhub's attribution keys."""
+        return {
+            "id": self.id,
+            "status": self.status,
+            "declaration": self.declaration,
+            "created_at": self.created_at,
+            "client": self.client,
+            "reason": self.reason,
+            "decided_at": self.decided_at,
+            "merged_into": self.merged_into,
+            "reject_reason": self.reject_reason,
+            "proposer": self.proposer,
+            "generation": self.generation,
+            "supersedes": self.supersedes,
+            "decided_by": self.decided_by,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.summary(), "source": self.source, "path": self.path}
+
+
+def is_proposal_id(text: object) -> bool:
+    return isinstance(text, str) and PROPOSAL_ID.fullmatch(text) is not None
+
+
+def new_proposal_id(now: dt.datetime | None = None) -> str:
+    """`p-YYYYMMDD-HHMMSS-xxxxxx`: UTC creation time and 6 random hex digits."""
+    moment = now or dt.datetime.now(dt.UTC)
+    return f"p-{moment.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def now_iso() -> str:
+    """UTC, second precision, explicit offset: `2026-11-30T02:32:27+00:00`."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def one_line(text: object) -> str:
+    """Every whitespace run (newlines included) becomes one space, so header lines stay lines."""
+    return " ".join(str(text or "").split())
+
+
+def normalize_source(source: str) -> str:
+    """The source as stored: stripped, plus one trailing newline."""
+    return source.strip() + "\n"
+
+
+def render_proposal(proposal: Proposal) -> str:
+    """The file text: header lines for the non-empty fields, the separator, the source."""
+    values = asdict(proposal)
+    lines = [
+        HEADER_START,
+        f"# id: {proposal.id}",
+        f"# status: {proposal.status}",
+        f"# created_at: {proposal.created_at}",
+    ]
+    for key in (*_MEMDSL_KEYS, *_MEMHUB_KEYS):
+        value = one_line("" if values[key] is None else str(values[key]))
+        if value:
+            lines.append(f"# {key}: {value}")
+    lines.append(HEADER_END)
+    return "\n".join(lines) + "\n" + proposal.source
+
+
+def parse_proposal(text: str, path: str = "") -> Proposal | None:
+    """Read a proposal the way memdsl does; None when there is no separator or no id."""
+    meta: dict[str, str] = {}
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip() == HEADER_END:
+            body = lines[index + 1 :]
+            break
+        if line.startswith("# ") and ": " in line:
+            key, _, value = line[2:].partition(": ")
+            meta[key.strip()] = value.strip()
+    else:
+        return None
+    if "id" not in meta:
+        return None
+    generation = meta.get("generation", "")
+    return Proposal(
+        id=meta["id"],
+        status=meta.get("status", "pending"),
+        created_at=meta.get("created_at", ""),
+        source="\n".join(body).strip() + "\n",
+        path=path,
+        client=meta.get("client", ""),
+        reason=meta.get("reason", ""),
+        decided_at=meta.get("decided_at", ""),
+        merged_into=meta.get("merged_into", ""),
+        reject_reason=meta.get("reject_reason", ""),
+        proposer=meta.get("proposer", ""),
+        generation=int(generation) if generation.isascii() and generation.isdigit() else None,
+        supersedes=meta.get("supersedes", ""),
+        decided_by=meta.get("decided_by", ""),
+    )
+
+
+def read_proposal(path: str) -> Proposal | None:
+    """The proposal at `path`, or None when it is missing, unreadable or malformed."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return parse_proposal(text, path)
+
+
+def approval_marker(proposal_id: str) -> str:
+    """The text memdsl looks for in a target to know a proposal was already merged."""
+    return f"# approved from proposal {proposal_id} at "
+
+
+def approval_block(proposal: Proposal, stamp: str) -> str:
+    """What approval appends: a blank line, the marker with its stamp, the source."""
+    return f"\n{approval_marker(proposal.id)}{stamp}\n" + proposal.source.rstrip("\n") + "\n"
+
+
+def marker_stamp(target_text: str, proposal_id: str) -> str:
+    """The stamp recorded after this proposal's marker in a target, or ""."""
+    found = re.search(re.escape(approval_marker(proposal_id)) + r"(\S+)", target_text)
+    return found.group(1) if found else ""

@@ -1,0 +1,532 @@
+"""ReviewStore: one workspace's proposal queue — propose, list, get, approve, reject, diff.
+
+Files in memdsl's layout under memdsl's lock, so memdsl's own `review` command keeps
+working beside it. It never loads a workspace (callers pass a freshly loaded one) and
+never imports the daemon's runtime, service or web layers.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from memhubd.lang import ParseError
+from memhubd.model import Workspace
+from memhubd.review.audit import (
+    AuditEntry,
+    AuditLog,
+    actor,
+    attributed,
+    find_entry,
+    last_decision,
+    propose_details,
+)
+from memhubd.review.diffs import approval_change, unified_diff
+from memhubd.review.durable import (
+    atomic_write,
+    exclusive_lock,
+    file_mode,
+    read_bytes,
+    replace_if_unchanged,
+    sha256_hex,
+    sweep_orphans,
+)
+from memhubd.review.proposal import (
+    PROPOSAL_SUFFIX,
+    STATUSES,
+    Proposal,
+    approval_block,
+    approval_marker,
+    is_proposal_id,
+    marker_stamp,
+    new_proposal_id,
+    normalize_source,
+    now_iso,
+    one_line,
+    read_proposal,
+    render_proposal,
+)
+from memhubd.review.results import Decision, ProposalDiff, ProposalResult
+from memhubd.review.targets import resolve_target
+from memhubd.review.validation import (
+    DEFAULT_MAX_BYTES,
+    Issue,
+    ValidationResult,
+    field_problem,
+    generation_problem,
+    proposal_id_problem,
+    refusal,
+    utf8_size,
+    validate_source,
+    with_file_content,
+)
+
+LIST_STATUSES = (*STATUSES, "all")
+MAX_ATTEMPTS = 8  # re-reads of a target that keeps changing before giving up
+STALE_HINT = "fix the workspace or re-propose"
+
+
+class ReviewStore:
+    """The review queue of the workspace at `workspace_root`.
+
+    Staging defaults to `<root>/.memdsl` (memdsl's default for a directory path);
+    `max_bytes` bounds a proposal's source. Instances hold no mutable state and may
+    be shared between threads; every write happens under the `review.lock` file lock.
+    """
+
+    def __init__(
+        self,
+        workspace_root: str,
+        *,
+        staging: str | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self.root = os.path.realpath(workspace_root)
+        self.staging_dir = os.path.realpath(staging or os.path.join(self.root, ".memdsl"))
+        self.proposals_dir = os.path.join(self.staging_dir, "proposals")
+        self.audit_path = os.path.join(self.staging_dir, "audit.log")
+        self.lock_path = os.path.join(self.staging_dir, "review.lock")
+        self.max_bytes = max_bytes
+        self.audit = AuditLog(self.audit_path)
+
+    # ---- proposing ------------------------------------------------------
+
+    def validate(
+        self, workspace: Workspace, source: str, *, supersedes: str | None = None
+    ) -> ValidationResult:
+        """memdsl §7.4 validation plus the size limit, the new-id rule and `supersedes`."""
+        return validate_source(workspace, source, supersedes=supersedes, max_bytes=self.max_bytes)
+
+    def propose(
+        self,
+        workspace: Workspace,
+        source: str,
+        *,
+        proposer: str,
+        client: str = "",
+        reason: str = "",
+        generation: int | None = None,
+        supersedes: str | None = None,
+    ) -> ProposalResult:
+        """Validate `source` and, when it passes, store it as a pending proposal."""
+        problem = (
+            field_problem("proposer", proposer, required=True)
+            or field_problem("client", client)
+            or field_problem("reason", reason)
+            or field_problem("supersedes", supersedes or "")
+            or generation_problem(generation)
+        )
+        if problem is not None:
+            return ProposalResult(False, "invalid", errors=(problem,))
+        result = self.validate(workspace, source, supersedes=supersedes)
+        if not result.ok:
+            return ProposalResult(
+                False, "invalid", None, result.declaration_id, result.errors, result.warnings
+            )
+        draft = Proposal(
+            id="",
+            status="pending",
+            created_at="",
+            source=normalize_source(source),
+            client=one_line(client),
+            reason=one_line(reason),
+            proposer=one_line(proposer),
+            generation=generation,
+            supersedes=(supersedes or "").strip(),
+        )
+        with exclusive_lock(self.lock_path):
+            proposal = self._store_new(draft)
+            self.audit.append("propose", proposal.id, **propose_details(proposal))
+        return ProposalResult(
+            True, "pending_review", proposal, result.declaration_id, warnings=result.warnings
+        )
+
+    def _store_new(self, draft: Proposal) -> Proposal:
+        os.makedirs(self.proposals_dir, exist_ok=True)
+        sweep_orphans(self.proposals_dir)
+        while True:
+            proposal_id = new_proposal_id()
+            path = self._path(proposal_id)
+            if not os.path.lexists(path):  # ids carry only 24 random bits per second
+                break
+        proposal = draft.evolve(id=proposal_id, path=path, created_at=now_iso())
+        self._write(proposal)
+        return proposal
+
+    # ---- reading --------------------------------------------------------
+
+    def list(self, status: str = "pending") -> list[Proposal]:
+        """Proposals with `status` (or "all"), sorted by file name, i.e. by creation time."""
+        if status not in LIST_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(LIST_STATUSES)}, got {status!r}")
+        try:
+            names = sorted(os.listdir(self.proposals_dir))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        entries = self.audit.entries()
+        found: list[Proposal] = []
+        for name in names:
+            if not name.endswith(PROPOSAL_SUFFIX):
+                continue
+            proposal = self._read(name[: -len(PROPOSAL_SUFFIX)])
+            if proposal is not None and status in ("all", proposal.status):
+                found.append(attributed(proposal, entries))
+        return found
+
+    def get(self, proposal_id: str) -> Proposal | None:
+        """The proposal with this id; None for an unknown, unreadable or malformed id."""
+        proposal = self._read(proposal_id)
+        return None if proposal is None else attributed(proposal, self.audit.entries())
+
+    def _path(self, proposal_id: str) -> str:
+        return os.path.join(self.proposals_dir, proposal_id + PROPOSAL_SUFFIX)
+
+    def _read(self, proposal_id: str) -> Proposal | None:
+        # Only ids memhub could have minted ever reach the file system: no traversal.
+        if not is_proposal_id(proposal_id):
+            return None
+        proposal = read_proposal(self._path(proposal_id))
+        return proposal if proposal is not None and proposal.id == proposal_id else None
+
+    def _write(self, proposal: Proposal) -> Proposal:
+        atomic_write(proposal.path, render_proposal(proposal).encode("utf-8"))
+        return proposal
+
+    # ---- approving ------------------------------------------------------
+
+    def approve(
+        self,
+        proposal_id: str,
+        workspace: Workspace,
+        into: str,
+        *,
+        reviewer: str,
+        generation: int | None = None,
+    ) -> Decision:
+        """Revalidate against `workspace` and the target as it is now, then append atomically.
+
+        Idempotent: a retry after a crash finishes the interrupted approval (memdsl's
+        marker, then the audit, then the proposal) instead of writing twice.
+        """
+        problem = (
+            proposal_id_problem(proposal_id)
+            or field_problem("reviewer", reviewer, required=True)
+            or generation_problem(generation)
+        )
+        target = problem or resolve_target(self.root, self.staging_dir, into)
+        if isinstance(target, Issue):
+            return _refused(proposal_id, target)
+        with exclusive_lock(self.lock_path):
+            return self._approve_locked(
+                proposal_id, workspace, target, one_line(reviewer), generation
+            )
+
+    def _approve_locked(
+        self,
+        proposal_id: str,
+        workspace: Workspace,
+        target: str,
+        reviewer: str,
+        generation: int | None,
+    ) -> Decision:
+        opened = self._open(proposal_id, decided_by_audit="reject")
+        if isinstance(opened, Decision):
+            return opened
+        proposal, entries, prior = opened
+        recorded = self._recorded_target(proposal, prior)
+        if isinstance(recorded, Issue):
+            return _refused(proposal_id, recorded)
+        approval = _Approval(proposal, recorded or target, reviewer, generation, prior, entries)
+        return self._merge(approval, workspace)
+
+    def _merge(self, approval: _Approval, workspace: Workspace) -> Decision:
+        proposal, target = approval.proposal, approval.target
+        sweep_orphans(os.path.dirname(target))
+        for _attempt in range(MAX_ATTEMPTS):
+            before = read_bytes(target)
+            text = _decode(before)
+            if text is None:
+                return _stale(proposal, refusal("target_unreadable", f"{target} is not UTF-8"))
+            if approval_marker(proposal.id) in text:
+                return self._finish(approval, recovered=True, after=sha256_hex(before))
+            result = self._revalidate(proposal, workspace, target, text)
+            if not result.ok:
+                return _stale(proposal, result)
+            if proposal.merged_into != target or proposal.decided_by != approval.reviewer:
+                # Record where this approval writes before writing there, so a retry
+                # after a crash (even with another target) finishes this one.
+                proposal = self._write(
+                    proposal.evolve(merged_into=target, decided_by=approval.reviewer)
+                )
+            stamp = now_iso()
+            data = (text + approval_block(proposal, stamp)).encode("utf-8")
+            if replace_if_unchanged(target, data, sha256_hex(before), mode=file_mode(target)):
+                return self._finish(
+                    approval,
+                    stamp=stamp,
+                    before=sha256_hex(before),
+                    after=sha256_hex(data),
+                    warnings=result.warnings,
+                )
+            # Someone changed the target since we read it: start over from their version.
+        issue = Issue("target_changed", f"{target} kept changing during the approval; retry")
+        return Decision(False, "conflict", proposal.id, errors=(issue,))
+
+    def _revalidate(
+        self, proposal: Proposal, workspace: Workspace, target: str, text: str
+    ) -> ValidationResult:
+        try:
+            current = with_file_content(workspace, target, text)
+        except ParseError as exc:
+            return refusal("target_parse_error", f"the approval target does not parse: {exc}")
+        # The size limit guards what agents submit; a stored proposal is judged on content.
+        size = utf8_size(proposal.source) or 0
+        return validate_source(
+            current,
+            proposal.source,
+            supersedes=proposal.supersedes or None,
+            max_bytes=max(size, self.max_bytes),
+        )
+
+    def _finish(
+        self,
+        approval: _Approval,
+        *,
+        recovered: bool = False,
+        stamp: str = "",
+        before: str | None = None,
+        after: str | None = None,
+        warnings: tuple[Issue, ...] = (),
+    ) -> Decision:
+        """Commit an approval whose block is in the target: audit line, then proposal state."""
+        proposal, target, prior = approval.proposal, approval.target, approval.prior
+        reviewer = approval.reviewer
+        if recovered:
+            reviewer = actor(prior) or proposal.decided_by or reviewer
+            stamp = str((prior or {}).get("ts") or "")
+            stamp = stamp or marker_stamp(_decode(read_bytes(target)) or "", proposal.id)
+        stamp = stamp or now_iso()
+        declaration_id = proposal.declaration
+        self.audit.append_once(
+            approval.entries,
+            "approve",
+            proposal.id,
+            by=reviewer,
+            identity=reviewer,
+            into=target,
+            declaration=declaration_id,
+            forced=False,
+            generation=approval.generation,
+            target_sha256_before=before,
+            target_sha256_after=after,
+        )
+        self._write(
+            proposal.evolve(
+                status="approved", decided_at=stamp, merged_into=target, decided_by=reviewer
+            )
+        )
+        return Decision(
+            True,
+            "approved",
+            proposal.id,
+            declaration_id,
+            target,
+            reviewer,
+            recovered,
+            warnings=warnings,
+            target_sha256_before=before,
+            target_sha256_after=after,
+        )
+
+    def _recorded_target(self, proposal: Proposal, prior: AuditEntry | None) -> str | Issue | None:
+        """The target an interrupted approval already chose, if any (memdsl §12.34).
+
+        The audit's `into` wins, as in memdsl; otherwise memhub's in-progress record,
+        but only when its block really reached that file.
+        """
+        if prior is not None and prior.get("into"):
+            return resolve_target(self.root, self.staging_dir, str(prior["into"]))
+        if proposal.merged_into:
+            recorded = resolve_target(self.root, self.staging_dir, proposal.merged_into)
+            text = _decode(read_bytes(recorded)) if isinstance(recorded, str) else None
+            if text is not None and approval_marker(proposal.id) in text:
+                return recorded
+        return None
+
+    # ---- rejecting ------------------------------------------------------
+
+    def reject(self, proposal_id: str, *, reviewer: str, reason: str = "") -> Decision:
+        """Mark a pending proposal rejected; nothing is written to the workspace."""
+        problem = (
+            proposal_id_problem(proposal_id)
+            or field_problem("reviewer", reviewer, required=True)
+            or field_problem("reason", reason)
+        )
+        if problem is not None:
+            return _refused(proposal_id, problem)
+        with exclusive_lock(self.lock_path):
+            return self._reject_locked(proposal_id, one_line(reviewer), one_line(reason))
+
+    def _reject_locked(self, proposal_id: str, reviewer: str, reason: str) -> Decision:
+        opened = self._open(proposal_id, decided_by_audit="approve")
+        if isinstance(opened, Decision):
+            return opened
+        proposal, entries, prior = opened
+        recorded = self._recorded_target(proposal, None)
+        if isinstance(recorded, str):
+            # An approval reached the target and was cut short; its block is memory now.
+            approval = _Approval(proposal, recorded, reviewer, None, None, entries)
+            done = self._finish(approval, recovered=True, after=sha256_hex(read_bytes(recorded)))
+            return Decision(
+                False,
+                "already_approved",
+                proposal_id,
+                done.declaration_id,
+                recorded,
+                done.decided_by,
+            )
+        decider = actor(prior) or reviewer
+        final_reason = one_line((prior or {}).get("reason") or reason)
+        self.audit.append_once(
+            entries, "reject", proposal_id, by=decider, identity=decider, reason=final_reason
+        )
+        stamp = str((prior or {}).get("ts") or "") or now_iso()
+        self._write(
+            proposal.evolve(
+                status="rejected",
+                decided_at=stamp,
+                reject_reason=final_reason,
+                merged_into="",
+                decided_by=decider,
+            )
+        )
+        return Decision(True, "rejected", proposal_id, proposal.declaration, decided_by=decider)
+
+    # ---- shared decision helpers ---------------------------------------
+
+    def _open(
+        self, proposal_id: str, *, decided_by_audit: str
+    ) -> Decision | tuple[Proposal, list[AuditEntry], AuditEntry | None]:
+        """The pending proposal, the audit and its last decision; or the answer that ends the call.
+
+        A `decided_by_audit` decision already in the audit (a crash cut it short before
+        the proposal was rewritten) is carried into the proposal file (memdsl §12.35).
+        """
+        proposal = self._read(proposal_id)
+        if proposal is None:
+            return Decision(False, "not_found", proposal_id)
+        if proposal.status != "pending":
+            return _already(proposal)
+        entries = self._entries_for(proposal)
+        prior = last_decision(entries, proposal_id)
+        if prior is not None and prior.get("action") == decided_by_audit:
+            return _already(self._settle(proposal, prior))
+        return proposal, entries, prior
+
+    def _entries_for(self, proposal: Proposal) -> list[AuditEntry]:
+        """The audit entries, after restoring a `propose` line a crash may have cost."""
+        entries = self.audit.entries()
+        if find_entry(entries, "propose", proposal.id) is None:
+            details = propose_details(proposal)
+            entries.append(
+                self.audit.append(
+                    "propose", proposal.id, ts=proposal.created_at, recovered=True, **details
+                )
+            )
+        return entries
+
+    def _settle(self, proposal: Proposal, prior: AuditEntry) -> Proposal:
+        """Make the proposal file agree with a decision the audit already holds (§12.35)."""
+        decider = actor(prior)
+        if prior.get("action") == "reject":
+            settled = proposal.evolve(
+                status="rejected",
+                decided_at=str(prior.get("ts", "")),
+                reject_reason=one_line(prior.get("reason", "")),
+                merged_into="",
+                decided_by=decider,
+            )
+        else:
+            settled = proposal.evolve(
+                status="approved",
+                decided_at=str(prior.get("ts", "")),
+                merged_into=str(prior.get("into", "")),
+                decided_by=decider,
+            )
+        return self._write(settled)
+
+    # ---- diff -----------------------------------------------------------
+
+    def diff(self, proposal_id: str, into: str | None = None) -> ProposalDiff:
+        """The unified diff approving makes to `into` (for an approved proposal: made to its target)."""
+        problem = proposal_id_problem(proposal_id)
+        if problem is not None:
+            return ProposalDiff(False, "invalid", str(proposal_id), errors=(problem,))
+        proposal = self.get(proposal_id)
+        if proposal is None:
+            return ProposalDiff(False, "not_found", proposal_id)
+        if proposal.status == "rejected":
+            return ProposalDiff(False, "already_rejected", proposal_id)
+        target = resolve_target(self.root, self.staging_dir, into or proposal.merged_into)
+        if isinstance(target, Issue):
+            return ProposalDiff(False, "invalid", proposal_id, errors=(target,))
+        text = _decode(read_bytes(target))
+        if text is None:
+            issue = Issue("target_unreadable", f"{target} is not UTF-8")
+            return ProposalDiff(False, "invalid", proposal_id, target, errors=(issue,))
+        before, after = approval_change(proposal, text)
+        label = os.path.relpath(target, self.root)
+        return ProposalDiff(True, "ok", proposal_id, target, unified_diff(before, after, label))
+
+
+@dataclass(frozen=True, slots=True)
+class _Approval:
+    """The facts one approval carries from its checks to its commit.
+
+    `entries` is the audit as read under the lock; appends keep it current.
+    """
+
+    proposal: Proposal
+    target: str
+    reviewer: str
+    generation: int | None
+    prior: AuditEntry | None
+    entries: list[AuditEntry]
+
+
+def _decode(data: bytes | None) -> str | None:
+    """Target text ("" when absent); None when it is not UTF-8."""
+    if data is None:
+        return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _already(proposal: Proposal) -> Decision:
+    """A decided proposal, reported with what was decided."""
+    return Decision(
+        False,
+        f"already_{proposal.status}",
+        proposal.id,
+        proposal.declaration,
+        proposal.merged_into,
+        proposal.decided_by,
+    )
+
+
+def _stale(proposal: Proposal, result: ValidationResult) -> Decision:
+    return Decision(
+        False,
+        "stale_or_invalid",
+        proposal.id,
+        result.declaration_id,
+        errors=result.errors,
+        warnings=result.warnings,
+        hint=STALE_HINT,
+    )
+
+
+def _refused(proposal_id: object, issue: Issue) -> Decision:
+    return Decision(False, "invalid", str(proposal_id), errors=(issue,))
