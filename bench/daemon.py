@@ -1,0 +1,365 @@
+"""Daemon benchmarks: HTTP query throughput and latency under concurrent clients,
+time from a one-file write to the new generation being served, and `memctl
+query` wall time against `memdsl query` on the same workspace.
+
+A script, not a test: it prints numbers. memdsl is found as in the other
+scripts (`--memdsl-python`, `$MEMDSL_PYTHON`, or the current interpreter).
+
+    python bench/daemon.py [--sizes 10k,100k] [--clients 32] [--requests 4000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+import synth  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Daemon:
+    """`memhubd serve` on a copy of a workspace, with an admin token."""
+
+    def __init__(self, workspace: Path, tmp: Path) -> None:
+        self.root = tmp / "ws"
+        shutil.copytree(workspace, self.root)
+        self.state = tmp / "state"
+        self.port = free_port()
+        self.socket = str(Path(tempfile.mkdtemp(prefix="mhb-")) / "d.sock")
+        created = subprocess.run(
+            [
+                str(BIN / "memhubd"),
+                "token",
+                "create",
+                "bench",
+                "--scopes",
+                "all",
+                "--roles",
+                "*",
+                "--state-dir",
+                str(self.state),
+                "--json",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        self.token = json.loads(created.stdout)["token"]
+        self.proc = subprocess.Popen(
+            [
+                str(BIN / "memhubd"),
+                "serve",
+                "--port",
+                str(self.port),
+                "--socket",
+                self.socket,
+                "--state-dir",
+                str(self.state),
+                "--workspace",
+                f"bench={self.root}",
+                "--log-level",
+                "warning",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(self.proc.stderr.read().decode())
+            time.sleep(0.2)
+        self.headers = {"authorization": f"Bearer {self.token}"}
+        # The first query after a load builds the index; do it before measuring.
+        httpx.post(
+            f"{self.url}/v1/workspaces/bench/query",
+            json={"query": "warm up"},
+            headers=self.headers,
+            timeout=600,
+        )
+
+    def generation(self) -> int:
+        return httpx.get(f"{self.url}/v1/workspaces/bench", headers=self.headers).json()[
+            "generation"
+        ]
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(30)
+
+
+async def _throughput(daemon: Daemon, queries: list[dict], clients: int, total: int) -> dict:
+    latencies: list[float] = []
+    errors = 0
+    counter = iter(range(total))
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        nonlocal errors
+        for n in counter:
+            item = queries[n % len(queries)]
+            body = {"query": item["query"], "limit": item.get("limit", 8)}
+            started = time.perf_counter()
+            response = await client.post("/v1/workspaces/bench/query", json=body)
+            latencies.append(time.perf_counter() - started)
+            if response.status_code != 200:
+                errors += 1
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(
+        base_url=daemon.url, headers=daemon.headers, limits=limits, timeout=60
+    ) as client:
+        started = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(clients):
+                tg.start_soon(worker, client)
+        elapsed = time.perf_counter() - started
+    return {
+        "clients": clients,
+        "requests": len(latencies),
+        "errors": errors,
+        "qps": len(latencies) / elapsed,
+        "p50_ms": harness.percentile(latencies, 0.5) * 1000,
+        "p99_ms": harness.percentile(latencies, 0.99) * 1000,
+    }
+
+
+_WRK_SCRIPT = """
+local bodies = {%s}
+local counter = 0
+request = function()
+  counter = counter + 1
+  return wrk.format("POST", "/v1/workspaces/bench/query",
+    {["Content-Type"] = "application/json", ["Authorization"] = "Bearer %s"},
+    bodies[(counter %% #bodies) + 1])
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("WRK %%d %%d %%d %%f %%f\\n", summary.requests,
+    e.connect + e.read + e.write + e.status + e.timeout, summary.duration,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def wrk_throughput(daemon: Daemon, queries: list[dict], clients: int, seconds: int) -> dict:
+    """Load from wrk (C, two threads), so that the client does not eat the server's CPU."""
+    bodies = ",".join(
+        "[==[" + json.dumps({"query": q["query"], "limit": q.get("limit", 8)}) + "]==]"
+        for q in queries
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(_WRK_SCRIPT % (bodies, daemon.token))
+    try:
+        result = subprocess.run(
+            ["wrk", "-t2", f"-c{clients}", f"-d{seconds}s", "-s", script.name, daemon.url],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    finally:
+        os.unlink(script.name)
+    line = next(x for x in result.stdout.splitlines() if x.startswith("WRK "))
+    requests, errors, duration_us, p50_us, p99_us = line.split()[1:]
+    return {
+        "tool": "wrk",
+        "clients": clients,
+        "requests": int(requests),
+        "errors": int(errors),
+        "qps": int(requests) / (int(duration_us) / 1e6),
+        "p50_ms": float(p50_us) / 1000,
+        "p99_ms": float(p99_us) / 1000,
+    }
+
+
+def reload_latency(daemon: Daemon, rounds: int) -> dict:
+    """Write one new declaration into one file; time until its generation is served."""
+    target = sorted(daemon.root.rglob("*.mem"))[0]
+    original = target.read_text(encoding="utf-8")
+    seen: list[float] = []
+    events: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def listen() -> None:
+        with httpx.stream(
+            "GET", daemon.url + "/v1/events", headers=daemon.headers, timeout=None
+        ) as response:
+            for line in response.iter_lines():
+                if stop.is_set():
+                    return
+                if line.startswith("data: ") and '"event": "reloaded"' in line:
+                    events.append((time.perf_counter(), json.loads(line[6:])["generation"]))
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    time.sleep(0.5)
+    try:
+        for n in range(rounds):
+            before = daemon.generation()
+            text = original + (
+                f'\nfact bench.reload_{n} {{ claim: "reload {n}" '
+                f'evidence {{ source: "bench" quote: "q" }} }}\n'
+            )
+            temporary = target.with_suffix(".tmp")
+            temporary.write_text(text, encoding="utf-8")
+            written = time.perf_counter()
+            os.replace(temporary, target)
+            deadline = written + 60
+            while time.perf_counter() < deadline:
+                arrived = [at for at, generation in events if generation > before]
+                if arrived:
+                    seen.append(arrived[0] - written)
+                    break
+                time.sleep(0.001)
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        target.write_text(original, encoding="utf-8")
+    return {
+        "rounds": len(seen),
+        "median_ms": statistics.median(seen) * 1000 if seen else None,
+        "max_ms": max(seen) * 1000 if seen else None,
+    }
+
+
+def cli_wall_times(
+    daemon: Daemon, memdsl: harness.Interpreter, workspace: Path, query: str, repeat: int
+) -> dict:
+    def timed(args: list[str]) -> float:
+        best = float("inf")
+        for _ in range(repeat):
+            started = time.perf_counter()
+            subprocess.run(args, check=True, capture_output=True)
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    memctl = timed(
+        [
+            str(BIN / "memctl"),
+            "--url",
+            f"unix://{daemon.socket}",
+            "-w",
+            "bench",
+            "query",
+            "-q",
+            query,
+        ]
+    )
+    result = {"memctl_s": memctl, "memdsl_s": None, "ratio": None}
+    if memdsl.usable:
+        command = [
+            memdsl.python,
+            "-c",
+            "import sys; from memdsl.cli import main; sys.exit(main())",
+            "query",
+            str(workspace),
+            "-q",
+            query,
+        ]
+        result["memdsl_s"] = timed(command)
+        result["ratio"] = result["memdsl_s"] / memctl
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10k,100k")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--requests", type=int, default=4000, help="without wrk")
+    parser.add_argument("--seconds", type=int, default=10, help="with wrk")
+    parser.add_argument("--reload-rounds", type=int, default=5)
+    parser.add_argument("--cli-repeat", type=int, default=5)
+    parser.add_argument("--memdsl-python", default=None)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    memdsl = harness.find_memdsl(args.memdsl_python, ("Workspace",))
+    report: dict = {"sizes": {}}
+    for label in args.sizes.split(","):
+        size = synth.parse_size(label)
+        generated = synth.ensure_workspace(size)
+        queries = generated.queries()
+        with tempfile.TemporaryDirectory() as tmp:
+            print(f"[{label}] starting memhubd ...", file=sys.stderr, flush=True)
+            daemon = Daemon(generated.workspace, Path(tmp))
+            try:
+                entry: dict = {"reload": reload_latency(daemon, args.reload_rounds)}
+                if size <= 10_000:
+                    print(f"[{label}] throughput ...", file=sys.stderr, flush=True)
+                    if shutil.which("wrk"):
+                        entry["throughput"] = wrk_throughput(
+                            daemon, queries, args.clients, args.seconds
+                        )
+                    else:  # the Python client competes with the server for the two cores
+                        entry["throughput"] = anyio.run(
+                            _throughput, daemon, queries, args.clients, args.requests
+                        )
+                        entry["throughput"]["tool"] = "httpx (install wrk for a fair load)"
+                    print(f"[{label}] memctl vs memdsl ...", file=sys.stderr, flush=True)
+                    entry["cli"] = cli_wall_times(
+                        daemon, memdsl, generated.workspace, queries[0]["query"], args.cli_repeat
+                    )
+            finally:
+                daemon.stop()
+        report["sizes"][label] = entry
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render(report))
+    return 0
+
+
+def render(report: dict) -> str:
+    lines = ["memhubd daemon benchmark (2 cores)", ""]
+    for label, entry in report["sizes"].items():
+        reload = entry["reload"]
+        lines.append(
+            f"{label}: write -> served generation: median {harness.fmt_ms(reload['median_ms'] / 1000) if reload['median_ms'] else 'n/a'}"
+            f", max {harness.fmt_ms(reload['max_ms'] / 1000) if reload['max_ms'] else 'n/a'} ({reload['rounds']} rounds)"
+        )
+        if "throughput" in entry:
+            t = entry["throughput"]
+            lines.append(
+                f"{label}: HTTP query, {t['clients']} clients ({t.get('tool', 'httpx')}): "
+                f"{t['qps']:.0f} queries/s, "
+                f"p50 {t['p50_ms']:.2f} ms, p99 {t['p99_ms']:.2f} ms, errors {t['errors']}"
+            )
+        if "cli" in entry:
+            c = entry["cli"]
+            memdsl = f"{c['memdsl_s'] * 1000:.0f} ms" if c["memdsl_s"] else "n/a (memdsl not found)"
+            ratio = f"{c['ratio']:.1f}x" if c["ratio"] else "n/a"
+            lines.append(
+                f"{label}: memctl query {c['memctl_s'] * 1000:.0f} ms vs memdsl query {memdsl}: {ratio}"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
