@@ -1,0 +1,116 @@
+"""The query engine: an EvidencePack from the workspace's lexical index.
+
+Works on bitmaps of the query's term and subject postings, and on the constraints that
+share an id, scope or subject with a hit; the answer is the one the linear reading of
+the contract gives (`memhubd.query.reference`), by construction and by property test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memhubd.index import workspace as lexical
+from memhubd.index.tokens import word_tokens
+from memhubd.query.layers import EXCLUDED_SHOWN, Retrieval, assemble_pack, subject_hits
+from memhubd.query.pack import EvidencePack, ScoredDeclaration
+from memhubd.query.ranking import Ranking
+from memhubd.query.terms import query_terms
+
+
+def build_evidence_pack(
+    ws: Any,
+    query: str,
+    kinds: list[str] | None = None,
+    subject: str | None = None,
+    limit: int = 8,
+    types: list[str] | None = None,
+) -> EvidencePack:
+    """Answer `query` with MUST/SHOULD/CONTEXT/CONFLICT/MISSING (`types` overrides `kinds`)."""
+    ix = lexical.index_for(ws)
+    terms = query_terms(query)
+    matched = ix.match_aliases(query.lower())
+    wanted = subject_hits(matched, subject)
+    type_filter = types if types is not None else kinds
+    bonus = 0
+    for symbol in set(wanted):
+        bonus |= ix.bits(lexical.SUBJECT, symbol)
+    unique_terms = set(terms)
+    ranking = Ranking(
+        ix.space, (ix.bits(lexical.SEARCH, t) for t in unique_terms), bonus, ix.high_confidence
+    )
+    candidates = ix.candidates(type_filter, subject)
+    hits = _hits(ranking, candidates, limit)
+    excluded: list[tuple[int, float]] = []
+    excluded_total = 0
+    if candidates != ix.pool:
+        excluded, excluded_total = _excluded(ix, ranking, candidates)
+
+    def scored(entry: tuple[int, float]) -> ScoredDeclaration:
+        return _scored(ix, unique_terms, bonus, *entry)
+
+    return assemble_pack(
+        Retrieval(
+            query=query,
+            terms=terms,
+            matched_aliases=matched,
+            subject=subject,
+            type_filter=type_filter,
+            candidates=candidates.bit_count(),
+            hits=[scored(entry) for entry in hits],
+            excluded=[scored(entry) for entry in excluded],
+            excluded_total=excluded_total,
+            questions=[
+                ix.declarations[o]
+                for o in ix.space.ordered(ranking.touched & candidates & ix.questions)
+            ],
+            must=[ix.declarations[o] for o in _must(ix, [o for o, _ in hits])],
+        )
+    )
+
+
+def _hits(ranking: Ranking, candidates: int, limit: int) -> list[tuple[int, float]]:
+    """`sorted(scored, key=-score)[:limit]`, a negative limit dropping the tail."""
+    if limit < 0:
+        limit = max(0, (ranking.touched & candidates).bit_count() + limit)
+    return ranking.best(candidates, limit)
+
+
+def _excluded(
+    ix: lexical.WorkspaceIndex, ranking: Ranking, candidates: int
+) -> tuple[list[tuple[int, float]], int]:
+    """The best few scored pool members the filters removed, and how many there are.
+
+    A removed member whose id some candidate also has is not reported (memdsl
+    compares ids); only declarations with duplicated ids can be affected.
+    """
+    removed = ranking.touched & ix.pool & ~candidates
+    for o in ix.space.ordered(removed & ix.shared_ids):
+        if any(ix.has_bit(candidates, twin) for twin in ix.ids[ix.ids_of[o]]):
+            removed ^= ix.space.bitmap((o,))
+    return ranking.best(removed, EXCLUDED_SHOWN), removed.bit_count()
+
+
+def _scored(
+    ix: lexical.WorkspaceIndex, terms: set[str], bonus: int, ordinal: int, score: float
+) -> ScoredDeclaration:
+    decl = ix.declarations[ordinal]
+    matched = terms.intersection(word_tokens(decl.searchable_text()))
+    if ix.has_bit(bonus, ordinal):
+        matched.add(f"subject:{decl.subject}")
+    return ScoredDeclaration(decl, score, sorted(matched))
+
+
+def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> list[int]:
+    """Constraints sharing an id, scope or subject with a hit, plus every global one."""
+    bits = ix.global_constraints
+    same_id = []
+    for o in hits:
+        same_id.extend(c for c in ix.ids[ix.ids_of[o]] if ix.has_bit(ix.constraints, c))
+        scope, subject = ix.scopes[o], ix.subjects[o]
+        if scope:
+            bits |= ix.bits(lexical.CONSTRAINT_SCOPE, scope)
+        if subject:
+            bits |= ix.bits(lexical.CONSTRAINT_SUBJECT, subject)
+    if same_id:
+        bits |= ix.space.bitmap(same_id)
+    return ix.space.ordered(bits)

@@ -1,0 +1,121 @@
+"""The EvidencePack: the layered answer to a query, and its JSON and text forms.
+
+Key orders, float rounding and Python-repr fragments are part of the memdsl contract
+(`memdsl.evidence_pack.v1`); this module must not decide what goes in which layer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+EVIDENCE_PACK_SCHEMA = "memdsl.evidence_pack.v1"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredDeclaration:
+    """A retrieved declaration with its score and the terms that earned it."""
+
+    declaration: Any
+    score: float
+    matched_terms: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class EvidencePack:
+    """MUST / SHOULD / CONTEXT / CONFLICT / MISSING for one query, plus its search trace."""
+
+    query: str
+    must: list[Any] = field(default_factory=list)
+    should: list[Any] = field(default_factory=list)
+    context: list[ScoredDeclaration] = field(default_factory=list)
+    conflicts: list[tuple[Any, str]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    resolved_subjects: list[str] = field(default_factory=list)
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON contract: fixed key order, scores rounded to 3 decimals."""
+        return {
+            "schema_version": EVIDENCE_PACK_SCHEMA,
+            "query": self.query,
+            "resolved_subjects": list(self.resolved_subjects),
+            "must": [declaration_dict(d) for d in self.must],
+            "should": [declaration_dict(d) for d in self.should],
+            "context": [
+                {
+                    **declaration_dict(s.declaration),
+                    "score": round(float(s.score), 3),
+                    "matched_terms": list(s.matched_terms),
+                }
+                for s in self.context
+            ],
+            "conflicts": [{"id": d.id, "conflicts_with": t} for d, t in self.conflicts],
+            "missing": list(self.missing),
+            "search_trace": self.trace,
+        }
+
+    def render_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2, ensure_ascii=False)
+
+    def render_text(self) -> str:
+        """The CLI's default rendering (no trailing newline)."""
+        lines: list[str] = []
+        if self.resolved_subjects:
+            lines.append(f"# resolved subjects: {', '.join(self.resolved_subjects)}")
+        lines.append("MUST")
+        lines.extend(_must_line(d) for d in self.must)
+        if not self.must:
+            lines.append("- (no constraints apply)")
+        lines += ["", "SHOULD"]
+        lines.extend(f"- [{d.id}] {d.claim_text}" for d in self.should)
+        if not self.should:
+            lines.append("- (none)")
+        lines += ["", "CONTEXT"]
+        lines.extend(_context_line(s.declaration) for s in self.context)
+        if not self.context:
+            lines.append("- (none)")
+        if self.conflicts:
+            lines += ["", "CONFLICT"]
+            lines.extend(f"- [{d.id}] conflicts_with [{t}]" for d, t in self.conflicts)
+        if self.missing:
+            lines += ["", "MISSING"]
+            lines.extend(f"- {message}" for message in self.missing)
+        return "\n".join(lines)
+
+
+def declaration_dict(d: Any) -> dict[str, Any]:
+    """One declaration as the pack's JSON shows it (evidence only when non-empty)."""
+    out = {
+        "id": d.id,
+        "type": d.kind,
+        "kind": d.kind,
+        "runtime_role": d.runtime_role,
+        "capabilities": sorted(d.capabilities),
+        "claim": d.claim_text,
+        "force": d.force,
+        "scope": d.scope,
+        "subject": d.subject,
+        "confidence": d.confidence,
+        "lifecycle": dict(d.lifecycle),
+        "access_policy": dict(d.access_policy),
+        "status": d.status,
+        "file": d.file,
+        "line": d.line,
+    }
+    if d.evidence:
+        out["evidence"] = d.evidence
+    return out
+
+
+def _must_line(d: Any) -> str:
+    # The exceptions suffix prints the raw field with str(): "[]", "['a']" or a scalar.
+    suffix = f" (exceptions: {d.fields['exceptions']})" if "exceptions" in d.fields else ""
+    return f"- [{d.id}] {d.claim_text}{suffix}"
+
+
+def _context_line(d: Any) -> str:
+    as_of = d.lifecycle.get("as_of") if d.has_capability("temporal") else None
+    suffix = f" (as_of {as_of})" if as_of else ""
+    return f"- [{d.id}] {d.claim_text}{suffix}"
