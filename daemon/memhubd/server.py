@@ -123,6 +123,9 @@ async def run_daemon(
         max_result_bytes=config.limits.max_result_bytes,
         lifespan=lifespan,
     )
+    from memhubd.mcp import mount_mcp
+
+    mount_mcp(context, config.mcp)  # /mcp on both listeners unless disabled; wraps the lifespan
     app = build_app(context)
     sockets = [bind_tcp(config.host, config.port)]
     socket_path = config.socket_path

@@ -1,0 +1,250 @@
+"""MCP `memory_query` latency (p50, p99) over loopback TCP against a real daemon serving a
+synthetic workspace (10k declarations by default), with 1 client and with 16 concurrent ones.
+
+The daemon runs in a child process (so client and server do not share a GIL); each client is
+an MCP SDK session; `raw` clients send plain JSON-RPC POSTs (the SDK client's share) and `api`
+clients the JSON API's query (the baseline MCP adds to).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import harness
+import synth
+
+SCRIPT = Path(__file__).resolve()
+GOAL_P50_MS = 3.0
+
+
+# --- the daemon (child process) ---------------------------------------------------------
+
+
+def serve(workspace: str) -> None:
+    """Run memhubd on a free port over `workspace`; print {"url", "token"} once it is ready."""
+    import anyio
+    import httpx
+
+    import memhubd.server as server_module
+    from memhubd.auth.tokens import TokenStore
+    from memhubd.mcp import mount_mcp
+    from memhubd.runtime.config import load_config
+    from memhubd.runtime.logging import configure_logging
+
+    configure_logging("json", "info", stream=open(os.devnull, "w"))  # noqa: SIM115
+    original = server_module.build_app
+
+    def build(context):  # noqa: ANN001, ANN202 - no-op once run_daemon mounts MCP itself
+        mount_mcp(context)
+        return original(context)
+
+    server_module.build_app = build
+    state = tempfile.mkdtemp(prefix="memhub-bench-")
+    _record, secret = TokenStore(state).create("bench", "read:summary,read:search")
+    config = load_config(
+        None,
+        {"port": 0, "socket_path": "", "state_dir": state, "workspaces": {"bench": workspace}},
+    )
+
+    def ready(info) -> None:  # noqa: ANN001
+        for _attempt in range(6000):  # the workspace loads after the listener is up
+            if httpx.get(f"{info.url}/readyz").status_code == 200:
+                break
+            time.sleep(0.05)
+        print(json.dumps({"url": info.url, "token": secret}), flush=True)
+
+    def on_ready(info) -> None:  # noqa: ANN001
+        import threading
+
+        threading.Thread(target=ready, args=(info,), daemon=True).start()
+
+    anyio.run(lambda: server_module.run_daemon(config, on_ready=on_ready))
+
+
+def start_server(workspace: Path) -> tuple[subprocess.Popen, dict]:
+    child = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--serve", str(workspace)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=harness.REPO_ROOT,
+    )
+    line = child.stdout.readline() if child.stdout else ""
+    if not line:
+        child.kill()
+        raise RuntimeError("the daemon did not start")
+    return child, json.loads(line)
+
+
+# --- the clients ------------------------------------------------------------------------
+
+
+async def sdk_client(url: str, token: str, queries: list[dict], calls: int) -> list[float]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    timings = []
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+        await client.call_tool("memory_query", arguments(queries[0]))  # warm the session
+        for index in range(calls):
+            started = time.perf_counter()
+            result = await client.call_tool(
+                "memory_query", arguments(queries[index % len(queries)])
+            )
+            timings.append(time.perf_counter() - started)
+            if result.is_error:
+                raise RuntimeError(result.content[0].text)
+    return timings
+
+
+async def raw_client(url: str, token: str, queries: list[dict], calls: int) -> list[float]:
+    """Plain JSON-RPC `tools/call` POSTs (stateless server: no handshake needed)."""
+    import httpx
+
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    timings = []
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
+        for index in range(calls + 1):
+            body = {
+                "jsonrpc": "2.0",
+                "id": index,
+                "method": "tools/call",
+                "params": {
+                    "name": "memory_query",
+                    "arguments": arguments(queries[index % len(queries)]),
+                },
+            }
+            started = time.perf_counter()
+            response = await http.post("/mcp", json=body)
+            elapsed = time.perf_counter() - started
+            if response.status_code != 200 or response.json()["result"].get("isError"):
+                raise RuntimeError(response.text[:300])
+            if index:  # the first call warms the connection
+                timings.append(elapsed)
+    return timings
+
+
+async def api_client(url: str, token: str, queries: list[dict], calls: int) -> list[float]:
+    """The JSON API's query route on the same daemon: the baseline MCP adds its cost to."""
+    import httpx
+
+    timings = []
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
+        for index in range(calls + 1):
+            started = time.perf_counter()
+            body = arguments(queries[index % len(queries)])
+            response = await http.post("/v1/workspaces/bench/query", json=body)
+            elapsed = time.perf_counter() - started
+            if response.status_code != 200:
+                raise RuntimeError(response.text[:300])
+            if index:
+                timings.append(elapsed)
+    return timings
+
+
+def arguments(item: dict) -> dict:
+    args = {"query": item["query"], "limit": item.get("limit", 8)}
+    if item.get("types"):
+        args["types"] = item["types"]
+    if item.get("subject"):
+        args["subject"] = item["subject"]
+    return args
+
+
+async def run_clients(kind: str, count: int, server: dict, queries: list[dict], calls: int) -> dict:
+    client = {"sdk": sdk_client, "raw": raw_client, "api": api_client}[kind]
+    # Each client starts at a different place in the query list.
+    shifted = [
+        queries[i * 7 % len(queries) :] + queries[: i * 7 % len(queries)] for i in range(count)
+    ]
+    started = time.perf_counter()
+    results = await asyncio.gather(
+        *(client(server["url"], server["token"], shifted[i], calls) for i in range(count))
+    )
+    wall = time.perf_counter() - started
+    timings = [t for result in results for t in result]
+    return {
+        "client": kind,
+        "clients": count,
+        "calls": len(timings),
+        "p50_ms": harness.percentile(timings, 0.5) * 1000,
+        "p99_ms": harness.percentile(timings, 0.99) * 1000,
+        "throughput_per_s": len(timings) / wall,
+    }
+
+
+def render(report: dict) -> str:
+    rows = [
+        [
+            r["client"],
+            str(r["clients"]),
+            str(r["calls"]),
+            f"{r['p50_ms']:.2f}",
+            f"{r['p99_ms']:.2f}",
+            f"{r['throughput_per_s']:.0f}",
+        ]
+        for r in report["runs"]
+    ]
+    head = (
+        f"MCP memory_query over loopback TCP, {report['declarations']} declarations "
+        f"(synthetic, seed {report['seed']})"
+    )
+    table = harness.table(["client", "clients", "calls", "p50 ms", "p99 ms", "calls/s"], rows)
+    verdict = "met" if report["goal_met"] else "NOT met"
+    goal = f"goal: p50 <= {GOAL_P50_MS:g} ms with one SDK client: {verdict}"
+    return f"{head}\n{table}\n{goal}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="10k", help="declarations (default 10k)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--calls", type=int, default=400, help="calls per client (default 400)")
+    parser.add_argument("--clients", type=int, default=16, help="concurrent clients (default 16)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.serve)
+        return 0
+    size = synth.parse_size(args.size)
+    generated = synth.ensure_workspace(size, args.seed)
+    queries = generated.queries()
+    child, server = start_server(generated.workspace)
+    try:
+        runs = [
+            asyncio.run(run_clients(kind, count, server, queries, args.calls))
+            for kind in ("sdk", "raw", "api")
+            for count in (1, args.clients)
+        ]
+    finally:
+        child.terminate()
+        child.wait(20)
+    single = next(r for r in runs if r["client"] == "sdk" and r["clients"] == 1)
+    report = {
+        "benchmark": "mcp_query",
+        "declarations": size,
+        "seed": args.seed,
+        "runs": runs,
+        "goal_met": single["p50_ms"] <= GOAL_P50_MS,
+    }
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+"""`memctl mcp`: a stdio MCP server for clients that only speak stdio, forwarding every
+JSON-RPC message to the daemon's `/mcp` endpoint and writing each reply to stdout.
+
+It relays bytes and adds the HTTP headers streamable HTTP needs; it must not interpret
+tools or payloads (and must not import the MCP SDK). Failures become JSON-RPC errors
+on stdout for the request that failed, with one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, TextIO
+
+import httpx
+
+from memctl import __version__
+from memctl.config import ConfigError, resolve_settings
+from memctl.transport import (
+    CONNECT_TIMEOUT,
+    DaemonUnreachable,
+    InvalidTarget,
+    Target,
+    describe_failure,
+    parse_target,
+)
+
+MCP_PATH = "/mcp"
+READ_TIMEOUT = 300.0  # a tool call may take long; the client has its own timeouts
+WORKERS = 8
+PARSE_ERROR = -32700
+DAEMON_UNREACHABLE = -32000
+DAEMON_REFUSED = -32001
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+# The method -> params key mirrored in the Mcp-Name header (modern protocol routing).
+NAMED_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+@dataclass
+class Relay:
+    """One daemon connection and what the HTTP side remembers between messages."""
+
+    target: Target
+    client: httpx.Client
+    stdout: BinaryIO
+    stderr: TextIO
+    protocol_version: str | None = None  # negotiated by `initialize`
+    session_id: str | None = None  # only when the daemon runs stateful sessions
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def write(self, message: Any) -> None:
+        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        with self.lock:
+            self.stdout.write(line.encode("utf-8"))
+            self.stdout.flush()
+
+    def warn(self, text: str) -> None:
+        with self.lock:
+            print(f"memctl mcp: {text}", file=self.stderr, flush=True)
+
+
+def open_client(target: Target, token: str | None) -> httpx.Client:
+    headers = {
+        "User-Agent": f"memctl/{__version__} (mcp bridge)",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    transport = httpx.HTTPTransport(uds=target.socket_path) if target.socket_path else None
+    return httpx.Client(
+        base_url=target.base_url,
+        headers=headers,
+        timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
+        transport=transport,
+    )
+
+
+def encode_header_value(value: str) -> str:
+    """Header-safe text: printable ASCII as is, anything else as `=?base64?...?=`."""
+    import base64
+
+    printable = all(" " <= ch <= "~" for ch in value) and value == value.strip()
+    if printable and not (value.startswith("=?base64?") and value.endswith("?=")):
+        return value
+    return f"=?base64?{base64.b64encode(value.encode('utf-8')).decode('ascii')}?="
+
+
+def routing_headers(message: Any, relay: Relay) -> dict[str, str]:
+    """The headers streamable HTTP expects beside the body, derived from the message."""
+    headers: dict[str, str] = {}
+    if relay.session_id:
+        headers["Mcp-Session-Id"] = relay.session_id
+    if not isinstance(message, dict):
+        return headers
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    method = message.get("method")
+    version = meta.get(META_VERSION) if isinstance(meta, dict) else None
+    if isinstance(version, str):
+        # A per-request envelope (protocol 2026-07-28 and later) also routes by method and name.
+        headers["MCP-Protocol-Version"] = version
+        if isinstance(method, str):
+            headers["Mcp-Method"] = method
+            name = params.get(NAMED_PARAM.get(method, ""))  # type: ignore[union-attr]
+            if isinstance(name, str):
+                headers["Mcp-Name"] = encode_header_value(name)
+    elif relay.protocol_version and method != "initialize":
+        headers["MCP-Protocol-Version"] = relay.protocol_version
+    return headers
+
+
+def error_reply(message: Any, code: int, text: str, data: Any = None) -> dict[str, Any] | None:
+    """A JSON-RPC error for `message`, or None when it was a notification (no id)."""
+    if not isinstance(message, dict) or "id" not in message or "method" not in message:
+        return None
+    error: dict[str, Any] = {"code": code, "message": text}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": message["id"], "error": error}
+
+
+def replies_from(response: httpx.Response) -> list[Any]:
+    """The JSON-RPC messages in a response: one JSON body, or the data of SSE events."""
+    if not response.content:
+        return []
+    kind = response.headers.get("content-type", "")
+    if kind.startswith("text/event-stream"):
+        return _sse_messages(response.text)
+    try:
+        body = response.json()
+    except ValueError:
+        return []
+    if isinstance(body, list):
+        return [item for item in body if _is_jsonrpc(item)]
+    return [body] if _is_jsonrpc(body) else []
+
+
+def _is_jsonrpc(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("jsonrpc") == "2.0"
+
+
+def _sse_messages(stream: str) -> list[Any]:
+    messages, data = [], []
+    for line in [*stream.splitlines(), ""]:
+        if line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+        elif not line and data:
+            try:
+                item = json.loads("\n".join(data))
+            except ValueError:
+                item = None
+            if _is_jsonrpc(item):
+                messages.append(item)
+            data = []
+    return messages
+
+
+def forward(relay: Relay, raw: bytes) -> None:
+    """Send one line from stdin to the daemon and write what comes back."""
+    try:
+        message = json.loads(raw)
+    except ValueError as error:
+        relay.write(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": str(error)}}
+        )
+        return
+    try:
+        response = relay.client.post(MCP_PATH, content=raw, headers=routing_headers(message, relay))
+    except httpx.TransportError as error:
+        problem = DaemonUnreachable(relay.target, describe_failure(error, READ_TIMEOUT))
+        relay.warn(problem.line.removeprefix("memctl: "))
+        reply = error_reply(message, DAEMON_UNREACHABLE, problem.line.removeprefix("memctl: "))
+        if reply is not None:
+            relay.write(reply)
+        return
+    replies = replies_from(response)
+    _remember(relay, message, response, replies)
+    if replies:
+        for reply in replies:
+            relay.write(reply)
+    elif response.status_code >= 400:
+        _refused(relay, message, response)
+
+
+def _remember(relay: Relay, message: Any, response: httpx.Response, replies: list[Any]) -> None:
+    session = response.headers.get("mcp-session-id")
+    if session:
+        relay.session_id = session
+    if isinstance(message, dict) and message.get("method") == "initialize":
+        for reply in replies:
+            version = (reply.get("result") or {}).get("protocolVersion")
+            if isinstance(version, str):
+                relay.protocol_version = version
+
+
+def _refused(relay: Relay, message: Any, response: httpx.Response) -> None:
+    """An HTTP error without a JSON-RPC body, e.g. the daemon's 401 envelope."""
+    try:
+        envelope = response.json()
+    except ValueError:
+        envelope = {"body": response.text[:500]}
+    detail = envelope.get("error", {}) if isinstance(envelope, dict) else {}
+    text = detail.get("message") if isinstance(detail, dict) else None
+    line = f"memhubd answered {response.status_code}: {text or response.reason_phrase}"
+    relay.warn(line)
+    reply = error_reply(message, DAEMON_REFUSED, line, envelope)
+    if reply is not None:
+        relay.write(reply)
+
+
+def run_bridge(
+    target: Target | str,
+    token: str | None,
+    *,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Relay newline-delimited JSON-RPC from stdin to the daemon until stdin closes."""
+    target = parse_target(target) if isinstance(target, str) else target
+    source = stdin or sys.stdin.buffer
+    relay = Relay(
+        target, open_client(target, token), stdout or sys.stdout.buffer, stderr or sys.stderr
+    )
+    # Requests run side by side (a slow query must not hold up a ping); the replies
+    # carry their ids, so their order on stdout does not matter.
+    with relay.client, ThreadPoolExecutor(WORKERS, thread_name_prefix="mcp-bridge") as pool:
+        for raw in iter(source.readline, b""):
+            if raw.strip():
+                pool.submit(_forward_safely, relay, raw)
+    return 0
+
+
+def _forward_safely(relay: Relay, raw: bytes) -> None:
+    try:
+        forward(relay, raw)
+    except Exception as error:  # a worker must never die silently
+        relay.warn(f"internal error: {error!r}")
+
+
+def cmd_mcp(session: Any, args: argparse.Namespace) -> int:
+    """The `memctl mcp` handler: the url and token come from memctl's usual settings."""
+    return run_bridge(session.client.transport.target, session.settings.token)
+
+
+def add_mcp_command(
+    subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser] | None = None
+) -> argparse.ArgumentParser:
+    summary = "serve MCP on stdin/stdout, relayed to the daemon's /mcp endpoint"
+    parser = subparsers.add_parser("mcp", parents=parents or [], help=summary, description=summary)
+    parser.set_defaults(handler=cmd_mcp)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m memctl.mcp_bridge [--url URL] [--token TOKEN]`."""
+    parser = argparse.ArgumentParser(prog="memctl mcp", description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="daemon address (env MEMHUB_URL; default: the local socket)")
+    parser.add_argument("--token", help="bearer token (env MEMHUB_TOKEN)")
+    args = parser.parse_args(argv)
+    try:
+        settings = resolve_settings(url=args.url, token=args.token)
+        target = parse_target(settings.url)
+    except (ConfigError, InvalidTarget) as error:
+        print(f"memctl: {error}", file=sys.stderr)
+        return 2
+    return run_bridge(target, settings.token)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,301 @@
+"""MCP payloads in memdsl's shapes (`memdsl.mcp.*.v1`), built from what `service` returns.
+
+Pure functions over plain dicts: they add `ok`, `status`, `boundary`, `next_actions`
+and the workspace name. They must not compute memory themselves or check access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memhub_protocol import ProtocolError
+from memhubd.mcp import text
+
+MCP_MAP = "memdsl.mcp.map.v1"
+MCP_QUERY = "memdsl.mcp.query.v1"
+MCP_CHECK = "memdsl.mcp.check.v1"
+MCP_TYPES = "memdsl.mcp.types.v1"
+MCP_EXPLAIN = "memdsl.mcp.explain.v1"
+MCP_LIST = "memdsl.mcp.list.v1"
+MCP_LINT = "memdsl.mcp.lint.v1"
+MCP_PROPOSE = "memdsl.mcp.propose.v1"
+MCP_REVIEW_LIST = "memdsl.mcp.review_list.v1"
+MCP_FILES = "memdsl.mcp.files.v1"
+MCP_FILE = "memdsl.mcp.file.v1"
+MCP_STATUS = "memdsl.mcp.status.v1"
+MHUB_STATUS = "memhub.mcp.status.v1"
+MHUB_WORKSPACES = "memhub.mcp.workspaces.v1"
+
+TOOL_NAMES = (
+    "memory_map",
+    "memory_query",
+    "memory_check",
+    "memory_types",
+    "memory_explain",
+    "memory_list",
+    "memory_lint",
+    "memory_propose",
+    "memory_review_list",
+    "memory_status",
+    "memory_workspaces",
+)
+RESOURCE_URIS = ("memhub://status", "memhub://workspaces")
+MEMDSL_RESOURCE_URIS = ("memdsl://status", "memdsl://map", "memdsl://types", "memdsl://files")
+REVIEW_STATUSES = ("pending", "approved", "rejected", "all")
+
+QUERY_LIMIT = (1, 50, 8)
+LIST_LIMIT = (1, 500, 100)
+
+
+def clamp(value: Any, bounds: tuple[int, int, int]) -> int:
+    """memdsl's clamping: out-of-range values are pulled in, unparsable ones get the default."""
+    low, high, default = bounds
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = default
+    return max(low, min(high, number))
+
+
+def _head(schema: str, status: str, workspace: str | None, ok: bool = True) -> dict[str, Any]:
+    head: dict[str, Any] = {"ok": ok, "schema_version": schema, "status": status}
+    if workspace is not None:
+        head["workspace"] = workspace
+    return head
+
+
+def invalid(schema: str, error: str, hint: str, workspace: str | None = None) -> dict[str, Any]:
+    """memdsl's answer to a missing argument: an `ok:false` payload, not a tool error."""
+    return {**_head(schema, "invalid", workspace, ok=False), "error": error, "next_actions": [hint]}
+
+
+def unavailable(schema: str, error: ProtocolError, workspace: str) -> dict[str, Any]:
+    """A workspace that never loaded, in the shape memdsl uses for a workspace that fails to load."""
+    return {
+        **_head(schema, "unavailable", workspace, ok=False),
+        "error": error.message,
+        "next_actions": [text.NEXT_UNAVAILABLE],
+    }
+
+
+def map_payload(data: dict[str, Any], rendered: str, workspace: str) -> dict[str, Any]:
+    return {
+        **_head(MCP_MAP, "ok", workspace),
+        "declarations": data["declarations"],
+        "modules": data["modules"],
+        "vocabulary": data["vocabulary"],
+        "rendered_text": rendered,
+        "boundary": text.MAP_BOUNDARY,
+        "next_actions": list(text.NEXT_MAP),
+    }
+
+
+def types_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
+    return {
+        **_head(MCP_TYPES, "ok", workspace),
+        "total": len(data["types"]),
+        "schema_files": data["schema_files"],
+        "types": data["types"],
+        "next_actions": [text.NEXT_TYPES],
+    }
+
+
+def is_match(pack: dict[str, Any]) -> bool:
+    """memdsl counts a query as answered when MUST, SHOULD or CONTEXT holds anything."""
+    return bool(pack.get("must") or pack.get("should") or pack.get("context"))
+
+
+def query_payload(
+    pack: dict[str, Any],
+    rendered: str,
+    workspace: str,
+    vocabulary: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`vocabulary` is required (and only used) when the pack has no match."""
+    matched = is_match(pack)
+    actions = [text.NEXT_EXPLAIN_BEFORE_CITING] if matched else []
+    if pack.get("missing"):
+        actions.append(text.NEXT_MISSING)
+    payload = {
+        **_head(MCP_QUERY, "ok" if matched else "no_match", workspace),
+        "evidence_pack": pack,
+        "rendered_text": rendered,
+        "boundary": text.QUERY_BOUNDARY,
+        "next_actions": actions,
+    }
+    if not matched:
+        excluded = pack.get("search_trace", {}).get("excluded_by_filters_total", 0)
+        if excluded:
+            actions.append(
+                f"{excluded} declaration(s) matched the query but your types/subject filter "
+                "excluded them: see evidence_pack.search_trace.excluded_by_filters, then retry "
+                "without the filter or memory_explain those ids."
+            )
+        actions.append(text.NEXT_NO_MATCH)
+        payload["vocabulary"] = vocabulary if vocabulary is not None else {}
+    return payload
+
+
+def check_payload(pack: dict[str, Any], rendered: str, workspace: str) -> dict[str, Any]:
+    verdict = str(pack.get("verdict", ""))
+    return {
+        **_head(MCP_CHECK, verdict, workspace),
+        "compliance_pack": pack,
+        "rendered_text": rendered,
+        "boundary": text.CHECK_BOUNDARY,
+        "next_actions": [text.NEXT_CHECK.get(verdict, text.NEXT_CHECK["needs_review"])],
+    }
+
+
+def explain_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
+    declaration = data["declaration"]
+    if "schema_version" in declaration and "declaration" in declaration:
+        # Given a whole explain payload rather than the declaration: take the declaration.
+        declaration = declaration["declaration"]
+    return {
+        **_head(MCP_EXPLAIN, "ok", workspace),
+        "declaration": declaration,
+        "rendered_text": data["rendered_text"],
+        "boundary": text.EXPLAIN_BOUNDARY,
+    }
+
+
+def explain_not_found(ref: str, workspace: str) -> dict[str, Any]:
+    return {
+        **_head(MCP_EXPLAIN, "not_found", workspace, ok=False),
+        "id": ref,
+        "next_actions": [text.NEXT_BROWSE_IDS],
+    }
+
+
+def list_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
+    return {
+        **_head(MCP_LIST, "ok", workspace),
+        "total": data["total"],
+        "items": data["items"],
+        "next_actions": [text.NEXT_EXPLAIN_ITEM],
+    }
+
+
+def lint_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
+    ok = bool(data["ok"])
+    return {
+        **_head(MCP_LINT, "ok" if ok else "errors", workspace, ok=ok),
+        "declarations": data["declarations"],
+        "errors": data["errors"],
+        "warnings": data["warnings"],
+        "diagnostics": data["diagnostics"],
+        "source_problems": data["source_problems"],
+        "boundary": text.LINT_BOUNDARY,
+    }
+
+
+def propose_unavailable(workspace: str) -> dict[str, Any]:
+    return {
+        **_head(MCP_PROPOSE, "unavailable", workspace, ok=False),
+        "error": text.PROPOSALS_UNAVAILABLE,
+        "errors": [text.PROPOSALS_UNAVAILABLE],
+        "warnings": [],
+        "boundary": text.PROPOSE_BOUNDARY,
+        "next_actions": [text.NEXT_PROPOSE],
+    }
+
+
+def review_list_payload(status: str, workspace: str) -> dict[str, Any]:
+    """Honest and empty: this server keeps no review queue yet."""
+    return {
+        **_head(MCP_REVIEW_LIST, "ok", workspace),
+        "filter": status,
+        "total": 0,
+        "proposals": [],
+        "supported": False,
+        "note": "this server does not accept proposals yet, so none exist",
+        "boundary": text.PROPOSE_BOUNDARY,
+        "next_actions": [text.NEXT_REVIEW],
+    }
+
+
+def review_invalid_status(workspace: str) -> dict[str, Any]:
+    return {
+        **_head(MCP_REVIEW_LIST, "invalid", workspace, ok=False),
+        "error": "status must be pending, approved, rejected, or all",
+    }
+
+
+def status_payload(data: dict[str, Any], workspace: str | None = None) -> dict[str, Any]:
+    """memhub's own status: the caller's identity and the workspaces it may use."""
+    workspaces = data["workspaces"]
+    if workspace is not None:
+        workspaces = [w for w in workspaces if w["name"] == workspace]
+    return {
+        **_head(MHUB_STATUS, "ok", workspace),
+        "server": data["server"],
+        "version": data["version"],
+        "uptime_s": data["uptime_s"],
+        "identity": data["identity"],
+        "workspaces": workspaces,
+        "tools": list(TOOL_NAMES),
+        "resources": list(RESOURCE_URIS),
+        "boundary": text.STATUS_BOUNDARY,
+        "next_actions": [text.NEXT_STATUS],
+    }
+
+
+def workspaces_payload(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        **_head(MHUB_WORKSPACES, "ok", None),
+        "total": len(items),
+        "workspaces": items,
+        "next_actions": [text.NEXT_STATUS],
+    }
+
+
+def memdsl_status_payload(
+    summary: dict[str, Any], counts: dict[str, Any], identity: dict[str, Any], version: str
+) -> dict[str, Any]:
+    """memdsl's `memdsl://status` for the caller's one workspace.
+
+    `counts` holds what the caller can see: `declarations`, `active`, `kinds`
+    (type -> count), `registered_types` and `schema_files`.
+    """
+    kinds = dict(sorted(counts["kinds"].items()))
+    return {
+        "ok": True,
+        "schema_version": MCP_STATUS,
+        "server": "memhub",
+        "version": version,
+        "workspace": summary["name"],
+        "workspace_paths": [summary["root"]],
+        "files": summary["files"],
+        "declarations": counts["declarations"],
+        "active_declarations": counts["active"],
+        "kinds": kinds,
+        "types": dict(kinds),
+        "registered_types": sorted(counts["registered_types"]),
+        "schema_files": list(counts["schema_files"]),
+        "scopes": sorted(identity["scopes"]),
+        "resources": list(MEMDSL_RESOURCE_URIS),
+        "tools": list(TOOL_NAMES),
+        "pending_proposals": 0,
+        "boundary": text.STATUS_BOUNDARY,
+    }
+
+
+def files_payload(data: dict[str, Any], workspace: str, numbered: bool) -> dict[str, Any]:
+    """`numbered` gives memdsl's index file ids ("0", "1", ...) instead of relative paths."""
+    files = [
+        {**item, "file_id": str(index)} if numbered else dict(item)
+        for index, item in enumerate(data["files"])
+    ]
+    hint = text.NEXT_FILES
+    if numbered:
+        hint = "Read memdsl://file/{file_id} for the raw .mem source of a file."
+    return {**_head(MCP_FILES, "ok", workspace), "files": files, "next_actions": [hint]}
+
+
+def file_not_found(file_id: str, workspace: str) -> dict[str, Any]:
+    return {
+        **_head(MCP_FILE, "not_found", workspace, ok=False),
+        "file_id": file_id,
+        "next_actions": [text.NEXT_FILE_NOT_FOUND],
+    }

@@ -1,0 +1,153 @@
+"""The MCP endpoint of the daemon: an `MCPServer` served at exactly `/mcp` on TCP and
+on the Unix socket, stateless with JSON responses.
+
+`mount_mcp` adds the route and the session manager's lifespan to an `ApiContext`.
+The endpoint reuses the API middleware's identity (401 without one), refuses
+browser requests from non-local origins, and hands the identity to the tools.
+It must not verify tokens itself or know what a tool does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from memhub_protocol import ErrorCode, error_envelope
+from memhubd import __version__
+from memhubd.api.app import ApiContext
+from memhubd.api.middleware import BodyTooLarge, over_unix_socket
+from memhubd.mcp import text
+from memhubd.mcp.caller import reset_caller, set_caller, visible_names
+from memhubd.mcp.origin import rebinding_problem
+from memhubd.mcp.resources import register_resources
+from memhubd.mcp.tools import register_tools
+from memhubd.runtime.config import McpConfig
+from memhubd.runtime.hub import Hub
+
+MCP_PATH = "/mcp"
+ROUTE_NAME = "mcp"
+_MEMDSL_SCHEME = "memdsl://"
+
+
+class MemhubMCP(MCPServer):
+    """MCPServer whose resource lists show memdsl's names only to one-workspace callers."""
+
+    def __init__(self, hub: Hub) -> None:
+        super().__init__("memhub", instructions=text.INSTRUCTIONS, version=__version__)
+        self.hub = hub
+
+    def _show_memdsl(self) -> bool:
+        names = visible_names(self.hub)
+        return names is None or len(names) == 1
+
+    async def list_resources(self) -> list[Any]:
+        items = await super().list_resources()
+        if self._show_memdsl():
+            return items
+        return [r for r in items if not str(r.uri).startswith(_MEMDSL_SCHEME)]
+
+    async def list_resource_templates(self) -> list[Any]:
+        items = await super().list_resource_templates()
+        if self._show_memdsl():
+            return items
+        return [t for t in items if not t.uri_template.startswith(_MEMDSL_SCHEME)]
+
+
+def build_mcp_server(hub: Hub) -> MemhubMCP:
+    server = MemhubMCP(hub)
+    register_tools(server, hub)
+    register_resources(server, hub)
+    return server
+
+
+class McpEndpoint:
+    """ASGI app at /mcp: rebinding check, authentication, caller binding, then the SDK."""
+
+    def __init__(self, app: Any, allowed_hosts: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.allowed_hosts = allowed_hosts
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        state = scope.setdefault("state", {})
+        state["route_name"] = ROUTE_NAME
+        if not over_unix_socket(scope):
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            problem = rebinding_problem(
+                headers.get("origin"), headers.get("host"), self.allowed_hosts
+            )
+            if problem is not None:
+                await _refuse(scope, receive, send, ErrorCode.FORBIDDEN, problem)
+                return
+        identity = state.get("identity")
+        if identity is None:
+            reason = "invalid or expired token" if state.get("bad_token") else "missing token"
+            message = f"{reason}; send Authorization: Bearer <token>"
+            await _refuse(scope, receive, send, ErrorCode.UNAUTHORIZED, message)
+            return
+        token = set_caller(identity)
+
+        async def send_plain_status(message: dict[str, Any]) -> None:
+            # The SDK may send an HTTPStatus; access logs and metrics want the number.
+            if message["type"] == "http.response.start":
+                message["status"] = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_plain_status)
+        except BodyTooLarge as error:
+            await _refuse(scope, receive, send, ErrorCode.TOO_LARGE, str(error))
+        finally:
+            reset_caller(token)
+
+
+async def _refuse(scope: Any, receive: Any, send: Any, code: ErrorCode, message: str) -> None:
+    headers = {}
+    if code is ErrorCode.UNAUTHORIZED:
+        headers["WWW-Authenticate"] = 'Bearer realm="memhub"'
+        if scope["state"].get("bad_token"):
+            headers["WWW-Authenticate"] += ', error="invalid_token"'
+    response = JSONResponse(error_envelope(code, message), code.http_status, headers=headers)
+    await response(scope, receive, send)
+
+
+def mount_mcp(context: ApiContext, settings: McpConfig | None = None) -> None:
+    """Serve MCP at /mcp in the app built from `context` (call before `build_app`).
+
+    Adds the route to `context.extra_routes` and wraps `context.lifespan` so the
+    SDK's session manager runs inside the hub's lifespan. Does nothing when MCP is
+    disabled or already mounted on this context.
+    """
+    settings = settings or McpConfig()
+    mounted = any(getattr(route, "path", None) == MCP_PATH for route in context.extra_routes)
+    if not settings.enabled or mounted:
+        return
+    server = build_mcp_server(context.hub)
+    server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        # Host checks are ours (McpEndpoint): the SDK's would refuse the Unix socket's
+        # port-less Host header.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=context.max_body_bytes,
+    )
+    manager = server.session_manager
+    endpoint = McpEndpoint(StreamableHTTPASGIApp(manager), settings.allowed_hosts)
+    context.extra_routes.append(Route(MCP_PATH, endpoint, name=ROUTE_NAME))
+    inner = context.lifespan
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[Any]:
+        async with contextlib.AsyncExitStack() as stack:
+            state = await stack.enter_async_context(inner(app)) if inner is not None else None
+            await stack.enter_async_context(manager.run())
+            yield state
+
+    context.lifespan = lifespan

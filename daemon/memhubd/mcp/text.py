@@ -1,0 +1,206 @@
+"""The words the MCP door speaks: server instructions, tool descriptions, boundaries,
+next-action hints and prompt bodies.
+
+Plain constants and two small formatters; no logic that decides what a payload holds.
+"""
+
+from __future__ import annotations
+
+INSTRUCTIONS = (
+    "memhub serves governed memory: declarations written as .mem source, kept in named "
+    "workspaces. Every memory tool takes a `workspace` argument; leave it out only when "
+    "you can use exactly one workspace (memory_workspaces lists them). "
+    "Protocol: (1) read memory_map once at the start of a session to learn what is stored "
+    "and the words this workspace uses for its subjects, scopes, modules and types. "
+    "(2) call memory_query with the task's key nouns, phrased in that vocabulary, and "
+    "respect the layers of the evidence pack: MUST items are hard rules you enforce even "
+    "when they look unrelated; SHOULD items are guidance; CONTEXT items are scored "
+    "candidate facts, never rules; show CONFLICT items to the user rather than picking a "
+    "side; say plainly what MISSING lists instead of guessing. "
+    "(3) a no_match status is a signal to retry, not proof that nothing is known: read "
+    "evidence_pack.search_trace (filters may have excluded hits), re-ask with the returned "
+    "vocabulary, browse memory_list, or read the raw sources under "
+    "memhub://{workspace}/file/{file_id}. "
+    "(4) call memory_explain on a declaration before citing it, and cite its id. "
+    "(5) before acting on or returning a consequential draft, run memory_check: BLOCK "
+    "forbids the draft, NEEDS_REVIEW is not approval. "
+    "(6) writes are proposals that become memory only after a person approves them; never "
+    "present a proposal as accepted memory (this server does not accept proposals yet)."
+)
+
+QUERY_BOUNDARY = (
+    "MUST items are rules to enforce, not evidence to weigh; CONTEXT items are ranked "
+    "candidates. Keep the two apart and never blend their signals. Show CONFLICT items to "
+    "the user instead of quietly choosing one."
+)
+MAP_BOUNDARY = (
+    "This map is an index for finding your way, not memory to cite: claims are clipped and "
+    "carry no evidence. Use memory_explain, or the raw source, before relying on an item."
+)
+EXPLAIN_BOUNDARY = (
+    "The evidence quote and source tie this declaration to where it came from. Cite the "
+    "declaration id; do not restate it as your own conclusion."
+)
+CHECK_BOUNDARY = (
+    "BLOCK forbids the candidate. NEEDS_REVIEW is not approval: an applicable rule has no "
+    "mechanical guard, so a person or evaluator must decide."
+)
+LINT_BOUNDARY = (
+    "Diagnostics describe the .mem sources. Fixing them is an edit a person makes to the "
+    "files, not something to do through MCP."
+)
+PROPOSE_BOUNDARY = (
+    "A proposal is not memory: nothing is served by memory_query until a person approves "
+    "it. Never treat a proposal as an accepted fact or rule."
+)
+STATUS_BOUNDARY = (
+    "This server only reads memory. Writes are proposals for human review, and proposals "
+    "are not accepted by this server yet."
+)
+
+PROPOSALS_UNAVAILABLE = (
+    "proposals are not available yet on this server: nothing was stored. Give the "
+    "declaration text to the user so a person can add it to the workspace's .mem files."
+)
+
+NEXT_EXPLAIN_BEFORE_CITING = "Call memory_explain on any [id] before citing it as evidence."
+NEXT_MISSING = (
+    "MISSING names known gaps and open questions: treat them as unknowns, not as the "
+    "absence of rules."
+)
+NEXT_NO_MATCH = (
+    "No match: ask again with this workspace's own words (see vocabulary.subjects, "
+    "aliases, scopes and types), or browse with memory_list."
+)
+NEXT_QUERY_REQUIRED = "Pass a non-empty query."
+NEXT_CHECK_INPUT = "Pass both the task being attempted and the candidate action or draft."
+NEXT_CHECK = {
+    "block": (
+        "Do not use the candidate. Remove every cited violation, then call memory_check again."
+    ),
+    "needs_review": (
+        "Do not take this as approval. Send each unresolved rule to a person or an evaluator."
+    ),
+    "allow": ("The mechanical guards passed; keep respecting the MUST declarations it cites."),
+}
+NEXT_ID_REQUIRED = "Pass a declaration id (type:name, or the bare name)."
+NEXT_BROWSE_IDS = "Call memory_list to see the declaration ids that exist."
+NEXT_EXPLAIN_ITEM = "Call memory_explain on an id for its evidence and relations."
+NEXT_MAP = (
+    "Keep this map in context and query with its own nouns (subjects, scopes, modules).",
+    NEXT_EXPLAIN_ITEM,
+)
+NEXT_TYPES = (
+    "A new declaration must use one of these types, with a runtime_role and required_fields "
+    "that fit what it records."
+)
+NEXT_FILES = "Read memhub://{workspace}/file/{file_id} for the raw .mem source of a file."
+NEXT_FILE_NOT_FOUND = "Read the files resource for the valid file ids."
+NEXT_UNAVAILABLE = (
+    "The workspace has not loaded. Run `memctl lint` (or `memhubd lint` on the directory) "
+    "and fix the reported source, manifest or schema file."
+)
+NEXT_PROPOSE = (
+    "Tell the user that the observation was not stored and show them the declaration text."
+)
+NEXT_REVIEW = "Approving and rejecting proposals is for people only, never for an agent."
+NEXT_STATUS = (
+    "Pass one of these workspace names as `workspace` to the memory tools, then start "
+    "with memory_map."
+)
+
+# Tool descriptions: each says when to pick the tool without needing the instructions.
+DESCRIBE = {
+    "memory_map": (
+        "Start here. A compact index of every active declaration in a workspace, grouped by "
+        "module, with one-line claims and the workspace's vocabulary (subjects, aliases, "
+        "scopes, types). Read once per session before querying; do not cite it."
+    ),
+    "memory_query": (
+        "Answer a question or prepare a task from memory: returns a layered evidence pack. "
+        "MUST = hard rules to obey, SHOULD = guidance, CONTEXT = ranked candidate facts, "
+        "CONFLICT = contradictions to show the user, MISSING = known gaps. status "
+        "'no_match' means retry with the returned vocabulary, not that nothing exists. "
+        "Filter with types (or legacy kinds) and subject; limit is 1-50 (default 8)."
+    ),
+    "memory_check": (
+        "Before acting on or returning a consequential draft (command, commit, message, "
+        "answer), check it against the applicable MUST rules. Verdict allow, block (do not "
+        "use the draft) or needs_review (not approval). Assert allowed exceptions by name."
+    ),
+    "memory_explain": (
+        "Show one declaration in full by id (type:name or bare name): every field, its "
+        "evidence quote and source, its relations and which declarations point at it. "
+        "Call before citing an id."
+    ),
+    "memory_list": (
+        "Browse declarations when a query misses or to enumerate one type or subject: id, "
+        "type, role, subject, scope, status and a short claim for each. Active ones only "
+        "unless include_inactive; limit 1-500 (default 100)."
+    ),
+    "memory_types": (
+        "The memory types a workspace accepts: runtime role, capabilities and required "
+        "fields of each. Use before writing a declaration, or to learn what a type means."
+    ),
+    "memory_lint": (
+        "Diagnostics for a workspace's .mem sources (errors, warnings, files that failed "
+        "to load). Use when results look wrong or incomplete."
+    ),
+    "memory_propose": (
+        "Propose one new .mem declaration for human review. Not available on this server "
+        "yet: it answers with an error and stores nothing."
+    ),
+    "memory_review_list": (
+        "List proposals waiting for human review (status pending, approved, rejected or "
+        "all). Always empty on this server, which does not accept proposals yet."
+    ),
+    "memory_status": (
+        "Who you are on this server (token name, scopes, roles) and the health of the "
+        "workspaces you may use: declarations, files, load problems. Use first when a "
+        "tool reports an error."
+    ),
+    "memory_workspaces": (
+        "The workspaces you may use, with their health and size. Use to find the value of "
+        "the `workspace` argument the other tools take."
+    ),
+}
+WORKSPACE_ARGUMENT = "Workspace name. May be left out only when you can use exactly one workspace."
+
+
+def task_brief(task: str) -> str:
+    """The `memdsl_task_brief` prompt: how to use memory while doing one task."""
+    return (
+        "Work on the task below with the memory server as your source of rules and facts.\n"
+        "1. Read memory_map first, so you know what is stored and which words it uses.\n"
+        "2. Query with the task's key nouns in that vocabulary (memory_query).\n"
+        "3. Enforce every MUST item, even one that looks unrelated. Follow SHOULD items as "
+        "guidance. Use CONTEXT items as candidate facts, never as rules.\n"
+        "4. Show CONFLICT items to the user instead of settling them yourself, and say what "
+        "MISSING lists rather than filling the gap with a guess.\n"
+        "5. A no_match answer means ask again: read search_trace for filters that excluded "
+        "hits, re-query with the vocabulary, or browse memory_list and the raw sources.\n"
+        "6. memory_explain a declaration before you cite it, and cite its id.\n"
+        "7. Before returning a consequential draft, run memory_check on it. BLOCK means "
+        "revise; NEEDS_REVIEW means the question is still open, not allowed.\n\n"
+        f"Task: {task}"
+    )
+
+
+def write_declaration(fact: str) -> str:
+    """The `memdsl_write_declaration` prompt: turning an observation into one declaration."""
+    return (
+        "Write the observation below as exactly one .mem declaration.\n"
+        "- Call memory_types first and choose a type the workspace has loaded whose "
+        "runtime_role and required_fields fit the observation. Never invent a type.\n"
+        "- Add an evidence block whose quote is copied word for word from the source; never "
+        "make up or paraphrase a quote.\n"
+        "- For the subject, reuse an existing symbol: find the types whose runtime_role is "
+        "symbol with memory_types, then browse them with memory_list. Declare a new symbol "
+        "separately only when none fits.\n"
+        "- When it replaces an older declaration, say `supersedes: <old id>` rather than "
+        "contradicting the old one.\n"
+        "- Write the exact type name, then a stable id, then the field block.\n"
+        "- It becomes memory only after a person approves it. This server does not accept "
+        "proposals yet, so give the finished text to the user.\n\n"
+        f"Observation: {fact}"
+    )

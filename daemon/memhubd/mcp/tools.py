@@ -1,0 +1,295 @@
+"""The eleven MCP tools: memdsl's nine plus `memory_status` and `memory_workspaces`.
+
+Each tool checks the caller's scope, picks the workspace, calls the same `service`
+function as the JSON API and shapes the answer with `payloads`. Access errors become
+tool errors; memdsl's `ok:false` answers (empty query, unknown id) stay payloads.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from memhub_protocol import CheckRequest, ErrorCode, ProtocolError, QueryRequest
+from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY, WRITE_CANDIDATE
+from memhubd import service
+from memhubd.auth.identity import Identity
+from memhubd.mcp import payloads, text
+from memhubd.mcp.caller import choose_workspace, current_caller, describe_error
+from memhubd.runtime.hub import Hub
+
+WorkspaceArg = Annotated[str, Field(description=text.WORKSPACE_ARGUMENT)]
+Payload = dict[str, Any]
+Work = Callable[[Identity, str], Awaitable[Payload]]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+def reply(payload: Payload, *, error: bool = False) -> CallToolResult:
+    """The payload as one JSON text content, as memdsl's tools answer.
+
+    No structured copy beside it: an evidence pack can weigh 100 KB, and sending it
+    twice (and validating it on both ends) took a query from 5 to 9 ms at 10k
+    declarations. Compact separators for the same reason.
+    """
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=body)], is_error=error)
+
+
+def tool_error(error: ProtocolError) -> ToolError:
+    return ToolError(describe_error(error))
+
+
+async def run_tool(hub: Hub, schema: str, scope: str, requested: str, work: Work) -> Payload:
+    """Resolve caller and workspace, run `work`, and turn protocol errors into tool errors."""
+    name = requested
+    try:
+        identity = current_caller()
+        name = choose_workspace(hub, identity, requested, scope)
+        return await work(identity, name)
+    except ProtocolError as error:
+        if error.code is ErrorCode.WORKSPACE_UNAVAILABLE:
+            return payloads.unavailable(schema, error, name)
+        raise tool_error(error) from None
+
+
+def register_tools(server: MCPServer, hub: Hub) -> None:
+    _register_summaries(server, hub)
+    _register_searches(server, hub)
+    _register_proposals(server, hub)
+    _register_daemon(server, hub)
+
+
+def _register_summaries(server: MCPServer, hub: Hub) -> None:
+    @server.tool(description=text.DESCRIBE["memory_map"], annotations=READ_ONLY)
+    async def memory_map(workspace: WorkspaceArg = "") -> CallToolResult:
+        async def work(identity: Identity, name: str) -> Payload:
+            data, rendered = await service.memory_map(hub, identity, name)
+            return payloads.map_payload(data, rendered, name)
+
+        return reply(await run_tool(hub, payloads.MCP_MAP, READ_SUMMARY, workspace, work))
+
+    @server.tool(description=text.DESCRIBE["memory_types"], annotations=READ_ONLY)
+    async def memory_types(workspace: WorkspaceArg = "") -> CallToolResult:
+        async def work(identity: Identity, name: str) -> Payload:
+            data, _rendered = await service.types(hub, identity, name)
+            return payloads.types_payload(data, name)
+
+        return reply(await run_tool(hub, payloads.MCP_TYPES, READ_SUMMARY, workspace, work))
+
+    @server.tool(description=text.DESCRIBE["memory_list"], annotations=READ_ONLY)
+    async def memory_list(
+        kind: Annotated[str, Field(description="legacy name of memory_type")] = "",
+        memory_type: Annotated[str, Field(description="only declarations of this type")] = "",
+        subject: Annotated[str, Field(description="only declarations about this symbol")] = "",
+        include_inactive: bool = False,
+        limit: int = 100,
+        workspace: WorkspaceArg = "",
+    ) -> CallToolResult:
+        async def work(identity: Identity, name: str) -> Payload:
+            data = await service.list_declarations(
+                hub,
+                identity,
+                name,
+                memory_type=memory_type or kind,
+                subject=subject,
+                include_inactive=include_inactive,
+                limit=payloads.clamp(limit, payloads.LIST_LIMIT),
+            )
+            return payloads.list_payload(data, name)
+
+        return reply(await run_tool(hub, payloads.MCP_LIST, READ_SUMMARY, workspace, work))
+
+    @server.tool(description=text.DESCRIBE["memory_lint"], annotations=READ_ONLY)
+    async def memory_lint(workspace: WorkspaceArg = "") -> CallToolResult:
+        async def work(identity: Identity, name: str) -> Payload:
+            data, _rendered = await service.lint(hub, identity, name)
+            return payloads.lint_payload(data, name)
+
+        return reply(await run_tool(hub, payloads.MCP_LINT, READ_SUMMARY, workspace, work))
+
+
+def _register_searches(server: MCPServer, hub: Hub) -> None:
+    @server.tool(description=text.DESCRIBE["memory_query"], annotations=READ_ONLY)
+    async def memory_query(
+        query: Annotated[str, Field(description="the question or task, in key nouns")],
+        kinds: list[str] | None = None,
+        types: Annotated[list[str] | None, Field(description="only these memory types")] = None,
+        subject: Annotated[str, Field(description="only this subject symbol")] = "",
+        limit: int = 8,
+        workspace: WorkspaceArg = "",
+    ) -> CallToolResult:
+        async def work(identity: Identity, name: str) -> Payload:
+            text_ = query.strip()
+            if not text_:
+                return payloads.invalid(
+                    payloads.MCP_QUERY, "query_required", text.NEXT_QUERY_REQUIRED, name
+                )
+            request = QueryRequest.from_json(
+                {
+                    "query": text_,
+                    "kinds": list(kinds) if kinds else None,
+                    "types": list(types) if types else None,
+                    "subject": subject or None,
+                    "limit": payloads.clamp(limit, payloads.QUERY_LIMIT),
+                }
+            )
+            pack, rendered, view = await service.query(hub, identity, name, request, as_text=True)
+            vocabulary = None
+            if not payloads.is_match(pack):
+                vocabulary = await _vocabulary(view.workspace)
+            return payloads.query_payload(pack, rendered, name, vocabulary)
+
+        return reply(await run_tool(hub, payloads.MCP_QUERY, READ_SEARCH, workspace, work))
+
+    @server.tool(description=text.DESCRIBE["memory_check"], annotations=READ_ONLY)
+    async def memory_check(
+        task: Annotated[str, Field(description="what is being attempted")],
+        candidate: Annotated[str, Field(description="the action, command or draft to check")],
+        subject: str = "",
+        scope: str = "",
+        exceptions: Annotated[
+            list[str] | None, Field(description="exceptions you assert apply, by name")
+        ] = None,
+        workspace: WorkspaceArg = "",
+    ) -> CallToolResult:
+        async def work(identity: Identity, name: str) -> Payload:
+            task_, candidate_ = task.strip(), candidate.strip()
+            if not task_ or not candidate_:
+                return payloads.invalid(
+                    payloads.MCP_CHECK, "task_and_candidate_required", text.NEXT_CHECK_INPUT, name
+                )
+            request = CheckRequest.from_json(
+                {
+                    "task": task_,
+                    "candidate": candidate_,
+                    "subject": subject or None,
+                    "scope": scope or None,
+                    "exceptions": list(exceptions or []),
+                }
+            )
+            pack, rendered = await service.check(hub, identity, name, request)
+            return payloads.check_payload(pack, rendered, name)
+
+        return reply(await run_tool(hub, payloads.MCP_CHECK, READ_SEARCH, workspace, work))
+
+    @server.tool(description=text.DESCRIBE["memory_explain"], annotations=READ_ONLY)
+    async def memory_explain(
+        id: Annotated[str, Field(description="declaration id: type:name or the bare name")],
+        workspace: WorkspaceArg = "",
+    ) -> CallToolResult:
+        async def work(identity: Identity, name: str) -> Payload:
+            ref = id.strip()
+            if not ref:
+                return payloads.invalid(
+                    payloads.MCP_EXPLAIN, "id_required", text.NEXT_ID_REQUIRED, name
+                )
+            try:
+                data = await service.explain(hub, identity, name, ref)
+            except ProtocolError as error:
+                if error.code is ErrorCode.NOT_FOUND:
+                    return payloads.explain_not_found(ref, name)
+                raise
+            return payloads.explain_payload(data, name)
+
+        return reply(await run_tool(hub, payloads.MCP_EXPLAIN, READ_SEARCH, workspace, work))
+
+
+# A workspace (a snapshot's caller view) never changes, and computing its vocabulary
+# takes milliseconds on a large one: keep it for as long as the view lives.
+_VOCABULARY: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+async def _vocabulary(workspace: Any) -> dict[str, Any]:
+    from memhubd.query import workspace_vocabulary
+
+    cached = _VOCABULARY.get(workspace)
+    if cached is None:
+        cached = await anyio.to_thread.run_sync(workspace_vocabulary, workspace)
+        _VOCABULARY[workspace] = cached
+    return cached
+
+
+def _register_proposals(server: MCPServer, hub: Hub) -> None:
+    @server.tool(description=text.DESCRIBE["memory_propose"], annotations=WRITE)
+    async def memory_propose(
+        source: Annotated[str, Field(description="exactly one .mem declaration")],
+        reason: str = "",
+        workspace: WorkspaceArg = "",
+    ) -> CallToolResult:
+        async def work(identity: Identity, name: str) -> Payload:
+            _require_grant(hub, identity, name)
+            return payloads.propose_unavailable(name)
+
+        payload = await run_tool(hub, payloads.MCP_PROPOSE, WRITE_CANDIDATE, workspace, work)
+        return reply(payload, error=True)
+
+    @server.tool(description=text.DESCRIBE["memory_review_list"], annotations=READ_ONLY)
+    async def memory_review_list(
+        status: Annotated[str, Field(description="pending, approved, rejected or all")] = (
+            "pending"
+        ),
+        limit: Annotated[int, Field(description="at most this many (1-200)")] = 50,
+        workspace: WorkspaceArg = "",
+    ) -> CallToolResult:
+        # No proposals exist on this server, so `limit` never has anything to cut.
+        async def work(identity: Identity, name: str) -> Payload:
+            await service.workspace(hub, identity, name)
+            if status not in payloads.REVIEW_STATUSES:
+                return payloads.review_invalid_status(name)
+            return payloads.review_list_payload(status, name)
+
+        return reply(await run_tool(hub, payloads.MCP_REVIEW_LIST, READ_SUMMARY, workspace, work))
+
+
+def _require_grant(hub: Hub, identity: Identity, name: str) -> None:
+    """The workspace check of the service, for a tool whose scope is not a read scope."""
+    visible = service.visible_workspaces(hub, identity)
+    if name in visible:
+        return
+    known = hub.get(name) is not None
+    raise ProtocolError(
+        ErrorCode.FORBIDDEN if known else ErrorCode.WORKSPACE_NOT_FOUND,
+        f"token '{identity.name}' has no grant for workspace '{name}'"
+        if known
+        else f"unknown workspace '{name}'",
+        {"workspace": name, "available": visible},
+    )
+
+
+def _register_daemon(server: MCPServer, hub: Hub) -> None:
+    @server.tool(description=text.DESCRIBE["memory_status"], annotations=READ_ONLY)
+    async def memory_status(
+        workspace: Annotated[str, Field(description="narrow the answer to this workspace")] = "",
+    ) -> CallToolResult:
+        try:
+            identity = current_caller()
+            data = await service.status(hub, identity)
+            if workspace.strip():
+                await service.workspace(hub, identity, workspace.strip())
+            return reply(payloads.status_payload(data, workspace.strip() or None))
+        except ProtocolError as error:
+            raise tool_error(error) from None
+
+    @server.tool(description=text.DESCRIBE["memory_workspaces"], annotations=READ_ONLY)
+    async def memory_workspaces(
+        workspace: Annotated[str, Field(description="describe only this workspace")] = "",
+    ) -> CallToolResult:
+        try:
+            identity = current_caller()
+            if workspace.strip():
+                items = [await service.workspace(hub, identity, workspace.strip())]
+            else:
+                items = (await service.workspaces(hub, identity))["workspaces"]
+            return reply(payloads.workspaces_payload(items))
+        except ProtocolError as error:
+            raise tool_error(error) from None

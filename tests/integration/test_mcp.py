@@ -1,0 +1,558 @@
+"""MCP at /mcp on a real daemon, through the MCP SDK's own client, over TCP and the
+Unix socket: listings, every tool and resource, authentication, workspace grants,
+access policies, and agreement with the JSON API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from conftest import LiveDaemon, copy_examples, start_daemon
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+import memhubd.server as server_module
+from memhub_protocol import route_by_name
+from memhubd.auth.access import HIDDEN_MARKER
+from memhubd.mcp import mount_mcp
+
+pytestmark = pytest.mark.anyio
+
+TEAM = "team-coding"
+TOOLS = {
+    "memory_map": {},
+    "memory_types": {},
+    "memory_query": {"query": "force push to main"},
+    "memory_check": {"task": "push to main", "candidate": "git push --force origin main"},
+    "memory_explain": {"id": "decision:api.version_in_path"},
+    "memory_list": {"limit": 5},
+    "memory_lint": {},
+    "memory_review_list": {},
+    "memory_status": {},
+    "memory_workspaces": {},
+}
+SCHEMAS = {
+    "memory_map": "memdsl.mcp.map.v1",
+    "memory_types": "memdsl.mcp.types.v1",
+    "memory_query": "memdsl.mcp.query.v1",
+    "memory_check": "memdsl.mcp.check.v1",
+    "memory_explain": "memdsl.mcp.explain.v1",
+    "memory_list": "memdsl.mcp.list.v1",
+    "memory_lint": "memdsl.mcp.lint.v1",
+    "memory_review_list": "memdsl.mcp.review_list.v1",
+    "memory_status": "memhub.mcp.status.v1",
+    "memory_workspaces": "memhub.mcp.workspaces.v1",
+}
+
+
+@contextmanager
+def mcp_mounted() -> Iterator[None]:
+    """Daemons started inside serve MCP (a no-op once `run_daemon` mounts it itself)."""
+    original = server_module.build_app
+
+    def build(context: Any) -> Any:
+        mount_mcp(context)
+        return original(context)
+
+    server_module.build_app = build
+    try:
+        yield
+    finally:
+        server_module.build_app = original
+
+
+@contextmanager
+def mcp_daemon_at(root: Path, names: list[str] | None = None) -> Iterator[LiveDaemon]:
+    workspaces = copy_examples(root / "ws", names)
+    with mcp_mounted():
+        starting = start_daemon(root, workspaces)
+        daemon = starting.__enter__()
+    try:
+        yield daemon
+    finally:
+        starting.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    with mcp_daemon_at(tmp_path_factory.mktemp("mcp")) as live:
+        yield live
+
+
+def token(daemon: LiveDaemon, name: str, scopes: str, **grants: Any) -> str:
+    return daemon.tokens.get(name) or daemon.add_token(name, scopes, **grants)
+
+
+def team_reader(daemon: LiveDaemon) -> str:
+    return token(daemon, "team-reader", "read:summary,read:search", workspaces=[TEAM])
+
+
+@asynccontextmanager
+async def mcp_client(
+    daemon: LiveDaemon, secret: str | None, *, unix: bool = False
+) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+    transport = httpx2.AsyncHTTPTransport(uds=daemon.socket_path) if unix else None
+    base = "http://memhub" if unix else daemon.url
+    http = httpx2.AsyncClient(headers=headers, transport=transport, timeout=30)
+    async with http, Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
+        yield client
+
+
+def api_get(daemon: LiveDaemon, secret: str, route: str, **params: Any) -> Any:
+    query = params.pop("query_params", None)
+    with daemon.http(secret) as http:
+        response = http.get(route_by_name(route).url(**params), params=query)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def api_file(daemon: LiveDaemon, secret: str, file_id: str) -> str:
+    with daemon.http(secret) as http:
+        response = http.get(route_by_name("file").url(workspace=TEAM, file_id=file_id))
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+def api_post(daemon: LiveDaemon, secret: str, route: str, body: dict, **params: Any) -> Any:
+    with daemon.http(secret) as http:
+        response = http.post(route_by_name(route).url(**params), json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, result.content[0].text
+    assert len(result.content) == 1 and result.content[0].type == "text"  # memdsl's one JSON text
+    return json.loads(result.content[0].text)
+
+
+async def tool_error(client: Client, name: str, arguments: dict[str, Any]) -> str:
+    result = await client.call_tool(name, arguments)
+    assert result.is_error
+    return result.content[0].text
+
+
+# --- listings ---------------------------------------------------------------------------
+
+
+async def test_lists_eleven_described_tools_that_take_a_workspace(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == set(TOOLS) | {"memory_propose"}
+    for tool in tools.values():
+        assert len(tool.description or "") > 60, tool.name
+        assert "workspace" in tool.input_schema["properties"], tool.name
+        assert "workspace" not in tool.input_schema.get("required", []), tool.name
+
+
+async def test_instructions_state_the_memory_protocol(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        instructions = client.instructions or ""
+    for phrase in ("memory_map", "MUST", "SHOULD", "CONTEXT", "CONFLICT", "MISSING"):
+        assert phrase in instructions
+    for phrase in ("no_match", "memory_explain", "memory_check", "NEEDS_REVIEW", "approve"):
+        assert phrase in instructions
+
+
+async def test_one_workspace_caller_also_sees_memdsl_resources(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        templates = {
+            t.uri_template for t in (await client.list_resource_templates()).resource_templates
+        }
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+    assert resources == {
+        "memhub://status",
+        "memhub://workspaces",
+        "memdsl://status",
+        "memdsl://map",
+        "memdsl://types",
+        "memdsl://files",
+    }
+    assert "memhub://{workspace}/file/{+file_id}" in templates
+    assert "memdsl://file/{file_id}" in templates
+    assert prompts == {"memdsl_task_brief", "memdsl_write_declaration"}
+
+
+async def test_several_workspace_caller_sees_only_memhub_resources(daemon) -> None:
+    async with mcp_client(daemon, daemon.admin_token) as client:
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        templates = {
+            t.uri_template for t in (await client.list_resource_templates()).resource_templates
+        }
+    assert resources == {"memhub://status", "memhub://workspaces"}
+    assert all(t.startswith("memhub://") for t in templates) and len(templates) == 4
+
+
+async def test_prompts_carry_the_task_and_the_observation(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        brief = await client.get_prompt("memdsl_task_brief", {"task": "ship 2.0"})
+        write = await client.get_prompt("memdsl_write_declaration", {"fact": "we use tabs"})
+    assert brief.messages[0].content.text.endswith("Task: ship 2.0")
+    assert "memory_map" in brief.messages[0].content.text
+    assert write.messages[0].content.text.endswith("Observation: we use tabs")
+    assert "memory_types" in write.messages[0].content.text
+
+
+# --- every tool and resource, on both listeners -----------------------------------------
+
+
+@pytest.mark.parametrize("unix", [False, True], ids=["tcp", "unix"])
+async def test_every_tool_answers_in_its_memdsl_shape(daemon, unix: bool) -> None:
+    async with mcp_client(daemon, team_reader(daemon), unix=unix) as client:
+        for name, arguments in TOOLS.items():
+            payload = await call(client, name, arguments)
+            assert payload["ok"] is True, (name, payload)
+            assert payload["schema_version"] == SCHEMAS[name]
+            assert isinstance(payload.get("next_actions", []), list)
+
+
+@pytest.mark.parametrize("unix", [False, True], ids=["tcp", "unix"])
+async def test_every_resource_reads(daemon, unix: bool) -> None:
+    secret = team_reader(daemon)
+    async with mcp_client(daemon, secret, unix=unix) as client:
+        texts = {}
+        uris = [
+            "memhub://status",
+            "memhub://workspaces",
+            f"memhub://{TEAM}/map",
+            f"memhub://{TEAM}/types",
+            f"memhub://{TEAM}/files",
+            f"memhub://{TEAM}/file/rules.mem",
+            "memdsl://status",
+            "memdsl://map",
+            "memdsl://types",
+            "memdsl://files",
+            "memdsl://file/0",
+        ]
+        for uri in uris:
+            texts[uri] = (await client.read_resource(uri)).contents[0].text
+    for uri in uris:
+        if "/file/" not in uri:
+            assert json.loads(texts[uri])["ok"] is True, uri
+    assert texts[f"memhub://{TEAM}/file/rules.mem"] == api_file(daemon, secret, "rules.mem")
+    first = json.loads(texts["memdsl://files"])["files"][0]
+    assert first["file_id"] == "0"
+    assert texts["memdsl://file/0"] == api_file(daemon, secret, Path(first["path"]).name)
+
+
+async def test_unknown_memdsl_file_id_answers_memdsl_not_found_payload(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        text = (await client.read_resource("memdsl://file/999")).contents[0].text
+    assert json.loads(text)["status"] == "not_found"
+
+
+async def test_unknown_memhub_file_is_a_resource_error(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        with pytest.raises(MCPError, match="no source file"):
+            await client.read_resource(f"memhub://{TEAM}/file/nothing.mem")
+
+
+# --- authentication, scopes, grants -----------------------------------------------------
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+MCP_HEADERS = {"accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize("secret", [None, "mh_notatoken_0000000000000000000000000000000000"])
+def test_mcp_without_a_valid_token_is_401_with_an_envelope(daemon, secret) -> None:
+    with daemon.http(secret) as http:
+        response = http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthorized"
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_mcp_over_the_unix_socket_without_token_is_the_local_operator(daemon) -> None:
+    with daemon.unix() as http:
+        response = http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+    assert response.status_code == 200
+    assert response.json()["result"]["serverInfo"]["name"] == "memhub"
+
+
+async def test_local_operator_calls_tools_over_the_unix_socket(daemon) -> None:
+    async with mcp_client(daemon, None, unix=True) as client:
+        status = await call(client, "memory_status", {})
+    assert status["identity"]["name"] == "local-operator"
+    assert {w["name"] for w in status["workspaces"]} == set(daemon.workspaces)
+
+
+async def test_read_only_token_calling_propose_is_told_the_missing_scope(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        message = await tool_error(client, "memory_propose", {"source": "fact a { claim: x }"})
+    assert "write:candidate" in message
+
+
+async def test_token_without_search_scope_cannot_query(daemon) -> None:
+    secret = token(daemon, "summary-only", "read:summary", workspaces=[TEAM])
+    async with mcp_client(daemon, secret) as client:
+        message = await tool_error(client, "memory_query", {"query": "deploy"})
+        assert (await call(client, "memory_map", {}))["ok"] is True
+    assert "read:search" in message
+
+
+async def test_workspace_without_a_grant_is_an_error_listing_usable_ones(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        forbidden = await tool_error(client, "memory_map", {"workspace": "writing"})
+        unknown = await tool_error(client, "memory_query", {"query": "x", "workspace": "nope"})
+        with pytest.raises(MCPError, match=TEAM):
+            await client.read_resource("memhub://writing/map")
+    assert "forbidden" in forbidden and f"may use: {TEAM}" in forbidden
+    assert "workspace_not_found" in unknown and f"may use: {TEAM}" in unknown
+
+
+async def test_workspace_is_required_when_the_caller_may_use_several(daemon) -> None:
+    async with mcp_client(daemon, daemon.admin_token) as client:
+        message = await tool_error(client, "memory_map", {})
+        named = await call(client, "memory_map", {"workspace": "writing"})
+    assert "'workspace' argument is required" in message
+    assert all(name in message for name in daemon.workspaces)
+    assert named["workspace"] == "writing"
+
+
+async def test_memdsl_resources_refuse_a_caller_with_several_workspaces(daemon) -> None:
+    async with mcp_client(daemon, daemon.admin_token) as client:
+        with pytest.raises(MCPError, match="exactly one workspace"):
+            await client.read_resource("memdsl://map")
+
+
+# --- writes are not pretended -----------------------------------------------------------
+
+
+async def test_propose_stores_nothing_and_says_so(daemon) -> None:
+    secret = token(daemon, "writer", "read:summary,write:candidate", workspaces=[TEAM])
+    root = Path(daemon.workspaces[TEAM])
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    source = 'fact tabs.style {\n  claim: "We indent with tabs."\n}\n'
+    async with mcp_client(daemon, secret) as client:
+        result = await client.call_tool("memory_propose", {"source": source, "reason": "seen"})
+        queue = await call(client, "memory_review_list", {"status": "all"})
+    refusal = json.loads(result.content[0].text)
+    assert result.is_error
+    assert refusal["status"] == "unavailable"
+    assert "not available yet" in refusal["error"]
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+    assert queue["total"] == 0 and queue["proposals"] == [] and queue["supported"] is False
+
+
+async def test_review_list_rejects_an_unknown_status(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        payload = await call(client, "memory_review_list", {"status": "someday"})
+    assert payload["ok"] is False and payload["status"] == "invalid"
+
+
+# --- memdsl's argument handling ---------------------------------------------------------
+
+
+async def test_empty_query_and_empty_id_are_invalid_payloads(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        query = await call(client, "memory_query", {"query": "   "})
+        explain = await call(client, "memory_explain", {"id": ""})
+        check = await call(client, "memory_check", {"task": "x", "candidate": " "})
+    assert (query["status"], query["error"]) == ("invalid", "query_required")
+    assert (explain["status"], explain["error"]) == ("invalid", "id_required")
+    assert (check["status"], check["error"]) == ("invalid", "task_and_candidate_required")
+
+
+async def test_explain_answers_the_declaration_with_evidence_and_relations(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        payload = await call(client, "memory_explain", {"id": "api.version_in_path"})
+    declaration = payload["declaration"]
+    assert declaration["id"] == "decision:api.version_in_path"
+    assert {"relations", "referenced_by", "evidence", "fields"} <= set(declaration)
+    assert "decision:api.version_in_path" in payload["rendered_text"]
+
+
+async def test_unknown_id_is_a_not_found_payload(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        payload = await call(client, "memory_explain", {"id": "fact:nothing.here"})
+    assert payload == {
+        "ok": False,
+        "schema_version": "memdsl.mcp.explain.v1",
+        "status": "not_found",
+        "workspace": TEAM,
+        "id": "fact:nothing.here",
+        "next_actions": payload["next_actions"],
+    }
+
+
+async def test_query_limit_is_clamped_to_fifty(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        wide = await call(client, "memory_query", {"query": "deploy release", "limit": 500})
+    secret = team_reader(daemon)
+    fifty = api_post(
+        daemon, secret, "query", {"query": "deploy release", "limit": 50}, workspace=TEAM
+    )
+    assert wide["evidence_pack"] == fifty
+
+
+async def test_no_match_offers_the_workspace_vocabulary(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        payload = await call(client, "memory_query", {"query": "zzqx unheard"})
+        mapped = await call(client, "memory_map", {})
+    assert payload["status"] == "no_match" and payload["ok"] is True
+    assert payload["vocabulary"] == mapped["vocabulary"]
+    assert any("vocabulary" in action for action in payload["next_actions"])
+
+
+async def test_a_visible_global_rule_means_a_query_never_misses(daemon) -> None:
+    secret = token(daemon, "developer", "read:search", workspaces=[TEAM], roles=["developer"])
+    async with mcp_client(daemon, secret) as client:
+        payload = await call(client, "memory_query", {"query": "zzqx unheard"})
+    assert payload["status"] == "ok" and payload["evidence_pack"]["must"]
+    assert "vocabulary" not in payload
+
+
+# --- the same answers as the JSON API ---------------------------------------------------
+
+QUERIES = ["force push to main", "release changelog", "payment keys in logs", "zzqx unheard"]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+async def test_query_gives_the_json_api_evidence_pack(daemon, query: str) -> None:
+    secret = team_reader(daemon)
+    expected = api_post(daemon, secret, "query", {"query": query}, workspace=TEAM)
+    async with mcp_client(daemon, secret) as client:
+        payload = await call(client, "memory_query", {"query": query})
+    assert payload["evidence_pack"] == expected
+    assert payload["status"] == (
+        "ok" if expected["must"] or expected["should"] or expected["context"] else "no_match"
+    )
+
+
+async def test_check_gives_the_json_api_compliance_pack(daemon) -> None:
+    secret = team_reader(daemon)
+    body = {"task": "push to main", "candidate": "git push --force origin main"}
+    expected = api_post(daemon, secret, "check", body, workspace=TEAM)
+    async with mcp_client(daemon, secret) as client:
+        payload = await call(client, "memory_check", body)
+    assert payload["compliance_pack"] == expected
+    assert payload["status"] == expected["verdict"]
+
+
+def visible_ids(daemon: LiveDaemon, secret: str) -> list[str]:
+    listing = api_get(
+        daemon,
+        secret,
+        "list",
+        workspace=TEAM,
+        query_params={"include_inactive": "true", "limit": "500"},
+    )
+    return [item["id"] for item in listing["items"]]
+
+
+async def test_access_policy_hides_the_same_declarations_over_mcp(daemon) -> None:
+    secret = token(
+        daemon, "maintainer", "read:summary,read:search", workspaces=[TEAM], roles=["maintainer"]
+    )
+    everything = visible_ids(daemon, daemon.admin_token)
+    seen = visible_ids(daemon, secret)
+    hidden = sorted(set(everything) - set(seen))
+    assert hidden, "the example must hide something from a maintainer"
+    async with mcp_client(daemon, secret) as client:
+        listed = await call(client, "memory_list", {"include_inactive": True, "limit": 500})
+        explained = await call(client, "memory_explain", {"id": hidden[0]})
+        source = (await client.read_resource(f"memhub://{TEAM}/file/rules.mem")).contents[0].text
+        pack = await call(client, "memory_query", {"query": "force push main branch"})
+        mapped = await call(client, "memory_map", {})
+    assert [item["id"] for item in listed["items"]] == seen
+    assert explained["status"] == "not_found"
+    assert source == api_file(daemon, secret, "rules.mem") and HIDDEN_MARKER in source
+    expected = api_post(
+        daemon, secret, "query", {"query": "force push main branch"}, workspace=TEAM
+    )
+    assert pack["evidence_pack"] == expected
+    for payload in (pack, mapped):
+        assert not any(decl_id in json.dumps(payload) for decl_id in hidden)
+
+
+async def test_browser_request_from_a_foreign_origin_is_refused(daemon) -> None:
+    secret = team_reader(daemon)
+    with daemon.http(secret) as http:
+        foreign = http.post(
+            "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "origin": "http://evil.example"}
+        )
+        rebound = http.post(
+            "/mcp",
+            json=INITIALIZE,
+            headers={**MCP_HEADERS, "origin": "http://evil.example", "host": "evil.example"},
+        )
+        local = http.post(
+            "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "origin": "http://localhost:3000"}
+        )
+    assert foreign.status_code == rebound.status_code == 403
+    assert foreign.json()["error"]["code"] == "forbidden"
+    assert local.status_code == 200
+
+
+# --- many agents at once ----------------------------------------------------------------
+
+PROFILES = [
+    ("agent-admin", "all", {}),
+    ("agent-team", "read:summary,read:search", {"workspaces": [TEAM]}),
+    ("agent-maintainer", "read:summary,read:search", {"roles": ["maintainer"]}),
+    ("agent-developer", "read:summary,read:search", {"roles": ["developer"]}),
+    ("agent-security", "read:summary,read:search", {"roles": ["security"]}),
+    ("agent-writing", "read:summary,read:search", {"workspaces": ["writing"]}),
+    ("agent-reviewer", "read:summary,read:search", {"roles": ["reviewer", "coding_agent"]}),
+    ("agent-norole", "read:summary,read:search,write:candidate", {"workspaces": [TEAM]}),
+]
+
+
+async def test_eight_concurrent_clients_get_the_json_api_answers(daemon) -> None:
+    import anyio
+
+    plans = []
+    for index, (name, scopes, grants) in enumerate(PROFILES):
+        secret = token(daemon, name, scopes, **grants)
+        workspace = grants.get("workspaces", [TEAM])[0]
+        queries = QUERIES[index % len(QUERIES) :] + QUERIES[: index % len(QUERIES)]
+        expected = {
+            q: api_post(daemon, secret, "query", {"query": q}, workspace=workspace) for q in queries
+        }
+        listing = api_get(daemon, secret, "list", workspace=workspace)
+        plans.append((secret, workspace, queries, expected, listing))
+    answers: list[tuple[Any, Any]] = []
+
+    async def agent(
+        secret: str, workspace: str, queries: list[str], expected: dict, listing: dict
+    ) -> None:
+        async with mcp_client(daemon, secret) as client:
+            for _round in range(2):
+                for query in queries:
+                    payload = await call(
+                        client, "memory_query", {"query": query, "workspace": workspace}
+                    )
+                    answers.append((payload["evidence_pack"], expected[query]))
+                    await anyio.sleep(0)
+                listed = await call(client, "memory_list", {"workspace": workspace})
+                answers.append(
+                    (
+                        {"total": listed["total"], "items": listed["items"]},
+                        {"total": listing["total"], "items": listing["items"]},
+                    )
+                )
+
+    async with anyio.create_task_group() as group:
+        for plan in plans:
+            group.start_soon(agent, *plan)
+    assert len(answers) == len(PROFILES) * 2 * (len(QUERIES) + 1)
+    for got, want in answers:
+        assert got == want

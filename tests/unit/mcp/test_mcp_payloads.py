@@ -1,0 +1,94 @@
+"""memdsl's MCP payload rules applied to service results: status, next actions,
+vocabulary on a miss, clamping, the memdsl index file ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from memhubd.mcp import payloads, text
+
+EMPTY_PACK = {"must": [], "should": [], "context": [], "conflicts": [], "missing": []}
+
+
+def pack(**layers):
+    return {**EMPTY_PACK, "search_trace": {}, **layers}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(0, 1), (-4, 1), (8, 8), (51, 50), (10**9, 50), ("7", 7), ("x", 8)]
+)
+def test_query_limit_is_clamped_like_memdsl(value, expected):
+    assert payloads.clamp(value, payloads.QUERY_LIMIT) == expected
+
+
+def test_a_match_asks_for_explain_before_citing_and_carries_no_vocabulary():
+    payload = payloads.query_payload(pack(context=[{"id": "fact:a"}]), "text", "ws", {"x": 1})
+    assert payload["status"] == "ok"
+    assert payload["next_actions"] == [text.NEXT_EXPLAIN_BEFORE_CITING]
+    assert "vocabulary" not in payload
+
+
+def test_a_global_must_rule_alone_is_a_match():
+    assert payloads.query_payload(pack(must=[{"id": "boundary:g"}]), "", "ws")["status"] == "ok"
+
+
+def test_a_miss_is_a_retry_signal_with_filter_hint_and_vocabulary():
+    trace = {"excluded_by_filters_total": 2}
+    vocabulary = {"subjects": [], "scopes": ["global"], "modules": [], "types": {}}
+    payload = payloads.query_payload(
+        {**pack(missing=[{"id": "open_question:q"}]), "search_trace": trace}, "", "ws", vocabulary
+    )
+    assert payload["status"] == "no_match" and payload["ok"] is True
+    assert payload["vocabulary"] == vocabulary
+    missing, filtered, retry = payload["next_actions"]
+    assert missing == text.NEXT_MISSING
+    assert filtered.startswith("2 declaration(s) matched")
+    assert retry == text.NEXT_NO_MATCH
+
+
+@pytest.mark.parametrize("verdict", ["allow", "block", "needs_review"])
+def test_check_status_is_the_verdict_with_its_own_advice(verdict):
+    payload = payloads.check_payload({"verdict": verdict}, "", "ws")
+    assert payload["status"] == verdict
+    assert payload["next_actions"] == [text.NEXT_CHECK[verdict]]
+
+
+def test_lint_with_source_problems_is_not_ok():
+    data = {
+        "ok": False,
+        "declarations": 3,
+        "errors": 0,
+        "warnings": 1,
+        "diagnostics": [],
+        "source_problems": [{"file": "a.mem"}],
+    }
+    payload = payloads.lint_payload(data, "ws")
+    assert (payload["ok"], payload["status"]) == (False, "errors")
+
+
+def test_memdsl_files_are_numbered_and_memhub_files_keep_their_paths():
+    data = {"files": [{"file_id": "a.mem", "path": "/w/a.mem", "declarations": 2}] * 2}
+    assert [f["file_id"] for f in payloads.files_payload(data, "ws", True)["files"]] == ["0", "1"]
+    assert [f["file_id"] for f in payloads.files_payload(data, "ws", False)["files"]] == [
+        "a.mem",
+        "a.mem",
+    ]
+
+
+def test_proposals_are_refused_honestly():
+    payload = payloads.propose_unavailable("ws")
+    assert payload["ok"] is False and payload["status"] == "unavailable"
+    assert "nothing was stored" in payload["error"]
+    assert "proposal_id" not in payload
+
+
+def test_status_narrowed_to_one_workspace_keeps_only_it():
+    data = {
+        "server": "memhub",
+        "version": "0",
+        "uptime_s": 1.0,
+        "identity": {"name": "t"},
+        "workspaces": [{"name": "a"}, {"name": "b"}],
+    }
+    assert payloads.status_payload(data, "b")["workspaces"] == [{"name": "b"}]
+    assert len(payloads.status_payload(data)["tools"]) == 11
