@@ -14,10 +14,12 @@ from collections.abc import Callable, Sequence
 from memctl import __version__, commands, render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import ConfigError, resolve_settings
+from memctl.mcp_bridge import add_mcp_command
 from memctl.transport import DEFAULT_TIMEOUT, DaemonUnreachable, InvalidTarget
 from memhub_protocol.scopes import parse_scopes
 
 Handler = Callable[[commands.Session, argparse.Namespace], int]
+REVIEW_STATUSES = ("pending", "approved", "rejected", "all")
 
 
 def _positive_int(text: str) -> int:
@@ -166,6 +168,32 @@ def _add_workspace_commands(
     p.add_argument("file_id", metavar="FILE_ID", help="file id or path, as `memctl files` shows")
 
 
+def _add_review_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = _command(sub, common, "propose", commands.cmd_propose, "propose one declaration for review")
+    p.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="a .mem text; '-' or none: stdin"
+    )
+    p.add_argument("--reason", default="", help="why this belongs in memory")
+    p.add_argument("--supersedes", metavar="ID", help="the type:name id this one corrects")
+
+    p = _command(sub, common, "review", None, "list, show, approve or reject proposals")
+    actions = p.add_subparsers(dest="review_action", metavar="ACTION", required=True)
+    a = _command(actions, common, "list", commands.cmd_review_list, "proposals by status")
+    a.add_argument("--status", choices=REVIEW_STATUSES, default="pending", help="default pending")
+    a = _command(actions, common, "show", commands.cmd_review_show, "one proposal in full")
+    a.add_argument("id", help="proposal id (p-YYYYMMDD-HHMMSS-xxxxxx)")
+    a.add_argument("--into", metavar="FILE", help="also show the diff approving into FILE makes")
+    a = _command(actions, common, "diff", commands.cmd_review_diff, "what approving changes")
+    a.add_argument("id", help="proposal id")
+    a.add_argument("--into", metavar="FILE", required=True, help=".mem file, relative to the root")
+    a = _command(actions, common, "approve", commands.cmd_review_approve, "approve into a file")
+    a.add_argument("id", help="proposal id")
+    a.add_argument("--into", metavar="FILE", required=True, help=".mem file, relative to the root")
+    a = _command(actions, common, "reject", commands.cmd_review_reject, "reject a proposal")
+    a.add_argument("id", help="proposal id")
+    a.add_argument("--reason", required=True, help="why (recorded in the audit log)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _global_options()
     parser = argparse.ArgumentParser(
@@ -178,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_daemon_commands(sub, common)
     _add_workspace_commands(sub, common)
+    add_mcp_command(sub, [common])
+    _add_review_commands(sub, common)
     return parser
 
 

@@ -22,6 +22,7 @@ from memhub_protocol import (
     WorkspaceAddRequest,
     route_by_name,
 )
+from memhub_protocol.models import ApproveRequest, ProposeRequest, RejectRequest
 
 TEXT = "text/plain"
 JSON = "application/json"
@@ -151,6 +152,30 @@ class MemhubClient:
         if limit is not None:
             params["limit"] = str(limit)
         return self._call("list", workspace=workspace, params=params)
+
+    # -- review ---------------------------------------------------------------------------
+
+    def propose(self, workspace: str, request: ProposeRequest) -> Any:
+        return self._call("proposal_create", workspace=workspace, body=request.to_json())
+
+    def proposals(self, workspace: str, *, status: str = "pending") -> Any:
+        return self._call("proposals", workspace=workspace, params={"status": status})
+
+    def proposal(self, workspace: str, proposal_id: str, *, into: str | None = None) -> Any:
+        params = {"into": into} if into else None
+        return self._call("proposal", workspace=workspace, proposal_id=proposal_id, params=params)
+
+    def approve(self, workspace: str, proposal_id: str, into: str) -> Any:
+        body = ApproveRequest(into=into).to_json()
+        return self._call(
+            "proposal_approve", workspace=workspace, proposal_id=proposal_id, body=body
+        )
+
+    def reject(self, workspace: str, proposal_id: str, reason: str) -> Any:
+        body = RejectRequest(reason=reason).to_json()
+        return self._call(
+            "proposal_reject", workspace=workspace, proposal_id=proposal_id, body=body
+        )
 
     # -- events and tokens ----------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from memctl import render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import Settings
 from memhub_protocol import CheckRequest, ErrorCode, QueryRequest, TokenCreateRequest
+from memhub_protocol.models import ProposeRequest
 
 # memdsl's check exit codes.
 VERDICT_EXIT = {"allow": 0, "block": 1, "needs_review": 2}
@@ -276,4 +277,77 @@ def cmd_token_list(session: Session, args: argparse.Namespace) -> int:
 def cmd_token_revoke(session: Session, args: argparse.Namespace) -> int:
     payload = session.client.token_revoke(args.name)
     session.show(payload, lambda _: f"revoked token {args.name}")
+    return 0
+
+
+# -- review --------------------------------------------------------------------------------
+
+
+def _proposal_source(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise CommandFailure(f"cannot read {path}: {error}") from error
+
+
+def _with_issues(call: Callable[[], Any]) -> Any:
+    """Run a review call; a refusal's further errors join its one-line message."""
+    try:
+        return call()
+    except ServerError as error:
+        issues = error.detail.get("errors")
+        if isinstance(issues, list) and len(issues) > 1:
+            error.message += "".join(f"\n  {render.render_issue(i)}" for i in issues[1:])
+        raise
+
+
+def cmd_propose(session: Session, args: argparse.Namespace) -> int:
+    source = _proposal_source(args.file)
+    if not source.strip():
+        raise CommandFailure("the proposal is empty: give one .mem declaration")
+    request = ProposeRequest(
+        source=source, reason=args.reason, client="memctl", supersedes=args.supersedes
+    )
+    workspace = session.workspace()
+    payload = _with_issues(lambda: session.client.propose(workspace, request))
+    session.show(payload, render.render_proposed)
+    return 0
+
+
+def cmd_review_list(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.proposals(session.workspace(), status=args.status)
+    session.show(payload, render.render_proposals)
+    return 0
+
+
+def cmd_review_show(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.proposal(session.workspace(), args.id, into=args.into)
+    session.show(payload, render.render_proposal)
+    return 0
+
+
+def cmd_review_diff(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.proposal(session.workspace(), args.id, into=args.into)
+    if session.as_json:
+        session.emit_json(payload)
+    elif isinstance(payload, dict) and payload.get("diff_withheld"):
+        raise CommandFailure("the diff is withheld: the target holds declarations hidden from you")
+    elif isinstance(payload, dict):
+        session.out.write(str(payload.get("diff", "")))
+    return 0
+
+
+def cmd_review_approve(session: Session, args: argparse.Namespace) -> int:
+    workspace = session.workspace()
+    payload = _with_issues(lambda: session.client.approve(workspace, args.id, args.into))
+    session.show(payload, render.render_decision)
+    return 0
+
+
+def cmd_review_reject(session: Session, args: argparse.Namespace) -> int:
+    payload = session.client.reject(session.workspace(), args.id, args.reason)
+    session.show(payload, render.render_decision)
     return 0

@@ -199,3 +199,82 @@ def render_event(event: str, data: Any) -> str:
     if isinstance(data, str):
         return f"{event} {data}"
     return f"{event} {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}"
+
+
+# -- review --------------------------------------------------------------------------------
+
+PROPOSAL_COLUMNS = ("id", "status", "declaration", "proposer", "created_at", "decided_by")
+
+
+def render_issue(issue: Any) -> str:
+    """`severity[code] line N: message`, as memdsl's review prints a validation issue."""
+    if not isinstance(issue, dict):
+        return str(issue)
+    where = f" line {issue['line']}" if issue.get("line") else ""
+    return (
+        f"{issue.get('severity', 'error')}[{issue.get('code', '?')}]{where}: {issue.get('message')}"
+    )
+
+
+def _issue_lines(payload: Mapping[str, Any], key: str) -> list[str]:
+    issues = payload.get(key)
+    return [f"  {render_issue(i)}" for i in issues] if isinstance(issues, list) else []
+
+
+def render_proposed(payload: Any) -> str:
+    """The new proposal's id and declaration, its warnings, and how to decide it."""
+    if not isinstance(payload, dict) or "proposal_id" not in payload:
+        return dump_json(payload)
+    pid = payload["proposal_id"]
+    lines = [f"proposal {pid} pending review: {payload.get('declaration_id', '')}"]
+    lines += _issue_lines(payload, "warnings")
+    lines.append(f"a reviewer decides with: memctl review approve {pid} --into FILE.mem")
+    return "\n".join(lines)
+
+
+def render_proposals(payload: Any) -> str:
+    rows = _rows(payload, "proposals")
+    if rows is None:
+        return dump_json(payload)
+    status = payload.get("filter")
+    kind = "proposal(s)" if status in (None, "all") else f"{status} proposal(s)"
+    if not rows:
+        return f"no {kind}"
+    return f"{table(rows, PROPOSAL_COLUMNS)}\n\n{len(rows)} {kind}"
+
+
+def render_proposal(payload: Any) -> str:
+    """Header facts, the source, the validation against the workspace now, then the diff."""
+    proposal = payload.get("proposal") if isinstance(payload, dict) else None
+    if not isinstance(proposal, dict):
+        return dump_json(payload)
+    keys = ("id", "status", "declaration", "proposer", "client", "created_at", "generation")
+    keys += ("reason", "supersedes", "decided_by", "decided_at", "merged_into", "reject_reason")
+    header = [
+        f"{key}: {_cell(proposal[key])}" for key in keys if proposal.get(key) not in ("", None)
+    ]
+    sections = ["\n".join(header), str(proposal.get("source", "")).rstrip("\n")]
+    validation = payload.get("validation")
+    if isinstance(validation, dict):
+        verdict = "ok" if validation.get("ok") else "refused"
+        lines = [f"validation against the workspace now: {verdict}"]
+        lines += _issue_lines(validation, "errors") + _issue_lines(validation, "warnings")
+        sections.append("\n".join(lines))
+    if payload.get("diff_withheld"):
+        sections.append(f"diff into {payload.get('target')}: withheld (hidden declarations)")
+    elif payload.get("diff"):
+        sections.append(str(payload["diff"]).rstrip("\n"))
+    return "\n\n".join(sections)
+
+
+def render_decision(payload: Any) -> str:
+    if not isinstance(payload, dict) or "status" not in payload:
+        return dump_json(payload)
+    pid, by = payload.get("proposal_id"), payload.get("decided_by")
+    if payload["status"] == "approved":
+        line = f"approved {pid}: {payload.get('declaration_id')} into {payload.get('file_id')}"
+        line += f" by {by}; served at generation {_cell(payload.get('served_generation'))}"
+        if payload.get("recovered"):
+            line += " (finished an interrupted approval)"
+        return "\n".join([line, *_issue_lines(payload, "warnings")])
+    return f"{payload['status']} {pid} by {by}"

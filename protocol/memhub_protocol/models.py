@@ -216,3 +216,90 @@ class TokenCreateRequest(_Model):
                 "expires": {"type": ["string", "null"]},
             },
         }
+
+
+# --- review: proposals and decisions -------------------------------------------------------
+
+PROPOSE_SCHEMA = "memhub.propose.v1"
+PROPOSALS_SCHEMA = "memhub.proposals.v1"
+PROPOSAL_SCHEMA = "memhub.proposal.v1"
+DECISION_SCHEMA = "memhub.decision.v1"
+# The daemon enforces its configured proposal size; this only bounds what is parsed at all.
+MAX_SOURCE = 1024 * 1024
+MAX_PATH = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ProposeRequest(_Model):
+    """One declaration offered for review; `supersedes` states a correction's target id."""
+
+    source: str
+    reason: str = ""
+    client: str = ""
+    supersedes: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> ProposeRequest:
+        data = _object(data)
+        _unknown_keys(data, cls)
+        return cls(
+            source=_text(data, "source", required=True, limit=MAX_SOURCE),
+            reason=_text(data, "reason"),
+            client=_text(data, "client", limit=MAX_NAME),
+            supersedes=_text(data, "supersedes", limit=MAX_NAME) or None,
+        )
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["source"],
+            "additionalProperties": False,
+            "properties": {
+                "source": {"type": "string", "minLength": 1},
+                "reason": {"type": "string"},
+                "client": {"type": "string", "maxLength": MAX_NAME},
+                "supersedes": {"type": ["string", "null"], "maxLength": MAX_NAME},
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ApproveRequest(_Model):
+    """Where an approved proposal is written: a `.mem` file, relative to the workspace root."""
+
+    into: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> ApproveRequest:
+        data = _object(data)
+        _unknown_keys(data, cls)
+        return cls(into=_text(data, "into", required=True, limit=MAX_PATH))
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["into"],
+            "additionalProperties": False,
+            "properties": {"into": {"type": "string", "minLength": 1, "maxLength": MAX_PATH}},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RejectRequest(_Model):
+    reason: str = ""
+
+    @classmethod
+    def from_json(cls, data: Any) -> RejectRequest:
+        data = _object(data)
+        _unknown_keys(data, cls)
+        return cls(reason=_text(data, "reason"))
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"reason": {"type": "string"}},
+        }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY
+from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, REVIEW, WRITE_CANDIDATE
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +96,44 @@ ROUTES: tuple[Route, ...] = (
         "TokenCreateRequest",
     ),
     Route("token_revoke", "DELETE", "/v1/tokens/{token_name}", ADMIN, "Revoke a token."),
+    Route(
+        "proposal_create",
+        "POST",
+        _WS + "/proposals",
+        WRITE_CANDIDATE,
+        "Propose one declaration for review; it is not served until approved.",
+        "ProposeRequest",
+    ),
+    Route(
+        "proposals",
+        "GET",
+        _WS + "/proposals",
+        READ_SUMMARY,
+        "List proposals; `?status=pending|approved|rejected|all&limit=N`.",
+    ),
+    Route(
+        "proposal",
+        "GET",
+        _WS + "/proposals/{proposal_id}",
+        READ_SUMMARY,
+        "One proposal: source, current validation, and a diff (`?into=FILE`).",
+    ),
+    Route(
+        "proposal_approve",
+        "POST",
+        _WS + "/proposals/{proposal_id}/approve",
+        REVIEW,
+        "Approve a proposal into a .mem file; answers when it is served.",
+        "ApproveRequest",
+    ),
+    Route(
+        "proposal_reject",
+        "POST",
+        _WS + "/proposals/{proposal_id}/reject",
+        REVIEW,
+        "Reject a proposal; nothing is written to the workspace.",
+        "RejectRequest",
+    ),
 )
 
 _BY_NAME = {route.name: route for route in ROUTES}

@@ -30,7 +30,9 @@ from memhub_protocol import (
     WorkspaceAddRequest,
     error_envelope,
 )
+from memhub_protocol.models import ApproveRequest, ProposeRequest, RejectRequest
 from memhub_protocol.routes import Route as RouteSpec
+from memhub_protocol.scopes import REVIEW, WRITE_CANDIDATE
 from memhubd import service
 from memhubd.api.events import events_endpoint
 from memhubd.api.middleware import ApiMiddleware, BodyTooLarge
@@ -65,8 +67,10 @@ def wants_text(request: Request) -> bool:
 
 
 class _JSON(JSONResponse):
+    # Compact on purpose: an indent makes json use its pure-Python encoder (~6x slower
+    # on a typical EvidencePack); the data is the same as the offline --json output.
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=False, indent=2).encode("utf-8")
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _result(context: ApiContext, data: Any, view: Any = None) -> Response:
@@ -204,8 +208,9 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
 
     async def query(request: Request, identity: Identity) -> Response:
         body = QueryRequest.from_json(await _json_body(request))
-        data, text, view = await service.query(hub, identity, ws(request), body)
-        if wants_text(request):
+        as_text = wants_text(request)
+        data, text, view = await service.query(hub, identity, ws(request), body, as_text=as_text)
+        if as_text:
             response: Response = PlainTextResponse(text)
             _snapshot_headers(response, view.snapshot)
             return response
@@ -255,6 +260,46 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
         name = request.path_params["token_name"]
         return _result(context, await service.revoke_token(context.tokens, identity, name))
 
+    # -- review: the grant is checked before the body is read, as for every workspace route.
+
+    def proposal_id(request: Request) -> str:
+        return str(request.path_params["proposal_id"])
+
+    async def proposal_create(request: Request, identity: Identity) -> Response:
+        name = ws(request)
+        service.review_host(hub, identity, name, WRITE_CANDIDATE)
+        body = ProposeRequest.from_json(await _json_body(request))
+        return _JSON(await service.propose(hub, identity, name, body), status_code=201)
+
+    async def proposals(request: Request, identity: Identity) -> Response:
+        params = request.query_params
+        try:
+            limit = int(params["limit"]) if "limit" in params else None
+        except ValueError as error:
+            raise ProtocolError(ErrorCode.INVALID, "'limit' must be an integer") from error
+        status = params.get("status", "pending")
+        data = await service.list_proposals(hub, identity, ws(request), status, limit)
+        return _result(context, data)
+
+    async def proposal(request: Request, identity: Identity) -> Response:
+        into = request.query_params.get("into") or None
+        data = await service.show_proposal(hub, identity, ws(request), proposal_id(request), into)
+        return _result(context, data)
+
+    async def proposal_approve(request: Request, identity: Identity) -> Response:
+        name = ws(request)
+        service.review_host(hub, identity, name, REVIEW)
+        body = ApproveRequest.from_json(await _json_body(request))
+        data = await service.approve_proposal(hub, identity, name, proposal_id(request), body.into)
+        return _result(context, data)
+
+    async def proposal_reject(request: Request, identity: Identity) -> Response:
+        name = ws(request)
+        service.review_host(hub, identity, name, REVIEW)
+        body = RejectRequest.from_json(await _json_body(request))
+        data = await service.reject_proposal(hub, identity, name, proposal_id(request), body.reason)
+        return _result(context, data)
+
     return {
         "healthz": healthz,
         "readyz": readyz,
@@ -279,6 +324,11 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
         "tokens": tokens,
         "token_create": token_create,
         "token_revoke": token_revoke,
+        "proposal_create": proposal_create,
+        "proposals": proposals,
+        "proposal": proposal,
+        "proposal_approve": proposal_approve,
+        "proposal_reject": proposal_reject,
     }
 
 

@@ -1,0 +1,186 @@
+"""memctl's review commands against a real daemon: propose, review list/show/diff/approve/
+reject, `--json` on each, and exit codes 0 (done), 1 (refused) and 2 (unreachable)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+
+WS = "team-coding"
+NATS = """fact tidewater.uses_nats {
+  subject: Service.Tidewater
+  claim: "Tidewater publishes shipment events to NATS JetStream."
+  evidence { source: "chat" quote: "we publish to jetstream now" }
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("MEMHUB_URL", "MEMHUB_TOKEN", "MEMHUB_WORKSPACE", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    root = tmp_path_factory.mktemp("review-memctl")
+    with start_daemon(root, copy_examples(root / "ws", [WS])) as live:
+        live.add_token("agent-build", "write:candidate,read:summary")
+        live.add_token("alice", "review,read:summary", roles=["*"])
+        yield live
+
+
+def memctl(
+    daemon: LiveDaemon, token: str, *argv: str, stdin: str | None = None
+) -> tuple[int, str, str]:
+    secret = daemon.tokens[token]
+    command = [sys.executable, "-m", "memctl", "--url", daemon.url, "--token", secret, "-w", WS]
+    result = subprocess.run(
+        [*command, *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+def proposal_id_of(out: str) -> str:
+    return out.split()[1]
+
+
+def test_propose_from_a_file_then_approve_reports_the_serving_generation(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    source = tmp_path / "nats.mem"
+    source.write_text(NATS)
+
+    code, out, err = memctl(daemon, "agent-build", "propose", str(source), "--reason", "chat")
+    assert code == 0, err
+    assert out.startswith("proposal p-") and "pending review: fact:tidewater.uses_nats" in out
+    proposal_id = proposal_id_of(out)
+
+    code, out, err = memctl(
+        daemon, "alice", "review", "approve", proposal_id, "--into", "tools.mem"
+    )
+    assert code == 0, err
+    assert out.startswith(f"approved {proposal_id}: fact:tidewater.uses_nats into tools.mem")
+    assert "by alice; served at generation " in out
+    assert (
+        "# approved from proposal " + proposal_id
+        in Path(daemon.workspaces[WS], "tools.mem").read_text()
+    )
+
+
+def test_propose_reads_stdin_and_states_what_it_supersedes(daemon: LiveDaemon) -> None:
+    source = (
+        "decision queue.kafka {\n  subject: Service.Tidewater\n"
+        '  decision: "Move the shipment event queue to Kafka."\n'
+        '  supersedes: "decision:queue.nats_jetstream"\n'
+        '  evidence { source: "adr/0012.md" quote: "Kafka replays per tenant." }\n}\n'
+    )
+    code, out, err = memctl(
+        daemon,
+        "agent-build",
+        "propose",
+        "--supersedes",
+        "decision:queue.nats_jetstream",
+        "--json",
+        stdin=source,
+    )
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["status"] == "pending_review"
+    assert answer["proposal"]["supersedes"] == "decision:queue.nats_jetstream"
+    assert answer["proposal"]["client"] == "memctl"
+
+
+def test_review_list_show_and_diff(daemon: LiveDaemon) -> None:
+    source = NATS.replace("tidewater.uses_nats", "tidewater.listed")
+    _code, out, _err = memctl(daemon, "agent-build", "propose", "-", stdin=source)
+    proposal_id = proposal_id_of(out)
+
+    code, listed, _ = memctl(daemon, "alice", "review", "list")
+    assert code == 0
+    assert any(
+        line.startswith(proposal_id) and "fact:tidewater.listed" in line
+        for line in listed.splitlines()
+    )
+    code, shown, _ = memctl(daemon, "alice", "review", "show", proposal_id, "--into", "bugs.mem")
+    assert code == 0
+    assert f"id: {proposal_id}" in shown and "proposer: agent-build" in shown
+    assert "fact tidewater.listed {" in shown
+    assert "validation against the workspace now: ok" in shown
+    assert "+# approved from proposal " + proposal_id in shown
+    code, diff, _ = memctl(daemon, "alice", "review", "diff", proposal_id, "--into", "bugs.mem")
+    assert code == 0
+    assert diff.startswith("--- a/bugs.mem\n+++ b/bugs.mem\n")
+    assert "+fact tidewater.listed {" in diff
+    code, as_json, _ = memctl(daemon, "alice", "review", "list", "--status", "all", "--json")
+    assert code == 0 and proposal_id in {p["id"] for p in json.loads(as_json)["proposals"]}
+
+
+def test_reject_records_the_reason(daemon: LiveDaemon) -> None:
+    source = NATS.replace("tidewater.uses_nats", "tidewater.rejected")
+    _code, out, _err = memctl(daemon, "agent-build", "propose", "-", stdin=source)
+    proposal_id = proposal_id_of(out)
+
+    code, out, _ = memctl(daemon, "alice", "review", "reject", proposal_id, "--reason", "hearsay")
+
+    assert (code, out) == (0, f"rejected {proposal_id} by alice\n")
+    code, out, _ = memctl(daemon, "alice", "review", "show", proposal_id, "--json")
+    assert json.loads(out)["proposal"]["reject_reason"] == "hearsay"
+
+
+def test_refused_proposal_exits_1_and_lists_every_error(daemon: LiveDaemon) -> None:
+    # given an active fact with neither a known subject nor evidence
+    source = 'fact lonely.claim {\n  subject: Nobody.Known\n  claim: "x"\n}\n'
+
+    code, out, err = memctl(daemon, "agent-build", "propose", "-", stdin=source)
+
+    assert (code, out) == (1, "")
+    first, *more = err.splitlines()
+    assert first.startswith("memctl: invalid: ")
+    assert first.startswith("memctl: invalid: missing_evidence: active fact 'lonely.claim'")
+    assert more == [
+        "  error[unresolved_symbol] line 1: subject 'Nobody.Known' is not a declared symbol"
+    ]
+
+
+def test_decisions_need_the_review_scope_and_refusals_exit_1(daemon: LiveDaemon) -> None:
+    _code, out, _err = memctl(
+        daemon, "agent-build", "propose", "-", stdin=NATS.replace("uses_nats", "scoped")
+    )
+    proposal_id = proposal_id_of(out)
+
+    code, _, err = memctl(
+        daemon, "agent-build", "review", "approve", proposal_id, "--into", "x.mem"
+    )
+    assert code == 1 and err.startswith("memctl: forbidden: scope 'review' is required")
+    code, out, err = memctl(
+        daemon, "alice", "review", "approve", proposal_id, "--into", "../x.mem", "--json"
+    )
+    assert code == 1 and json.loads(out)["error"]["code"] == "invalid"
+    code, _, err = memctl(daemon, "alice", "review", "show", "p-20260101-000000-abcdef")
+    assert code == 1 and err.startswith("memctl: not_found: ")
+
+
+def test_an_unreachable_daemon_exits_2(daemon: LiveDaemon, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "memctl", "--url", f"unix://{tmp_path}/none.sock", "review", "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("memctl: cannot reach memhubd at ")
