@@ -42,7 +42,7 @@ from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY, REVIEW, WRITE_CAND
 from memhubd import __version__
 from memhubd.auth.identity import Identity
 from memhubd.model import Workspace
-from memhubd.review import DEFAULT_MAX_BYTES, LIST_STATUSES, Proposal, ReviewStore, is_proposal_id
+from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, is_proposal_id
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot, SourceFile
 
@@ -603,8 +603,7 @@ def review_host(hub: Hub, identity: Identity, name: str, scope: str) -> Workspac
 
 
 def _review_store(hub: Hub, host: WorkspaceHost) -> ReviewStore:
-    # `limits.max_proposal_bytes` when the configuration has it; else the engine's default.
-    limit = getattr(hub.limits, "max_proposal_bytes", DEFAULT_MAX_BYTES)
+    limit = hub.limits.max_proposal_bytes
     return ReviewStore(host.root, max_bytes=limit)
 
 
@@ -816,8 +815,8 @@ async def approve_proposal(
     """
     host = review_host(hub, identity, name, REVIEW)
     store = _review_store(hub, host)
-    async with host._reload_lock:
-        await host._reload_locked()  # validate against the sources as they are now
+    async with host.reloads_held():
+        await host.reload_held()  # validate against the sources as they are now
         view = view_for(hub, identity, name, REVIEW)
         current = view.snapshot
 
@@ -840,7 +839,7 @@ async def approve_proposal(
         data = _answer(decision, view)
         if not decision.ok:
             raise _refusal(data, name)
-        after = await host._reload_locked()
+        after = await host.reload_held()
     generation = _served_generation(after, decision.declaration_id, decision.merged_into)
     file_id = os.path.relpath(decision.merged_into, store.root)
     hub.events.publish(

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from memhub_protocol.errors import ErrorCode, ProtocolError, error_envelope
 from memhub_protocol.models import (
+    DECISION_SCHEMA,
+    PROPOSAL_SCHEMA,
+    PROPOSALS_SCHEMA,
+    PROPOSE_SCHEMA,
+    ApproveRequest,
     CheckRequest,
+    ProposeRequest,
     QueryRequest,
+    RejectRequest,
     TokenCreateRequest,
     WorkspaceAddRequest,
 )
@@ -40,7 +47,6 @@ WORKSPACES_SCHEMA = "memhub.workspaces.v1"
 LIST_SCHEMA = "memhub.list.v1"
 FILES_SCHEMA = "memhub.files.v1"
 FILE_SCHEMA = "memhub.file.v1"
-EXPLAIN_SCHEMA = "memhub.explain.v1"
 TOKENS_SCHEMA = "memhub.tokens.v1"
 
 DEFAULT_PORT = 8377
@@ -51,7 +57,6 @@ __all__ = [
     "COMPLIANCE_BENCHMARK_SCHEMA",
     "DEFAULT_PORT",
     "EVIDENCE_PACK_SCHEMA",
-    "EXPLAIN_SCHEMA",
     "FILES_SCHEMA",
     "FILE_SCHEMA",
     "LINT_SCHEMA",
@@ -68,7 +73,14 @@ __all__ = [
     "WORKSPACE_SCHEMA",
     "WRITE_CANDIDATE",
     "WRITE_RECALL",
+    "DECISION_SCHEMA",
+    "PROPOSALS_SCHEMA",
+    "PROPOSAL_SCHEMA",
+    "PROPOSE_SCHEMA",
+    "ApproveRequest",
     "CheckRequest",
+    "ProposeRequest",
+    "RejectRequest",
     "ErrorCode",
     "ProtocolError",
     "QueryRequest",

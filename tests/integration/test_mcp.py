@@ -333,23 +333,44 @@ async def test_memdsl_resources_refuse_a_caller_with_several_workspaces(daemon) 
             await client.read_resource("memdsl://map")
 
 
-# --- writes are not pretended -----------------------------------------------------------
+# --- writes are proposals ---------------------------------------------------------------
 
 
-async def test_propose_stores_nothing_and_says_so(daemon) -> None:
-    secret = token(daemon, "writer", "read:summary,write:candidate", workspaces=[TEAM])
+PROPOSAL = """fact notes.tabs_style {
+  claim: "We indent with tabs."
+  evidence { source: "review thread" quote: "tabs, please" }
+}
+"""
+
+
+async def test_propose_stores_a_pending_proposal_that_is_not_served(daemon) -> None:
+    secret = token(daemon, "writer", "read:summary,read:search,write:candidate", workspaces=[TEAM])
     root = Path(daemon.workspaces[TEAM])
-    before = sorted(p.relative_to(root) for p in root.rglob("*"))
-    source = 'fact tabs.style {\n  claim: "We indent with tabs."\n}\n'
+    sources_before = sorted(p for p in root.rglob("*.mem"))
     async with mcp_client(daemon, secret) as client:
-        result = await client.call_tool("memory_propose", {"source": source, "reason": "seen"})
-        queue = await call(client, "memory_review_list", {"status": "all"})
+        result = await client.call_tool("memory_propose", {"source": PROPOSAL, "reason": "seen"})
+        queue = await call(client, "memory_review_list", {"status": "pending"})
+        explained = await call(client, "memory_explain", {"id": "fact:notes.tabs_style"})
+    payload = json.loads(result.content[0].text)
+    assert not result.is_error
+    assert payload["status"] == "pending_review" and payload["declaration_id"] == (
+        "fact:notes.tabs_style"
+    )
+    assert payload["proposal_id"] in payload["next_actions"][0]
+    assert [p["id"] for p in queue["proposals"]] == [payload["proposal_id"]]
+    assert explained["status"] == "not_found"
+    assert sorted(p for p in root.rglob("*.mem")) == sources_before
+
+
+async def test_an_invalid_proposal_is_refused_and_nothing_is_stored(daemon) -> None:
+    secret = token(daemon, "writer2", "read:summary,write:candidate", workspaces=[TEAM])
+    async with mcp_client(daemon, secret) as client:
+        before = await call(client, "memory_review_list", {"status": "all"})
+        result = await client.call_tool("memory_propose", {"source": "fact a { claim: x "})
+        after = await call(client, "memory_review_list", {"status": "all"})
     refusal = json.loads(result.content[0].text)
-    assert result.is_error
-    assert refusal["status"] == "unavailable"
-    assert "not available yet" in refusal["error"]
-    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
-    assert queue["total"] == 0 and queue["proposals"] == [] and queue["supported"] is False
+    assert result.is_error and refusal["status"] == "invalid" and refusal["errors"]
+    assert after["total"] == before["total"]
 
 
 async def test_review_list_rejects_an_unknown_status(daemon) -> None:

@@ -45,12 +45,12 @@ def applicable_constraints(
     text = joined_text(task, candidate)
     bits = ix.global_constraints
     if subject:
-        bits |= ix.bits(lexical.CONSTRAINT_SUBJECT, subject)
+        bits |= ix.bits(lexical.SUBJECT, subject)
     if scope:
-        bits |= ix.bits(lexical.CONSTRAINT_SCOPE, scope)
+        bits |= ix.bits(lexical.SCOPE, scope)
     for term in compliance_terms(text):
-        bits |= ix.bits(lexical.CONSTRAINT_TERM, term)
-    selected = ix.space.ordered(bits)
+        bits |= ix.bits(lexical.TERM, term)
+    selected = ix.space.ordered(bits & ix.constraints)
     lowered = text.lower()
     for phrase, ordinals in ix.when_any.items():
         if phrase in lowered:

@@ -147,8 +147,8 @@ def _flat_context_ids(ws: Any, text: str) -> list[str]:
     ix = lexical.index_for(ws)
     bits = 0
     for term in set(word_tokens(text)):
-        bits |= ix.bits(lexical.CONSTRAINT_TERM, term)
-    return sorted(ix.ids_of[o] for o in ix.space.ordered(bits))
+        bits |= ix.bits(lexical.TERM, term)
+    return sorted(ix.ids_of[o] for o in ix.space.ordered(bits & ix.constraints))
 
 
 def _row(case: ComplianceCase, predicted: dict[str, Any]) -> dict[str, Any]:

@@ -7,50 +7,66 @@ composed (`memhubd.index.workspace`), so an edited file costs one new segment.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memhubd.index.tokens import field_values, word_tokens
 from memhubd.model import EXCLUDED_STATUSES
 
-# key -> local bitmap: local ordinal i is bit `0x80 >> (i % 8)` of byte `i // 8`, so a
-# segment's bitmap drops into a workspace bitmap with one slice copy.
-Postings = Mapping[str, bytes]
+
+@dataclass(frozen=True, slots=True)
+class PostingTable:
+    """key -> local bitmap, stored compactly: row `i` of `rows` belongs to `keys[i]`.
+
+    Every row is `width` bytes; local ordinal `o` is bit `0x80 >> (o % 8)` of byte
+    `o // 8`, so a row drops into a workspace bitmap with one slice copy.
+    """
+
+    keys: tuple[str, ...]
+    rows: bytes
+    width: int
+
+    def row(self, index: int) -> bytes:
+        start = index * self.width
+        return self.rows[start : start + self.width]
+
+    def as_dict(self) -> dict[str, bytes]:
+        return {key: self.row(i) for i, key in enumerate(self.keys)}
 
 
 @dataclass(frozen=True, slots=True)
 class Segment:
     """Postings for the declarations of one file; every ordinal is local to the segment.
 
-    * `search_postings`: token -> query-pool members (active, not a symbol, searchable);
-    * `subject_postings`: subject (any non-None value) -> query-pool members with it;
-    * `constraint_postings`: token -> active constraints (any capability);
-    * `constraints_by_scope` / `constraints_by_subject`: active constraints by exact value;
-    * `when_any`: lowered guard trigger phrase -> active constraints with a guard block
-      (local ordinals: few per phrase).
+    The indexed declarations are the query pool (active, not a symbol, searchable) and
+    the active constraints; which of them a posting means is decided by the mask the
+    workspace applies (`in_pool` / `is_constraint`).
 
-    Tokens are unfiltered `[a-z0-9_]+` words of `searchable_text()`: each consumer's
-    query terms are already stopword-free, so matching a raw posting is the same as
-    matching the consumer's stopword-filtered view of the declaration.
+    * `terms`: unfiltered `[a-z0-9_]+` word of `searchable_text()` -> declarations;
+    * `subjects`: subject (any non-None value) -> declarations;
+    * `constraint_scopes`: scope (any non-None value) -> constraints;
+    * `when_any`: lowered guard trigger phrase -> constraints with a guard block.
+
+    Consumers' query terms are already stopword-free, so matching an unfiltered posting
+    is the same as matching their stopword-filtered view of the declaration.
     """
 
     declarations: tuple[Any, ...]
     ids: tuple[str, ...]
     names: tuple[str, ...]
     kinds: tuple[str, ...]
-    subjects: tuple[str | None, ...]
-    scopes: tuple[str | None, ...]
+    subjects_of: tuple[str | None, ...]
+    scopes_of: tuple[str | None, ...]
     roles: tuple[str, ...]
     high_confidence: tuple[bool, ...]
     in_pool: tuple[bool, ...]
     is_constraint: tuple[bool, ...]
-    search_postings: Postings
-    subject_postings: Postings
-    constraint_postings: Postings
-    constraints_by_scope: Postings
-    constraints_by_subject: Postings
-    when_any: Mapping[str, list[int]]
+    terms: PostingTable
+    subjects: PostingTable
+    constraint_scopes: PostingTable
+    when_any: dict[str, tuple[int, ...]]
     supersedes: tuple[str, ...]
 
     def __len__(self) -> int:
@@ -72,24 +88,22 @@ def build_segment(declarations: Sequence[Any]) -> Segment:
         in_pool.append(pooled)
         is_constraint.append(constraint)
         if pooled or constraint:
-            postings.add(decl, local, pooled, constraint)
+            postings.add(decl, local, constraint)
     return Segment(
         declarations=tuple(declarations),
         ids=tuple(d.id for d in declarations),
         names=tuple(d.name for d in declarations),
         kinds=tuple(d.kind for d in declarations),
-        subjects=tuple(d.subject for d in declarations),
-        scopes=tuple(d.scope for d in declarations),
+        subjects_of=tuple(d.subject for d in declarations),
+        scopes_of=tuple(d.scope for d in declarations),
         roles=tuple(d.runtime_role for d in declarations),
         high_confidence=tuple(str(d.confidence or "") == "high" for d in declarations),
         in_pool=tuple(in_pool),
         is_constraint=tuple(is_constraint),
-        search_postings=postings.packed(postings.search),
-        subject_postings=postings.packed(postings.subjects),
-        constraint_postings=postings.packed(postings.constraint_terms),
-        constraints_by_scope=postings.packed(postings.by_scope),
-        constraints_by_subject=postings.packed(postings.by_subject),
-        when_any=postings.triggers,
+        terms=postings.table(postings.terms),
+        subjects=postings.table(postings.subjects),
+        constraint_scopes=postings.table(postings.scopes),
+        when_any={phrase: tuple(found) for phrase, found in postings.triggers.items()},
         supersedes=tuple(supersedes),
     )
 
@@ -98,42 +112,35 @@ class _SegmentPostings:
     """Postings under construction, as int bitmaps (local ordinal i = bit width-1-i)."""
 
     def __init__(self, size: int) -> None:
-        self.nbytes = (size + 7) // 8
-        self.top = self.nbytes * 8 - 1
-        self.search: dict[str, int] = {}
+        self.width = (size + 7) // 8
+        self.top = self.width * 8 - 1
+        self.terms: dict[str, int] = {}
         self.subjects: dict[str, int] = {}
-        self.constraint_terms: dict[str, int] = {}
-        self.by_scope: dict[str, int] = {}
-        self.by_subject: dict[str, int] = {}
+        self.scopes: dict[str, int] = {}
         self.triggers: dict[str, list[int]] = {}
 
-    def add(self, decl: Any, local: int, pooled: bool, constraint: bool) -> None:
+    def add(self, decl: Any, local: int, constraint: bool) -> None:
         bit = 1 << (self.top - local)
-        tokens = set(word_tokens(decl.searchable_text()))
+        terms = self.terms
+        get = terms.get
+        for token in set(word_tokens(decl.searchable_text())):
+            terms[token] = get(token, 0) | bit
         subject = decl.subject
-        if pooled:
-            _set_all(self.search, tokens, bit)
-            if subject is not None:
-                self.subjects[subject] = self.subjects.get(subject, 0) | bit
+        if subject is not None:
+            self.subjects[subject] = self.subjects.get(subject, 0) | bit
         if not constraint:
             return
-        _set_all(self.constraint_terms, tokens, bit)
         scope = decl.scope
         if scope is not None:
-            self.by_scope[scope] = self.by_scope.get(scope, 0) | bit
-        if subject is not None:
-            self.by_subject[subject] = self.by_subject.get(subject, 0) | bit
+            self.scopes[scope] = self.scopes.get(scope, 0) | bit
         # Applicability reads the raw guard (no type defaults), like the checker does.
         guard = decl.fields.get("guard")
         if isinstance(guard, dict):
             for phrase in dict.fromkeys(p.lower() for p in field_values(guard.get("when_any"))):
                 self.triggers.setdefault(phrase, []).append(local)
 
-    def packed(self, postings: dict[str, int]) -> dict[str, bytes]:
-        return {key: bits.to_bytes(self.nbytes, "big") for key, bits in postings.items()}
-
-
-def _set_all(postings: dict[str, int], tokens: set[str], bit: int) -> None:
-    get = postings.get
-    for token in tokens:
-        postings[token] = get(token, 0) | bit
+    def table(self, postings: dict[str, int]) -> PostingTable:
+        rows = b"".join(bits.to_bytes(self.width, "big") for bits in postings.values())
+        # Interned, so all segments share one string object per distinct key.
+        keys = tuple(sys.intern(key) for key in postings)
+        return PostingTable(keys=keys, rows=rows, width=self.width)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from itertools import accumulate
@@ -18,19 +19,14 @@ from memhubd.index.bitmaps import OrdinalSpace
 from memhubd.index.segment import Segment, build_segment
 from memhubd.model.workspace import cyclic_gc_paused
 
-# Segment mappings a bitmap can be asked for.
-SEARCH = "search_postings"
-SUBJECT = "subject_postings"
-CONSTRAINT_TERM = "constraint_postings"
-CONSTRAINT_SCOPE = "constraints_by_scope"
-CONSTRAINT_SUBJECT = "constraints_by_subject"
-_POOL_MAPPINGS = (SEARCH, SUBJECT)
-_MAPPINGS = (SEARCH, SUBJECT, CONSTRAINT_TERM, CONSTRAINT_SCOPE, CONSTRAINT_SUBJECT)
-
-_NO_PIECES: tuple[list[int], list[bytes]] = ([], [])
+# Segment posting tables a bitmap can be asked for.
+TERM = "terms"
+SUBJECT = "subjects"
+SCOPE = "constraint_scopes"
+_TABLES = (TERM, SUBJECT, SCOPE)
 
 # Memory allowed for cached posting bitmaps, whatever the workspace size.
-CACHE_BYTES = 64 << 20
+CACHE_BYTES = 32 << 20
 
 
 class WorkspaceIndex:
@@ -52,8 +48,8 @@ class WorkspaceIndex:
         self.space = OrdinalSpace(sum(widths))
         self.declarations: list[Any] = self._by_slot("declarations")
         self.ids_of: list[str] = self._by_slot("ids")
-        self.subjects: list[str | None] = self._by_slot("subjects")
-        self.scopes: list[str | None] = self._by_slot("scopes")
+        self.subjects: list[str | None] = self._by_slot("subjects_of")
+        self.scopes: list[str | None] = self._by_slot("scopes_of")
         self.ids = _directory(self.ids_of)
         self.superseded = self._superseded(_directory(self._by_slot("names")))
         live = ~self.space.bitmap(self.superseded)
@@ -69,11 +65,14 @@ class WorkspaceIndex:
             o for slots in self.ids.values() if len(slots) > 1 for o in slots
         )
         self.aliases = _AliasMatcher(aliases)
-        self._pieces = {mapping: self._key_directory(mapping) for mapping in _MAPPINGS}
+        self._rows = {table: [getattr(s, table).rows for s in self.segments] for table in _TABLES}
+        self._widths = [s.terms.width for s in self.segments]
+        self._byte_bases = [base >> 3 for base in self.bases]
+        self._pieces = {table: self._key_directory(table) for table in _TABLES}
         self._cache: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._cache_limit = max(256, CACHE_BYTES // max(1, self.space.nbytes))
         self._lock = threading.Lock()
-        self.global_constraints = self.bits(CONSTRAINT_SCOPE, "global")
+        self.global_constraints = self.bits(SCOPE, "global") & self.constraints
         self.when_any = self._triggers()
 
     def _by_slot(self, attribute: str) -> list[Any]:
@@ -83,18 +82,17 @@ class WorkspaceIndex:
             out[base : base + len(values)] = values
         return out
 
-    def _key_directory(self, mapping: str) -> dict[str, tuple[list[int], list[bytes]]]:
-        """key -> (byte offsets, local bitmaps) of the segments with postings under it."""
-        out: dict[str, tuple[list[int], list[bytes]]] = {}
-        for base, segment in zip(self.bases, self.segments, strict=True):
-            start = base >> 3
-            for key, local in getattr(segment, mapping).items():
+    def _key_directory(self, table: str) -> dict[str, tuple[array[int], array[int]]]:
+        """key -> (segment numbers, row numbers) of the segments with postings under it."""
+        out: dict[str, tuple[array[int], array[int]]] = {}
+        for number, segment in enumerate(self.segments):
+            for row, key in enumerate(getattr(segment, table).keys):
                 pieces = out.get(key)
                 if pieces is None:
-                    out[key] = ([start], [local])
+                    out[key] = (array("i", (number,)), array("i", (row,)))
                 else:
-                    pieces[0].append(start)
-                    pieces[1].append(local)
+                    pieces[0].append(number)
+                    pieces[1].append(row)
         return out
 
     def _superseded(self, names: dict[str, list[int]]) -> set[int]:
@@ -124,25 +122,41 @@ class WorkspaceIndex:
                     out.setdefault(phrase, []).extend(kept)
         return out
 
-    def bits(self, mapping: str, key: str) -> int:
-        """Bitmap of the declarations under `key` in one segment mapping (cached)."""
-        cache_key = (mapping, key)
+    def bits(self, table: str, key: str) -> int:
+        """Bitmap of the indexed declarations under `key` in one posting table (cached).
+
+        Not yet cut to the pool or the constraints; see `pool_bits`/`constraint_bits`.
+        """
+        cache_key = (table, key)
         with self._lock:
             cached = self._cache.get(cache_key)
             if cached is not None:
                 self._cache.move_to_end(cache_key)
                 return cached
-        buffer = bytearray(self.space.nbytes)
-        starts, locals_ = self._pieces[mapping].get(key, _NO_PIECES)
-        for start, local in zip(starts, locals_, strict=True):
-            buffer[start : start + len(local)] = local
-        bits = int.from_bytes(buffer, "big")
-        bits &= self.pool if mapping in _POOL_MAPPINGS else self.constraints
+        bits = self._assemble(table, key)
         with self._lock:
             self._cache[cache_key] = bits
             if len(self._cache) > self._cache_limit:
                 self._cache.popitem(last=False)
         return bits
+
+    def _assemble(self, table: str, key: str) -> int:
+        pieces = self._pieces[table].get(key)
+        if pieces is None:
+            return 0
+        buffer = bytearray(self.space.nbytes)
+        rows, widths, starts = self._rows[table], self._widths, self._byte_bases
+        for number, row in zip(*pieces, strict=True):
+            width = widths[number]
+            start = starts[number]
+            buffer[start : start + width] = rows[number][row * width : (row + 1) * width]
+        return int.from_bytes(buffer, "big")
+
+    def pool_bits(self, table: str, key: str) -> int:
+        return self.bits(table, key) & self.pool
+
+    def constraint_bits(self, table: str, key: str) -> int:
+        return self.bits(table, key) & self.constraints
 
     def candidates(self, types: Any, subject: str | None) -> int:
         """Pool members passing the type filter (`kind in types`) and subject filter."""
@@ -154,7 +168,7 @@ class WorkspaceIndex:
                     bits |= members
         if subject is not None:
             bits &= self.bits(SUBJECT, subject)
-        return bits
+        return bits & self.pool
 
     def has_bit(self, bits: int, slot: int) -> bool:
         return bool(bits >> (self.space.width - 1 - slot) & 1)

@@ -190,26 +190,40 @@ def lint_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
     }
 
 
-def propose_unavailable(workspace: str) -> dict[str, Any]:
+def propose_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
+    """memdsl's success answer: pending review, with how a person decides it."""
+    proposal_id = data["proposal_id"]
     return {
-        **_head(MCP_PROPOSE, "unavailable", workspace, ok=False),
-        "error": text.PROPOSALS_UNAVAILABLE,
-        "errors": [text.PROPOSALS_UNAVAILABLE],
-        "warnings": [],
+        **_head(MCP_PROPOSE, "pending_review", workspace),
+        "proposal_id": proposal_id,
+        "declaration_id": data.get("declaration_id"),
+        "path": data.get("path"),
+        "warnings": data.get("warnings", []),
         "boundary": text.PROPOSE_BOUNDARY,
-        "next_actions": [text.NEXT_PROPOSE],
+        "next_actions": [text.next_propose(workspace, proposal_id)],
     }
 
 
-def review_list_payload(status: str, workspace: str) -> dict[str, Any]:
-    """Honest and empty: this server keeps no review queue yet."""
+def propose_invalid(error: Any, workspace: str) -> dict[str, Any]:
+    """memdsl's refusal: what failed validation, and that nothing was stored."""
+    detail = error.detail or {}
+    errors = detail.get("errors") or [{"code": error.code.value, "message": error.message}]
+    return {
+        **_head(MCP_PROPOSE, "invalid", workspace, ok=False),
+        "errors": errors,
+        "warnings": detail.get("warnings", []),
+        "boundary": text.PROPOSE_BOUNDARY,
+        "next_actions": [text.NEXT_PROPOSE_INVALID],
+    }
+
+
+def review_list_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
     return {
         **_head(MCP_REVIEW_LIST, "ok", workspace),
-        "filter": status,
-        "total": 0,
-        "proposals": [],
-        "supported": False,
-        "note": "this server does not accept proposals yet, so none exist",
+        "filter": data["filter"],
+        "total": data["total"],
+        "proposals": data["proposals"],
+        "hidden_by_access_policy": data.get("hidden_by_access_policy", 0),
         "boundary": text.PROPOSE_BOUNDARY,
         "next_actions": [text.NEXT_REVIEW],
     }

@@ -54,14 +54,10 @@ PROPOSE_BOUNDARY = (
     "it. Never treat a proposal as an accepted fact or rule."
 )
 STATUS_BOUNDARY = (
-    "This server only reads memory. Writes are proposals for human review, and proposals "
-    "are not accepted by this server yet."
+    "Agents only read memory and propose changes. A proposal becomes memory only when a "
+    "person approves it; this server never approves anything by itself."
 )
 
-PROPOSALS_UNAVAILABLE = (
-    "proposals are not available yet on this server: nothing was stored. Give the "
-    "declaration text to the user so a person can add it to the workspace's .mem files."
-)
 
 NEXT_EXPLAIN_BEFORE_CITING = "Call memory_explain on any [id] before citing it as evidence."
 NEXT_MISSING = (
@@ -100,9 +96,21 @@ NEXT_UNAVAILABLE = (
     "The workspace has not loaded. Run `memctl lint` (or `memhubd lint` on the directory) "
     "and fix the reported source, manifest or schema file."
 )
-NEXT_PROPOSE = (
-    "Tell the user that the observation was not stored and show them the declaration text."
+NEXT_PROPOSE_INVALID = (
+    "Nothing was stored. The source must be exactly one declaration of a loaded type that "
+    "passes lint; types that require evidence need a verbatim quote. Fix it and propose again."
 )
+
+
+def next_propose(workspace: str, proposal_id: str) -> str:
+    return (
+        f"Tell the user that proposal {proposal_id} awaits review. A person reviews it with "
+        f"`memctl -w {workspace} review show {proposal_id}` and decides with "
+        f"`memctl -w {workspace} review approve {proposal_id} --into FILE.mem` or "
+        f"`... review reject {proposal_id} --reason TEXT`."
+    )
+
+
 NEXT_REVIEW = "Approving and rejecting proposals is for people only, never for an agent."
 NEXT_STATUS = (
     "Pass one of these workspace names as `workspace` to the memory tools, then start "

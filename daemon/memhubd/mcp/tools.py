@@ -19,12 +19,16 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from memhub_protocol import CheckRequest, ErrorCode, ProtocolError, QueryRequest
+from memhub_protocol.models import ProposeRequest
 from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY, WRITE_CANDIDATE
 from memhubd import service
 from memhubd.auth.identity import Identity
 from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import choose_workspace, current_caller, describe_error
 from memhubd.runtime.hub import Hub
+
+# Recorded as the proposal's `client`, beside the token name as its proposer.
+MCP_CLIENT = "mcp"
 
 WorkspaceArg = Annotated[str, Field(description=text.WORKSPACE_ARGUMENT)]
 Payload = dict[str, Any]
@@ -227,11 +231,17 @@ def _register_proposals(server: MCPServer, hub: Hub) -> None:
         workspace: WorkspaceArg = "",
     ) -> CallToolResult:
         async def work(identity: Identity, name: str) -> Payload:
-            _require_grant(hub, identity, name)
-            return payloads.propose_unavailable(name)
+            request = ProposeRequest(source=source, reason=reason, client=MCP_CLIENT)
+            try:
+                data = await service.propose(hub, identity, name, request)
+            except ProtocolError as error:
+                if error.code not in (ErrorCode.INVALID, ErrorCode.TOO_LARGE):
+                    raise
+                return payloads.propose_invalid(error, name)
+            return payloads.propose_payload(data, name)
 
         payload = await run_tool(hub, payloads.MCP_PROPOSE, WRITE_CANDIDATE, workspace, work)
-        return reply(payload, error=True)
+        return reply(payload, error=not payload.get("ok", False))
 
     @server.tool(description=text.DESCRIBE["memory_review_list"], annotations=READ_ONLY)
     async def memory_review_list(
@@ -241,29 +251,15 @@ def _register_proposals(server: MCPServer, hub: Hub) -> None:
         limit: Annotated[int, Field(description="at most this many (1-200)")] = 50,
         workspace: WorkspaceArg = "",
     ) -> CallToolResult:
-        # No proposals exist on this server, so `limit` never has anything to cut.
         async def work(identity: Identity, name: str) -> Payload:
             await service.workspace(hub, identity, name)
             if status not in payloads.REVIEW_STATUSES:
                 return payloads.review_invalid_status(name)
-            return payloads.review_list_payload(status, name)
+            clamped = max(1, min(200, limit))
+            data = await service.list_proposals(hub, identity, name, status, limit=clamped)
+            return payloads.review_list_payload(data, name)
 
         return reply(await run_tool(hub, payloads.MCP_REVIEW_LIST, READ_SUMMARY, workspace, work))
-
-
-def _require_grant(hub: Hub, identity: Identity, name: str) -> None:
-    """The workspace check of the service, for a tool whose scope is not a read scope."""
-    visible = service.visible_workspaces(hub, identity)
-    if name in visible:
-        return
-    known = hub.get(name) is not None
-    raise ProtocolError(
-        ErrorCode.FORBIDDEN if known else ErrorCode.WORKSPACE_NOT_FOUND,
-        f"token '{identity.name}' has no grant for workspace '{name}'"
-        if known
-        else f"unknown workspace '{name}'",
-        {"workspace": name, "available": visible},
-    )
 
 
 def _register_daemon(server: MCPServer, hub: Hub) -> None:

@@ -36,7 +36,11 @@ def build_evidence_pack(
         bonus |= ix.bits(lexical.SUBJECT, symbol)
     unique_terms = set(terms)
     ranking = Ranking(
-        ix.space, (ix.bits(lexical.SEARCH, t) for t in unique_terms), bonus, ix.high_confidence
+        ix.space,
+        (ix.bits(lexical.TERM, t) for t in unique_terms),
+        bonus,
+        high=ix.high_confidence,
+        universe=ix.pool,
     )
     candidates = ix.candidates(type_filter, subject)
     hits = _hits(ranking, candidates, limit)
@@ -108,9 +112,9 @@ def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> list[int]:
         same_id.extend(c for c in ix.ids[ix.ids_of[o]] if ix.has_bit(ix.constraints, c))
         scope, subject = ix.scopes[o], ix.subjects[o]
         if scope:
-            bits |= ix.bits(lexical.CONSTRAINT_SCOPE, scope)
+            bits |= ix.constraint_bits(lexical.SCOPE, scope)
         if subject:
-            bits |= ix.bits(lexical.CONSTRAINT_SUBJECT, subject)
+            bits |= ix.constraint_bits(lexical.SUBJECT, subject)
     if same_id:
         bits |= ix.space.bitmap(same_id)
     return ix.space.ordered(bits)

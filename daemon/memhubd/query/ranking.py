@@ -14,17 +14,24 @@ from memhubd.index.bitmaps import OrdinalSpace
 
 
 class Ranking:
-    """Counter slices for `matched terms + 2 * subject`; `high` adds the 0.25 tie-break."""
+    """Counter slices for `matched terms + 2 * subject`; `high` adds the 0.25 tie-break.
 
-    def __init__(self, space: OrdinalSpace, terms: Iterable[int], bonus: int, high: int) -> None:
+    Postings may hold declarations outside `universe` (the query pool); `touched`, and
+    so everything ranked, is cut to it.
+    """
+
+    def __init__(
+        self, space: OrdinalSpace, terms: Iterable[int], bonus: int, *, high: int, universe: int
+    ) -> None:
         self.space = space
         self.slices: list[int] = []
         for bits in terms:
             self._add(bits, 0)
         self._add(bonus, 1)
-        self.touched = 0
+        touched = 0
         for bits in self.slices:
-            self.touched |= bits
+            touched |= bits
+        self.touched = touched & universe
         self.high = high & self.touched
 
     def _add(self, bits: int, position: int) -> None:

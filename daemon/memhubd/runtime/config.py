@@ -44,6 +44,7 @@ class Limits:
     max_result_bytes: int = 8 * 1024 * 1024
     regex_timeout_ms: int = 100
     max_workspaces: int = 64
+    max_proposal_bytes: int = 65536
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,14 @@ class WorkspaceHost:
         async with self._reload_lock:
             return await self._reload_locked()
 
+    def reloads_held(self) -> anyio.Lock:
+        """Hold off every other reload, e.g. across a write to the sources and its reload."""
+        return self._reload_lock
+
+    async def reload_held(self) -> Snapshot | None:
+        """`reload()` for a caller that already holds `reloads_held()`."""
+        return await self._reload_locked()
+
     async def _reload_locked(self) -> Snapshot | None:
         hub = self._hub
         previous = self.snapshot

@@ -75,11 +75,11 @@ def test_memdsl_files_are_numbered_and_memhub_files_keep_their_paths():
     ]
 
 
-def test_proposals_are_refused_honestly():
-    payload = payloads.propose_unavailable("ws")
-    assert payload["ok"] is False and payload["status"] == "unavailable"
-    assert "nothing was stored" in payload["error"]
-    assert "proposal_id" not in payload
+def test_a_stored_proposal_tells_the_agent_a_person_decides():
+    data = {"proposal_id": "p-20261130-000000-abcdef", "declaration_id": "fact:x", "path": "/p"}
+    payload = payloads.propose_payload(data, "ws")
+    assert payload["ok"] is True and payload["status"] == "pending_review"
+    assert "review approve p-20261130-000000-abcdef" in payload["next_actions"][0]
 
 
 def test_status_narrowed_to_one_workspace_keeps_only_it():
