@@ -260,3 +260,11 @@ def index_for(ws: Any) -> WorkspaceIndex:
                 return index
         _CACHE[id(ws)] = (stamp, index)
         return index
+
+
+def adopt_index(ws: Any, index: WorkspaceIndex) -> None:
+    """Make `index` the cached index of `ws` (built by a caller that reused segments)."""
+    with _LOCK:
+        if id(ws) not in _CACHE:
+            weakref.finalize(ws, _CACHE.pop, id(ws), None)
+        _CACHE[id(ws)] = ((len(ws.declarations), len(ws.files)), index)

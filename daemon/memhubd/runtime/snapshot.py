@@ -60,6 +60,7 @@ class SourceFile:
     # The document's declarations typed with `typed_with`; rebuilt when the registry changes.
     typed: tuple[Any, ...] = ()
     typed_with: Any = None
+    segment: Any = None  # the lexical index segment of `typed`, reused while `typed` is
 
     def with_types(self, registry: TypeRegistry) -> SourceFile:
         if self.typed_with is registry or self.document is None:
@@ -68,7 +69,14 @@ class SourceFile:
         typed = tuple(
             Declaration.from_raw(raw, resolve(raw.kind)) for raw in self.document.declarations
         )
-        return dataclasses.replace(self, typed=typed, typed_with=registry)
+        return dataclasses.replace(self, typed=typed, typed_with=registry, segment=None)
+
+    def with_segment(self) -> SourceFile:
+        if self.segment is not None or not self.typed:
+            return self
+        from memhubd.index.segment import build_segment
+
+        return dataclasses.replace(self, segment=build_segment(self.typed))
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,12 +269,13 @@ def build_snapshot(name: str, root: str, previous: Snapshot | None) -> Snapshot:
         files.append(loaded)
     registry = registry_state.registry
     with cyclic_gc_paused():
-        files = [f.with_types(registry) for f in files]
+        files = [f.with_types(registry).with_segment() for f in files]
     workspace = Workspace(
         declarations=[d for f in files for d in f.typed],
         files=[f.path for f in files if f.document is not None],
         registry=registry,
     )
+    _index_from_segments(workspace, files)
     return Snapshot(
         name=name,
         root=root,
@@ -279,6 +288,14 @@ def build_snapshot(name: str, root: str, previous: Snapshot | None) -> Snapshot:
         reparsed=reparsed,
         root_problem=root_problem,
     )
+
+
+def _index_from_segments(workspace: Workspace, files: list[SourceFile]) -> None:
+    """Compose the workspace index from per-file segments, so an edit costs one segment."""
+    from memhubd.index.workspace import WorkspaceIndex, adopt_index
+
+    segments = [f.segment for f in files if f.segment is not None]
+    adopt_index(workspace, WorkspaceIndex(segments, workspace.alias_map()))
 
 
 def unchanged(previous: Snapshot, candidate: Snapshot) -> bool:
