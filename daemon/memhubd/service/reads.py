@@ -1,0 +1,395 @@
+"""Read operations: status, map, types, list, query, explain, check, lint, raw files.
+
+Each checks access through `access`, runs the engine off the event loop and
+returns plain data; nothing here knows about HTTP or MCP.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from memhub_protocol import (
+    FILE_SCHEMA,
+    FILES_SCHEMA,
+    LINT_SCHEMA,
+    LIST_SCHEMA,
+    MAP_SCHEMA,
+    STATUS_SCHEMA,
+    TYPES_SCHEMA,
+    WORKSPACES_SCHEMA,
+    CheckRequest,
+    ErrorCode,
+    ProtocolError,
+    QueryRequest,
+)
+from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY
+from memhubd import __version__
+from memhubd.auth.identity import Identity
+from memhubd.runtime.hub import Hub, WorkspaceHost
+from memhubd.runtime.snapshot import Snapshot, SourceFile
+from memhubd.service.access import (
+    STARTED_AT,
+    View,
+    check_length,
+    host_for,
+    require_scope,
+    run_engine,
+    view_for,
+    visible_workspaces,
+)
+
+LIST_CLAIM_CHARS = 200
+
+
+# --- status -----------------------------------------------------------------------------
+
+
+def workspace_summary(host: WorkspaceHost) -> dict[str, Any]:
+    snapshot = host.snapshot
+    if snapshot is None:
+        return {
+            "name": host.name,
+            "root": host.root,
+            "health": "unavailable",
+            "generation": 0,
+            "declarations": 0,
+            "files": 0,
+            "problems": [host.unavailable.as_dict()] if host.unavailable else [],
+            "last_reload_at": host.last_reload_at,
+        }
+    return {
+        "name": host.name,
+        "root": host.root,
+        "health": snapshot.health,
+        "generation": snapshot.generation,
+        "declarations": len(snapshot.workspace.declarations),
+        "files": len(snapshot.files),
+        "problems": [p.as_dict() for p in snapshot.problems],
+        "last_reload_at": host.last_reload_at,
+    }
+
+
+async def status(hub: Hub, identity: Identity) -> dict[str, Any]:
+    require_scope(identity, READ_SUMMARY)
+    names = visible_workspaces(hub, identity)
+    return {
+        "schema_version": STATUS_SCHEMA,
+        "server": "memhub",
+        "version": __version__,
+        "uptime_s": round(time.time() - STARTED_AT, 3),
+        "identity": {
+            "name": identity.name,
+            "scopes": sorted(identity.scopes),
+            "workspaces": sorted(identity.workspaces),
+            "roles": sorted(identity.roles),
+            "local": identity.local,
+        },
+        "workspaces": [workspace_summary(hub.hosts[name]) for name in names],
+    }
+
+
+async def workspaces(hub: Hub, identity: Identity) -> dict[str, Any]:
+    require_scope(identity, READ_SUMMARY)
+    names = visible_workspaces(hub, identity)
+    return {
+        "schema_version": WORKSPACES_SCHEMA,
+        "workspaces": [workspace_summary(hub.hosts[name]) for name in names],
+    }
+
+
+async def workspace(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    require_scope(identity, READ_SUMMARY)
+    return workspace_summary(host_for(hub, identity, name))
+
+
+# --- reads ------------------------------------------------------------------------------
+
+
+async def memory_map(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
+    from memhubd.query import build_memory_map, render_memory_map_text
+
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    data = await run_engine(build_memory_map, view.workspace)
+    return {"schema_version": MAP_SCHEMA, **data}, render_memory_map_text(data)
+
+
+async def types(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    registry = view.workspace.registry
+    items = [descriptor.as_dict() for descriptor in registry.descriptors()]
+    lines = []
+    for item in items:
+        required = ",".join(item["required_fields"]) or "-"
+        capabilities = ",".join(item["capabilities"]) or "-"
+        lines.append(
+            f"{item['name']}  role={item['runtime_role']}  "
+            f"required={required}  capabilities={capabilities}"
+        )
+    payload = {
+        "schema_version": TYPES_SCHEMA,
+        "schema_files": list(registry.schema_files),
+        "types": items,
+    }
+    return payload, "\n".join(lines)
+
+
+def _list_item(d: Any) -> dict[str, Any]:
+    claim = d.claim_text
+    if len(claim) > LIST_CLAIM_CHARS:
+        claim = claim[: LIST_CLAIM_CHARS - 1] + "…"
+    return {
+        "id": d.id,
+        "type": d.kind,
+        "kind": d.kind,
+        "runtime_role": d.runtime_role,
+        "capabilities": sorted(d.capabilities),
+        "subject": d.subject,
+        "scope": d.scope,
+        "status": d.status,
+        "claim": claim,
+        "file": d.file,
+        "line": d.line,
+        "has_evidence": bool(d.evidence),
+    }
+
+
+async def list_declarations(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    *,
+    memory_type: str = "",
+    subject: str = "",
+    include_inactive: bool = False,
+    limit: int = 100,
+) -> dict[str, Any]:
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    limit = max(1, min(500, limit))
+
+    def work() -> dict[str, Any]:
+        ws = view.workspace
+        pool = ws.declarations if include_inactive else ws.active()
+        selected = [
+            d
+            for d in pool
+            if (not memory_type or d.kind == memory_type) and (not subject or d.subject == subject)
+        ]
+        return {
+            "schema_version": LIST_SCHEMA,
+            "total": len(selected),
+            "items": [_list_item(d) for d in selected[:limit]],
+        }
+
+    return await run_engine(work)
+
+
+def _trace_additions(view: View, full_pack: Any | None, pack: dict[str, Any]) -> None:
+    trace = pack.get("search_trace")
+    if not isinstance(trace, dict):
+        return
+    if view.hidden and full_pack is not None:
+        trace["hidden_by_access_policy"] = _count_hidden(view, full_pack)
+    problems = view.snapshot.problems
+    if problems:
+        trace["source_problems"] = [p.as_dict() for p in problems]
+
+
+def _count_hidden(view: View, full: dict[str, Any]) -> int:
+    seen: set[str] = set()
+    for layer in ("must", "should", "context"):
+        seen.update(item["id"] for item in full.get(layer, []))
+    seen.update(item["id"] for item in full.get("conflicts", []))
+    for item in full.get("search_trace", {}).get("excluded_by_filters", []):
+        seen.add(item["id"])
+    return len(seen & view.hidden)
+
+
+async def query(
+    hub: Hub, identity: Identity, name: str, request: QueryRequest, *, as_text: bool = False
+) -> tuple[dict[str, Any], str, View]:
+    """The EvidencePack as JSON data, and its text rendering when `as_text` (else "")."""
+    from memhubd.query import build_evidence_pack
+
+    view = view_for(hub, identity, name, READ_SEARCH)
+    check_length(hub, "query", request.query)
+    kinds = list(request.kinds) if request.kinds is not None else None
+    types_ = list(request.types) if request.types is not None else None
+
+    def work() -> tuple[dict[str, Any], str]:
+        pack = build_evidence_pack(
+            view.workspace,
+            request.query,
+            kinds=kinds,
+            subject=request.subject,
+            limit=request.limit,
+            types=types_,
+        )
+        data = pack.as_dict()
+        full = None
+        if view.hidden:
+            full = build_evidence_pack(
+                view.snapshot.workspace,
+                request.query,
+                kinds=kinds,
+                subject=request.subject,
+                limit=request.limit,
+                types=types_,
+            ).as_dict()
+        _trace_additions(view, full, data)
+        return data, pack.render_text() if as_text else ""
+
+    data, text = await run_engine(work)
+    return data, text, view
+
+
+async def explain(hub: Hub, identity: Identity, name: str, decl_id: str) -> dict[str, Any]:
+    """memdsl's explain payload (as `memhubd explain --json` prints it), with `rendered_text`."""
+    from memhubd.query import explain_payload
+
+    view = view_for(hub, identity, name, READ_SEARCH)
+    if not decl_id.strip():
+        raise ProtocolError(ErrorCode.INVALID, "a declaration id is required", {"field": "id"})
+
+    def work() -> dict[str, Any]:
+        if view.workspace.by_id(decl_id) is None:
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND,
+                f"declaration '{decl_id}' not found",
+                {"id": decl_id, "workspace": name},
+            )
+        return explain_payload(view.workspace, decl_id)
+
+    return await run_engine(work)
+
+
+async def check(
+    hub: Hub, identity: Identity, name: str, request: CheckRequest
+) -> tuple[dict[str, Any], str]:
+    from memhubd.check import check_compliance
+
+    view = view_for(hub, identity, name, READ_SEARCH)
+    check_length(hub, "task", request.task)
+    check_length(hub, "candidate", request.candidate)
+
+    def work() -> tuple[dict[str, Any], str]:
+        pack = check_compliance(
+            view.workspace,
+            request.task,
+            request.candidate,
+            subject=request.subject,
+            scope=request.scope,
+            exceptions=list(request.exceptions),
+            regex_timeout=hub.limits.regex_timeout_ms / 1000.0,
+        )
+        return pack.as_dict(), pack.render_text()
+
+    return await run_engine(work)
+
+
+async def lint(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
+    view = view_for(hub, identity, name, READ_SUMMARY)
+
+    def work() -> tuple[dict[str, Any], str]:
+        diagnostics = [
+            d
+            for d in view.snapshot.diagnostics()
+            if d.decl_id is None or d.decl_id not in view.hidden
+        ]
+        errors = sum(1 for d in diagnostics if d.severity == "error")
+        warnings = len(diagnostics) - errors
+        problems = [p.as_dict() for p in view.snapshot.problems]
+        payload = {
+            "schema_version": LINT_SCHEMA,
+            "ok": errors == 0 and not problems,
+            "declarations": len(view.workspace.declarations),
+            "errors": errors,
+            "warnings": warnings,
+            "diagnostics": [d.as_dict() for d in diagnostics],
+            "source_problems": problems,
+        }
+        lines = [f"{p['file']}:{p['line']}: error[{p['kind']}] {p['message']}" for p in problems]
+        lines += [d.render() for d in diagnostics]
+        lines.append(
+            f"\n{len(view.workspace.declarations)} declarations, {errors} error(s), "
+            f"{warnings} warning(s)"
+        )
+        return payload, "\n".join(lines)
+
+    return await run_engine(work)
+
+
+# --- raw sources ------------------------------------------------------------------------
+
+
+def _file_id(snapshot: Snapshot, source: SourceFile) -> str:
+    return os.path.relpath(source.path, snapshot.root)
+
+
+async def files(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    counts: dict[str, int] = {}
+    for d in view.workspace.declarations:
+        counts[d.file] = counts.get(d.file, 0) + 1
+    return {
+        "schema_version": FILES_SCHEMA,
+        "workspace": name,
+        "files": [
+            {
+                "file_id": _file_id(view.snapshot, source),
+                "path": source.path,
+                "declarations": counts.get(source.path, 0),
+                "status": source.problem.kind if source.problem else "ok",
+            }
+            for source in view.snapshot.files
+        ],
+    }
+
+
+def _find_file(snapshot: Snapshot, file_id: str) -> SourceFile | None:
+    sources = snapshot.files
+    for source in sources:
+        if _file_id(snapshot, source) == file_id:
+            return source
+    if file_id.isdigit() and int(file_id) < len(sources):
+        return sources[int(file_id)]
+    for source in sources:
+        if os.path.basename(source.path) == file_id:
+            return source
+    return None
+
+
+def _real_position(text: str, offset: int) -> tuple[int, int]:
+    """The real 1-based (line, column) of a character offset."""
+    return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
+
+
+async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) -> dict[str, Any]:
+    from memhubd.auth.access import redact_source
+
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    source = _find_file(view.snapshot, file_id)
+    if source is None:
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND,
+            f"no source file '{file_id}' in workspace '{name}'",
+            {"file_id": file_id, "workspace": name},
+        )
+    text = source.text
+    hidden_here = []
+    if view.hidden and source.document is not None:
+        for raw in source.document.declarations:
+            if raw.id in view.hidden:
+                start, end = raw.span
+                hidden_here.append((*_real_position(text, start), *_real_position(text, end - 1)))
+    if hidden_here:
+        text = redact_source(text, hidden_here)
+    return {
+        "schema_version": FILE_SCHEMA,
+        "file_id": _file_id(view.snapshot, source),
+        "path": source.path,
+        "content": text,
+        "stale": source.problem is not None,
+        "hidden_declarations": len(hidden_here),
+    }

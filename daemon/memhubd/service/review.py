@@ -1,0 +1,356 @@
+"""Review-gated writes: proposals by agents, decisions by people, over the review engine."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import structlog
+
+from memhub_protocol import (
+    ErrorCode,
+    ProtocolError,
+)
+from memhub_protocol.models import (
+    DECISION_SCHEMA,
+    PROPOSAL_SCHEMA,
+    PROPOSALS_SCHEMA,
+    PROPOSE_SCHEMA,
+    ProposeRequest,
+)
+from memhub_protocol.scopes import READ_SUMMARY, REVIEW, WRITE_CANDIDATE
+from memhubd.auth.identity import Identity
+from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, is_proposal_id
+from memhubd.runtime.hub import Hub, WorkspaceHost
+from memhubd.runtime.snapshot import Snapshot
+from memhubd.service.access import (
+    View,
+    host_for,
+    require_scope,
+    run_engine,
+    view_for,
+)
+
+# --- review: proposals and decisions ------------------------------------------------------
+#
+# Agents propose (write:candidate), people decide (review). The engine (memhubd.review)
+# does the file work under its lock, in a worker thread. This section validates against
+# the whole snapshot (declarations hidden from the caller still exist), keeps hidden
+# content out of what it answers, reloads after approvals and publishes review events.
+
+log = structlog.get_logger("memhubd.review")
+
+# A refused review result's status -> the error code it travels with (docs/review.md).
+_REFUSAL_CODES = {
+    "invalid": ErrorCode.INVALID,
+    "not_found": ErrorCode.NOT_FOUND,
+    "already_approved": ErrorCode.CONFLICT,
+    "already_rejected": ErrorCode.CONFLICT,
+    "stale_or_invalid": ErrorCode.CONFLICT,
+    "conflict": ErrorCode.CONFLICT,
+}
+WITHHELD = "details withheld: they concern a declaration hidden from this caller"
+
+
+def review_host(hub: Hub, identity: Identity, name: str, scope: str) -> WorkspaceHost:
+    """The scope and grant checks of a review operation, made before its input is read."""
+    require_scope(identity, scope)
+    return host_for(hub, identity, name)
+
+
+def _review_store(hub: Hub, host: WorkspaceHost) -> ReviewStore:
+    limit = hub.limits.max_proposal_bytes
+    return ReviewStore(host.root, max_bytes=limit)
+
+
+def _redacted(
+    issues: list[dict[str, Any]], hidden: frozenset[str], decl_id: str, own: set[str]
+) -> list[dict[str, Any]]:
+    """Issues that name no hidden declaration but the caller's own ids (`decl_id`, `own`)
+    and never say where a hidden one lives."""
+    others = hidden - own - {decl_id}
+    out = []
+    for issue in issues:
+        message = issue["message"]
+        if issue["code"] == "declaration_exists" and decl_id in hidden:
+            message = f"'{decl_id}' already exists in this workspace; propose a new name"
+        elif any(hidden_id in message for hidden_id in others):
+            message = WITHHELD
+        out.append({**issue, "message": message})
+    return out
+
+
+def _answer(result: Any, view: View, *own: str) -> dict[str, Any]:
+    """`result.as_dict()` with its errors and warnings redacted for the caller."""
+    data = result.as_dict()
+    if view.hidden:
+        decl_id = str(data.get("declaration_id") or "")
+        for key in ("errors", "warnings"):
+            if key in data:
+                data[key] = _redacted(data[key], view.hidden, decl_id, set(own))
+    return data
+
+
+def _refusal(data: dict[str, Any], name: str) -> ProtocolError:
+    """The error envelope of a refused review result (`data` is its redacted dict)."""
+    status = str(data["status"])
+    errors = data.get("errors") or []
+    code = _REFUSAL_CODES.get(status, ErrorCode.INVALID)
+    if errors and errors[0]["code"] == "too_large":
+        code = ErrorCode.TOO_LARGE
+    if errors:
+        message = f"{errors[0]['code']}: {errors[0]['message']}"
+    elif status == "not_found":
+        message = f"no proposal '{data['proposal_id']}' in workspace '{name}'"
+    else:
+        decided_by = data.get("decided_by")
+        message = f"proposal {data['proposal_id']} was {status.removeprefix('already_')}"
+        message += f" by {decided_by}" if decided_by else ""
+    if status not in ("invalid", "not_found"):
+        message = f"{status}: {message}"
+    if data.get("hint"):
+        message += f" ({data['hint']})"
+    return ProtocolError(code, message, {**data, "workspace": name})
+
+
+def _not_found(proposal_id: str, name: str) -> ProtocolError:
+    return _refusal({"status": "not_found", "proposal_id": proposal_id}, name)
+
+
+def _hidden_proposal(view: View, identity: Identity, proposal: Proposal) -> bool:
+    """True when the proposed declaration would be hidden from the caller once served."""
+    from memhubd.auth.access import is_visible
+    from memhubd.lang import ParseError, parse_text
+    from memhubd.model import Declaration
+
+    if identity.sees_everything:
+        return False
+    try:
+        doc = parse_text(proposal.source, file="<proposal>")
+    except ParseError:
+        return False
+    resolve = view.workspace.registry.resolve
+    return any(
+        not is_visible(Declaration.from_raw(raw, resolve(raw.kind)), identity)
+        for raw in doc.declarations
+    )
+
+
+def _visible_proposal(
+    store: ReviewStore, view: View, identity: Identity, proposal_id: str
+) -> Proposal | None:
+    """The proposal, or None when there is none or the caller may not see it (blocking)."""
+    proposal = store.get(proposal_id) if is_proposal_id(proposal_id) else None
+    if proposal is None or _hidden_proposal(view, identity, proposal):
+        return None
+    return proposal
+
+
+async def propose(
+    hub: Hub, identity: Identity, name: str, request: ProposeRequest
+) -> dict[str, Any]:
+    """Validate against the served snapshot and store a pending proposal by this caller."""
+    view = view_for(hub, identity, name, WRITE_CANDIDATE)
+    store = _review_store(hub, host_for(hub, identity, name))
+    snapshot = view.snapshot
+    result = await run_engine(
+        lambda: store.propose(
+            snapshot.workspace,
+            request.source,
+            proposer=identity.name,
+            client=request.client,
+            reason=request.reason,
+            generation=snapshot.generation,
+            supersedes=request.supersedes,
+        )
+    )
+    data = _answer(result, view, request.supersedes or "")
+    if not result.ok:
+        raise _refusal(data, name)
+    proposal = result.proposal
+    hub.events.publish(
+        "proposal_created",
+        workspace=name,
+        proposal_id=proposal.id,
+        proposer=identity.name,
+        generation=snapshot.generation,
+    )
+    return {
+        "schema_version": PROPOSE_SCHEMA,
+        "workspace": name,
+        **data,
+        "generation": snapshot.generation,
+        "proposal": proposal.summary(),
+    }
+
+
+async def list_proposals(
+    hub: Hub, identity: Identity, name: str, status: str = "pending", limit: int | None = None
+) -> dict[str, Any]:
+    """Proposals with `status` (or "all") in creation order; hidden ones are only counted."""
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    if status not in LIST_STATUSES:
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            f"status must be one of {', '.join(LIST_STATUSES)}",
+            {"field": "status", "status": status},
+        )
+    store = _review_store(hub, host_for(hub, identity, name))
+
+    def work() -> tuple[list[Proposal], int]:
+        found = store.list(status)
+        shown = [p for p in found if not _hidden_proposal(view, identity, p)]
+        return shown, len(found) - len(shown)
+
+    shown, hidden = await run_engine(work)
+    return {
+        "schema_version": PROPOSALS_SCHEMA,
+        "workspace": name,
+        "filter": status,
+        "total": len(shown),
+        "hidden_by_access_policy": hidden,
+        "proposals": [p.summary() for p in shown[:limit]],
+    }
+
+
+async def show_proposal(
+    hub: Hub, identity: Identity, name: str, proposal_id: str, into: str | None = None
+) -> dict[str, Any]:
+    """One proposal: its source, its validation now (when pending) and the approval's diff."""
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    store = _review_store(hub, host_for(hub, identity, name))
+
+    def work() -> dict[str, Any]:
+        proposal = _visible_proposal(store, view, identity, proposal_id)
+        if proposal is None:
+            raise _not_found(proposal_id, name)
+        validation = None
+        if proposal.status == "pending":
+            checked = store.validate(
+                view.snapshot.workspace, proposal.source, supersedes=proposal.supersedes or None
+            )
+            validation = _answer(checked, view, proposal.supersedes)
+        shown = {"target": "", "diff": "", "diff_withheld": False}
+        if proposal.status != "rejected" and (into or proposal.status == "approved"):
+            shown = _shown_diff(store, view, proposal, into, name)
+        return {
+            "schema_version": PROPOSAL_SCHEMA,
+            "workspace": name,
+            "proposal": proposal.as_dict(),
+            "validation": validation,
+            **shown,
+        }
+
+    return await run_engine(work)
+
+
+def _shown_diff(
+    store: ReviewStore, view: View, proposal: Proposal, into: str | None, name: str
+) -> dict[str, Any]:
+    """The approval's diff, withheld when the target holds declarations hidden from the caller
+    (its context lines could show them)."""
+    diff = store.diff(proposal.id, into)
+    if not diff.ok:
+        raise _refusal(_answer(diff, view), name)
+    target = os.path.relpath(diff.target, store.root)
+    withheld = bool(view.hidden) and any(
+        d.id in view.hidden and os.path.realpath(d.file) == diff.target
+        for d in view.snapshot.workspace.declarations
+    )
+    return {"target": target, "diff": "" if withheld else diff.diff, "diff_withheld": withheld}
+
+
+async def approve_proposal(
+    hub: Hub, identity: Identity, name: str, proposal_id: str, into: str
+) -> dict[str, Any]:
+    """Approve into `into`, then answer with the generation that serves the declaration.
+
+    The host's reload lock is held from the reload before the approval to the one after
+    it, so no other reload slips between them: the generation written to the audit is
+    exactly the one that first serves the change.
+    """
+    host = review_host(hub, identity, name, REVIEW)
+    store = _review_store(hub, host)
+    async with host.reloads_held():
+        await host.reload_held()  # validate against the sources as they are now
+        view = view_for(hub, identity, name, REVIEW)
+        current = view.snapshot
+
+        def work() -> Any:
+            proposal = _visible_proposal(store, view, identity, proposal_id)
+            if proposal is None and is_proposal_id(proposal_id):
+                raise _not_found(proposal_id, name)
+            # Already served: an interrupted approval being finished; else the next generation.
+            served = proposal is not None and current.workspace.by_id(proposal.declaration)
+            expected = current.generation + (0 if served else 1)
+            return store.approve(
+                proposal_id,
+                current.workspace,
+                into,
+                reviewer=identity.name,
+                generation=expected,
+            )
+
+        decision = await run_engine(work)
+        data = _answer(decision, view)
+        if not decision.ok:
+            raise _refusal(data, name)
+        after = await host.reload_held()
+    generation = _served_generation(after, decision.declaration_id, decision.merged_into)
+    file_id = os.path.relpath(decision.merged_into, store.root)
+    hub.events.publish(
+        "proposal_approved",
+        workspace=name,
+        proposal_id=decision.proposal_id,
+        reviewer=decision.decided_by,
+        file_id=file_id,
+        served_generation=generation,
+    )
+    return {
+        "schema_version": DECISION_SCHEMA,
+        "workspace": name,
+        **data,
+        "file_id": file_id,
+        "served_generation": generation,
+    }
+
+
+def _served_generation(snapshot: Snapshot | None, decl_id: str, path: str) -> int | None:
+    """The snapshot's generation if it serves `decl_id` from `path`; None (and a log) if not."""
+    served = snapshot.workspace.by_id(decl_id) if snapshot is not None else None
+    if served is not None and os.path.realpath(served.file) == path:
+        return snapshot.generation  # type: ignore[union-attr]
+    log.error(
+        "approved declaration is not served",
+        declaration=decl_id,
+        file=path,
+        generation=snapshot.generation if snapshot is not None else None,
+    )
+    return None
+
+
+async def reject_proposal(
+    hub: Hub, identity: Identity, name: str, proposal_id: str, reason: str = ""
+) -> dict[str, Any]:
+    """Reject a pending proposal; the workspace's sources are not touched."""
+    view = view_for(hub, identity, name, REVIEW)
+    store = _review_store(hub, host_for(hub, identity, name))
+
+    def work() -> Any:
+        if is_proposal_id(proposal_id) and not _visible_proposal(
+            store, view, identity, proposal_id
+        ):
+            raise _not_found(proposal_id, name)
+        return store.reject(proposal_id, reviewer=identity.name, reason=reason)
+
+    decision = await run_engine(work)
+    data = _answer(decision, view)
+    if not decision.ok:
+        raise _refusal(data, name)
+    hub.events.publish(
+        "proposal_rejected",
+        workspace=name,
+        proposal_id=decision.proposal_id,
+        reviewer=decision.decided_by,
+    )
+    return {"schema_version": DECISION_SCHEMA, "workspace": name, **data}
