@@ -2,11 +2,13 @@
 
 Composition does only workspace-wide bookkeeping (slots, supersession, the pool, which
 segments hold which key); postings stay in the segments and become workspace bitmaps
-per key on first use (LRU-cached), so a query costs what it touches. Nothing here scores or layers; that is `query`/`check`.
+per key on first use (LRU-cached), so a query costs what it touches. Nothing here
+scores or layers; that is `query` and `check`.
 """
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from array import array
@@ -38,7 +40,8 @@ class WorkspaceIndex:
 
     `pool` is the query pool (active, searchable, not a symbol) and `constraints` the
     active constraints, both without superseded declarations (by id or bare name,
-    whatever the superseder's status); every bitmap handed out is cut to one of them.
+    whatever the superseder's status). Posting bitmaps cover both; callers cut them to
+    the one they mean.
     """
 
     def __init__(self, segments: Sequence[Segment], aliases: dict[str, list[str]]) -> None:
@@ -74,6 +77,8 @@ class WorkspaceIndex:
         self._lock = threading.Lock()
         self.global_constraints = self.bits(SCOPE, "global") & self.constraints
         self.when_any = self._triggers()
+        # Per-index caches of downstream engines (e.g. compiled rules), dropped with it.
+        self.memo: dict[str, dict[Any, Any]] = {}
 
     def _by_slot(self, attribute: str) -> list[Any]:
         out: list[Any] = [None] * self.space.size
@@ -125,7 +130,7 @@ class WorkspaceIndex:
     def bits(self, table: str, key: str) -> int:
         """Bitmap of the indexed declarations under `key` in one posting table (cached).
 
-        Not yet cut to the pool or the constraints; see `pool_bits`/`constraint_bits`.
+        Not yet cut to the pool or the constraints (see `constraint_bits`).
         """
         cache_key = (table, key)
         with self._lock:
@@ -151,9 +156,6 @@ class WorkspaceIndex:
             start = starts[number]
             buffer[start : start + width] = rows[number][row * width : (row + 1) * width]
         return int.from_bytes(buffer, "big")
-
-    def pool_bits(self, table: str, key: str) -> int:
-        return self.bits(table, key) & self.pool
 
     def constraint_bits(self, table: str, key: str) -> int:
         return self.bits(table, key) & self.constraints
@@ -193,8 +195,13 @@ class _AliasMatcher:
     def match(self, lowered: str) -> list[tuple[str, list[str]]]:
         size = len(lowered)
         lookups = sum(size - n + 1 if n else 1 for n in self.lengths if n <= size)
-        if lookups >= len(self.items):
-            return [(alias, symbols) for alias, symbols in self.items if alias in lowered]
+        return self.scan(lowered) if lookups >= len(self.items) else self.lookup(lowered)
+
+    def scan(self, lowered: str) -> list[tuple[str, list[str]]]:
+        return [(alias, symbols) for alias, symbols in self.items if alias in lowered]
+
+    def lookup(self, lowered: str) -> list[tuple[str, list[str]]]:
+        size = len(lowered)
         found: set[int] = set()
         for n in self.lengths:
             if n > size:
@@ -242,6 +249,20 @@ _CACHE: dict[int, tuple[tuple[int, int], WorkspaceIndex]] = {}
 _LOCK = threading.Lock()
 
 
+def adopt_index(ws: Any, index: WorkspaceIndex) -> bool:
+    """Make `index` (composed from segments built elsewhere) the cached index of `ws`.
+
+    Adopted only when its declarations are exactly `ws.declarations` (same objects,
+    same order); otherwise `index_for` builds one as usual. Returns whether it was.
+    """
+    mine = [d for d in index.declarations if d is not None]
+    if len(mine) != len(ws.declarations) or not all(map(operator.is_, mine, ws.declarations)):
+        return False
+    with _LOCK:
+        _remember(ws, index)
+    return True
+
+
 def index_for(ws: Any) -> WorkspaceIndex:
     """The (lazily built, cached) index of `ws`; rebuilt if documents were added since."""
     stamp = (len(ws.declarations), len(ws.files))
@@ -253,18 +274,14 @@ def index_for(ws: Any) -> WorkspaceIndex:
         if entry is not None and entry[0] == stamp:
             return entry[1]
         index = build_index(ws)
-        if id(ws) not in _CACHE:
-            try:
-                weakref.finalize(ws, _CACHE.pop, id(ws), None)
-            except TypeError:  # not weak-referenceable: an id() key could be reused
-                return index
-        _CACHE[id(ws)] = (stamp, index)
+        _remember(ws, index)
         return index
 
 
-def adopt_index(ws: Any, index: WorkspaceIndex) -> None:
-    """Make `index` the cached index of `ws` (built by a caller that reused segments)."""
-    with _LOCK:
-        if id(ws) not in _CACHE:
+def _remember(ws: Any, index: WorkspaceIndex) -> None:
+    if id(ws) not in _CACHE:
+        try:
             weakref.finalize(ws, _CACHE.pop, id(ws), None)
-        _CACHE[id(ws)] = ((len(ws.declarations), len(ws.files)), index)
+        except TypeError:  # not weak-referenceable: an id() key could be reused
+            return
+    _CACHE[id(ws)] = ((len(ws.declarations), len(ws.files)), index)

@@ -1,0 +1,87 @@
+"""The workspace index: built once per workspace, per-file segments, bounded caches."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memhubd.index import adopt_index, build_index, build_segment, index_for
+from memhubd.index.workspace import TERM, WorkspaceIndex, _AliasMatcher
+from memhubd.lang import parse_text
+from memhubd.model import Workspace
+from memhubd.query import build_evidence_pack
+from memhubd.schema import TypeRegistry
+
+SOURCES = {
+    "a.mem": 'fact a1 { claim: "deploy on tuesday" }\nfact a2 { claim: "deploy again" }',
+    "b.mem": 'fact b1 { claim: "deploy later" supersedes: a2 }',
+}
+
+
+def workspace(sources: dict[str, str] = SOURCES) -> Workspace:
+    documents = [parse_text(text, file=name) for name, text in sources.items()]
+    return Workspace.from_documents(documents, TypeRegistry.standard())
+
+
+def test_index_is_built_once_per_workspace_and_rebuilt_after_new_documents() -> None:
+    ws = workspace()
+    first = index_for(ws)
+
+    assert index_for(ws) is first
+    assert index_for(workspace()) is not first
+
+    ws.add_document(parse_text('fact c1 { claim: "deploy now" }', file="c.mem"))
+
+    assert index_for(ws) is not first
+    assert [s.declaration.name for s in build_evidence_pack(ws, "deploy").context] == [
+        "a1",
+        "b1",
+        "c1",
+    ]
+
+
+def test_one_segment_per_file_and_supersession_across_files() -> None:
+    ix = build_index(workspace())
+
+    assert [len(s) for s in ix.segments] == [2, 1]
+    assert ix.space.members(ix.bits(TERM, "deploy") & ix.pool) == [0, 8]  # a1, b1 (a2 hidden)
+
+
+def test_an_index_composed_from_reused_segments_can_be_adopted() -> None:
+    ws = workspace()
+    segments = [build_segment(ws.declarations[:2]), build_segment(ws.declarations[2:])]
+
+    assert adopt_index(ws, WorkspaceIndex(segments, ws.alias_map()))
+    assert index_for(ws).segments == tuple(segments)
+    # An index over other declaration objects is refused.
+    assert not adopt_index(ws, build_index(workspace()))
+
+
+def test_posting_bitmaps_stay_correct_when_the_cache_evicts() -> None:
+    ix = build_index(workspace())
+    ix._cache_limit = 1
+    expected = {t: ix.bits(TERM, t) for t in ("deploy", "tuesday", "again", "later")}
+
+    for term in ["tuesday", "deploy", "later", "again", "deploy"]:
+        assert ix.bits(TERM, term) == expected[term]
+    assert len(ix._cache) == 1
+
+
+ALIAS_TEXT = st.text(alphabet="ab ", max_size=4)
+
+
+@given(st.lists(ALIAS_TEXT, max_size=12), st.text(alphabet="ab c", max_size=12))
+def test_alias_lookup_by_substrings_equals_a_scan_of_all_aliases(
+    aliases: list[str], query: str
+) -> None:
+    # Given an alias map (its insertion order is the trace's order)
+    amap: dict[str, list[str]] = {}
+    for n, alias in enumerate(aliases):
+        amap.setdefault(alias, []).append(f"S{n}")
+    matcher = _AliasMatcher(amap)
+
+    # Then scanning every alias and looking up each substring of the query agree
+    expected = [(alias, symbols) for alias, symbols in amap.items() if alias in query]
+    assert matcher.scan(query) == expected
+    assert matcher.lookup(query) == expected
+    assert matcher.match(query) == expected
