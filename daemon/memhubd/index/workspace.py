@@ -285,3 +285,9 @@ def _remember(ws: Any, index: WorkspaceIndex) -> None:
         except TypeError:  # not weak-referenceable: an id() key could be reused
             return
     _CACHE[id(ws)] = ((len(ws.declarations), len(ws.files)), index)
+
+
+def is_indexed(ws: Any) -> bool:
+    """True when `index_for(ws)` would answer from the cache, without building."""
+    entry = _CACHE.get(id(ws))
+    return entry is not None and entry[0] == (len(ws.declarations), len(ws.files))

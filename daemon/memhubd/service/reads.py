@@ -36,6 +36,7 @@ from memhubd.service.access import (
     host_for,
     require_scope,
     run_engine,
+    run_indexed,
     view_for,
     visible_workspaces,
 )
@@ -240,7 +241,10 @@ async def query(
         _trace_additions(view, full, data)
         return data, pack.render_text() if as_text else ""
 
-    data, text = await run_engine(work)
+    if view.hidden:  # two packs per request: keep it off the event loop
+        data, text = await run_engine(work)
+    else:
+        data, text = await run_indexed(view.workspace, work)
     return data, text, view
 
 
@@ -285,7 +289,7 @@ async def check(
         )
         return pack.as_dict(), pack.render_text()
 
-    return await run_engine(work)
+    return await run_indexed(view.workspace, work)
 
 
 async def lint(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
