@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx2
 import pytest
-from conftest import LiveDaemon, copy_examples, start_daemon
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -21,6 +20,7 @@ import memhubd.server as server_module
 from memhub_protocol import route_by_name
 from memhubd.auth.access import HIDDEN_MARKER
 from memhubd.mcp import mount_mcp
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
 
 pytestmark = pytest.mark.anyio
 

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import LiveDaemon
 from mcp import Client, StdioServerParameters
 from test_mcp import TEAM, mcp_daemon_at
 
 from memctl.cli import build_parser
 from memctl.mcp_bridge import run_bridge
+from tests.integration.conftest import LiveDaemon
 
 pytestmark = pytest.mark.anyio
 

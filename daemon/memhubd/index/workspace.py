@@ -11,7 +11,6 @@ from __future__ import annotations
 import operator
 import threading
 import weakref
-from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from itertools import accumulate
@@ -71,7 +70,7 @@ class WorkspaceIndex:
         self._rows = {table: [getattr(s, table).rows for s in self.segments] for table in _TABLES}
         self._widths = [s.terms.width for s in self.segments]
         self._byte_bases = [base >> 3 for base in self.bases]
-        self._pieces = {table: self._key_directory(table) for table in _TABLES}
+        self._pieces = {table: self._row_maps(table) for table in _TABLES}
         self._cache: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._cache_limit = max(256, CACHE_BYTES // max(1, self.space.nbytes))
         self._lock = threading.Lock()
@@ -87,18 +86,17 @@ class WorkspaceIndex:
             out[base : base + len(values)] = values
         return out
 
-    def _key_directory(self, table: str) -> dict[str, tuple[array[int], array[int]]]:
-        """key -> (segment numbers, row numbers) of the segments with postings under it."""
-        out: dict[str, tuple[array[int], array[int]]] = {}
-        for number, segment in enumerate(self.segments):
-            for row, key in enumerate(getattr(segment, table).keys):
-                pieces = out.get(key)
-                if pieces is None:
-                    out[key] = (array("i", (number,)), array("i", (row,)))
-                else:
-                    pieces[0].append(number)
-                    pieces[1].append(row)
-        return out
+    def _row_maps(self, table: str) -> list[dict[str, int]]:
+        """Per segment: key -> row of its posting table (C-speed dict building).
+
+        Which segments hold a key is found when the key is first asked for, so
+        composing an index costs no Python work per posting key.
+        """
+        maps = []
+        for segment in self.segments:
+            keys = getattr(segment, table).keys
+            maps.append(dict(zip(keys, range(len(keys)), strict=True)))
+        return maps
 
     def _superseded(self, names: dict[str, list[int]]) -> set[int]:
         hidden: set[int] = set()
@@ -146,16 +144,18 @@ class WorkspaceIndex:
         return bits
 
     def _assemble(self, table: str, key: str) -> int:
-        pieces = self._pieces[table].get(key)
-        if pieces is None:
-            return 0
-        buffer = bytearray(self.space.nbytes)
+        buffer: bytearray | None = None
         rows, widths, starts = self._rows[table], self._widths, self._byte_bases
-        for number, row in zip(*pieces, strict=True):
+        for number, row_of in enumerate(self._pieces[table]):
+            row = row_of.get(key)
+            if row is None:
+                continue
+            if buffer is None:
+                buffer = bytearray(self.space.nbytes)
             width = widths[number]
             start = starts[number]
             buffer[start : start + width] = rows[number][row * width : (row + 1) * width]
-        return int.from_bytes(buffer, "big")
+        return 0 if buffer is None else int.from_bytes(buffer, "big")
 
     def constraint_bits(self, table: str, key: str) -> int:
         return self.bits(table, key) & self.constraints

@@ -295,7 +295,8 @@ def _index_from_segments(workspace: Workspace, files: list[SourceFile]) -> None:
     from memhubd.index.workspace import WorkspaceIndex, adopt_index
 
     segments = [f.segment for f in files if f.segment is not None]
-    adopt_index(workspace, WorkspaceIndex(segments, workspace.alias_map()))
+    with cyclic_gc_paused():  # composing allocates ~100k small lists at 100k declarations
+        adopt_index(workspace, WorkspaceIndex(segments, workspace.alias_map()))
 
 
 def unchanged(previous: Snapshot, candidate: Snapshot) -> bool:

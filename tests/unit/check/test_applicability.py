@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import Loader
+from workspace_loading import Loader
 
 from memhubd.check import applicable_boundaries, applicable_constraints
 from memhubd.check.applicability import COMPLIANCE_STOPWORDS

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Loader
+from workspace_loading import Loader
 
 from memhubd.check import (
     MODES,

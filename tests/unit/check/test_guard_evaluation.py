@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import Loader
+from workspace_loading import Loader
 
 from memhubd.check import check_compliance
 from memhubd.schema import TypeDescriptor, TypeRegistry

@@ -6,9 +6,9 @@ import re
 import time
 import warnings
 
-from conftest import Loader
 from hypothesis import given
 from hypothesis import strategies as st
+from workspace_loading import Loader
 
 from memhubd.check import check_compliance, patterns
 

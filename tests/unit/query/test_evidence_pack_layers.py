@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import Loader
+from workspace_loading import Loader
 
 from memhubd.query import build_evidence_pack
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import Loader
+from workspace_loading import Loader
 
 from memhubd.query import build_evidence_pack
 
