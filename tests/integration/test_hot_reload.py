@@ -132,3 +132,22 @@ def test_readers_during_a_reload_storm_see_whole_generations(tmp_path: Path) -> 
         for reader in readers:
             reader.join()
         assert failures == []
+
+
+def test_a_broken_schema_keeps_the_last_good_types_until_it_is_fixed(live_daemon) -> None:
+    root = Path(live_daemon.workspaces["team-coding"])
+    schema = root / "teamcode.memschema.json"
+    good = schema.read_text(encoding="utf-8")
+    with live_daemon.unix() as client:
+        served = ids_of(client, "team-coding")
+        types_before = client.get("/v1/workspaces/team-coding/types").json()["types"]
+        schema.write_text(good.replace("{", "{{", 1), encoding="utf-8")
+        degraded = wait_for(
+            lambda: (s := summary(client, "team-coding"))["health"] == "degraded" and s
+        )
+        assert degraded["problems"][0]["kind"] == "schema_error"
+        assert ids_of(client, "team-coding") == served
+        assert client.get("/v1/workspaces/team-coding/types").json()["types"] == types_before
+        schema.write_text(good, encoding="utf-8")
+        wait_for(lambda: summary(client, "team-coding")["health"] == "healthy")
+        assert ids_of(client, "team-coding") == served
