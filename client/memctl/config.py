@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memctl.transport import socket_url
+from memhub_protocol import paths
 
 ENV_URL = "MEMHUB_URL"
 ENV_TOKEN = "MEMHUB_TOKEN"
 ENV_WORKSPACE = "MEMHUB_WORKSPACE"
-ENV_STATE_DIR = "MEMHUB_STATE_DIR"  # the daemon's; only used to find its default socket
-SOCKET_NAME = "memhubd.sock"
 CONFIG_KEYS = ("url", "token", "workspace")
 
 
@@ -55,15 +54,9 @@ def default_socket_path(env: Mapping[str, str]) -> str:
     """The daemon's default socket: `$XDG_RUNTIME_DIR/memhub/memhubd.sock`, else
     `memhubd.sock` in its state dir (`$MEMHUB_STATE_DIR`, else ~/.local/share/memhub).
 
-    memhubd computes the same path from the same variables; the two must stay in step.
+    The rule lives in memhub_protocol, which memhubd uses too.
     """
-    runtime = env.get("XDG_RUNTIME_DIR", "").strip()
-    if runtime:
-        return os.path.join(os.path.abspath(runtime), "memhub", SOCKET_NAME)
-    state = env.get(ENV_STATE_DIR, "").strip()
-    if state:
-        return os.path.join(os.path.abspath(os.path.expanduser(state)), SOCKET_NAME)
-    return str(home_dir(env) / ".local" / "share" / "memhub" / SOCKET_NAME)
+    return paths.default_socket_path(paths.default_state_dir(env), env)
 
 
 def load_config_file(path: Path) -> dict[str, str]:

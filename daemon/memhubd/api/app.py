@@ -21,7 +21,6 @@ from starlette.routing import Route
 
 from memhub_protocol import (
     ROUTES,
-    TOKENS_SCHEMA,
     CheckRequest,
     ErrorCode,
     ProtocolError,
@@ -57,7 +56,7 @@ class ApiContext:
     lifespan: Any = None
 
 
-def _error(error: ProtocolError, request_id: str = "") -> JSONResponse:
+def _error(error: ProtocolError) -> JSONResponse:
     return JSONResponse(error.envelope(), status_code=error.code.http_status)
 
 
@@ -245,10 +244,7 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
     async def tokens(request: Request, identity: Identity) -> Response:
         return _result(
             context,
-            {
-                "schema_version": TOKENS_SCHEMA,
-                "tokens": [t.as_dict() for t in context.tokens.list()],
-            },
+            await service.list_tokens(context.tokens, identity),
         )
 
     async def token_create(request: Request, identity: Identity) -> Response:

@@ -14,18 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memhub_protocol import paths
+from memhub_protocol.paths import STATE_DIR_ENV
 from memhubd.auth.tokens import TokenError, TokenRecord, TokenStore, utc_now
-
-STATE_DIR_ENV = "MEMHUB_STATE_DIR"
 
 Handler = Callable[[argparse.Namespace], int]
 
 
 def default_state_dir() -> Path:
     """$MEMHUB_STATE_DIR, else ~/.local/share/memhub (the daemon's own default)."""
-    from memhubd.runtime.config import default_state_dir as configured_default
-
-    return Path(configured_default())
+    return Path(paths.default_state_dir())
 
 
 def add_token_commands(subparsers: argparse._SubParsersAction) -> None:

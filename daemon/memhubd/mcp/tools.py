@@ -8,11 +8,9 @@ tool errors; memdsl's `ok:false` answers (empty query, unknown id) stay payloads
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -150,7 +148,7 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
             pack, rendered, view = await service.query(hub, identity, name, request, as_text=True)
             vocabulary = None
             if not payloads.is_match(pack):
-                vocabulary = await _vocabulary(view.workspace)
+                vocabulary = await service.vocabulary(view)
             return payloads.query_payload(pack, rendered, name, vocabulary)
 
         return reply(await run_tool(hub, payloads.MCP_QUERY, READ_SEARCH, workspace, work))
@@ -206,21 +204,6 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
             return payloads.explain_payload(data, name)
 
         return reply(await run_tool(hub, payloads.MCP_EXPLAIN, READ_SEARCH, workspace, work))
-
-
-# A workspace (a snapshot's caller view) never changes, and computing its vocabulary
-# takes milliseconds on a large one: keep it for as long as the view lives.
-_VOCABULARY: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
-
-
-async def _vocabulary(workspace: Any) -> dict[str, Any]:
-    from memhubd.query import workspace_vocabulary
-
-    cached = _VOCABULARY.get(workspace)
-    if cached is None:
-        cached = await anyio.to_thread.run_sync(workspace_vocabulary, workspace)
-        _VOCABULARY[workspace] = cached
-    return cached
 
 
 def _register_proposals(server: MCPServer, hub: Hub) -> None:

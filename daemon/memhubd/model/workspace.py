@@ -53,7 +53,7 @@ class Workspace:
         workspace = cls(registry=registry)
         with cyclic_gc_paused():
             for path in path_list:
-                for file in _source_files(path):
+                for file in source_files(path):
                     workspace.add_document(parse_file(file))
         return workspace
 
@@ -222,7 +222,7 @@ def cyclic_gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _source_files(path: str) -> Iterable[str]:
+def source_files(path: str) -> Iterable[str]:
     """The files to parse for one load path: itself, or its `*.mem` files top-down."""
     if not os.path.isdir(path):
         yield path

@@ -18,11 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from memhub_protocol import paths
+
 CONFIG_ENV = "MEMHUB_CONFIG"
-STATE_DIR_ENV = "MEMHUB_STATE_DIR"
-RUNTIME_DIR_ENV = "XDG_RUNTIME_DIR"
-DEFAULT_STATE_DIR = "~/.local/share/memhub"
-SOCKET_NAME = "memhubd.sock"
+STATE_DIR_ENV = paths.STATE_DIR_ENV
 FLAGS_SOURCE = "command line"
 LOG_FORMATS = ("auto", "json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -315,16 +314,12 @@ def read_config_file(path: str) -> dict[str, Any]:
 
 
 def default_state_dir() -> str:
-    configured = os.environ.get(STATE_DIR_ENV, "").strip()
-    return os.path.abspath(os.path.expanduser(configured or DEFAULT_STATE_DIR))
+    return paths.default_state_dir()
 
 
 def default_socket_path(state_dir: str) -> str:
     """`$XDG_RUNTIME_DIR/memhub/memhubd.sock`, else the socket sits in the state dir."""
-    runtime_dir = os.environ.get(RUNTIME_DIR_ENV, "").strip()
-    if runtime_dir:
-        return os.path.join(os.path.abspath(runtime_dir), "memhub", SOCKET_NAME)
-    return os.path.join(state_dir, SOCKET_NAME)
+    return paths.default_socket_path(state_dir)
 
 
 def load_config(

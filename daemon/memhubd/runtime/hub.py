@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -197,8 +198,6 @@ class Hub:
 
         async def on_change(_changed: Any) -> None:
             await host.reload()
-
-        from pathlib import Path
 
         await watch_workspace(
             Path(host.root),

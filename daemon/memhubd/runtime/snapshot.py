@@ -21,7 +21,7 @@ from typing import Any
 
 from memhubd.lang import Document, ParseError, parse_text
 from memhubd.model import Declaration, Workspace
-from memhubd.model.workspace import cyclic_gc_paused
+from memhubd.model.workspace import cyclic_gc_paused, source_files
 from memhubd.schema import SchemaError, TypeRegistry, registry_for_paths
 
 MANIFEST = "memdsl.json"
@@ -151,16 +151,6 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def mem_files(root: str) -> list[str]:
-    """The `.mem` files of a workspace in memdsl's load order (sorted names, top-down walk)."""
-    found: list[str] = []
-    for directory, _dirs, names in os.walk(root):
-        found.extend(
-            os.path.join(directory, name) for name in sorted(names) if name.endswith(".mem")
-        )
-    return found
-
-
 def _registry_fingerprint(root: str) -> tuple[tuple[str, str | None], ...]:
     manifest = os.path.join(root, MANIFEST)
     data = _read(manifest)
@@ -259,7 +249,7 @@ def build_snapshot(name: str, root: str, previous: Snapshot | None) -> Snapshot:
         # decision to forget everything: keep serving what was there.
         root_problem = SourceProblem("read_error", root, 0, 0, "workspace directory is missing")
         files = list(previous.files) if previous is not None else []
-    for path in mem_files(root) if root_problem is None else []:
+    for path in source_files(root) if root_problem is None else []:
         before = known.get(path)
         loaded = _load_file(path, before)
         if loaded is None:

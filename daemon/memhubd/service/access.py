@@ -88,10 +88,16 @@ def _build_view(snapshot: Snapshot, identity: Identity) -> View:
     ws = snapshot.workspace
     if identity.sees_everything:
         return View(snapshot, ws, frozenset())
-    kept = [d for d in ws.declarations if is_visible(d, identity)]
-    if len(kept) == len(ws.declarations):
+    kept: list[Any] = []
+    hidden_ids: set[str] = set()
+    for d in ws.declarations:
+        if is_visible(d, identity):
+            kept.append(d)
+        else:
+            hidden_ids.add(d.id)
+    if not hidden_ids:
         return View(snapshot, ws, frozenset())
-    hidden = frozenset(d.id for d in ws.declarations if not is_visible(d, identity))
+    hidden = frozenset(hidden_ids)
     view = Workspace(declarations=kept, files=list(ws.files), registry=ws.registry)
     return View(snapshot, view, hidden)
 

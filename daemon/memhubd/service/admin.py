@@ -8,9 +8,11 @@ from typing import Any
 import anyio
 
 from memhub_protocol import (
+    TOKENS_SCHEMA,
     ErrorCode,
     ProtocolError,
 )
+from memhub_protocol.scopes import ADMIN
 from memhubd.auth.identity import Identity
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import (
@@ -23,8 +25,6 @@ from memhubd.service.reads import workspace_summary
 
 
 async def add_workspace(hub: Hub, identity: Identity, request: Any) -> dict[str, Any]:
-    from memhub_protocol.scopes import ADMIN
-
     require_scope(identity, ADMIN)
     if hub.get(request.name) is not None:
         raise ProtocolError(
@@ -48,8 +48,6 @@ async def add_workspace(hub: Hub, identity: Identity, request: Any) -> dict[str,
 
 
 async def remove_workspace(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
-    from memhub_protocol.scopes import ADMIN
-
     require_scope(identity, ADMIN)
     host_for(hub, identity, name)
     await hub.remove(name)
@@ -57,16 +55,19 @@ async def remove_workspace(hub: Hub, identity: Identity, name: str) -> dict[str,
 
 
 async def reload_workspace(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
-    from memhub_protocol.scopes import ADMIN
-
     require_scope(identity, ADMIN)
     host = host_for(hub, identity, name)
     await host.reload()
     return workspace_summary(host)
 
 
+async def list_tokens(tokens: Any, identity: Identity) -> dict[str, Any]:
+    require_scope(identity, ADMIN)
+    records = await anyio.to_thread.run_sync(tokens.list)
+    return {"schema_version": TOKENS_SCHEMA, "tokens": [t.as_dict() for t in records]}
+
+
 async def create_token(tokens: Any, identity: Identity, request: Any) -> dict[str, Any]:
-    from memhub_protocol.scopes import ADMIN
     from memhubd.auth.tokens import TokenError
 
     require_scope(identity, ADMIN)
@@ -86,8 +87,6 @@ async def create_token(tokens: Any, identity: Identity, request: Any) -> dict[st
 
 
 async def revoke_token(tokens: Any, identity: Identity, name: str) -> dict[str, Any]:
-    from memhub_protocol.scopes import ADMIN
-
     require_scope(identity, ADMIN)
     revoked = await anyio.to_thread.run_sync(tokens.revoke, name)
     if not revoked:

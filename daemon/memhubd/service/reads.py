@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from typing import Any
 
 from memhub_protocol import (
@@ -246,6 +247,22 @@ async def query(
     else:
         data, text = await run_indexed(view.workspace, work)
     return data, text, view
+
+
+# A caller's view of a snapshot never changes, and computing its vocabulary takes
+# milliseconds on a large workspace: keep it for as long as the view's workspace lives.
+_VOCABULARY: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+async def vocabulary(view: View) -> dict[str, Any]:
+    """The workspace's own words (subjects, aliases, scopes, types) as this caller sees them."""
+    from memhubd.query import workspace_vocabulary
+
+    cached = _VOCABULARY.get(view.workspace)
+    if cached is None:
+        cached = await run_engine(workspace_vocabulary, view.workspace)
+        _VOCABULARY[view.workspace] = cached
+    return cached
 
 
 async def explain(hub: Hub, identity: Identity, name: str, decl_id: str) -> dict[str, Any]:
