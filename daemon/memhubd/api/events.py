@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 from starlette.requests import Request
@@ -16,13 +17,15 @@ from starlette.responses import StreamingResponse
 from memhubd.auth.identity import Identity
 from memhubd.runtime.events import Event
 from memhubd.runtime.hub import Hub
+from memhubd.service.access import event_for
 
 KEEPALIVE_SECONDS = 15.0
 
 
-def format_event(event: Event) -> str:
-    data = json.dumps({"event": event.name, "at": event.at, **event.data}, ensure_ascii=False)
-    return f"id: {event.id}\nevent: {event.name}\ndata: {data}\n\n"
+def format_event(event: Event, data: dict[str, Any]) -> str:
+    """One SSE frame of `event`, carrying `data` (what this subscriber may see of it)."""
+    text = json.dumps({"event": event.name, "at": event.at, **data}, ensure_ascii=False)
+    return f"id: {event.id}\nevent: {event.name}\ndata: {text}\n\n"
 
 
 async def events_endpoint(request: Request, identity: Identity, hub: Hub) -> StreamingResponse:
@@ -35,10 +38,10 @@ async def events_endpoint(request: Request, identity: Identity, hub: Hub) -> Str
                 if timer.cancelled_caught:
                     yield ": keepalive\n\n"
                     continue
-                workspace = event.data.get("workspace")
-                if workspace is not None and not identity.can_use(str(workspace)):
+                data = event_for(identity, event.name, event.data)
+                if data is None:
                     continue
-                yield format_event(event)
+                yield format_event(event, data)
 
     return StreamingResponse(
         stream(),

@@ -114,6 +114,17 @@ def view_for(hub: Hub, identity: Identity, name: str, scope: str) -> View:
     return view
 
 
+def event_for(identity: Identity, name: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    """What one subscriber may see of a change event: None to skip it, else its data.
+
+    Events of workspaces the caller has no grant for are never delivered.
+    """
+    workspace = data.get("workspace")
+    if workspace is not None and not identity.can_use(str(workspace)):
+        return None
+    return data
+
+
 def check_length(hub: Hub, field: str, text: str) -> None:
     limit = hub.limits.max_query_chars
     if len(text) > limit:

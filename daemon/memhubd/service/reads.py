@@ -306,7 +306,9 @@ async def check(
         )
         return pack.as_dict(), pack.render_text()
 
-    return await run_indexed(view.workspace, work)
+    # Guards are user-written regexes: even when bounded in time, matching must never
+    # hold up the event loop, so a check always runs in a worker thread.
+    return await run_engine(work)
 
 
 async def lint(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
