@@ -1,0 +1,57 @@
+"""Drawer storage: the `DrawerStore` interface and its SQLite implementation.
+
+Nothing outside this package writes SQL; callers pass filters, terms and vectors.
+"""
+
+from __future__ import annotations
+
+import os
+
+from memhubd.recall.store.base import (
+    MAX_IMPORTANCE,
+    SOURCE_KINDS,
+    AuditEntry,
+    Drawer,
+    DrawerFilter,
+    DrawerStore,
+    EmbedderRecord,
+    Existing,
+    NewDrawer,
+    RankedRow,
+    SchemaTooNew,
+    StoreError,
+    StoreStatus,
+    TaxonomyEntry,
+    VectorsUnavailable,
+    WriteOutcome,
+)
+from memhubd.recall.store.schema import CURRENT_VERSION
+
+
+def open_store(path: str | os.PathLike[str]) -> DrawerStore:
+    """Open (creating or migrating) the SQLite store at `path`."""
+    from memhubd.recall.store.sqlite import SQLiteStore
+
+    return SQLiteStore(path)
+
+
+__all__ = [
+    "CURRENT_VERSION",
+    "MAX_IMPORTANCE",
+    "SOURCE_KINDS",
+    "AuditEntry",
+    "Drawer",
+    "DrawerFilter",
+    "DrawerStore",
+    "EmbedderRecord",
+    "Existing",
+    "NewDrawer",
+    "RankedRow",
+    "SchemaTooNew",
+    "StoreError",
+    "StoreStatus",
+    "TaxonomyEntry",
+    "VectorsUnavailable",
+    "WriteOutcome",
+    "open_store",
+]

@@ -1,0 +1,292 @@
+"""The drawer store's interface and the values that cross it.
+
+Everything above `recall/store` talks to a `DrawerStore`; only implementations of it
+speak SQL, so that a PostgreSQL store can be added beside the SQLite one.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+SOURCE_KINDS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text", "manual")
+MAX_IMPORTANCE = 5
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or used as asked; the message says why and what to do."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer memhub than this one."""
+
+
+class VectorsUnavailable(StoreError):
+    """Vectors exist but were written by another embedder (or dimension) than the caller's."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewDrawer:
+    """A drawer about to be written. `content` is stored exactly as given."""
+
+    id: str
+    room: str
+    content: str
+    source_file: str
+    source_kind: str
+    chunk_index: int
+    content_hash: str
+    identity: str
+    importance: int = 0
+    locator: str = ""  # where in the source: "line 12", "message 3f2a…", "chars 800-1600"
+    speaker: str | None = None
+    said_at: int | None = None  # when it was said (epoch seconds), if the source knows
+    readers: tuple[str, ...] | None = None  # roles that may see it; None: everyone
+
+
+@dataclass(frozen=True, slots=True)
+class Drawer:
+    """A stored drawer."""
+
+    rowid: int
+    id: str
+    room: str
+    content: str
+    source_file: str
+    source_kind: str
+    chunk_index: int
+    importance: int
+    content_hash: str
+    locator: str
+    speaker: str | None
+    said_at: int | None
+    created_at: int
+    updated_at: int
+    deleted_at: int | None
+    identity: str
+    readers: tuple[str, ...] | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "drawer_id": self.id,
+            "room": self.room,
+            "content": self.content,
+            "source_file": self.source_file,
+            "source_kind": self.source_kind,
+            "chunk_index": self.chunk_index,
+            "locator": self.locator,
+            "importance": self.importance,
+            "speaker": self.speaker,
+            "said_at": self.said_at,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "deleted_at": self.deleted_at,
+            "identity": self.identity,
+            "readers": list(self.readers) if self.readers is not None else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DrawerFilter:
+    """Which live drawers an operation may touch. `roles=None` sees every drawer;
+    otherwise a drawer with `readers` is seen only by a caller holding one of them."""
+
+    rooms: tuple[str, ...] | None = None
+    source_kinds: tuple[str, ...] | None = None
+    since: int | None = None  # on said_at, else created_at (epoch seconds, inclusive)
+    until: int | None = None  # exclusive
+    identities: tuple[str, ...] | None = None
+    roles: frozenset[str] | None = None
+
+    @property
+    def narrows(self) -> bool:
+        """True when anything but role visibility restricts the drawers."""
+        return any(
+            value is not None
+            for value in (self.rooms, self.source_kinds, self.since, self.until, self.identities)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TaxonomyEntry:
+    room: str
+    keywords: tuple[str, ...]
+    display_name: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "room": self.room,
+            "display_name": self.display_name,
+            "keywords": list(self.keywords),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One write, from any door: who, through which door, what, and its details."""
+
+    identity: str
+    door: str
+    action: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    at: int = 0  # filled in by the store when 0
+    seq: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "at": self.at,
+            "identity": self.identity,
+            "door": self.door,
+            "action": self.action,
+            "detail": dict(self.detail),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Existing:
+    """What the store already holds under one id."""
+
+    rowid: int
+    id: str
+    content_hash: str
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOutcome:
+    inserted: tuple[str, ...]  # drawer ids
+    replaced: tuple[str, ...]  # ids soft-deleted because their chunk changed
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderRecord:
+    name: str
+    dimension: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStatus:
+    schema_version: int
+    drawer_count: int
+    deleted_count: int
+    vector_count: int
+    rooms: tuple[tuple[str, int], ...]
+    taxonomy_count: int
+    embedder: EmbedderRecord | None
+    db_size_bytes: int
+    wal_size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class RankedRow:
+    """One candidate from one retriever: its rank is its position in the returned list."""
+
+    rowid: int
+    score: float
+
+
+class DrawerStore(abc.ABC):
+    """One workspace's drawers, their full-text index, vectors, taxonomy and audit trail.
+
+    Writes are serialized (one writer at a time per database, across threads and
+    processes) and each call is one transaction; reads never wait for a writer.
+    """
+
+    schema_version: int
+
+    # -- reads ------------------------------------------------------------------------
+    @abc.abstractmethod
+    def find(self, ids: Sequence[str]) -> dict[str, Existing]: ...
+
+    @abc.abstractmethod
+    def chunks_of_source(self, source_file: str) -> dict[int, Existing]:
+        """Live drawers of one source by chunk index."""
+
+    @abc.abstractmethod
+    def get(self, rowids: Sequence[int]) -> dict[int, Drawer]: ...
+
+    @abc.abstractmethod
+    def get_by_id(self, drawer_id: str, *, include_deleted: bool = False) -> Drawer | None: ...
+
+    @abc.abstractmethod
+    def lexical(self, terms: Sequence[str], where: DrawerFilter, limit: int) -> list[RankedRow]:
+        """BM25 over the OR of `terms`, each matched as a quoted phrase; best first."""
+
+    @abc.abstractmethod
+    def nearest(
+        self, vector: np.ndarray, embedder: EmbedderRecord, where: DrawerFilter, limit: int
+    ) -> list[RankedRow]:
+        """Exact cosine ranking of live drawers against a unit `vector`; best first.
+        Raises VectorsUnavailable when the stored vectors came from another embedder."""
+
+    @abc.abstractmethod
+    def most_similar(
+        self, vectors: np.ndarray, embedder: EmbedderRecord
+    ) -> list[tuple[int, float] | None]:
+        """For each row of `vectors`, the live drawer most similar to it (rowid, cosine)."""
+
+    @abc.abstractmethod
+    def top(self, where: DrawerFilter, limit: int) -> list[Drawer]:
+        """Live drawers by importance, then recency."""
+
+    @abc.abstractmethod
+    def rooms(self, where: DrawerFilter) -> dict[str, int]: ...
+
+    @abc.abstractmethod
+    def taxonomy(self) -> list[TaxonomyEntry]: ...
+
+    @abc.abstractmethod
+    def embedder(self) -> EmbedderRecord | None: ...
+
+    @abc.abstractmethod
+    def status(self) -> StoreStatus: ...
+
+    @abc.abstractmethod
+    def audit(self, limit: int = 100) -> list[AuditEntry]: ...
+
+    @abc.abstractmethod
+    def iter_live(self, batch: int) -> Iterator[list[Drawer]]:
+        """Every live drawer, in rowid order, `batch` at a time."""
+
+    # -- writes -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def write(
+        self,
+        drawers: Sequence[NewDrawer],
+        vectors: np.ndarray | None,
+        embedder: EmbedderRecord | None,
+        audit: AuditEntry,
+        *,
+        replace: Sequence[int] = (),
+    ) -> WriteOutcome:
+        """Insert drawers (and their vectors, row for row) and soft-delete `replace`,
+        all in one transaction together with the audit entry."""
+
+    @abc.abstractmethod
+    def soft_delete(self, drawer_id: str, audit: AuditEntry) -> Drawer | None: ...
+
+    @abc.abstractmethod
+    def purge(self, before: int | None, audit: AuditEntry) -> int: ...
+
+    @abc.abstractmethod
+    def set_taxonomy(self, entry: TaxonomyEntry, audit: AuditEntry) -> None: ...
+
+    @abc.abstractmethod
+    def remove_taxonomy(self, room: str, audit: AuditEntry) -> bool: ...
+
+    @abc.abstractmethod
+    def stage_vectors(self, rowids: Sequence[int], vectors: np.ndarray, *, first: bool) -> None:
+        """Write re-embedded vectors aside (`first` clears what an earlier run left)."""
+
+    @abc.abstractmethod
+    def commit_vectors(self, embedder: EmbedderRecord, audit: AuditEntry) -> int:
+        """Swap the staged vectors in for every stored one, in one transaction (reindex).
+        Returns how many vectors are now stored."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...

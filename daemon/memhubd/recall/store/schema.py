@@ -1,0 +1,77 @@
+"""The SQLite schema of a recall store and its forward migrations.
+
+Each migration is a list of statements run in one transaction at open; the version
+lives in `PRAGMA user_version`. A database newer than `CURRENT_VERSION` is refused.
+It must not hold any query used by the store at run time.
+"""
+
+from __future__ import annotations
+
+# The FTS table is an external-content table over `drawers` (no second copy of the
+# text), kept in the writer's transaction by triggers: a drawer leaves the index
+# when it is soft-deleted (or deleted while live), never otherwise. Drawers are
+# immutable apart from `deleted_at`/`updated_at`, so no content-update trigger.
+_V1 = [
+    """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    """CREATE TABLE drawers (
+        rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        room TEXT NOT NULL,
+        content TEXT NOT NULL,
+        source_file TEXT NOT NULL,
+        source_kind TEXT NOT NULL,
+        chunk_index INTEGER NOT NULL,
+        importance INTEGER NOT NULL DEFAULT 0 CHECK (importance BETWEEN 0 AND 5),
+        content_hash TEXT NOT NULL,
+        locator TEXT NOT NULL DEFAULT '',
+        speaker TEXT,
+        said_at INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        deleted_at INTEGER,
+        identity TEXT NOT NULL,
+        readers TEXT
+    )""",
+    """CREATE INDEX drawers_source ON drawers (source_file, chunk_index)
+        WHERE deleted_at IS NULL""",
+    """CREATE INDEX drawers_room ON drawers (room) WHERE deleted_at IS NULL""",
+    """CREATE INDEX drawers_deleted ON drawers (deleted_at) WHERE deleted_at IS NOT NULL""",
+    """CREATE INDEX drawers_top ON drawers (importance DESC, created_at DESC, id DESC)
+        WHERE deleted_at IS NULL""",
+    """CREATE VIRTUAL TABLE drawers_fts USING fts5(
+        content, speaker, content='drawers', content_rowid='rowid',
+        tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+    """CREATE TRIGGER drawers_fts_insert AFTER INSERT ON drawers
+        WHEN new.deleted_at IS NULL BEGIN
+        INSERT INTO drawers_fts (rowid, content, speaker)
+            VALUES (new.rowid, new.content, coalesce(new.speaker, ''));
+    END""",
+    """CREATE TRIGGER drawers_fts_soft_delete AFTER UPDATE OF deleted_at ON drawers
+        WHEN old.deleted_at IS NULL AND new.deleted_at IS NOT NULL BEGIN
+        INSERT INTO drawers_fts (drawers_fts, rowid, content, speaker)
+            VALUES ('delete', old.rowid, old.content, coalesce(old.speaker, ''));
+    END""",
+    """CREATE TRIGGER drawers_fts_delete AFTER DELETE ON drawers
+        WHEN old.deleted_at IS NULL BEGIN
+        INSERT INTO drawers_fts (drawers_fts, rowid, content, speaker)
+            VALUES ('delete', old.rowid, old.content, coalesce(old.speaker, ''));
+    END""",
+    # float32 little-endian, L2-normalised, one row per drawer that has a vector.
+    """CREATE TABLE vectors (rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL)""",
+    """CREATE TABLE vectors_next (rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL)""",
+    """CREATE TABLE taxonomy (
+        room TEXT PRIMARY KEY, display_name TEXT, keywords TEXT NOT NULL
+    )""",
+    """CREATE TABLE audit (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        identity TEXT NOT NULL,
+        door TEXT NOT NULL,
+        action TEXT NOT NULL,
+        detail TEXT NOT NULL
+    )""",
+]
+
+MIGRATIONS: tuple[list[str], ...] = (_V1,)
+CURRENT_VERSION = len(MIGRATIONS)

@@ -1,0 +1,729 @@
+"""The SQLite drawer store: one WAL database per workspace.
+
+One writer connection behind a lock (SQLite's own lock and busy timeout serialise
+writers of other processes); readers use a small pool of their own connections and
+never wait for a writer. Vectors are float32 blobs, searched exactly with numpy over
+an in-memory copy that follows other connections' commits via `PRAGMA data_version`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memhubd.recall.store import schema
+from memhubd.recall.store.base import (
+    AuditEntry,
+    Drawer,
+    DrawerFilter,
+    DrawerStore,
+    EmbedderRecord,
+    Existing,
+    NewDrawer,
+    RankedRow,
+    SchemaTooNew,
+    StoreError,
+    StoreStatus,
+    TaxonomyEntry,
+    VectorsUnavailable,
+    WriteOutcome,
+)
+
+BUSY_TIMEOUT_MS = 30_000
+READERS = 4
+_COLUMNS = (
+    "rowid, id, room, content, source_file, source_kind, chunk_index, importance, "
+    "content_hash, locator, speaker, said_at, created_at, updated_at, deleted_at, "
+    "identity, readers"
+)
+_EMBEDDER_NAME = "embedder_name"
+_EMBEDDER_DIMENSION = "embedder_dimension"
+_VECTOR_EPOCH = "vector_epoch"  # bumped when vectors vanish other than by soft delete
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(
+        path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+    )
+    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    # WAL + NORMAL: a killed process loses nothing committed (the WAL is in the OS
+    # cache); only a power cut may lose the last transactions, never consistency.
+    connection.execute("PRAGMA synchronous = NORMAL")
+    return connection
+
+
+def _drawer(row: Sequence[Any]) -> Drawer:
+    readers = json.loads(row[16]) if row[16] is not None else None
+    return Drawer(
+        rowid=row[0],
+        id=row[1],
+        room=row[2],
+        content=row[3],
+        source_file=row[4],
+        source_kind=row[5],
+        chunk_index=row[6],
+        importance=row[7],
+        content_hash=row[8],
+        locator=row[9],
+        speaker=row[10],
+        said_at=row[11],
+        created_at=row[12],
+        updated_at=row[13],
+        deleted_at=row[14],
+        identity=row[15],
+        readers=tuple(readers) if readers is not None else None,
+    )
+
+
+def fts_query(terms: Sequence[str]) -> str:
+    """The MATCH expression for `terms`: each a quoted string (inner quotes doubled),
+    joined by OR, so no user text is ever read as FTS5 syntax."""
+    quoted = ['"' + term.replace('"', '""') + '"' for term in terms if term.strip()]
+    return " OR ".join(quoted)
+
+
+def _where(where: DrawerFilter, alias: str = "d") -> tuple[str, list[Any]]:
+    """SQL conditions (ANDed, always including liveness) and their parameters."""
+    clauses = [f"{alias}.deleted_at IS NULL"]
+    params: list[Any] = []
+
+    def one_of(column: str, values: Sequence[Any]) -> None:
+        clauses.append(f"{alias}.{column} IN ({','.join('?' * len(values))})")
+        params.extend(values)
+
+    if where.rooms is not None:
+        one_of("room", where.rooms)
+    if where.source_kinds is not None:
+        one_of("source_kind", where.source_kinds)
+    if where.identities is not None:
+        one_of("identity", where.identities)
+    if where.since is not None:
+        clauses.append(f"coalesce({alias}.said_at, {alias}.created_at) >= ?")
+        params.append(where.since)
+    if where.until is not None:
+        clauses.append(f"coalesce({alias}.said_at, {alias}.created_at) < ?")
+        params.append(where.until)
+    if where.roles is not None:
+        roles = sorted(where.roles)
+        if roles:
+            marks = ",".join("?" * len(roles))
+            clauses.append(
+                f"({alias}.readers IS NULL OR EXISTS "
+                f"(SELECT 1 FROM json_each({alias}.readers) WHERE value IN ({marks})))"
+            )
+            params.extend(roles)
+        else:
+            clauses.append(f"{alias}.readers IS NULL")
+    return " AND ".join(clauses), params
+
+
+class _Readers:
+    """A bounded pool of read connections (WAL readers never wait for the writer)."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        self._path = path
+        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._slots = threading.BoundedSemaphore(size)
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        self._slots.acquire()
+        try:
+            try:
+                connection = self._idle.get_nowait()
+            except queue.Empty:
+                connection = _connect(self._path)
+                connection.execute("PRAGMA query_only = ON")
+                with self._lock:
+                    self._all.append(connection)
+            try:
+                yield connection
+            finally:
+                self._idle.put(connection)
+        finally:
+            self._slots.release()
+
+    def close(self) -> None:
+        with self._lock:
+            for connection in self._all:
+                connection.close()
+            self._all.clear()
+
+
+class _VectorCache:
+    """Live drawers' vectors and the columns filters need, as numpy arrays.
+
+    Refreshed lazily: new rows are appended, soft-deleted rows masked, and a full
+    reload happens only when the vector epoch moved (purge, reindex).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._connection = _connect(path)
+        self._connection.execute("PRAGMA query_only = ON")
+        self.lock = threading.Lock()
+        self._data_version: int | None = None
+        self._epoch: str | None = None
+        self._max_rowid = 0
+        self._checked_at = 0
+        self.dimension = 0
+        self._reset(0)
+
+    def _reset(self, dimension: int) -> None:
+        self.dimension = dimension
+        self.rowids = np.zeros(0, dtype=np.int64)
+        self.matrix = np.zeros((0, dimension), dtype=np.float32)
+        self.rooms: list[str] = []
+        self.kinds: list[str] = []
+        self.identities: list[str] = []
+        self.when = np.zeros(0, dtype=np.int64)
+        self.readers: list[tuple[str, ...] | None] = []
+        self.alive = np.zeros(0, dtype=bool)
+        self._max_rowid = 0
+
+    def refresh(self, dimension: int) -> None:
+        """Bring the arrays up to date with every committed write (call under `lock`)."""
+        connection = self._connection
+        version = connection.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version and dimension == self.dimension:
+            return
+        started = _now()
+        row = connection.execute(
+            "SELECT value FROM meta WHERE key = ?", (_VECTOR_EPOCH,)
+        ).fetchone()
+        epoch = row[0] if row else "0"
+        if epoch != self._epoch or dimension != self.dimension:
+            self._reset(dimension)
+            self._epoch = epoch
+        else:
+            self._mask_deleted()
+        self._append_new()
+        self._data_version = version
+        self._checked_at = started
+
+    def _mask_deleted(self) -> None:
+        # Two seconds of slack: a delete committed in the same second as the last
+        # refresh must not be missed (timestamps are whole seconds).
+        rows = self._connection.execute(
+            "SELECT rowid FROM drawers WHERE deleted_at IS NOT NULL AND deleted_at >= ?",
+            (self._checked_at - 2,),
+        ).fetchall()
+        if rows and len(self.rowids):
+            gone = np.fromiter((r[0] for r in rows), dtype=np.int64)
+            self.alive &= ~np.isin(self.rowids, gone)
+
+    def _append_new(self) -> None:
+        cursor = self._connection.execute(
+            "SELECT d.rowid, v.vector, d.room, d.source_kind, d.identity, "
+            "coalesce(d.said_at, d.created_at), d.readers "
+            "FROM drawers d JOIN vectors v ON v.rowid = d.rowid "
+            "WHERE d.rowid > ? AND d.deleted_at IS NULL ORDER BY d.rowid",
+            (self._max_rowid,),
+        )
+        rowids: list[int] = []
+        blobs: list[bytes] = []
+        when: list[int] = []
+        for rowid, blob, room, kind, identity, at, readers in cursor:
+            if len(blob) != self.dimension * 4:
+                continue  # a vector of another width cannot be compared; reindex fixes it
+            rowids.append(rowid)
+            blobs.append(blob)
+            self.rooms.append(room)
+            self.kinds.append(kind)
+            self.identities.append(identity)
+            when.append(at)
+            self.readers.append(tuple(json.loads(readers)) if readers is not None else None)
+        if not rowids:
+            return
+        fresh = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rowids), self.dimension)
+        self.rowids = np.concatenate([self.rowids, np.asarray(rowids, dtype=np.int64)])
+        self.matrix = np.concatenate([self.matrix, fresh.astype(np.float32, copy=False)])
+        self.when = np.concatenate([self.when, np.asarray(when, dtype=np.int64)])
+        self.alive = np.concatenate([self.alive, np.ones(len(rowids), dtype=bool)])
+        self._max_rowid = rowids[-1]
+
+    def mask(self, where: DrawerFilter) -> np.ndarray:
+        mask = self.alive.copy()
+        if where.rooms is not None:
+            mask &= np.isin(np.asarray(self.rooms, dtype=object), list(where.rooms))
+        if where.source_kinds is not None:
+            mask &= np.isin(np.asarray(self.kinds, dtype=object), list(where.source_kinds))
+        if where.identities is not None:
+            mask &= np.isin(np.asarray(self.identities, dtype=object), list(where.identities))
+        if where.since is not None:
+            mask &= self.when >= where.since
+        if where.until is not None:
+            mask &= self.when < where.until
+        if where.roles is not None:
+            roles = where.roles
+            for index, readers in enumerate(self.readers):
+                if readers is not None and mask[index] and roles.isdisjoint(readers):
+                    mask[index] = False
+        return mask
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+class SQLiteStore(DrawerStore):
+    """A `DrawerStore` in one SQLite file (plus its `-wal` and `-shm`)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, readers: int = READERS) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._write_lock = threading.Lock()
+        self._writer = _connect(self.path)
+        try:
+            self._writer.execute("PRAGMA journal_mode = WAL")
+            self.schema_version = self._migrate()
+        except sqlite3.DatabaseError as error:
+            self._writer.close()
+            raise StoreError(f"{self.path}: not a usable recall store: {error}") from error
+        except BaseException:
+            self._writer.close()
+            raise
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, 0o600)
+        self._readers = _Readers(self.path, readers)
+        self._vectors = _VectorCache(self.path)
+
+    # -- schema -----------------------------------------------------------------------
+
+    def _migrate(self) -> int:
+        with self._write_lock:
+            self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                version = self._writer.execute("PRAGMA user_version").fetchone()[0]
+                if version > schema.CURRENT_VERSION:
+                    raise SchemaTooNew(
+                        f"{self.path}: recall store schema {version} was written by a newer "
+                        f"memhub; this one supports up to {schema.CURRENT_VERSION}. Upgrade "
+                        "memhub, or move the file aside to start an empty store."
+                    )
+                for number in range(version, schema.CURRENT_VERSION):
+                    for statement in schema.MIGRATIONS[number]:
+                        self._writer.execute(statement)
+                self._writer.execute(f"PRAGMA user_version = {schema.CURRENT_VERSION}")
+                self._writer.execute("COMMIT")
+            except BaseException:
+                self._writer.execute("ROLLBACK")
+                raise
+        return schema.CURRENT_VERSION
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock:
+            connection = self._writer
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    @staticmethod
+    def _audit(connection: sqlite3.Connection, entry: AuditEntry) -> None:
+        connection.execute(
+            "INSERT INTO audit (at, identity, door, action, detail) VALUES (?, ?, ?, ?, ?)",
+            (
+                entry.at or _now(),
+                entry.identity,
+                entry.door,
+                entry.action,
+                json.dumps(dict(entry.detail), ensure_ascii=False, sort_keys=True),
+            ),
+        )
+
+    @staticmethod
+    def _bump_epoch(connection: sqlite3.Connection) -> None:
+        connection.execute(
+            "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
+            (_VECTOR_EPOCH,),
+        )
+
+    # -- reads ------------------------------------------------------------------------
+
+    def find(self, ids: Sequence[str]) -> dict[str, Existing]:
+        found: dict[str, Existing] = {}
+        with self._readers.connection() as connection:
+            for start in range(0, len(ids), 500):
+                part = list(ids[start : start + 500])
+                rows = connection.execute(
+                    "SELECT rowid, id, content_hash, deleted_at FROM drawers "
+                    f"WHERE id IN ({','.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+                for rowid, drawer_id, digest, deleted in rows:
+                    found[drawer_id] = Existing(rowid, drawer_id, digest, deleted is not None)
+        return found
+
+    def chunks_of_source(self, source_file: str) -> dict[int, Existing]:
+        with self._readers.connection() as connection:
+            rows = connection.execute(
+                "SELECT chunk_index, rowid, id, content_hash FROM drawers "
+                "WHERE source_file = ? AND deleted_at IS NULL",
+                (source_file,),
+            ).fetchall()
+        return {index: Existing(rowid, i, digest, False) for index, rowid, i, digest in rows}
+
+    def get(self, rowids: Sequence[int]) -> dict[int, Drawer]:
+        out: dict[int, Drawer] = {}
+        with self._readers.connection() as connection:
+            for start in range(0, len(rowids), 500):
+                part = list(rowids[start : start + 500])
+                rows = connection.execute(
+                    f"SELECT {_COLUMNS} FROM drawers WHERE rowid IN ({','.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+                for row in rows:
+                    out[row[0]] = _drawer(row)
+        return out
+
+    def get_by_id(self, drawer_id: str, *, include_deleted: bool = False) -> Drawer | None:
+        live = "" if include_deleted else " AND deleted_at IS NULL"
+        with self._readers.connection() as connection:
+            row = connection.execute(
+                f"SELECT {_COLUMNS} FROM drawers WHERE id = ?{live}", (drawer_id,)
+            ).fetchone()
+        return _drawer(row) if row else None
+
+    def lexical(self, terms: Sequence[str], where: DrawerFilter, limit: int) -> list[RankedRow]:
+        match = fts_query(terms)
+        if not match or limit <= 0:
+            return []
+        conditions, params = _where(where)
+        # bm25() is lower-is-better; the speaker column counts half as much as the text.
+        sql = (
+            "SELECT d.rowid, bm25(drawers_fts, 1.0, 0.5) AS score "
+            "FROM drawers_fts JOIN drawers d ON d.rowid = drawers_fts.rowid "
+            f"WHERE drawers_fts MATCH ? AND {conditions} ORDER BY score, d.rowid LIMIT ?"
+        )
+        with self._readers.connection() as connection:
+            rows = connection.execute(sql, [match, *params, limit]).fetchall()
+        return [RankedRow(rowid, -float(score)) for rowid, score in rows]
+
+    def _check_embedder(self, embedder: EmbedderRecord) -> bool:
+        """True when vectors of `embedder` may be compared with the stored ones."""
+        stored = self.embedder()
+        if stored is None:
+            return False
+        if stored != embedder:
+            raise VectorsUnavailable(
+                f"the stored vectors were made by {stored.name} ({stored.dimension}-d) but the "
+                f"daemon runs {embedder.name} ({embedder.dimension}-d); vector search is off "
+                "until `memctl recall reindex` re-embeds the drawers"
+            )
+        return True
+
+    def nearest(
+        self, vector: np.ndarray, embedder: EmbedderRecord, where: DrawerFilter, limit: int
+    ) -> list[RankedRow]:
+        if limit <= 0 or not self._check_embedder(embedder):
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        with self._vectors.lock:
+            cache = self._vectors
+            cache.refresh(embedder.dimension)
+            if not len(cache.rowids):
+                return []
+            scores = cache.matrix @ query
+            if where.narrows or where.roles is not None or not cache.alive.all():
+                scores = np.where(cache.mask(where), scores, -np.inf)
+            rowids = cache.rowids
+        count = min(limit, int(np.isfinite(scores).sum()))
+        if count <= 0:
+            return []
+        top = np.argpartition(-scores, count - 1)[:count] if count < len(scores) else None
+        order = top if top is not None else np.arange(len(scores))
+        order = order[np.lexsort((rowids[order], -scores[order]))][:count]
+        return [RankedRow(int(rowids[i]), float(scores[i])) for i in order]
+
+    def most_similar(
+        self, vectors: np.ndarray, embedder: EmbedderRecord
+    ) -> list[tuple[int, float] | None]:
+        rows = np.asarray(vectors, dtype=np.float32)
+        if not len(rows) or not self._check_embedder(embedder):
+            return [None] * len(rows)
+        with self._vectors.lock:
+            cache = self._vectors
+            cache.refresh(embedder.dimension)
+            if not cache.alive.any():
+                return [None] * len(rows)
+            matrix, rowids = cache.matrix[cache.alive], cache.rowids[cache.alive]
+        out: list[tuple[int, float] | None] = []
+        for start in range(0, len(rows), 256):
+            scores = rows[start : start + 256] @ matrix.T
+            best = scores.argmax(axis=1)
+            for line, index in enumerate(best):
+                out.append((int(rowids[index]), float(scores[line, index])))
+        return out
+
+    def top(self, where: DrawerFilter, limit: int) -> list[Drawer]:
+        conditions, params = _where(where)
+        sql = (
+            f"SELECT {', '.join('d.' + c for c in _COLUMNS.split(', '))} FROM drawers d "
+            f"WHERE {conditions} ORDER BY d.importance DESC, d.created_at DESC, d.id DESC LIMIT ?"
+        )
+        with self._readers.connection() as connection:
+            return [_drawer(row) for row in connection.execute(sql, [*params, limit])]
+
+    def rooms(self, where: DrawerFilter) -> dict[str, int]:
+        conditions, params = _where(where)
+        sql = f"SELECT d.room, count(*) FROM drawers d WHERE {conditions} GROUP BY d.room"
+        with self._readers.connection() as connection:
+            return dict(connection.execute(sql, params).fetchall())
+
+    def taxonomy(self) -> list[TaxonomyEntry]:
+        with self._readers.connection() as connection:
+            rows = connection.execute(
+                "SELECT room, display_name, keywords FROM taxonomy ORDER BY room"
+            ).fetchall()
+        return [TaxonomyEntry(room, tuple(json.loads(words)), name) for room, name, words in rows]
+
+    def embedder(self) -> EmbedderRecord | None:
+        with self._readers.connection() as connection:
+            meta = dict(
+                connection.execute(
+                    "SELECT key, value FROM meta WHERE key IN (?, ?)",
+                    (_EMBEDDER_NAME, _EMBEDDER_DIMENSION),
+                ).fetchall()
+            )
+        if _EMBEDDER_NAME not in meta:
+            return None
+        return EmbedderRecord(meta[_EMBEDDER_NAME], int(meta[_EMBEDDER_DIMENSION]))
+
+    def status(self) -> StoreStatus:
+        with self._readers.connection() as connection:
+            live, deleted = connection.execute(
+                "SELECT count(*) FILTER (WHERE deleted_at IS NULL), "
+                "count(*) FILTER (WHERE deleted_at IS NOT NULL) FROM drawers"
+            ).fetchone()
+            vectors = connection.execute(
+                "SELECT count(*) FROM vectors v JOIN drawers d ON d.rowid = v.rowid "
+                "WHERE d.deleted_at IS NULL"
+            ).fetchone()[0]
+            rooms = connection.execute(
+                "SELECT room, count(*) FROM drawers WHERE deleted_at IS NULL "
+                "GROUP BY room ORDER BY room"
+            ).fetchall()
+            taxonomy = connection.execute("SELECT count(*) FROM taxonomy").fetchone()[0]
+        wal = Path(str(self.path) + "-wal")
+        return StoreStatus(
+            schema_version=self.schema_version,
+            drawer_count=live,
+            deleted_count=deleted,
+            vector_count=vectors,
+            rooms=tuple((room, count) for room, count in rooms),
+            taxonomy_count=taxonomy,
+            embedder=self.embedder(),
+            db_size_bytes=self.path.stat().st_size,
+            wal_size_bytes=wal.stat().st_size if wal.exists() else 0,
+        )
+
+    def audit(self, limit: int = 100) -> list[AuditEntry]:
+        with self._readers.connection() as connection:
+            rows = connection.execute(
+                "SELECT seq, at, identity, door, action, detail FROM audit "
+                "ORDER BY seq DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [
+            AuditEntry(identity, door, action, json.loads(detail), at, seq)
+            for seq, at, identity, door, action, detail in rows
+        ]
+
+    def iter_live(self, batch: int) -> Iterator[list[Drawer]]:
+        last = 0
+        while True:
+            with self._readers.connection() as connection:
+                rows = connection.execute(
+                    f"SELECT {_COLUMNS} FROM drawers WHERE rowid > ? AND deleted_at IS NULL "
+                    "ORDER BY rowid LIMIT ?",
+                    (last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [_drawer(row) for row in rows]
+
+    # -- writes -----------------------------------------------------------------------
+
+    def write(
+        self,
+        drawers: Sequence[NewDrawer],
+        vectors: np.ndarray | None,
+        embedder: EmbedderRecord | None,
+        audit: AuditEntry,
+        *,
+        replace: Sequence[int] = (),
+    ) -> WriteOutcome:
+        if vectors is not None and (embedder is None or len(vectors) != len(drawers)):
+            raise ValueError("one vector per drawer, and the embedder that made them")
+        now = _now()
+        inserted: list[str] = []
+        replaced: list[str] = []
+        with self._transaction() as connection:
+            if vectors is not None and embedder is not None:
+                self._claim_embedder(connection, embedder)
+            for rowid in replace:
+                row = connection.execute(
+                    "UPDATE drawers SET deleted_at = ?, updated_at = ? "
+                    "WHERE rowid = ? AND deleted_at IS NULL RETURNING id",
+                    (now, now, rowid),
+                ).fetchone()
+                if row:
+                    replaced.append(row[0])
+            for index, drawer in enumerate(drawers):
+                cursor = connection.execute(
+                    "INSERT INTO drawers (id, room, content, source_file, source_kind, "
+                    "chunk_index, importance, content_hash, locator, speaker, said_at, "
+                    "created_at, updated_at, identity, readers) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (id) DO NOTHING",
+                    (
+                        drawer.id,
+                        drawer.room,
+                        drawer.content,
+                        drawer.source_file,
+                        drawer.source_kind,
+                        drawer.chunk_index,
+                        drawer.importance,
+                        drawer.content_hash,
+                        drawer.locator,
+                        drawer.speaker,
+                        drawer.said_at,
+                        now,
+                        now,
+                        drawer.identity,
+                        json.dumps(list(drawer.readers)) if drawer.readers is not None else None,
+                    ),
+                )
+                if cursor.rowcount != 1:
+                    continue  # written meanwhile by another source: one drawer per id
+                inserted.append(drawer.id)
+                if vectors is not None:
+                    connection.execute(
+                        "INSERT INTO vectors (rowid, vector) VALUES (?, ?)",
+                        (cursor.lastrowid, np.asarray(vectors[index], dtype="<f4").tobytes()),
+                    )
+            self._audit(connection, audit)
+        return WriteOutcome(tuple(inserted), tuple(replaced))
+
+    def _claim_embedder(self, connection: sqlite3.Connection, embedder: EmbedderRecord) -> None:
+        meta = dict(
+            connection.execute(
+                "SELECT key, value FROM meta WHERE key IN (?, ?)",
+                (_EMBEDDER_NAME, _EMBEDDER_DIMENSION),
+            ).fetchall()
+        )
+        if _EMBEDDER_NAME not in meta:
+            connection.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [(_EMBEDDER_NAME, embedder.name), (_EMBEDDER_DIMENSION, str(embedder.dimension))],
+            )
+            return
+        stored = EmbedderRecord(meta[_EMBEDDER_NAME], int(meta[_EMBEDDER_DIMENSION]))
+        if stored != embedder:
+            raise VectorsUnavailable(
+                f"this store's vectors come from {stored.name} ({stored.dimension}-d), not "
+                f"{embedder.name} ({embedder.dimension}-d); run `memctl recall reindex`"
+            )
+
+    def soft_delete(self, drawer_id: str, audit: AuditEntry) -> Drawer | None:
+        now = _now()
+        with self._transaction() as connection:
+            row = connection.execute(
+                f"UPDATE drawers SET deleted_at = ?, updated_at = ? "
+                f"WHERE id = ? AND deleted_at IS NULL RETURNING {_COLUMNS}",
+                (now, now, drawer_id),
+            ).fetchone()
+            if row is None:
+                return None
+            self._audit(connection, audit)
+        return _drawer(row)
+
+    def purge(self, before: int | None, audit: AuditEntry) -> int:
+        with self._transaction() as connection:
+            condition = "deleted_at IS NOT NULL" + (" AND deleted_at < ?" if before else "")
+            params = (before,) if before else ()
+            connection.execute(
+                f"DELETE FROM vectors WHERE rowid IN (SELECT rowid FROM drawers WHERE {condition})",
+                params,
+            )
+            purged = connection.execute(f"DELETE FROM drawers WHERE {condition}", params).rowcount
+            self._bump_epoch(connection)
+            detail = {**dict(audit.detail), "purged": purged}
+            self._audit(connection, AuditEntry(audit.identity, audit.door, audit.action, detail))
+        return purged
+
+    def set_taxonomy(self, entry: TaxonomyEntry, audit: AuditEntry) -> None:
+        with self._transaction() as connection:
+            connection.execute(
+                "INSERT INTO taxonomy (room, display_name, keywords) VALUES (?, ?, ?) "
+                "ON CONFLICT (room) DO UPDATE SET display_name = excluded.display_name, "
+                "keywords = excluded.keywords",
+                (entry.room, entry.display_name, json.dumps(list(entry.keywords))),
+            )
+            self._audit(connection, audit)
+
+    def remove_taxonomy(self, room: str, audit: AuditEntry) -> bool:
+        with self._transaction() as connection:
+            removed = connection.execute("DELETE FROM taxonomy WHERE room = ?", (room,)).rowcount
+            if removed:
+                self._audit(connection, audit)
+        return bool(removed)
+
+    def stage_vectors(self, rowids: Sequence[int], vectors: np.ndarray, *, first: bool) -> None:
+        blobs = np.asarray(vectors, dtype="<f4")
+        with self._transaction() as connection:
+            if first:
+                connection.execute("DELETE FROM vectors_next")
+            connection.executemany(
+                "INSERT OR REPLACE INTO vectors_next (rowid, vector) VALUES (?, ?)",
+                [(int(rowid), blobs[i].tobytes()) for i, rowid in enumerate(rowids)],
+            )
+
+    def commit_vectors(self, embedder: EmbedderRecord, audit: AuditEntry) -> int:
+        with self._transaction() as connection:
+            connection.execute("DELETE FROM vectors")
+            # Drawers deleted while the reindex ran are left out.
+            connection.execute(
+                "INSERT INTO vectors (rowid, vector) SELECT n.rowid, n.vector FROM vectors_next n "
+                "JOIN drawers d ON d.rowid = n.rowid WHERE d.deleted_at IS NULL"
+            )
+            connection.execute("DELETE FROM vectors_next")
+            connection.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [(_EMBEDDER_NAME, embedder.name), (_EMBEDDER_DIMENSION, str(embedder.dimension))],
+            )
+            self._bump_epoch(connection)
+            count = connection.execute("SELECT count(*) FROM vectors").fetchone()[0]
+            detail = {**dict(audit.detail), "vectors": count}
+            self._audit(connection, AuditEntry(audit.identity, audit.door, audit.action, detail))
+        return int(count)
+
+    def close(self) -> None:
+        with self._write_lock:
+            with contextlib.suppress(sqlite3.Error):
+                self._writer.execute("PRAGMA optimize")
+            self._writer.close()
+        self._readers.close()
+        self._vectors.close()
