@@ -1,9 +1,10 @@
 """Guard regexes with bounded running time and Python `re` meaning.
 
-Patterns come from workspace files and run against untrusted candidate text, so they
-run on the `regex` engine with a timeout. `re` stays the authority: validity is
-`re.compile`'s verdict, and `regex` is used only where it provably agrees with `re`
-(see `_bounded`); anything else falls back to `re` itself.
+Patterns come from workspace files and run against untrusted candidate text, so no
+search may run unbounded. `re` stays the authority: validity is `re.compile`'s
+verdict, and the in-process `regex` engine (which has a timeout) is used only where it
+provably agrees with `re` (see `_bounded`); every other pattern runs on `re` itself in
+a helper process that is killed at the deadline (`re_sandbox`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from typing import Any
 
 import regex
 
+from memhubd.check import re_sandbox
+
 FLAGS = re.IGNORECASE | re.MULTILINE
-DEFAULT_TIMEOUT = 0.1  # seconds per search
+DEFAULT_TIMEOUT = 0.1  # seconds for all the guard searches of one check
 
 # Syntax `regex` reads differently from `re` even in its compatible mode: fuzzy-match
 # braces (`{e<=1}`, a literal in `re`), POSIX classes (`[[:alpha:]]`), inline flags
@@ -48,13 +51,23 @@ def regex_error(pattern: str) -> str | None:
 def search(pattern: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
     """Whether `pattern` matches anywhere in `text` (IGNORECASE|MULTILINE), like `re.search`.
 
-    Raises `GuardRegexTimeout` when the bounded engine gives up. The pattern must be
-    valid for `re` (check `regex_error` first).
+    Raises `GuardRegexTimeout` when the search does not finish within `timeout`
+    seconds (at once when `timeout` is not positive). The pattern must be valid for
+    `re` (check `regex_error` first); `re_sandbox.SandboxError` means the helper
+    process failed.
     """
-    compiled = _bounded(pattern)
-    # On empty text (trivially fast anyway) the engines disagree about \B.
-    if compiled is None or not text:
+    if timeout <= 0:
+        raise GuardRegexTimeout(pattern)
+    # On empty text the engines disagree about \B; with nothing to backtrack over,
+    # `re` finishes in time proportional to the pattern.
+    if not text:
         return re.search(pattern, text, FLAGS) is not None
+    compiled = _bounded(pattern)
+    if compiled is None:
+        try:
+            return re_sandbox.search(pattern, text, FLAGS, timeout)
+        except re_sandbox.SandboxTimeout as exc:
+            raise GuardRegexTimeout(pattern) from exc
     try:
         return compiled.search(_as_regex_text(text), timeout=timeout) is not None
     except TimeoutError as exc:

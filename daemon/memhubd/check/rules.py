@@ -7,24 +7,41 @@ the contract: guard, trigger, exception, capability, regex validity, deny/requir
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
-from memhubd.check import patterns
+import structlog
+
+from memhubd.check import patterns, re_sandbox
 from memhubd.check.pack import rule_ref
 from memhubd.index.tokens import field_values
 
 REGEX_FIELDS = ("deny_regex", "require_regex")
 
+log = structlog.get_logger("memhubd.check")
+
 
 @dataclass(frozen=True, slots=True)
 class Texts:
-    """The texts every rule of one check reads (lowercased once, not once per rule)."""
+    """The texts every rule of one check reads (lowercased once, not once per rule).
+
+    `timeout` is the budget of ALL the guard-regex searches of the check, counted from
+    the moment the texts are made: each search gets what is left of it, so a workspace
+    with many slow patterns cannot multiply the bound.
+    """
 
     candidate: str
     candidate_lowered: str
     combined_lowered: str
     timeout: float
+    deadline: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "deadline", time.monotonic() + self.timeout)
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +166,13 @@ def _regex_hits(text: Texts, name: str, pats: tuple[str, ...]) -> tuple[list[str
     hits, late = [], []
     for pattern in pats:
         try:
-            if patterns.search(pattern, text.candidate, text.timeout):
+            if patterns.search(pattern, text.candidate, text.remaining()):
                 hits.append(pattern)
         except patterns.GuardRegexTimeout:
+            late.append(f"{name}={pattern!r}")
+        except re_sandbox.SandboxError as error:
+            # An undecided guard is a reason for review, never a silent pass.
+            log.warning("guard regex helper failed", pattern=pattern, error=str(error))
             late.append(f"{name}={pattern!r}")
     return hits, late
 
