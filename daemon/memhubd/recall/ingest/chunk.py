@@ -1,0 +1,145 @@
+"""Chunking: one exchange per chunk for chats, overlapping windows for documents.
+
+Follows mempal §2.5 (800-character windows, 100 of overlap, break at whitespace past
+the middle; a chat chunk is a user turn and everything up to the next one) and fixes
+its unbounded chat chunks: an exchange longer than `MAX_EXCHANGE` is split in windows.
+Pure functions over parsed values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from memhubd.recall.ingest.formats import Conversation, Parsed, Turn
+
+WINDOW = 800
+OVERLAP = 100
+MAX_EXCHANGE = 4000
+EXCHANGE_WINDOW = 2000
+EXCHANGE_OVERLAP = 200
+# Named-speaker channels (Slack) have no user/assistant exchanges: messages are
+# grouped until a chunk is a window long or the conversation pauses this long.
+CHANNEL_PAUSE_S = 3600
+_HEADING_LINE = re.compile(r"^#{1,6}\s+\S.*$", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    content: str
+    locator: str = ""
+    speaker: str | None = None
+    said_at: int | None = None
+
+
+def windows(
+    text: str, size: int = WINDOW, overlap: int = OVERLAP
+) -> Iterator[tuple[int, int, str]]:
+    """(start, end, chunk) over `text` (already trimmed), in characters."""
+    length = len(text)
+    start = 0
+    while start < length:
+        end = min(start + size, length)
+        if end < length:
+            cut = max(
+                text.rfind(" ", start, end),
+                text.rfind("\n", start, end),
+                text.rfind("\t", start, end),
+            )
+            if cut - start > size // 2:
+                end = cut + 1
+        piece = text[start:end].strip()
+        if piece:
+            yield start, end, piece
+        if end >= length:
+            return
+        following = end - overlap
+        if following <= start:
+            start = end
+            continue
+        # Start the overlap at a word, not in the middle of one.
+        space = text.find(" ", following, end)
+        start = space + 1 if 0 <= space < end - 1 else following
+
+
+def chunk(parsed: Parsed) -> list[Chunk]:
+    """The chunks of a parsed source, in source order."""
+    if not parsed.conversations:
+        text = parsed.text.strip()
+        if parsed.kind == "markdown":
+            return list(_markdown_chunks(text))
+        return [Chunk(piece, f"chars {a}-{b}") for a, b, piece in windows(text)]
+    chunks: list[Chunk] = []
+    for conversation in parsed.conversations:
+        chunks.extend(_conversation_chunks(conversation))
+    return chunks
+
+
+def _markdown_chunks(text: str) -> Iterator[Chunk]:
+    """Windows inside each heading's section, so a chunk never spans two topics."""
+    starts = [m.start() for m in _HEADING_LINE.finditer(text)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    bounds = [*starts, len(text)]
+    for begin, finish in zip(bounds, bounds[1:], strict=False):
+        section = text[begin:finish]
+        heading = section.splitlines()[0].lstrip("#").strip() if section.startswith("#") else ""
+        offset = begin + len(section) - len(section.lstrip())
+        for a, b, piece in windows(section.strip()):
+            where = f"chars {offset + a}-{offset + b}"
+            yield Chunk(piece, f"section {heading}, {where}" if heading else where)
+
+
+def _render(turn: Turn, named: bool) -> str:
+    if named:
+        return f"{turn.speaker}: {turn.text}"
+    return "> " + turn.text if turn.role == "user" else turn.text
+
+
+def _groups(conversation: Conversation) -> Iterator[list[Turn]]:
+    group: list[Turn] = []
+    size = 0
+    for turn in conversation.turns:
+        if conversation.named_speakers:
+            paused = (
+                group
+                and turn.said_at is not None
+                and group[-1].said_at is not None
+                and turn.said_at - group[-1].said_at > CHANNEL_PAUSE_S
+            )
+            starts = bool(group) and (size >= WINDOW or paused)
+        else:
+            starts = bool(group) and turn.role == "user"
+        if starts:
+            yield group
+            group, size = [], 0
+        group.append(turn)
+        size += len(turn.text)
+    if group:
+        yield group
+
+
+def _span(first: str, last: str) -> str:
+    if first == last or not last:
+        return first
+    if first.startswith("line ") and last.startswith("line "):
+        return f"lines {first[5:]}-{last[5:]}"
+    return first
+
+
+def _conversation_chunks(conversation: Conversation) -> Iterator[Chunk]:
+    named = conversation.named_speakers
+    for group in _groups(conversation):
+        content = "\n".join(_render(turn, named) for turn in group).strip()
+        if not content:
+            continue
+        said_at = next((t.said_at for t in group if t.said_at is not None), None)
+        speaker = group[0].speaker
+        locator = _span(group[0].locator, group[-1].locator)
+        if len(content) <= MAX_EXCHANGE:
+            yield Chunk(content, locator, speaker, said_at)
+            continue
+        parts = windows(content, EXCHANGE_WINDOW, EXCHANGE_OVERLAP)
+        for number, (_start, _end, piece) in enumerate(parts, 1):
+            yield Chunk(piece, f"{locator} part {number}", speaker, said_at)

@@ -1,0 +1,488 @@
+"""Transcript and document formats: detection by content, and parsing into turns.
+
+Claude Code session JSONL, Codex CLI rollout JSONL, ChatGPT `conversations.json`,
+Slack export JSON, Markdown and plain text. Parsers return `Parsed` values (turns
+with speaker, timestamp and position, or a document's text); they never chunk,
+route or store, and never read files themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+FORMATS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text")
+CHAT_FORMATS = frozenset({"claude-code", "chatgpt", "codex", "slack"})
+# Tool calls and outputs are kept, but cut: a 2 MB build log is not worth recalling whole.
+MAX_TOOL_CHARS = 600
+
+_CLAUDE_TYPES = frozenset({"user", "assistant", "human", "summary", "system"})
+_CODEX_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
+_HEADING = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
+_FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
+_MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
+# Context blocks Codex injects as "user" messages; they are not what the user said.
+_CODEX_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+
+
+class FormatError(ValueError):
+    """The text is not valid in the format it was declared (or detected) to be in."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message. `role` is user, assistant, tool or summary; `speaker` names who."""
+
+    role: str
+    speaker: str
+    text: str
+    said_at: int | None = None
+    locator: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One conversation of a source (a ChatGPT export holds many)."""
+
+    turns: tuple[Turn, ...]
+    title: str = ""
+    named_speakers: bool = False  # render "name: text" (Slack) rather than "> text"
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    kind: str
+    conversations: tuple[Conversation, ...] = ()
+    text: str = ""  # documents (markdown, text)
+    project: str = ""  # the working directory's name, when a transcript records one
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def epoch(value: Any) -> int | None:
+    """Seconds since the epoch from an ISO 8601 string or a number; None if neither."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return int(value)
+    if isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            return int(float(text))
+        except ValueError:
+            pass
+        try:
+            return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            return None
+    return None
+
+
+def _clip(text: str, limit: int = MAX_TOOL_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit].rstrip() + " …"
+
+
+def _json_lines(text: str) -> list[tuple[int, dict[str, Any]]] | None:
+    """Every non-empty line as a JSON object, with its line number; None if any is not."""
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        out.append((number, value))
+    return out or None
+
+
+def _json_document(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def detect(text: str, name: str = "") -> str:
+    """The format of `text`, decided by its content (the name only separates Markdown
+    from plain text when the content does not)."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        lines = _json_lines(stripped)
+        if lines:
+            kind = _detect_lines([value for _number, value in lines])
+            if kind:
+                return kind
+    if stripped.startswith(("[", "{")):
+        kind = _detect_document(_json_document(stripped))
+        if kind:
+            return kind
+    if _HEADING.search(text) or _FENCE.search(text):
+        return "markdown"
+    if name.lower().endswith(_MARKDOWN_SUFFIXES):
+        return "markdown"
+    return "text"
+
+
+def _detect_lines(values: list[dict[str, Any]]) -> str | None:
+    types = [value.get("type") for value in values]
+    if not all(isinstance(t, str) for t in types):
+        return None
+    if "session_meta" in types and all(t in _CODEX_TYPES for t in types):
+        return "codex"
+    if all("payload" in v for v in values) and any(t == "response_item" for t in types):
+        return "codex"
+    if any(
+        t in _CLAUDE_TYPES and _claude_message(v) is not None
+        for t, v in zip(types, values, strict=True)
+    ):
+        return "claude-code"
+    return None
+
+
+def _detect_document(data: Any) -> str | None:
+    if isinstance(data, list):
+        head = [item for item in data[:5] if isinstance(item, dict)]
+        if any(
+            item.get("type") == "message"
+            and "text" in item
+            and ("user" in item or "username" in item or "bot_id" in item)
+            for item in head
+        ):
+            return "slack"
+        if head and all("mapping" in item for item in head):
+            return "chatgpt"
+        if head and all("role" in item and "content" in item for item in head):
+            return "chatgpt"
+    if isinstance(data, dict) and (
+        isinstance(data.get("mapping"), dict) or isinstance(data.get("messages"), list)
+    ):
+        return "chatgpt"
+    return None
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse(text: str, kind: str, name: str = "") -> Parsed:
+    """Parse `text` as `kind` (one of FORMATS); raises FormatError when it is not."""
+    if kind == "claude-code":
+        return _parse_claude(text)
+    if kind == "codex":
+        return _parse_codex(text)
+    if kind == "chatgpt":
+        return _parse_chatgpt(text)
+    if kind == "slack":
+        return _parse_slack(text)
+    if kind in ("markdown", "text"):
+        return Parsed(kind, text=text.strip())
+    raise FormatError(f"unknown format {kind!r}; known: {', '.join(FORMATS)}")
+
+
+def _need_lines(text: str, kind: str) -> list[tuple[int, dict[str, Any]]]:
+    lines = _json_lines(text)
+    if lines is None:
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    value = json.loads(line)
+                except ValueError as error:
+                    raise FormatError(f"line {number} is not JSON: {error}") from None
+                if not isinstance(value, dict):
+                    raise FormatError(f"line {number} is not a JSON object")
+        raise FormatError(f"no {kind} lines")
+    return lines
+
+
+def _blocks_text(content: Any) -> tuple[list[str], bool]:
+    """Readable pieces of a Claude message's content, and whether all were tool results."""
+    if isinstance(content, str):
+        return [content], False
+    if not isinstance(content, list):
+        return [], False
+    pieces: list[str] = []
+    results = 0
+    for block in content:
+        if isinstance(block, str):
+            pieces.append(block)
+            continue
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            pieces.append(block["text"])
+        elif kind == "tool_use":
+            arguments = json.dumps(block.get("input", {}), ensure_ascii=False, sort_keys=True)
+            pieces.append(_clip(f"[tool_use {block.get('name', '?')}] {arguments}"))
+        elif kind == "tool_result":
+            results += 1
+            inner, _ = _blocks_text(block.get("content"))
+            pieces.append(_clip("[tool_result] " + "\n".join(inner)))
+        elif kind == "image":
+            pieces.append("[image]")
+        # "thinking" blocks are the model's private reasoning, often huge: not recalled.
+    return pieces, bool(content) and results == len(content)
+
+
+def _claude_message(value: dict[str, Any]) -> tuple[str, Any] | None:
+    """(role, content) of one Claude Code line, or None when it carries no message."""
+    message = value.get("message")
+    if isinstance(message, dict) and "content" in message:
+        return str(message.get("role") or value.get("type")), message["content"]
+    if isinstance(message, str):  # the simplified {"type":"human","message":"hi"} shape
+        return str(value.get("type")), message
+    content = value.get("content")
+    if isinstance(content, str | list):
+        return str(value.get("type")), content
+    return None
+
+
+def _parse_claude(text: str) -> Parsed:
+    turns: list[Turn] = []
+    project = ""
+    session = ""
+    for number, value in _need_lines(text, "Claude Code"):
+        kind = value.get("type")
+        project = project or str(value.get("cwd") or "")
+        session = session or str(value.get("sessionId") or "")
+        if kind == "summary" and isinstance(value.get("summary"), str):
+            turns.append(
+                Turn(
+                    "summary",
+                    "summary",
+                    "[summary] " + value["summary"].strip(),
+                    None,
+                    f"line {number}",
+                )
+            )
+            continue
+        if kind not in ("user", "assistant", "human") or value.get("isMeta"):
+            continue
+        found = _claude_message(value)
+        if found is None:
+            continue
+        role, content = found
+        pieces, only_results = _blocks_text(content)
+        body = "\n".join(p.strip() for p in pieces if p.strip())
+        if not body:
+            continue
+        role = "user" if role in ("user", "human") else "assistant"
+        if role == "user" and only_results:
+            role = "tool"
+        turns.append(Turn(role, role, body, epoch(value.get("timestamp")), f"line {number}"))
+    if not turns:
+        raise FormatError("no user or assistant messages in this Claude Code session")
+    name = project.rstrip("/").rsplit("/", 1)[-1] if project else ""
+    return Parsed(
+        "claude-code", (Conversation(tuple(turns)),), project=name, meta={"session": session}
+    )
+
+
+def _codex_content(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    pieces = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            pieces.append(block["text"])
+    return "\n".join(pieces)
+
+
+def _parse_codex(text: str) -> Parsed:
+    items: list[Turn] = []
+    events: list[Turn] = []
+    project = ""
+    for number, value in _need_lines(text, "Codex"):
+        payload = value.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        at = epoch(value.get("timestamp"))
+        where = f"line {number}"
+        kind, ptype = value.get("type"), payload.get("type")
+        if kind == "session_meta":
+            project = str(payload.get("cwd") or project)
+        elif kind == "response_item" and ptype == "message":
+            role = payload.get("role")
+            body = _codex_content(payload.get("content")).strip()
+            if role not in ("user", "assistant") or not body:
+                continue
+            if role == "user" and body.startswith(_CODEX_INJECTED):
+                continue
+            items.append(Turn(role, role, body, at, where))
+        elif kind == "response_item" and ptype in ("function_call", "custom_tool_call"):
+            arguments = payload.get("arguments", payload.get("input", ""))
+            items.append(
+                Turn(
+                    "tool",
+                    "tool",
+                    _clip(f"[tool_use {payload.get('name', '?')}] {arguments}"),
+                    at,
+                    where,
+                )
+            )
+        elif kind == "response_item" and ptype == "local_shell_call":
+            action = json.dumps(payload.get("action", {}), ensure_ascii=False, sort_keys=True)
+            items.append(Turn("tool", "tool", _clip(f"[tool_use shell] {action}"), at, where))
+        elif kind == "response_item" and ptype in (
+            "function_call_output",
+            "custom_tool_call_output",
+        ):
+            output = payload.get("output", "")
+            if not isinstance(output, str):
+                output = json.dumps(output, ensure_ascii=False)
+            items.append(Turn("tool", "tool", _clip(f"[tool_result] {output}"), at, where))
+        elif kind == "event_msg" and ptype in ("user_message", "agent_message"):
+            body = str(payload.get("message") or "").strip()
+            if body:
+                role = "user" if ptype == "user_message" else "assistant"
+                events.append(Turn(role, role, body, at, where))
+    # Response items are the full record; event messages repeat them for the UI and
+    # are used only by older rollouts that have no message items.
+    turns = items if any(t.role in ("user", "assistant") for t in items) else events
+    if not turns:
+        raise FormatError("no user or assistant messages in this Codex rollout")
+    name = project.rstrip("/").rsplit("/", 1)[-1] if project else ""
+    return Parsed("codex", (Conversation(tuple(turns)),), project=name)
+
+
+def _chatgpt_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, dict):
+        return ""
+    kind = content.get("content_type")
+    if kind in ("thoughts", "reasoning_recap", "user_editable_context", "model_editable_context"):
+        return ""
+    parts = content.get("parts")
+    if isinstance(parts, list):
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return str(content.get("text") or "")
+
+
+def _current_branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]:
+    """Nodes from the root to `current` (the branch the user last saw)."""
+    if not isinstance(current, str) or current not in mapping:
+        leaves = [
+            node for node in mapping.values() if isinstance(node, dict) and not node.get("children")
+        ]
+        if not leaves:
+            return []
+        current = max(leaves, key=lambda n: (n.get("message") or {}).get("create_time") or 0).get(
+            "id"
+        )
+    path: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    node_id = current
+    while isinstance(node_id, str) and node_id in mapping and node_id not in seen:
+        seen.add(node_id)
+        node = mapping[node_id]
+        path.append(node)
+        node_id = node.get("parent")
+    return path[::-1]
+
+
+def _chatgpt_conversation(data: dict[str, Any], index: int) -> Conversation:
+    title = str(data.get("title") or data.get("id") or data.get("conversation_id") or f"#{index}")
+    turns: list[Turn] = []
+    if isinstance(data.get("mapping"), dict):
+        for node in _current_branch(data["mapping"], data.get("current_node")):
+            message = node.get("message")
+            if not isinstance(message, dict):
+                continue
+            metadata = message.get("metadata") or {}
+            if isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"):
+                continue
+            author = message.get("author") or {}
+            role = author.get("role") if isinstance(author, dict) else None
+            body = _chatgpt_text(message).strip()
+            if role not in ("user", "assistant", "tool") or not body:
+                continue
+            if role == "tool":
+                body = _clip(f"[tool {author.get('name') or '?'}] {body}")
+            where = f"conversation {title} message {message.get('id') or node.get('id')}"
+            turns.append(Turn(role, role, body, epoch(message.get("create_time")), where))
+    else:
+        for number, item in enumerate(data.get("messages") or []):
+            turns.extend(_plain_message(item, number, title))
+    return Conversation(tuple(turns), title=title)
+
+
+def _plain_message(item: Any, number: int, title: str) -> Iterable[Turn]:
+    if not isinstance(item, dict):
+        return
+    role = item.get("role")
+    content = item.get("content")
+    if isinstance(content, dict):
+        content = content.get("parts")
+    if isinstance(content, list):
+        content = "\n".join(p for p in content if isinstance(p, str))
+    if role in ("user", "human", "assistant") and isinstance(content, str) and content.strip():
+        role = "user" if role in ("user", "human") else "assistant"
+        where = f"conversation {title} message {number}" if title else f"message {number}"
+        yield Turn(role, role, content.strip(), epoch(item.get("create_time")), where)
+
+
+def _parse_chatgpt(text: str) -> Parsed:
+    data = _json_document(text)
+    if isinstance(data, list) and data and all(isinstance(i, dict) and "role" in i for i in data):
+        turns = [t for n, item in enumerate(data) for t in _plain_message(item, n, "")]
+        conversations = (Conversation(tuple(turns)),)
+    elif isinstance(data, list):
+        conversations = tuple(
+            _chatgpt_conversation(item, n) for n, item in enumerate(data) if isinstance(item, dict)
+        )
+    elif isinstance(data, dict):
+        conversations = (_chatgpt_conversation(data, 0),)
+    else:
+        raise FormatError("not a ChatGPT export (a JSON array of conversations)")
+    conversations = tuple(c for c in conversations if c.turns)
+    if not conversations:
+        raise FormatError("no user or assistant messages in this ChatGPT export")
+    return Parsed("chatgpt", conversations)
+
+
+_SLACK_SKIPPED = frozenset(
+    {"channel_join", "channel_leave", "channel_topic", "channel_purpose", "bot_add", "bot_remove"}
+)
+
+
+def _parse_slack(text: str) -> Parsed:
+    data = _json_document(text)
+    if not isinstance(data, list):
+        raise FormatError("not a Slack export (a JSON array of messages)")
+    turns: list[Turn] = []
+    for item in data:
+        if not isinstance(item, dict) or item.get("type") != "message":
+            continue
+        if item.get("subtype") in _SLACK_SKIPPED:
+            continue
+        body = str(item.get("text") or "").strip()
+        if not body:
+            continue
+        profile = item.get("user_profile") if isinstance(item.get("user_profile"), dict) else {}
+        speaker = str(
+            profile.get("real_name")
+            or profile.get("display_name")
+            or item.get("user_name")
+            or item.get("username")
+            or item.get("user")
+            or "unknown"
+        )
+        ts = item.get("ts")
+        where = f"ts {ts}" if ts else ""
+        turns.append(Turn("user", speaker, body, epoch(ts), where))
+    if not turns:
+        raise FormatError("no messages in this Slack export")
+    return Parsed("slack", (Conversation(tuple(turns), named_speakers=True),))

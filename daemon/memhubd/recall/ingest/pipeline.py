@@ -1,0 +1,331 @@
+"""Ingest: one source's text → format → chunks → room → drawers, in one transaction.
+
+Per source: decode and detect, parse, chunk, choose the room, then under the source's
+lock compare with what is stored (same chunk: duplicate; changed chunk: replaced),
+embed what is new, warn about near-duplicates, and write. A source that cannot be
+read or parsed is reported and nothing of it is stored. No I/O except the store,
+the lock file and the embedder.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import numpy as np
+
+from memhubd.recall import rooms as taxonomy_rooms
+from memhubd.recall.ids import DEFAULT_ROOM, LONG_HASH, content_hash, drawer_id
+from memhubd.recall.ingest.chunk import Chunk, chunk
+from memhubd.recall.ingest.formats import FORMATS, FormatError, Parsed, detect, parse
+from memhubd.recall.ingest.lock import SourceLock
+from memhubd.recall.store import (
+    AuditEntry,
+    DrawerStore,
+    EmbedderRecord,
+    NewDrawer,
+    VectorsUnavailable,
+)
+
+# Cosine at or above which a new drawer is reported as a near-duplicate of a stored
+# one (see docs/recall.md for how it was calibrated on the LoCoMo dev data).
+NEAR_DUPLICATE = 0.95
+NEAR_DUPLICATE_BATCH = 256  # larger batches skip the check (it is a warning only)
+PREVIEW = 100
+MANUAL = "manual"
+
+
+class Embeds(Protocol):
+    """What ingest and search need of an embedder (memhubd.recall.embed.Embedder)."""
+
+    name: str
+    dimension: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def record_of(embedder: Embeds | None) -> EmbedderRecord | None:
+    return None if embedder is None else EmbedderRecord(embedder.name, embedder.dimension)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    workspace: str
+    identity: str
+    door: str
+    room: str | None = None
+    importance: int = 0
+    format: str = "auto"
+    dry_run: bool = False
+    readers: tuple[str, ...] | None = None
+    near_duplicate: float = NEAR_DUPLICATE
+
+
+@dataclass(slots=True)
+class SourceReport:
+    """What happened to one source."""
+
+    source: str
+    status: str = "ingested"  # ingested | unchanged | skipped | failed | dry_run
+    reason: str = ""
+    format: str = ""
+    room: str = ""
+    chunks: int = 0  # drawers written (or that would be, on a dry run)
+    duplicates: int = 0  # chunks already stored (or repeated inside the source)
+    replaced: int = 0  # stored chunks of this source superseded by changed ones
+    deleted: int = 0  # chunks matching a soft-deleted drawer: left deleted
+    drawer_ids: list[str] = field(default_factory=list)
+    near_duplicates: list[dict[str, Any]] = field(default_factory=list)
+    lock_wait_ms: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {
+            "source": self.source,
+            "status": self.status,
+            "format": self.format,
+            "room": self.room,
+            "chunks": self.chunks,
+            "duplicates": self.duplicates,
+            "replaced": self.replaced,
+            "deleted": self.deleted,
+            "drawer_ids": self.drawer_ids,
+            "lock_wait_ms": self.lock_wait_ms,
+        }
+        if self.reason:
+            data["reason"] = self.reason
+        if self.near_duplicates:
+            data["near_duplicates"] = self.near_duplicates
+        if self.warnings:
+            data["warnings"] = self.warnings
+        return data
+
+
+def directory_room(source: str) -> str | None:
+    """The room a source's directory suggests: its nearest named parent directory."""
+    parent = posixpath.dirname(source.replace("\\", "/"))
+    name = posixpath.basename(parent) if parent else ""
+    return name or None
+
+
+class Ingestor:
+    """Writes sources into one workspace's store."""
+
+    def __init__(self, store: DrawerStore, embedder: Embeds | None, locks: SourceLock) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.locks = locks
+
+    # -- entry points -----------------------------------------------------------------
+
+    def ingest_text(self, source: str, text: str, options: IngestOptions) -> SourceReport:
+        """Ingest one file's text, cited as `source`."""
+        report = SourceReport(source)
+        if options.format not in ("auto", *FORMATS):
+            return self._failed(report, f"unknown format {options.format!r}")
+        kind = detect(text, source) if options.format == "auto" else options.format
+        report.format = kind
+        if not text.strip():
+            report.status, report.reason = "skipped", "empty"
+            return report
+        try:
+            parsed = parse(text, kind, source)
+        except FormatError as error:
+            return self._failed(report, f"not {kind}: {error}")
+        chunks = chunk(parsed)
+        if not chunks:
+            report.status, report.reason = "skipped", "no text"
+            return report
+        report.room = self._room(options, parsed, source)
+        drawers = [
+            self._drawer(options, report.room, source, kind, i, c) for i, c in enumerate(chunks)
+        ]
+        return self._store(report, drawers, options, replace_stale=True)
+
+    def ingest_content(
+        self, content: str, options: IngestOptions, source: str | None
+    ) -> SourceReport:
+        """mempal's manual ingest: `content` becomes one drawer, verbatim."""
+        room = options.room or self._taxonomy_room(content) or DEFAULT_ROOM
+        identifier = drawer_id(options.workspace, room, content)
+        citation = source or f"mempal://drawer/{identifier}"
+        report = SourceReport(citation, format=MANUAL, room=room)
+        if not content.strip():
+            return self._failed(report, "content is empty")
+        drawer = self._drawer(options, room, citation, MANUAL, 0, Chunk(content))
+        return self._store(report, [drawer], options, replace_stale=False, lock_key=identifier)
+
+    # -- steps ------------------------------------------------------------------------
+
+    @staticmethod
+    def _failed(report: SourceReport, reason: str) -> SourceReport:
+        report.status, report.reason = "failed", reason
+        return report
+
+    def _taxonomy_room(self, text: str) -> str | None:
+        routed = taxonomy_rooms.route(text, self.store.taxonomy())
+        return routed[0] if routed else None
+
+    def _room(self, options: IngestOptions, parsed: Parsed, source: str) -> str:
+        if options.room:
+            return options.room
+        text = parsed.text or "\n".join(t.text for c in parsed.conversations for t in c.turns)
+        return self._taxonomy_room(text) or parsed.project or directory_room(source) or DEFAULT_ROOM
+
+    @staticmethod
+    def _drawer(
+        options: IngestOptions, room: str, source: str, kind: str, index: int, piece: Chunk
+    ) -> NewDrawer:
+        return NewDrawer(
+            id=drawer_id(options.workspace, room, piece.content),
+            room=room,
+            content=piece.content,
+            source_file=source,
+            source_kind=kind,
+            chunk_index=index,
+            content_hash=content_hash(piece.content),
+            identity=options.identity,
+            importance=options.importance,
+            locator=piece.locator,
+            speaker=piece.speaker,
+            said_at=piece.said_at,
+            readers=options.readers,
+        )
+
+    def _store(
+        self,
+        report: SourceReport,
+        drawers: list[NewDrawer],
+        options: IngestOptions,
+        *,
+        replace_stale: bool,
+        lock_key: str | None = None,
+    ) -> SourceReport:
+        if options.dry_run:
+            new, _replace = self._plan(report, drawers, replace_stale)
+            report.status, report.chunks = "dry_run", len(new)
+            report.drawer_ids = [d.id for d in new]
+            return report
+        with self.locks.hold(lock_key or report.source) as waited:
+            report.lock_wait_ms = waited
+            new, stale = self._plan(report, drawers, replace_stale)
+            if not new and not stale:
+                report.status = "unchanged"
+                return report
+            vectors, record = self._embed(report, new)
+            self._near_duplicates(report, new, vectors, record, options.near_duplicate)
+            audit = AuditEntry(
+                options.identity,
+                options.door,
+                "ingest",
+                {
+                    "source": report.source,
+                    "format": report.format,
+                    "room": report.room,
+                    "chunks": len(new),
+                    "replaced": len(stale),
+                },
+            )
+            outcome = self.store.write(new, vectors, record, audit, replace=stale)
+        report.chunks = len(outcome.inserted)
+        report.duplicates += len(new) - len(outcome.inserted)
+        report.replaced = len(outcome.replaced)
+        report.drawer_ids = list(outcome.inserted)
+        return report
+
+    def _plan(
+        self, report: SourceReport, drawers: list[NewDrawer], replace_stale: bool
+    ) -> tuple[list[NewDrawer], list[int]]:
+        """The drawers to write and the stored rows they supersede."""
+        stored = self.store.chunks_of_source(report.source) if replace_stale else {}
+        known = self.store.find([d.id for d in drawers])
+        new: list[NewDrawer] = []
+        stale: list[int] = []
+        seen: set[str] = set()
+        for drawer in drawers:
+            previous = stored.get(drawer.chunk_index)
+            if previous is not None and previous.content_hash == drawer.content_hash:
+                report.duplicates += 1
+                continue
+            existing = known.get(drawer.id)
+            if existing is not None and existing.content_hash != drawer.content_hash:
+                # An 8-hex-digit clash with different content: use the long form.
+                drawer = replace(drawer, id=_long_id(drawer))
+                existing = self.store.find([drawer.id]).get(drawer.id)
+            if previous is not None:
+                stale.append(previous.rowid)
+            if drawer.id in seen or (existing is not None and not existing.deleted):
+                report.duplicates += 1
+            elif existing is not None:
+                report.deleted += 1  # deleted on purpose: re-ingesting must not bring it back
+            else:
+                seen.add(drawer.id)
+                new.append(drawer)
+        if replace_stale:
+            count = len(drawers)
+            stale.extend(p.rowid for index, p in stored.items() if index >= count)
+        return new, stale
+
+    def _embed(
+        self, report: SourceReport, new: list[NewDrawer]
+    ) -> tuple[np.ndarray | None, EmbedderRecord | None]:
+        record = record_of(self.embedder)
+        if self.embedder is None or record is None or not new:
+            return None, None
+        stored = self.store.embedder()
+        if stored is not None and stored != record:
+            report.warnings.append(
+                f"stored vectors come from {stored.name} ({stored.dimension}-d), not "
+                f"{record.name}; these drawers get no vector until `memctl recall reindex`"
+            )
+            return None, None
+        vectors = np.asarray(self.embedder.embed([d.content for d in new]), dtype=np.float32)
+        return vectors, record
+
+    def _near_duplicates(
+        self,
+        report: SourceReport,
+        new: list[NewDrawer],
+        vectors: np.ndarray | None,
+        record: EmbedderRecord | None,
+        threshold: float,
+    ) -> None:
+        if vectors is None or record is None or len(new) > NEAR_DUPLICATE_BATCH:
+            return
+        try:
+            matches = self.store.most_similar(vectors, record)
+        except VectorsUnavailable:
+            return
+        candidates = [(d, m) for d, m in zip(new, matches, strict=True) if m and m[1] >= threshold]
+        if not candidates:
+            return
+        similar = self.store.get([m[0] for _d, m in candidates if m])
+        for drawer, match in candidates:
+            other = similar.get(match[0]) if match else None
+            if other is None or other.id == drawer.id:
+                continue
+            report.near_duplicates.append(
+                {
+                    "drawer_id": drawer.id,
+                    "similar_drawer_id": other.id,
+                    "similarity": round(match[1], 4) if match else None,
+                    "preview": other.content[:PREVIEW],
+                }
+            )
+
+
+def _long_id(drawer: NewDrawer) -> str:
+    prefix, _, _short = drawer.id.rpartition("_")
+    return f"{prefix}_{content_hash(drawer.content)[:LONG_HASH]}"
+
+
+__all__ = [
+    "IngestOptions",
+    "Ingestor",
+    "NEAR_DUPLICATE",
+    "SourceReport",
+    "directory_room",
+    "record_of",
+]

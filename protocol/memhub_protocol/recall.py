@@ -1,0 +1,320 @@
+"""The recall part of the wire contract: request models for ingest, search, delete,
+purge and taxonomy, time values, and which files a directory ingest sends.
+
+Shared by the daemon (which validates) and memctl (which builds requests and walks
+directories); depends on nothing of the daemon.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from memhub_protocol.errors import ErrorCode, ProtocolError
+
+FORMATS = ("auto", "claude-code", "chatgpt", "codex", "slack", "markdown", "text")
+SOURCE_KINDS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text", "manual")
+MAX_LIMIT = 100
+MAX_FILES_PER_REQUEST = 1000
+DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
+# Directories never ingested: version control, dependencies, build output, caches.
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", "node_modules", "target", "build", "dist", "__pycache__",
+        ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea",
+    }
+)  # fmt: skip
+
+
+def _invalid(message: str, field: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.INVALID, message, {"field": field})
+
+
+def _object(data: Any, allowed: Sequence[str]) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ProtocolError(ErrorCode.INVALID, "request body must be a JSON object")
+    extra = sorted(set(data) - set(allowed))
+    if extra:
+        raise _invalid(f"unknown field(s): {', '.join(extra)}", extra[0])
+    return data
+
+
+def _string(data: dict[str, Any], field: str, *, required: bool = False) -> str | None:
+    value = data.get(field)
+    if value is None or value == "":
+        if required:
+            raise _invalid(f"'{field}' is required", field)
+        return None
+    if not isinstance(value, str):
+        raise _invalid(f"'{field}' must be a string", field)
+    return value
+
+
+def _integer(data: dict[str, Any], field: str, default: int, low: int, high: int) -> int:
+    value = data.get(field, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _invalid(f"'{field}' must be an integer from {low} to {high}", field)
+    return value
+
+
+def _choice(data: dict[str, Any], field: str, choices: Sequence[str], default: str) -> str:
+    value = _string(data, field) or default
+    if value not in choices:
+        raise _invalid(f"'{field}' must be one of {', '.join(choices)}", field)
+    return value
+
+
+def _names(data: dict[str, Any], field: str) -> tuple[str, ...] | None:
+    value = data.get(field)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [item for item in value.split(",") if item.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise _invalid(f"'{field}' must be a list of non-empty strings", field)
+    if len(value) > 100:
+        raise _invalid(f"'{field}' has more than 100 items", field)
+    return tuple(v.strip() for v in value)
+
+
+def parse_time(value: Any, field: str = "time") -> int | None:
+    """Epoch seconds from an integer, a digit string, or an ISO 8601 date/time
+    (UTC when it names no zone); None for None or ""."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            return int(moment.timestamp())
+    raise _invalid(f"'{field}' must be epoch seconds or an ISO 8601 date/time", field)
+
+
+@dataclass(frozen=True, slots=True)
+class UploadedFile:
+    name: str  # the citation: a path relative to what the caller ingested
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class IngestRequest:
+    """Either `content` (one drawer, mempal's manual ingest) or `files` (each parsed,
+    chunked and written in its own transaction)."""
+
+    content: str | None = None
+    files: tuple[UploadedFile, ...] = ()
+    room: str | None = None
+    source: str | None = None
+    importance: int = 0
+    format: str = "auto"
+    dry_run: bool = False
+    readers: tuple[str, ...] | None = None
+
+    FIELDS = ("content", "files", "room", "source", "importance", "format", "dry_run", "readers")
+
+    @classmethod
+    def from_json(cls, data: Any) -> IngestRequest:
+        data = _object(data, cls.FIELDS)
+        content = _string(data, "content")
+        raw_files = data.get("files") or []
+        if not isinstance(raw_files, list) or len(raw_files) > MAX_FILES_PER_REQUEST:
+            raise _invalid(f"'files' must be a list of at most {MAX_FILES_PER_REQUEST}", "files")
+        files = []
+        for item in raw_files:
+            if not isinstance(item, dict):
+                raise _invalid("each file must be an object {name, content}", "files")
+            name = _string(item, "name", required=True)
+            text = item.get("content")
+            if not isinstance(text, str):
+                raise _invalid("each file needs a string 'content'", "files")
+            files.append(UploadedFile(str(name), text))
+        if (content is None) == (not files):
+            raise _invalid("give exactly one of 'content' or 'files'", "content")
+        dry_run = data.get("dry_run", False)
+        if not isinstance(dry_run, bool):
+            raise _invalid("'dry_run' must be true or false", "dry_run")
+        return cls(
+            content=content,
+            files=tuple(files),
+            room=_string(data, "room"),
+            source=_string(data, "source"),
+            importance=_integer(data, "importance", 0, 0, 5),
+            format=_choice(data, "format", FORMATS, "auto"),
+            dry_run=dry_run,
+            readers=_names(data, "readers"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "room": self.room,
+            "source": self.source,
+            "importance": self.importance,
+            "format": self.format,
+            "dry_run": self.dry_run,
+            "readers": list(self.readers) if self.readers is not None else None,
+        }
+        if self.content is not None:
+            out["content"] = self.content
+        else:
+            out["files"] = [{"name": f.name, "content": f.content} for f in self.files]
+        return {key: value for key, value in out.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    limit: int = 10
+    rooms: tuple[str, ...] | None = None
+    source_kinds: tuple[str, ...] | None = None
+    since: int | None = None
+    until: int | None = None
+    identities: tuple[str, ...] | None = None
+    workspaces: tuple[str, ...] | None = None  # only on the cross-workspace route
+
+    FIELDS = ("query", "limit", "room", "source_kind", "since", "until", "identity", "workspaces")
+
+    @classmethod
+    def from_json(cls, data: Any) -> SearchRequest:
+        data = _object(data, cls.FIELDS)
+        query = _string(data, "query", required=True) or ""
+        if not query.strip():
+            raise _invalid("'query' must not be empty", "query")
+        kinds = _names(data, "source_kind")
+        for kind in kinds or ():
+            if kind not in SOURCE_KINDS:
+                raise _invalid(
+                    f"'source_kind' must be among {', '.join(SOURCE_KINDS)}", "source_kind"
+                )
+        return cls(
+            query=query,
+            limit=_integer(data, "limit", 10, 1, MAX_LIMIT),
+            rooms=_names(data, "room"),
+            source_kinds=kinds,
+            since=parse_time(data.get("since"), "since"),
+            until=parse_time(data.get("until"), "until"),
+            identities=_names(data, "identity"),
+            workspaces=_names(data, "workspaces"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "query": self.query,
+            "limit": self.limit,
+            "room": list(self.rooms) if self.rooms else None,
+            "source_kind": list(self.source_kinds) if self.source_kinds else None,
+            "since": self.since,
+            "until": self.until,
+            "identity": list(self.identities) if self.identities else None,
+            "workspaces": list(self.workspaces) if self.workspaces else None,
+        }
+        return {key: value for key, value in out.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class TaxonomyEditRequest:
+    room: str
+    keywords: tuple[str, ...] = ()
+    display_name: str | None = None
+    remove: bool = False
+
+    FIELDS = ("room", "keywords", "display_name", "remove")
+
+    @classmethod
+    def from_json(cls, data: Any) -> TaxonomyEditRequest:
+        data = _object(data, cls.FIELDS)
+        remove = data.get("remove", False)
+        if not isinstance(remove, bool):
+            raise _invalid("'remove' must be true or false", "remove")
+        keywords = _names(data, "keywords") or ()
+        if not remove and not keywords:
+            raise _invalid("'keywords' must name at least one keyword", "keywords")
+        return cls(
+            room=_string(data, "room", required=True) or "",
+            keywords=keywords,
+            display_name=_string(data, "display_name"),
+            remove=remove,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "room": self.room,
+            "keywords": list(self.keywords),
+            "display_name": self.display_name,
+            "remove": self.remove,
+        }
+
+
+def looks_binary(head: bytes) -> bool:
+    """True for bytes that are not text: a NUL, or not UTF-8 (allowing a cut last char)."""
+    if b"\x00" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return error.start < len(head) - 3
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: str  # on this machine
+    name: str  # the citation: relative to the ingested directory (or the file's name)
+    skip: str | None = None  # why it is not ingested
+
+
+def walk_sources(
+    paths: Sequence[str], max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[SourceFile]:
+    """The files under `paths` in a stable order, each with a reason if it is skipped.
+
+    Hidden and tool directories are not entered; hidden files, binaries and files
+    over `max_file_bytes` are reported as skipped. A file named directly is never
+    skipped for being hidden.
+    """
+    for given in paths:
+        root = os.path.abspath(os.path.expanduser(given))
+        if os.path.isfile(root):
+            yield _check_file(root, os.path.basename(root), max_file_bytes)
+            continue
+        if not os.path.isdir(root):
+            yield SourceFile(root, given, "no such file or directory")
+            continue
+        for directory, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                path = os.path.join(directory, name)
+                relative = os.path.relpath(path, root).replace(os.sep, "/")
+                if name.startswith("."):
+                    yield SourceFile(path, relative, "hidden file")
+                elif os.path.islink(path) or not os.path.isfile(path):
+                    yield SourceFile(path, relative, "not a regular file")
+                else:
+                    yield _check_file(path, relative, max_file_bytes)
+
+
+def _check_file(path: str, name: str, max_file_bytes: int) -> SourceFile:
+    try:
+        size = os.path.getsize(path)
+        if size > max_file_bytes:
+            return SourceFile(path, name, f"larger than {max_file_bytes} bytes ({size})")
+        with open(path, "rb") as handle:
+            head = handle.read(8192)
+    except OSError as error:
+        return SourceFile(path, name, f"unreadable: {error.strerror or error}")
+    if looks_binary(head):
+        return SourceFile(path, name, "binary file")
+    return SourceFile(path, name)
