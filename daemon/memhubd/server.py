@@ -190,6 +190,8 @@ async def _announce(
 def print_banner(info: DaemonInfo, stream: Any = None) -> None:
     """The human greeting `memhubd serve` prints on a terminal (and `make run` always)."""
     out = stream or sys.stderr
+        vanish_grace_ms=config.watch.vanish_grace_ms,
+        settle_ms=config.watch.settle_ms,
     names = ", ".join(info.workspaces) or "(none yet)"
     lines = [
         f"memhubd {__version__}: serving {len(info.workspaces)} workspace(s): {names}",

@@ -57,6 +57,10 @@ class WatchConfig:
 
 @dataclass(frozen=True, slots=True)
 class McpConfig:
+    # Editor saves: a file that goes missing or empty keeps its declarations this long;
+    # changed bytes are served once unchanged this long. 0 turns either off.
+    vanish_grace_ms: int = 1000
+    settle_ms: int = 100
     """The MCP endpoint: whether it is served and which extra Host names it accepts."""
 
     enabled: bool = True
@@ -198,6 +202,10 @@ def _rescan_interval(value: Any, key: str, where: _Where) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise where.error(key, f"must be a number of seconds >= 0 (0 disables), got {value!r}")
     return float(value)
+def _milliseconds(value: Any, key: str, where: _Where) -> int:
+    return _integer(value, key, where, 0, 600_000)
+
+
 
 
 # key -> checker, per table; the checkers' order is the documentation's order.
@@ -222,6 +230,8 @@ _TABLES: dict[str, dict[str, _Checker]] = {
     "mcp": {"enabled": _boolean, "allowed_hosts": _hosts},
 }
 
+        "vanish_grace_ms": _milliseconds,
+        "settle_ms": _milliseconds,
 
 def _unknown(key: str, known: list[str], where: _Where) -> ConfigError:
     close = difflib.get_close_matches(key, known, n=1)

@@ -3,13 +3,15 @@
 Reads take `host.snapshot` (a plain attribute: swapping it is atomic) and never
 wait; reloads are serialized per workspace and build the next snapshot in a
 worker thread beside the current one. Events and metrics report every change.
+A save still in progress is held back by the builder; the host then reloads again
+when the builder says the held files are due (`Snapshot.recheck_at`).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,8 @@ from anyio.abc import TaskGroup
 from memhubd.runtime.events import EventBus
 from memhubd.runtime.metrics import Metrics
 from memhubd.runtime.snapshot import (
+    Pending,
+    SavePolicy,
     Snapshot,
     SourceProblem,
     WorkspaceUnavailable,
@@ -38,6 +42,12 @@ class WatchSettings:
     rescan_interval_s: float = 30.0
     force_polling: bool = False
     enabled: bool = True
+    vanish_grace_ms: int = 1000
+    settle_ms: int = 100
+
+    @property
+    def save_policy(self) -> SavePolicy:
+        return SavePolicy(self.vanish_grace_ms / 1000, self.settle_ms / 1000)
 
 
 class WorkspaceHost:
@@ -52,28 +62,46 @@ class WorkspaceHost:
         self._hub = hub
         self._reload_lock = anyio.Lock()
         self.stop_event = anyio.Event()
+        # What the last build held back (kept even when its snapshot was not swapped
+        # in, so grace periods run from the first sighting), and when to look again.
+        self._pending: Mapping[str, Pending] = {}
+        self._recheck_at: float | None = None
+        self._recheck_changed = anyio.Event()
 
     async def reload(self) -> Snapshot | None:
         """Build and swap in the next snapshot if anything changed; return what is served."""
         async with self._reload_lock:
-            return await self._reload_locked()
+            return await self._reload_locked(trusted=False)
 
     def reloads_held(self) -> anyio.Lock:
         """Hold off every other reload, e.g. across a write to the sources and its reload."""
         return self._reload_lock
 
     async def reload_held(self) -> Snapshot | None:
-        """`reload()` for a caller that already holds `reloads_held()`."""
-        return await self._reload_locked()
+        """`reload()` for a caller that already holds `reloads_held()`.
 
-    async def _reload_locked(self) -> Snapshot | None:
+        That caller writes the sources itself, whole and atomically, and must see its
+        write served at once: changed files are not made to settle first.
+        """
+        return await self._reload_locked(trusted=True)
+
+    async def _reload_locked(self, *, trusted: bool) -> Snapshot | None:
         hub = self._hub
         previous = self.snapshot
         started = time.perf_counter()
-        try:
-            candidate = await anyio.to_thread.run_sync(
-                build_snapshot, self.name, self.root, previous, limiter=hub.build_limiter
+
+        def build() -> Snapshot:
+            return build_snapshot(
+                self.name,
+                self.root,
+                previous,
+                policy=hub.watch_settings.save_policy,
+                pending=self._pending,
+                trusted=trusted,
             )
+
+        try:
+            candidate = await anyio.to_thread.run_sync(build, limiter=hub.build_limiter)
         except WorkspaceUnavailable as error:
             hub.metrics.reloads.inc(self.name, "unavailable")
             if self.unavailable != error.problem:
@@ -90,6 +118,8 @@ class WorkspaceHost:
         finally:
             self.last_reload_at = time.time()
         hub.metrics.reload_seconds.observe(self.name, value=time.perf_counter() - started)
+        self._pending = candidate.pending
+        self._schedule_recheck(candidate.recheck_at)
         if previous is not None and unchanged(previous, candidate):
             hub.metrics.reloads.inc(self.name, "unchanged")
             return previous
@@ -98,6 +128,27 @@ class WorkspaceHost:
         self._report(previous, candidate)
         hub.warm(candidate)
         return candidate
+
+    def _schedule_recheck(self, at: float | None) -> None:
+        self._recheck_at = at
+        self._recheck_changed.set()
+
+    async def run_rechecks(self) -> None:
+        """Reload whenever held-back files are due, until the host is stopped."""
+        while not self.stop_event.is_set():
+            changed = self._recheck_changed = anyio.Event()
+            at = self._recheck_at
+            delay = None if at is None else at - time.monotonic()
+            if delay is None or delay > 0:
+                with anyio.move_on_after(delay if delay is not None else float("inf")):
+                    await changed.wait()  # a newer build set another time, or stop()
+                continue
+            self._recheck_at = None
+            await self.reload()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self._recheck_changed.set()
 
     def _report(self, previous: Snapshot | None, current: Snapshot) -> None:
         hub = self._hub
@@ -177,7 +228,7 @@ class Hub:
                 yield self
             finally:
                 for host in self.hosts.values():
-                    host.stop_event.set()
+                    host.stop()
                 tg.cancel_scope.cancel()
                 self._tg = None
 
@@ -188,6 +239,8 @@ class Hub:
         # is seen as an event rather than at the next periodic re-scan.
         if self._tg is not None and self.watch_settings.enabled:
             self._tg.start_soon(self._watch, host, name=f"watch:{name}")
+        if self._tg is not None:
+            self._tg.start_soon(host.run_rechecks, name=f"recheck:{name}")
         await host.reload()
         return host
 
@@ -250,7 +303,7 @@ class Hub:
         host = self.hosts.pop(name, None)
         if host is None:
             return False
-        host.stop_event.set()
+        host.stop()
         if self._membership is not None:
             await anyio.to_thread.run_sync(self._membership.remove, name)
         self.metrics.forget_workspace(name)

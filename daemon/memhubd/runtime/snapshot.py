@@ -4,8 +4,12 @@ one generation, and the builder that derives the next one from the previous.
 The builder re-parses only files whose bytes changed and rebuilds the type
 registry only when the manifest or a schema changed. A file that stops parsing
 keeps its last good declarations (the workspace is then `degraded`); so does a
-broken schema keep the last good registry. Nothing here touches the network or
-the event loop: building runs in a worker thread.
+broken schema keep the last good registry. Editor saves are not served half-way:
+a file that goes missing or empty keeps its declarations for a grace period, and
+new bytes are served once they have stopped changing (see `SavePolicy`). Nothing
+is read from outside the workspace's real path, whatever symbolic links say.
+Nothing here touches the network or the event loop: building runs in a worker
+thread, and waiting for a file to settle is the caller's job (`recheck_at`).
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import dataclasses
 import hashlib
 import json
 import os
+import stat as stat_mode
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +37,7 @@ MANIFEST = "memdsl.json"
 class SourceProblem:
     """Why part of a workspace is not what is on disk right now."""
 
-    kind: str  # "parse_error" | "schema_error" | "read_error"
+    kind: str  # "parse_error" | "schema_error" | "read_error" | "outside_workspace"
     file: str
     line: int
     column: int
@@ -80,6 +86,35 @@ class SourceFile:
 
 
 @dataclass(frozen=True, slots=True)
+class SavePolicy:
+    """How long a half-done save is kept from being served.
+
+    `vanish_grace_s`: a file that had declarations and goes missing or empty keeps
+    them until it has stayed so this long (editors rename the original away, or
+    truncate it, before writing the new bytes). `settle_s`: changed bytes are served
+    once the file has not changed for this long, so that a save written in several
+    steps is never served in between. A file that keeps changing for a whole grace
+    period is served as it is then. Zero turns either rule off.
+    """
+
+    vanish_grace_s: float = 1.0
+    settle_s: float = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """What the disk shows for one path that is not served yet, and since when.
+
+    Times are `time.monotonic()`. `stat` is None while the file is missing.
+    """
+
+    stat: tuple[int, int, int] | None
+    seen: float  # when the disk first showed exactly `stat`
+    since: float  # when the disk first differed from what is served
+    vanished: float | None  # when the current run of "missing or empty" began
+
+
+@dataclass(frozen=True, slots=True)
 class RegistryState:
     fingerprint: tuple[tuple[str, str | None], ...]
     registry: TypeRegistry | None
@@ -100,12 +135,19 @@ class Snapshot:
     build_seconds: float
     reparsed: int
     root_problem: SourceProblem | None = None
+    # Sources that are not read at all: links leading outside the workspace, FIFOs, ...
+    refused: tuple[SourceProblem, ...] = ()
+    # Paths whose disk state is not served yet, and when to look at them again
+    # (`time.monotonic()`); the next build takes `pending` back in.
+    pending: Mapping[str, Pending] = field(default_factory=dict)
+    recheck_at: float | None = None
     _lint_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _lint_cache: list[Any] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def problems(self) -> list[SourceProblem]:
         found = [f.problem for f in self.files if f.problem is not None]
+        found.extend(self.refused)
         if self.registry_state.problem is not None:
             found.insert(0, self.registry_state.problem)
         if self.root_problem is not None:
@@ -143,18 +185,225 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _read(path: str) -> bytes | None:
+EMPTY_DIGEST = _digest(b"")
+REFUSED_DIGEST = "refused"
+
+# --- reading inside the workspace ---------------------------------------------------------
+
+OUTSIDE_MESSAGE = "leads outside the workspace (symbolic link or '..'); not read"
+NOT_REGULAR_MESSAGE = "not a regular file; not read"
+
+
+class _Refused(Exception):
+    """A source that must not be read; `kind` and `message` become its SourceProblem."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def _inside(path: str, real_root: str) -> bool:
+    return path == real_root or path.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _stat_tuple(info: os.stat_result) -> tuple[int, int, int]:
+    return (info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+def _opened_path(fd: int, path: str, info: os.stat_result) -> str | None:
+    """The real path of the file open as `fd`; None if no name leads to it any more."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = os.path.realpath(path)  # no /proc: resolve the name, then compare below
+    try:
+        named = os.stat(real)
+    except OSError:
+        return None  # renamed away or deleted since it was opened
+    return real if (named.st_dev, named.st_ino) == (info.st_dev, info.st_ino) else None
+
+
+def _read_confined(path: str, real_root: str) -> tuple[bytes, tuple[int, int, int]] | None:
+    """The bytes of `path` and its stat after reading; None if it does not exist (now).
+
+    Raises _Refused for anything but a regular file inside `real_root`. The check is
+    made on the open file, so a link swapped in after the walk cannot redirect the
+    read; O_NONBLOCK keeps a FIFO from blocking the open.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        if not stat_mode.S_ISREG(info.st_mode):
+            raise _Refused("read_error", NOT_REGULAR_MESSAGE)
+        real = _opened_path(fd, path, info)
+        if real is None:
+            return None
+        if not _inside(real, real_root):
+            raise _Refused("outside_workspace", OUTSIDE_MESSAGE)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        after = os.fstat(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks), _stat_tuple(after)
 
 
-def _registry_fingerprint(root: str) -> tuple[tuple[str, str | None], ...]:
+def _observe(path: str, real_root: str) -> tuple[tuple[int, int, int] | None, str | None]:
+    """`path`'s (mtime_ns, size, inode) now (None: missing), and its real path if it is
+    a symbolic link. Raises _Refused for a link leading outside or a non-regular file.
+    """
+    try:
+        info = os.lstat(path)
+        real = None
+        if stat_mode.S_ISLNK(info.st_mode):
+            # Checked on every build, not only when the bytes are read: a link pointed
+            # elsewhere may show the same size and time as the served bytes had.
+            real = os.path.realpath(path)
+            if not _inside(real, real_root):
+                raise _Refused("outside_workspace", OUTSIDE_MESSAGE)
+            info = os.stat(path)
+    except OSError:
+        return None, None  # missing, or a dangling link (an emacs lock file, say)
+    if not stat_mode.S_ISREG(info.st_mode):
+        raise _Refused("read_error", NOT_REGULAR_MESSAGE)
+    return _stat_tuple(info), real
+
+
+# --- editor saves -------------------------------------------------------------------------
+
+
+class _SaveRules:
+    """Applies a SavePolicy during one build: decides which disk states are held back
+    and records them, with the time each must be looked at again."""
+
+    def __init__(
+        self, policy: SavePolicy, pending: Mapping[str, Pending], *, enforce: bool, trusted: bool
+    ) -> None:
+        self.policy = policy
+        self.before = pending
+        self.enforce = enforce  # False on the first build: there is nothing to keep
+        self.trusted = trusted
+        self.now = time.monotonic()
+        self.wall = time.time()
+        self.pending: dict[str, Pending] = {}
+        self.deadlines: list[float] = []
+
+    def hold_vanished(self, path: str, stat: tuple[int, int, int] | None) -> bool:
+        """True (and `path` pending) while a file that had declarations is missing or
+        empty for less than the grace period."""
+        grace = self.policy.vanish_grace_s
+        if not self.enforce or grace <= 0:
+            return False
+        old = self.before.get(path)
+        vanished = old.vanished if old is not None and old.vanished is not None else self.now
+        if self.now - vanished >= grace:
+            return False
+        self._keep(path, old, stat, vanished, vanished + grace)
+        return True
+
+    def hold_unsettled(self, path: str, stat: tuple[int, int, int]) -> bool:
+        """True (and `path` pending) while the file's bytes may still be changing:
+        neither its modification time nor our own observations are `settle_s` old."""
+        settle = self.policy.settle_s
+        if not self.enforce or self.trusted or settle <= 0:
+            return False
+        old = self.before.get(path)
+        since = old.since if old is not None else self.now
+        cap = since + max(self.policy.vanish_grace_s, settle)
+        if self.now >= cap:
+            return False  # changing all the time: serve what is there
+        seen = old.seen if old is not None and old.stat == stat else self.now
+        # The modification time alone would do on a local disk; the observation covers
+        # clocks that disagree (a file system whose times run ahead of ours).
+        mtime_age = self.wall - stat[0] / 1e9
+        if self.now - seen >= settle or mtime_age >= settle:
+            return False
+        deadline = min(seen + settle, self.now + settle - max(mtime_age, 0.0), cap)
+        self._keep(path, old, stat, None, deadline)
+        return True
+
+    def _keep(
+        self,
+        path: str,
+        old: Pending | None,
+        stat: tuple[int, int, int] | None,
+        vanished: float | None,
+        deadline: float,
+    ) -> None:
+        seen = old.seen if old is not None and old.stat == stat else self.now
+        since = old.since if old is not None else self.now
+        self.pending[path] = Pending(stat, seen, since, vanished)
+        self.deadlines.append(max(deadline, self.now + 0.001))
+
+    def forget(self, paths: list[str]) -> None:
+        for path in paths:
+            self.pending.pop(path, None)
+
+    @property
+    def recheck_at(self) -> float | None:
+        return min(self.deadlines) if self.deadlines else None
+
+
+def _has_declarations(source: SourceFile | None) -> bool:
+    return source is not None and source.document is not None and bool(source.typed)
+
+
+def _serve(
+    path: str,
+    before: SourceFile | None,
+    stat: tuple[int, int, int] | None,
+    rules: _SaveRules,
+    real_root: str,
+) -> SourceFile | None:
+    """What to serve for `path`, whose disk stat is `stat` (None: missing); None for
+    nothing. Raises _Refused."""
+    if before is not None and stat is not None and before.stat == stat:
+        return before
+    if stat is None or stat[1] == 0:
+        if _has_declarations(before) and rules.hold_vanished(path, stat):
+            return before
+        if stat is None:
+            return None
+    elif rules.hold_unsettled(path, stat):
+        return before
+    loaded = _load_file(path, before, real_root)
+    if loaded is None:  # gone between the stat and the read
+        if _has_declarations(before) and rules.hold_vanished(path, None):
+            return before
+        return None
+    if loaded.stat != stat and rules.hold_unsettled(path, loaded.stat):
+        return before  # it changed while it was read: a save in progress
+    return loaded
+
+
+# --- the type registry --------------------------------------------------------------------
+
+Fingerprint = tuple[tuple[str, str | None], ...]
+
+
+def _registry_fingerprint(root: str, real_root: str) -> tuple[Fingerprint, SourceProblem | None]:
+    """(path, digest or None if missing) of the manifest and each type pack it names,
+    and the first of them that must not be read."""
     manifest = os.path.join(root, MANIFEST)
-    data = _read(manifest)
-    parts: list[tuple[str, str | None]] = [(manifest, None if data is None else _digest(data))]
+    refused: list[SourceProblem] = []
+
+    def digest(path: str, label: str) -> tuple[bytes | None, str | None]:
+        try:
+            found = _read_confined(path, real_root)
+        except _Refused as refusal:
+            refused.append(SourceProblem(refusal.kind, manifest, 0, 0, label + refusal.message))
+            return None, REFUSED_DIGEST
+        return (None, None) if found is None else (found[0], _digest(found[0]))
+
+    data, manifest_digest = digest(manifest, "")
+    parts: list[tuple[str, str | None]] = [(manifest, manifest_digest)]
     if data is not None:
         try:
             schemas = json.loads(data).get("schemas", [])
@@ -164,41 +413,54 @@ def _registry_fingerprint(root: str) -> tuple[tuple[str, str | None], ...]:
             for entry in schemas:
                 if isinstance(entry, str) and entry.strip():
                     path = os.path.join(root, entry.strip())
-                    schema = _read(path)
-                    parts.append((path, None if schema is None else _digest(schema)))
-    return tuple(parts)
+                    parts.append((path, digest(path, f"type pack {entry.strip()!r} ")[1]))
+    return tuple(parts), (refused[0] if refused else None)
 
 
-def _load_registry(root: str, previous: RegistryState | None) -> RegistryState:
-    fingerprint = _registry_fingerprint(root)
+def _vanished_parts(previous: RegistryState | None, fingerprint: Fingerprint) -> list[str]:
+    """Manifest and type-pack paths that had bytes last time and are missing or empty now."""
+    if previous is None or previous.registry is None:
+        return []
+    gone = (None, EMPTY_DIGEST)
+    now = dict(fingerprint)
+    manifest_gone = fingerprint[0][1] in gone
+    return [
+        path
+        for path, digest in previous.fingerprint
+        # A type pack no longer listed by a readable manifest was dropped on purpose.
+        if digest not in gone and (now[path] in gone if path in now else manifest_gone)
+    ]
+
+
+def _load_registry(
+    root: str,
+    fingerprint: Fingerprint,
+    refused: SourceProblem | None,
+    previous: RegistryState | None,
+) -> RegistryState:
+    kept = previous.registry if previous is not None else None
+    if refused is not None:
+        # registry_for_paths would read the file itself: never hand it such a path.
+        return RegistryState(fingerprint, kept, refused)
     if previous is not None and previous.fingerprint == fingerprint and previous.registry:
         return previous
     try:
         registry = registry_for_paths([root])
     except SchemaError as error:
         problem = SourceProblem("schema_error", os.path.join(root, MANIFEST), 0, 0, str(error))
-        kept = previous.registry if previous is not None else None
         return RegistryState(fingerprint, kept, problem)
     return RegistryState(fingerprint, registry, None)
 
 
-def _stat(path: str) -> tuple[int, int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_mtime_ns, info.st_size, info.st_ino)
+# --- files and snapshots ------------------------------------------------------------------
 
 
-def _load_file(path: str, previous: SourceFile | None) -> SourceFile | None:
-    stat = _stat(path)
-    if stat is None:
-        return None  # vanished between the walk and the stat: treated as deleted
-    if previous is not None and previous.stat == stat:
-        return previous  # same inode, size and nanosecond mtime: not re-read
-    data = _read(path)
-    if data is None:
+def _load_file(path: str, previous: SourceFile | None, real_root: str) -> SourceFile | None:
+    """Read and parse `path` (None if it is gone). Raises _Refused."""
+    found = _read_confined(path, real_root)
+    if found is None:
         return None
+    data, stat = found
     digest = _digest(data)
     if previous is not None and previous.digest == digest:
         return dataclasses.replace(previous, stat=stat)
@@ -229,19 +491,48 @@ def _broken(
     return dataclasses.replace(previous, digest=digest, problem=problem, stat=stat)
 
 
-def build_snapshot(name: str, root: str, previous: Snapshot | None) -> Snapshot:
+def _walk(root: str) -> list[str]:
+    # Emacs lock files (`.#name.mem`) are symbolic links to nowhere, never sources.
+    return [p for p in source_files(root) if not os.path.basename(p).startswith(".#")]
+
+
+def build_snapshot(
+    name: str,
+    root: str,
+    previous: Snapshot | None,
+    *,
+    policy: SavePolicy | None = None,
+    pending: Mapping[str, Pending] | None = None,
+    trusted: bool = False,
+) -> Snapshot:
     """The next snapshot of `root`, reusing whatever did not change since `previous`.
 
+    `pending` is what the last build held back (default `previous.pending`): pass the
+    last *built* snapshot's when `previous` is an older one kept because nothing
+    changed. `trusted`: the caller wrote the changes itself, whole, so they are served
+    without waiting for them to settle (missing files still get their grace period).
     Raises WorkspaceUnavailable when there is no usable registry at all.
     """
     started = time.perf_counter()
     root = os.path.abspath(root)
-    registry_state = _load_registry(root, previous.registry_state if previous else None)
+    real_root = os.path.realpath(root)
+    held = pending if pending is not None else (previous.pending if previous else {})
+    rules = _SaveRules(policy or SavePolicy(), held, enforce=previous is not None, trusted=trusted)
+    previous_registry = previous.registry_state if previous else None
+    fingerprint, refused_schema = _registry_fingerprint(root, real_root)
+    vanished = _vanished_parts(previous_registry, fingerprint) if refused_schema is None else []
+    holds = [rules.hold_vanished(path, None) for path in vanished]
+    if previous_registry is not None and holds and all(holds):
+        registry_state = previous_registry  # a type pack mid-save: keep the types
+    else:
+        rules.forget(vanished)
+        registry_state = _load_registry(root, fingerprint, refused_schema, previous_registry)
     if registry_state.registry is None:
         assert registry_state.problem is not None
         raise WorkspaceUnavailable(registry_state.problem)
     known = {f.path: f for f in previous.files} if previous is not None else {}
     files: list[SourceFile] = []
+    refused: list[SourceProblem] = []
     reparsed = 0
     root_problem = None
     if not os.path.isdir(root):
@@ -249,14 +540,34 @@ def build_snapshot(name: str, root: str, previous: Snapshot | None) -> Snapshot:
         # decision to forget everything: keep serving what was there.
         root_problem = SourceProblem("read_error", root, 0, 0, "workspace directory is missing")
         files = list(previous.files) if previous is not None else []
-    for path in source_files(root) if root_problem is None else []:
-        before = known.get(path)
-        loaded = _load_file(path, before)
+        rules.pending.update(held)
+        known = {}
+    walked = _walk(root) if root_problem is None else []
+    walked_real: set[str] | None = None
+    for path in walked:
+        before = known.pop(path, None)
+        try:
+            stat, link_target = _observe(path, real_root)
+            if link_target is not None:
+                # A link to another source of this workspace would serve it twice.
+                if walked_real is None:
+                    walked_real = {
+                        os.path.join(real_root, os.path.relpath(p, root)) for p in walked
+                    }
+                if link_target in walked_real:
+                    continue
+            loaded = _serve(path, before, stat, rules, real_root)
+        except _Refused as refusal:
+            refused.append(SourceProblem(refusal.kind, path, 0, 0, refusal.message))
+            continue
         if loaded is None:
             continue
         if before is None or loaded.digest != before.digest:
             reparsed += 1
         files.append(loaded)
+    for path, before in known.items():  # served last time, not found by this walk
+        if _serve(path, before, None, rules, real_root) is not None:
+            _insert_in_order(files, before, previous.files if previous else ())
     registry = registry_state.registry
     with cyclic_gc_paused():
         files = [f.with_types(registry).with_segment() for f in files]
@@ -277,7 +588,24 @@ def build_snapshot(name: str, root: str, previous: Snapshot | None) -> Snapshot:
         build_seconds=time.perf_counter() - started,
         reparsed=reparsed,
         root_problem=root_problem,
+        refused=tuple(refused),
+        pending=rules.pending,
+        recheck_at=rules.recheck_at,
     )
+
+
+def _insert_in_order(
+    files: list[SourceFile], kept: SourceFile, order: tuple[SourceFile, ...]
+) -> None:
+    """Put a file held through its grace period back where it was served before."""
+    position = {f.path: i for i, f in enumerate(order)}
+    mine = position.get(kept.path, len(order))
+    at = len(files)
+    for i, source in enumerate(files):
+        if position.get(source.path, -1) > mine:
+            at = i
+            break
+    files.insert(at, kept)
 
 
 def _index_from_segments(workspace: Workspace, files: list[SourceFile]) -> None:
@@ -294,6 +622,7 @@ def unchanged(previous: Snapshot, candidate: Snapshot) -> bool:
     return (
         previous.registry_state is candidate.registry_state
         and previous.root_problem == candidate.root_problem
+        and previous.refused == candidate.refused
         and len(previous.files) == len(candidate.files)
         and all(
             a.path == b.path and a.digest == b.digest and a.problem == b.problem
