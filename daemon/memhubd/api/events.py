@@ -38,7 +38,7 @@ async def events_endpoint(request: Request, identity: Identity, hub: Hub) -> Str
                 if timer.cancelled_caught:
                     yield ": keepalive\n\n"
                     continue
-                data = event_for(identity, event.name, event.data)
+                data = event_for(hub, identity, event.name, event.data)
                 if data is None:
                     continue
                 yield format_event(event, data)

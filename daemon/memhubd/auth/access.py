@@ -1,15 +1,17 @@
 """Enforcement of memdsl's `access_policy.readers`: which declarations a caller may see,
-and raw source text with the hidden declarations cut out.
+raw source text with the hidden declarations cut out, and load problems redacted.
 
-Pure functions over declarations, identities and text; no I/O, no knowledge of HTTP.
+`readers` decides who may READ a declaration, never who is bound by it: nothing here
+decides what a rule enforces. Pure functions over declarations, identities and text;
+no I/O, no knowledge of HTTP.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from memhubd.auth.identity import Identity
+from memhubd.auth.identity import ANY, Identity
 
 if TYPE_CHECKING:
     from memhubd.model import Declaration
@@ -35,10 +37,46 @@ def readers_of(declaration: Declaration) -> frozenset[str]:
 
 def is_visible(declaration: Declaration, identity: Identity) -> bool:
     """False when the declaration names readers and the caller holds none of those roles."""
-    if identity.sees_everything:
+    return is_readable(declaration, identity.roles)
+
+
+def is_readable(declaration: Declaration, roles: frozenset[str]) -> bool:
+    """`is_visible` for a set of roles: `*` reads everything, no readers means everyone."""
+    if ANY in roles:
         return True
     readers = readers_of(declaration)
-    return not readers or not readers.isdisjoint(identity.roles)
+    return not readers or not readers.isdisjoint(roles)
+
+
+# Problem messages that are fixed text (they quote nothing from any file).
+_FIXED_PROBLEM_MESSAGES = frozenset({"workspace directory is missing"})
+# Schema files are served whole to every reader (`types`), so their errors hide nothing.
+_UNREDACTED_KINDS = frozenset({"schema_error"})
+_NEUTRAL_PROBLEM_MESSAGES = {
+    "parse_error": (
+        "the file does not parse; its last good version is served "
+        "(the error text is withheld: it may quote declarations hidden from you)"
+    ),
+}
+_NEUTRAL_PROBLEM_MESSAGE = (
+    "the file could not be loaded; its last good version is served "
+    "(details withheld: they may quote declarations hidden from you)"
+)
+
+
+def redact_problem(problem: dict[str, Any]) -> dict[str, Any]:
+    """A load problem (`SourceProblem.as_dict()`) for a caller who does not see everything.
+
+    Kind, file and position stay; a message that may quote source text is replaced by
+    a neutral one. The text on disk that failed to load is not parsed, so nothing can
+    prove it holds no hidden declaration: only fixed messages and schema errors stay.
+    """
+    kind = str(problem.get("kind", ""))
+    message = problem.get("message")
+    if kind in _UNREDACTED_KINDS or message in _FIXED_PROBLEM_MESSAGES:
+        return dict(problem)
+    neutral = _NEUTRAL_PROBLEM_MESSAGES.get(kind, _NEUTRAL_PROBLEM_MESSAGE)
+    return {**problem, "message": neutral}
 
 
 def split_visible(declarations: Iterable[_D], identity: Identity) -> tuple[list[_D], int]:

@@ -3,6 +3,10 @@
 Rules without an executable guard are never guessed at; they make the verdict
 `needs_review`. Deny/require checks read the candidate only; `when_any` reads the task
 too. This module must not decide applicability (that is `applicability`).
+
+Access policy hides content, never the obligation: every applicable rule is judged,
+including those the caller may not read; a hidden rule's finding changes the verdict
+but only its count reaches the pack (`withheld_*`), never its id or text.
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ def check_compliance(
     scope: str | None = None,
     exceptions: Sequence[str] | None = None,
     regex_timeout: float = patterns.DEFAULT_TIMEOUT,
+    hidden: Callable[[Any], bool] | None = None,
 ) -> CompliancePack:
     """Preflight a proposed action or draft against the constraints that apply to it.
 
     `regex_timeout` bounds each guard-regex search (seconds); a search that runs out
-    makes its rule `needs_review` instead of hanging the caller.
+    makes its rule `needs_review` instead of hanging the caller. `ws` must be the whole
+    workspace; `hidden(decl)` says which of its rules the caller may not read (they
+    still bind the caller: see `evaluate_constraints`).
     """
     # Rules are read once per index (the index keeps its declarations alive, so their
     # id() cannot be reused while the memo lives).
@@ -53,6 +60,7 @@ def check_compliance(
         exceptions=exceptions,
         regex_timeout=regex_timeout,
         rule_of=rule_of,
+        hidden=hidden,
     )
 
 
@@ -66,8 +74,14 @@ def evaluate_constraints(
     exceptions: Iterable[Any] | None,
     regex_timeout: float = patterns.DEFAULT_TIMEOUT,
     rule_of: Callable[[Any], Rule] = Rule.of,
+    hidden: Callable[[Any], bool] | None = None,
 ) -> CompliancePack:
-    """Normalise the inputs, select constraints with `select(task, candidate)`, judge each."""
+    """Normalise the inputs, select constraints with `select(task, candidate)`, judge each.
+
+    A rule for which `hidden(decl)` is true is judged like any other and counts towards
+    the verdict, but the pack only counts its violation or open question: it is left
+    out of `applicable_must`, `evaluated` and every per-rule list.
+    """
     task_text = str(task or "").strip()
     candidate_text = str(candidate or "").strip()
     supplied = {str(item).strip() for item in (exceptions or []) if str(item).strip()}
@@ -80,9 +94,16 @@ def evaluate_constraints(
         "unknowns": [],
     }
     evaluated = []
+    readable = []
+    withheld = {"violations": 0, "exceptions_applied": 0, "unknowns": 0}
     for decl in applicable:
         rule = rule_of(decl)
         status, bucket, item = judge(rule, text, supplied)
+        if hidden is not None and hidden(decl):
+            if bucket:
+                withheld[bucket] += 1
+            continue
+        readable.append(decl)
         if bucket:
             buckets[bucket].append({**rule.ref, **item})
         evaluated.append({**rule.ref, "status": status})
@@ -92,16 +113,18 @@ def evaluate_constraints(
         subject=str(subject or ""),
         scope=str(scope or ""),
         asserted_exceptions=sorted(supplied),
-        verdict=_verdict(buckets),
-        applicable_must=applicable,
+        verdict=_verdict(buckets, withheld),
+        applicable_must=readable,
         evaluated=evaluated,
+        withheld_violations=withheld["violations"],
+        withheld_unknowns=withheld["unknowns"],
         **buckets,
     )
 
 
-def _verdict(buckets: dict[str, list[dict[str, Any]]]) -> str:
-    if buckets["violations"]:
+def _verdict(buckets: dict[str, list[dict[str, Any]]], withheld: dict[str, int]) -> str:
+    if buckets["violations"] or withheld["violations"]:
         return "block"
-    if buckets["unknowns"]:
+    if buckets["unknowns"] or withheld["unknowns"]:
         return "needs_review"
     return "allow"

@@ -1,7 +1,9 @@
 """The CompliancePack: a check's verdict with the rules it read and why, in JSON and text.
 
 Key orders and legacy aliases (`applicable_must`, `boundary_id`, `kind`) are memdsl's
-contract; this module must not evaluate anything.
+contract; this module must not evaluate anything. Findings of rules the caller may not
+read appear only as counts (`withheld`), and only when there are any, so a pack without
+them is exactly memdsl's.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ class CompliancePack:
     violations: list[dict[str, Any]] = field(default_factory=list)
     exceptions_applied: list[dict[str, Any]] = field(default_factory=list)
     unknowns: list[dict[str, Any]] = field(default_factory=list)
+    # Rules the caller may not read that block, or need review: counted, never named.
+    withheld_violations: int = 0
+    withheld_unknowns: int = 0
 
     @property
     def applicable_constraints(self) -> list[Any]:
@@ -47,6 +52,29 @@ class CompliancePack:
             "violations": [dict(item) for item in self.violations],
             "exceptions_applied": [dict(item) for item in self.exceptions_applied],
             "unknowns": [dict(item) for item in self.unknowns],
+            **self._withheld_dict(),
+        }
+
+    def withheld_message(self) -> str:
+        """One line on the findings of rules the caller cannot read; "" when there are none."""
+        parts = []
+        if self.withheld_violations:
+            parts.append(f"blocked by {_rules(self.withheld_violations)} you cannot read")
+        if self.withheld_unknowns:
+            count = self.withheld_unknowns
+            verb = "needs" if count == 1 else "need"
+            parts.append(f"{_rules(count)} you cannot read {verb} review")
+        return "; ".join(parts) + "; ask a reviewer" if parts else ""
+
+    def _withheld_dict(self) -> dict[str, Any]:
+        if not (self.withheld_violations or self.withheld_unknowns):
+            return {}
+        return {
+            "withheld": {
+                "violations": self.withheld_violations,
+                "unknowns": self.withheld_unknowns,
+                "message": self.withheld_message(),
+            }
         }
 
     def render_json(self) -> str:
@@ -69,6 +97,9 @@ class CompliancePack:
         if self.unknowns:
             lines += ["", "NEEDS REVIEW"]
             lines.extend(f"- [{item['id']}] {item['reason']}" for item in self.unknowns)
+        withheld = self.withheld_message()
+        if withheld:
+            lines += ["", "WITHHELD", f"- {withheld}"]
         return "\n".join(lines)
 
 
@@ -95,6 +126,10 @@ def constraint_dict(d: Any) -> dict[str, Any]:
 def rule_ref(d: Any) -> dict[str, Any]:
     """The identifying head of every per-rule item (`boundary_id` is the 0.4 name)."""
     return {"id": d.id, "type": d.kind, "runtime_role": d.runtime_role, "boundary_id": d.id}
+
+
+def _rules(count: int) -> str:
+    return f"{count} rule" if count == 1 else f"{count} rules"
 
 
 def _violation_line(item: dict[str, Any]) -> str:

@@ -43,7 +43,12 @@ class WorkspaceIndex:
     the one they mean.
     """
 
-    def __init__(self, segments: Sequence[Segment], aliases: dict[str, list[str]]) -> None:
+    def __init__(
+        self,
+        segments: Sequence[Segment],
+        aliases: dict[str, list[str]],
+        superseded_elsewhere: Iterable[str] = (),
+    ) -> None:
         self.segments = tuple(segments)
         widths = [(len(s) + 7) // 8 * 8 for s in self.segments]
         self.bases = tuple(accumulate(widths, initial=0))[:-1]
@@ -53,7 +58,9 @@ class WorkspaceIndex:
         self.subjects: list[str | None] = self._by_slot("subjects_of")
         self.scopes: list[str | None] = self._by_slot("scopes_of")
         self.ids = _directory(self.ids_of)
-        self.superseded = self._superseded(_directory(self._by_slot("names")))
+        self.superseded = self._superseded(
+            _directory(self._by_slot("names")), frozenset(superseded_elsewhere)
+        )
         live = ~self.space.bitmap(self.superseded)
         self.pool = self._flagged("in_pool") & live
         self.constraints = self._flagged("is_constraint") & live
@@ -98,9 +105,10 @@ class WorkspaceIndex:
             maps.append(dict(zip(keys, range(len(keys)), strict=True)))
         return maps
 
-    def _superseded(self, names: dict[str, list[int]]) -> set[int]:
+    def _superseded(self, names: dict[str, list[int]], elsewhere: frozenset[str]) -> set[int]:
+        # `elsewhere`: targets of declarations left out of a restricted workspace.
         hidden: set[int] = set()
-        for target in {t for s in self.segments for t in s.supersedes}:
+        for target in {t for s in self.segments for t in s.supersedes} | elsewhere:
             hidden.update(self.ids.get(target, ()))
             hidden.update(names.get(target, ()))
         return hidden
@@ -232,7 +240,8 @@ def build_index(ws: Any) -> WorkspaceIndex:
     """Index a workspace: one segment per run of consecutive declarations of a file."""
     with cyclic_gc_paused():
         segments = [build_segment(run) for run in _file_runs(ws.declarations)]
-        return WorkspaceIndex(segments, ws.alias_map())
+        elsewhere = getattr(ws, "superseded_elsewhere", ())
+        return WorkspaceIndex(segments, ws.alias_map(), elsewhere)
 
 
 def _file_runs(declarations: Sequence[Any]) -> Iterable[Sequence[Any]]:

@@ -3,6 +3,8 @@
 Lookups are computed once and reused until declarations are added;
 returned sets are frozen and returned lists are copies, so callers cannot corrupt
 the cache. Loading walks the file system exactly like memdsl; nothing here lints.
+A workspace may be a restriction of another (what one reader may see): it keeps the
+whole workspace's supersession, and nothing here decides who may read what.
 """
 
 from __future__ import annotations
@@ -31,10 +33,19 @@ class Workspace:
         declarations: list[Declaration] | None = None,
         files: list[str] | None = None,
         registry: TypeRegistry | None = None,
+        *,
+        superseded_elsewhere: frozenset[str] = frozenset(),
+        cut_from: Workspace | None = None,
     ) -> None:
         self.declarations: list[Declaration] = declarations if declarations is not None else []
         self.files: list[str] = files if files is not None else []
         self.registry: TypeRegistry = registry if registry is not None else TypeRegistry.standard()
+        # `supersedes` targets of declarations left out of this workspace by `restricted`:
+        # what they supersede stays superseded here (see `superseded_ids`).
+        self.superseded_elsewhere: frozenset[str] = superseded_elsewhere
+        # The whole workspace this one was restricted from; None for a whole workspace
+        # (not `self`, which would make every workspace a reference cycle).
+        self.cut_from: Workspace | None = cut_from
         self._cache: dict[str, Any] = {}
         self._cache_size = -1
 
@@ -65,6 +76,33 @@ class Workspace:
             for document in documents:
                 workspace.add_document(document)
         return workspace
+
+    def restricted(self, keep: Callable[[Declaration], bool]) -> Workspace:
+        """The declarations `keep` accepts, in order, over the same files and registry.
+
+        Supersession stays the whole workspace's: a left-out declaration that supersedes
+        a kept one keeps it superseded, so hiding the newer declaration never revives
+        the older one. The result remembers the whole workspace (`whole`).
+        """
+        kept: list[Declaration] = []
+        targets: set[str] = set(self.superseded_elsewhere)
+        for decl in self.declarations:
+            if keep(decl):
+                kept.append(decl)
+            else:
+                targets.update(decl.relation_targets("supersedes"))
+        return Workspace(
+            declarations=kept,
+            files=list(self.files),
+            registry=self.registry,
+            superseded_elsewhere=frozenset(targets),
+            cut_from=self.whole,
+        )
+
+    @property
+    def whole(self) -> Workspace:
+        """The workspace this one was restricted from, or itself when it is whole."""
+        return self.cut_from if self.cut_from is not None else self
 
     def add_document(self, doc: Document) -> None:
         """Append a parsed document's declarations, each typed through the registry."""
@@ -190,11 +228,14 @@ class Workspace:
         return list(self._active())
 
     def superseded_ids(self) -> frozenset[str]:
-        """Raw `supersedes` targets of every declaration, whatever its own status."""
+        """Raw `supersedes` targets of every declaration, whatever its own status.
+
+        For a restricted workspace, those of the whole workspace.
+        """
         return self._cached("superseded", self._build_superseded)
 
     def _build_superseded(self) -> frozenset[str]:
-        targets: set[str] = set()
+        targets: set[str] = set(self.superseded_elsewhere)
         for decl in self.declarations:
             targets.update(decl.relation_targets("supersedes"))
         return frozenset(targets)

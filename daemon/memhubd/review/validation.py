@@ -1,7 +1,9 @@
 """Proposal validation: memdsl's fail-closed checks (spec §7.4) plus memhub's size and id rules.
 
 Pure functions over a workspace and text: no file contents are read or written here.
-The first failing check decides, and its errors are values with codes.
+The first failing check decides, and its errors are values with codes. Given what one
+proposer may read (a restricted workspace), no answer may depend on what it may not:
+hidden ids are still taken, but nothing says what holds them.
 """
 
 from __future__ import annotations
@@ -78,6 +80,11 @@ def validate_source(
 
     size → empty → parse → exactly one declaration → new id → `supersedes` argument →
     merged lint (only diagnostics located in `<proposal>` count).
+
+    `workspace` may be what the proposer may read (`Workspace.restricted`): ids are then
+    checked against the whole workspace, since a hidden declaration's id is still taken,
+    while the `supersedes` target and the lint see only what the proposer may read, so
+    that no warning or error tells a hidden symbol from one that does not exist.
     """
     size = utf8_size(source)
     if size is None:
@@ -102,6 +109,11 @@ def validate_source(
     problem = _id_problem(workspace, proposed) or _supersedes_problem(
         workspace, proposed, supersedes
     )
+    if problem is not None and problem.code == "declaration_exists":
+        # memdsl answers an existing id with its merged lint (duplicate_declaration_id and
+        # every other finding); memhub's refusal comes first, with how to correct it.
+        linted = _merged_lint(merged, proposed.id)
+        return ValidationResult(False, (problem, *linted.errors), linted.warnings, proposed.id)
     if problem is not None:
         return ValidationResult(False, errors=(problem,), declaration_id=proposed.id)
     return _merged_lint(merged, proposed.id)
@@ -147,7 +159,15 @@ def with_file_content(workspace: Workspace, path: str, text: str) -> Workspace:
 def _id_problem(workspace: Workspace, proposed: Declaration) -> Issue | None:
     existing = _declared(workspace, proposed.id)
     if existing is None:
-        return None
+        if _declared(workspace.whole, proposed.id) is None:
+            return None
+        # Taken by a declaration the proposer may not read: refuse without saying where,
+        # what it is, or whether it is the very declaration the proposer has in mind.
+        return Issue(
+            "declaration_exists",
+            f"'{proposed.id}' is not available in this workspace; propose it under another name",
+            line=proposed.line,
+        )
     return Issue(
         "declaration_exists",
         f"'{proposed.id}' already exists at {existing.file}:{existing.line}; to correct it, "

@@ -1,12 +1,16 @@
 """Who may see what: scope and grant checks, and each caller's view of a snapshot.
 
-The one place where access policies turn a snapshot into what a caller sees.
+The one place where access policies turn a snapshot into what a caller sees, and where
+per-caller answers (counts, problems, events) are computed over that view. Caches here
+are bounded and never keep a snapshot alive.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +20,8 @@ from memhub_protocol import (
     ErrorCode,
     ProtocolError,
 )
-from memhubd.auth.identity import Identity
+from memhubd.auth.access import is_readable, redact_problem
+from memhubd.auth.identity import ANY, Identity
 from memhubd.model import Workspace
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
@@ -27,11 +32,73 @@ _ENGINE = anyio.CapacityLimiter(4)
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """What one caller may see of one snapshot."""
+    """What one caller may see of one snapshot.
+
+    Built per call and never cached: only `_Cut`, which holds no snapshot, is kept.
+    """
 
     snapshot: Snapshot
     workspace: Workspace  # the snapshot's workspace minus declarations hidden from the caller
     hidden: frozenset[str]  # ids of hidden declarations (never sent to the caller)
+    complete: bool  # the caller sees everything (role `*`): nothing is redacted
+    cut: _Cut
+
+    def is_hidden(self, declaration: Any) -> bool:
+        """Whether `declaration` (of the whole workspace) is hidden from the caller."""
+        return not self.complete and not is_readable(declaration, self.cut.roles)
+
+    def diagnostics(self) -> list[Any]:
+        """Lint over what the caller may read (the snapshot's own when nothing is hidden)."""
+        if not self.hidden:
+            return self.snapshot.diagnostics()
+        return self.cut.diagnostics()
+
+    def problems(self) -> list[dict[str, Any]]:
+        """The snapshot's source problems, redacted unless the caller sees everything."""
+        return problem_dicts(self.snapshot.problems, self.complete)
+
+    def hidden_must_rules(self) -> int:
+        """How many active MUST rules of the whole workspace the caller may not read."""
+        if not self.hidden:
+            return 0
+        return self.cut.hidden_must_rules(self.snapshot.workspace)
+
+
+class _Cut:
+    """What one role set may read of one snapshot, and what is computed over it once.
+
+    It must never reference the snapshot: cuts are cached under the snapshot in a
+    WeakKeyDictionary, and a value holding its key would keep every snapshot alive.
+    """
+
+    def __init__(self, roles: frozenset[str], workspace: Workspace, hidden: frozenset[str]):
+        self.roles = roles
+        self.workspace = workspace
+        self.hidden = hidden
+        self._lock = threading.Lock()
+        self._diagnostics: list[Any] | None = None
+        self._hidden_must: int | None = None
+
+    def diagnostics(self) -> list[Any]:
+        from memhubd.lint import lint
+
+        with self._lock:
+            if self._diagnostics is None:
+                self._diagnostics = lint(self.workspace)
+            return self._diagnostics
+
+    def hidden_must_rules(self, whole: Workspace) -> int:
+        from memhubd.index.workspace import index_for
+
+        with self._lock:
+            if self._hidden_must is None:
+                index = index_for(whole)
+                self._hidden_must = sum(
+                    1
+                    for slot in index.space.members(index.constraints)
+                    if not is_readable(index.declarations[slot], self.roles)
+                )
+            return self._hidden_must
 
 
 # --- access -----------------------------------------------------------------------------
@@ -64,65 +131,112 @@ def host_for(hub: Hub, identity: Identity, name: str) -> WorkspaceHost:
     return host
 
 
-def snapshot_of(host: WorkspaceHost) -> Snapshot:
+def snapshot_of(host: WorkspaceHost, identity: Identity | None = None) -> Snapshot:
+    """The host's snapshot; the error names the load problem as `identity` may see it."""
     snapshot = host.snapshot
     if snapshot is None:
-        problem = host.unavailable
+        complete = identity is None or identity.sees_everything
+        problems = problem_dicts([host.unavailable] if host.unavailable else [], complete)
+        problem = problems[0] if problems else None
         raise ProtocolError(
             ErrorCode.WORKSPACE_UNAVAILABLE,
             f"workspace '{host.name}' has not loaded: "
-            + (problem.message if problem else "still loading"),
-            {"workspace": host.name, "problem": problem.as_dict() if problem else None},
+            + (problem["message"] if problem else "still loading"),
+            {"workspace": host.name, "problem": problem},
         )
     return snapshot
 
 
-_VIEWS: weakref.WeakKeyDictionary[Snapshot, dict[frozenset[str], View]] = (
+def problem_dicts(problems: list[Any], complete: bool) -> list[dict[str, Any]]:
+    """Source problems as a caller may see them: redacted unless it sees everything.
+
+    A parse error quotes the text on disk, which may belong to a declaration hidden
+    from the caller (or one being written), so only a caller who sees everything
+    gets the engine's message.
+    """
+    items = [p.as_dict() for p in problems]
+    return items if complete else [redact_problem(item) for item in items]
+
+
+# Role sets a snapshot keeps cuts for: every token with other roles shares these
+# slots, so the least recently used cut is dropped (and rebuilt when asked for again).
+MAX_CUTS_PER_SNAPSHOT = 8
+_EVERYTHING = frozenset({ANY})
+_CUTS: weakref.WeakKeyDictionary[Snapshot, OrderedDict[frozenset[str], _Cut]] = (
     weakref.WeakKeyDictionary()
 )
+_CUTS_LOCK = threading.Lock()
 
 
-def _build_view(snapshot: Snapshot, identity: Identity) -> View:
-    from memhubd.auth.access import is_visible
+def _cut_for(snapshot: Snapshot, identity: Identity) -> _Cut:
+    key = _EVERYTHING if identity.sees_everything else identity.roles
+    with _CUTS_LOCK:
+        cuts = _CUTS.setdefault(snapshot, OrderedDict())
+        cut = cuts.get(key)
+        if cut is not None:
+            cuts.move_to_end(key)
+            return cut
+    cut = _build_cut(snapshot.workspace, key)
+    with _CUTS_LOCK:
+        cuts = _CUTS.setdefault(snapshot, OrderedDict())
+        cut = cuts.setdefault(key, cut)
+        cuts.move_to_end(key)
+        while len(cuts) > MAX_CUTS_PER_SNAPSHOT:
+            cuts.popitem(last=False)
+    return cut
 
-    ws = snapshot.workspace
-    if identity.sees_everything:
-        return View(snapshot, ws, frozenset())
-    kept: list[Any] = []
-    hidden_ids: set[str] = set()
-    for d in ws.declarations:
-        if is_visible(d, identity):
-            kept.append(d)
-        else:
-            hidden_ids.add(d.id)
-    if not hidden_ids:
-        return View(snapshot, ws, frozenset())
-    hidden = frozenset(hidden_ids)
-    view = Workspace(declarations=kept, files=list(ws.files), registry=ws.registry)
-    return View(snapshot, view, hidden)
+
+def _build_cut(whole: Workspace, roles: frozenset[str]) -> _Cut:
+    hidden = frozenset(d.id for d in whole.declarations if not is_readable(d, roles))
+    if not hidden:
+        return _Cut(roles, whole, hidden)
+    return _Cut(roles, whole.restricted(lambda d: is_readable(d, roles)), hidden)
+
+
+def view_of(snapshot: Snapshot, identity: Identity) -> View:
+    """The caller's view of a snapshot (no scope or grant checks: see `view_for`)."""
+    cut = _cut_for(snapshot, identity)
+    return View(snapshot, cut.workspace, cut.hidden, identity.sees_everything, cut)
 
 
 def view_for(hub: Hub, identity: Identity, name: str, scope: str) -> View:
     """The caller's view of a workspace, after the scope and grant checks."""
     require_scope(identity, scope)
-    snapshot = snapshot_of(host_for(hub, identity, name))
-    per_snapshot = _VIEWS.setdefault(snapshot, {})
-    key = frozenset({"*"}) if identity.sees_everything else identity.roles
-    view = per_snapshot.get(key)
-    if view is None:
-        view = per_snapshot[key] = _build_view(snapshot, identity)
-    return view
+    return view_of(snapshot_of(host_for(hub, identity, name), identity), identity)
 
 
-def event_for(identity: Identity, name: str, data: dict[str, Any]) -> dict[str, Any] | None:
+def event_for(
+    hub: Hub, identity: Identity, name: str, data: dict[str, Any]
+) -> dict[str, Any] | None:
     """What one subscriber may see of a change event: None to skip it, else its data.
 
-    Events of workspaces the caller has no grant for are never delivered.
+    Events of workspaces the caller has no grant for are never delivered. For a
+    caller who does not see everything, a reload's declaration count is its own
+    (None when the event's generation is no longer served and cannot be recounted)
+    and load problems are redacted.
     """
     workspace = data.get("workspace")
-    if workspace is not None and not identity.can_use(str(workspace)):
+    if workspace is None:
+        return data
+    if not identity.can_use(str(workspace)):
         return None
-    return data
+    if identity.sees_everything:
+        return data
+    out = dict(data)
+    if "declarations" in out:
+        host = hub.get(str(workspace))
+        snapshot = host.snapshot if host is not None else None
+        served = snapshot is not None and snapshot.generation == out.get("generation")
+        out["declarations"] = (
+            len(view_of(snapshot, identity).workspace.declarations)
+            if served and snapshot is not None
+            else None
+        )
+    if isinstance(out.get("problems"), list):
+        out["problems"] = [redact_problem(p) for p in out["problems"]]
+    if isinstance(out.get("problem"), dict):
+        out["problem"] = redact_problem(out["problem"])
+    return out
 
 
 def check_length(hub: Hub, field: str, text: str) -> None:

@@ -35,10 +35,12 @@ from memhubd.service.access import (
     View,
     check_length,
     host_for,
+    problem_dicts,
     require_scope,
     run_engine,
     run_indexed,
     view_for,
+    view_of,
     visible_workspaces,
 )
 
@@ -48,29 +50,56 @@ LIST_CLAIM_CHARS = 200
 # --- status -----------------------------------------------------------------------------
 
 
-def workspace_summary(host: WorkspaceHost) -> dict[str, Any]:
+def workspace_summary(host: WorkspaceHost, identity: Identity | None = None) -> dict[str, Any]:
+    """One workspace's health and counts as `identity` may see them (None: everything).
+
+    Declaration and lint counts cover only the declarations the caller may read, and
+    load problems are redacted for a caller who does not see everything. Lint may run
+    here the first time a snapshot is summarised: call it off the event loop.
+    """
+    complete = identity is None or identity.sees_everything
     snapshot = host.snapshot
     if snapshot is None:
         return {
             "name": host.name,
             "root": host.root,
             "health": "unavailable",
+            "lint_errors": 0,
+            "lint_warnings": 0,
             "generation": 0,
             "declarations": 0,
             "files": 0,
-            "problems": [host.unavailable.as_dict()] if host.unavailable else [],
+            "problems": problem_dicts([host.unavailable] if host.unavailable else [], complete),
             "last_reload_at": host.last_reload_at,
         }
+    if identity is None:
+        declarations, diagnostics = snapshot.workspace.declarations, snapshot.diagnostics()
+        problems = problem_dicts(snapshot.problems, True)
+    else:
+        view = view_of(snapshot, identity)
+        declarations, diagnostics, problems = (
+            view.workspace.declarations,
+            view.diagnostics(),
+            view.problems(),
+        )
+    errors = sum(1 for d in diagnostics if d.severity == "error")
     return {
         "name": host.name,
         "root": host.root,
         "health": snapshot.health,
+        "lint_errors": errors,
+        "lint_warnings": len(diagnostics) - errors,
         "generation": snapshot.generation,
-        "declarations": len(snapshot.workspace.declarations),
+        "declarations": len(declarations),
         "files": len(snapshot.files),
-        "problems": [p.as_dict() for p in snapshot.problems],
+        "problems": problems,
         "last_reload_at": host.last_reload_at,
     }
+
+
+async def _summaries(hub: Hub, identity: Identity, names: list[str]) -> list[dict[str, Any]]:
+    hosts = [hub.hosts[name] for name in names]
+    return await run_engine(lambda: [workspace_summary(host, identity) for host in hosts])  # type: ignore[no-any-return]
 
 
 async def status(hub: Hub, identity: Identity) -> dict[str, Any]:
@@ -88,7 +117,7 @@ async def status(hub: Hub, identity: Identity) -> dict[str, Any]:
             "roles": sorted(identity.roles),
             "local": identity.local,
         },
-        "workspaces": [workspace_summary(hub.hosts[name]) for name in names],
+        "workspaces": await _summaries(hub, identity, names),
     }
 
 
@@ -97,13 +126,14 @@ async def workspaces(hub: Hub, identity: Identity) -> dict[str, Any]:
     names = visible_workspaces(hub, identity)
     return {
         "schema_version": WORKSPACES_SCHEMA,
-        "workspaces": [workspace_summary(hub.hosts[name]) for name in names],
+        "workspaces": await _summaries(hub, identity, names),
     }
 
 
 async def workspace(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
     require_scope(identity, READ_SUMMARY)
-    return workspace_summary(host_for(hub, identity, name))
+    host = host_for(hub, identity, name)
+    return (await _summaries(hub, identity, [host.name]))[0]
 
 
 # --- reads ------------------------------------------------------------------------------
@@ -187,25 +217,29 @@ async def list_declarations(
     return await run_engine(work)
 
 
-def _trace_additions(view: View, full_pack: Any | None, pack: dict[str, Any]) -> None:
+def _trace_additions(view: View, pack: dict[str, Any]) -> None:
     trace = pack.get("search_trace")
     if not isinstance(trace, dict):
         return
-    if view.hidden and full_pack is not None:
-        trace["hidden_by_access_policy"] = _count_hidden(view, full_pack)
-    problems = view.snapshot.problems
+    if view.hidden:
+        # Both counts are the workspace's, not the query's: a count of hidden matches
+        # would tell the caller which words hidden declarations contain. A caller who
+        # cannot read some MUST rules is still bound by them, so the trace says how many
+        # exist and the text tells it to run `check`, which evaluates them all.
+        trace["hidden_by_access_policy"] = len(view.hidden)
+        trace["hidden_must_rules"] = view.hidden_must_rules()
+    problems = view.problems()
     if problems:
-        trace["source_problems"] = [p.as_dict() for p in problems]
+        trace["source_problems"] = problems
 
 
-def _count_hidden(view: View, full: dict[str, Any]) -> int:
-    seen: set[str] = set()
-    for layer in ("must", "should", "context"):
-        seen.update(item["id"] for item in full.get(layer, []))
-    seen.update(item["id"] for item in full.get("conflicts", []))
-    for item in full.get("search_trace", {}).get("excluded_by_filters", []):
-        seen.add(item["id"])
-    return len(seen & view.hidden)
+def _hidden_must_note(count: int) -> str:
+    rules = "1 MUST rule" if count == 1 else f"{count} MUST rules"
+    verb = "is" if count == 1 else "are"
+    return (
+        f"\n\nHIDDEN MUST\n- {rules} of this workspace {verb} hidden from you and may apply: "
+        "run check on what you are about to do before acting"
+    )
 
 
 async def query(
@@ -229,20 +263,14 @@ async def query(
             types=types_,
         )
         data = pack.as_dict()
-        full = None
-        if view.hidden:
-            full = build_evidence_pack(
-                view.snapshot.workspace,
-                request.query,
-                kinds=kinds,
-                subject=request.subject,
-                limit=request.limit,
-                types=types_,
-            ).as_dict()
-        _trace_additions(view, full, data)
-        return data, pack.render_text() if as_text else ""
+        _trace_additions(view, data)
+        text = pack.render_text() if as_text else ""
+        hidden_must = data.get("search_trace", {}).get("hidden_must_rules", 0)
+        if text and hidden_must:
+            text += _hidden_must_note(hidden_must)
+        return data, text
 
-    if view.hidden:  # two packs per request: keep it off the event loop
+    if view.hidden:  # the caller's own index and counts may still need building
         data, text = await run_engine(work)
     else:
         data, text = await run_indexed(view.workspace, work)
@@ -295,14 +323,17 @@ async def check(
     check_length(hub, "candidate", request.candidate)
 
     def work() -> tuple[dict[str, Any], str]:
+        # Every applicable rule of the whole workspace binds the caller, readable or
+        # not: hidden ones are judged too and reported as counts (`withheld`).
         pack = check_compliance(
-            view.workspace,
+            view.snapshot.workspace,
             request.task,
             request.candidate,
             subject=request.subject,
             scope=request.scope,
             exceptions=list(request.exceptions),
             regex_timeout=hub.limits.regex_timeout_ms / 1000.0,
+            hidden=view.is_hidden if view.hidden else None,
         )
         return pack.as_dict(), pack.render_text()
 
@@ -315,14 +346,13 @@ async def lint(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any],
     view = view_for(hub, identity, name, READ_SUMMARY)
 
     def work() -> tuple[dict[str, Any], str]:
-        diagnostics = [
-            d
-            for d in view.snapshot.diagnostics()
-            if d.decl_id is None or d.decl_id not in view.hidden
-        ]
+        # Lint of what the caller may read, not a filter over the whole workspace's:
+        # workspace-level findings (ambiguous aliases, duplicates, module sizes) would
+        # otherwise name or count hidden declarations.
+        diagnostics = view.diagnostics()
         errors = sum(1 for d in diagnostics if d.severity == "error")
         warnings = len(diagnostics) - errors
-        problems = [p.as_dict() for p in view.snapshot.problems]
+        problems = view.problems()
         payload = {
             "schema_version": LINT_SCHEMA,
             "ok": errors == 0 and not problems,
@@ -375,7 +405,10 @@ def _find_file(snapshot: Snapshot, file_id: str) -> SourceFile | None:
     for source in sources:
         if _file_id(snapshot, source) == file_id:
             return source
-    if file_id.isdigit() and int(file_id) < len(sources):
+    # ASCII and short before int(): '²' is a digit int() refuses, and thousands of digits
+    # exceed its conversion limit.
+    short_number = file_id.isascii() and file_id.isdigit() and len(file_id) < 10
+    if short_number and int(file_id) < len(sources):
         return sources[int(file_id)]
     for source in sources:
         if os.path.basename(source.path) == file_id:

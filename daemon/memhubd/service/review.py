@@ -155,7 +155,7 @@ async def propose(
     snapshot = view.snapshot
     result = await run_engine(
         lambda: store.propose(
-            snapshot.workspace,
+            view.workspace,
             request.source,
             proposer=identity.name,
             client=request.client,
@@ -227,7 +227,7 @@ async def show_proposal(
         validation = None
         if proposal.status == "pending":
             checked = store.validate(
-                view.snapshot.workspace, proposal.source, supersedes=proposal.supersedes or None
+                view.workspace, proposal.source, supersedes=proposal.supersedes or None
             )
             validation = _answer(checked, view, proposal.supersedes)
         shown = {"target": "", "diff": "", "diff_withheld": False}
