@@ -1,15 +1,21 @@
 """The daemon process: one uvicorn server on a pre-bound TCP socket and a
 pre-bound Unix socket, a lifespan that owns the workspace hub, and a graceful
 shutdown on SIGTERM/SIGINT that lets in-flight requests finish.
+
+A daemon never takes over an address another one serves: a live Unix socket or a
+busy TCP port stops startup with a message naming the address; on exit it removes
+only the socket file it created itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import grp
 import os
 import signal
 import socket
+import stat
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -22,10 +28,12 @@ import uvicorn
 
 from memhubd import __version__
 from memhubd.api import ApiContext, build_app
+from memhubd.api.connection import ConnectionLimits, GuardedHttpToolsProtocol
 from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.config import ConfigError, DaemonConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
 from memhubd.runtime.state import StateDir, merge_workspaces
+from memhubd.service.recall import open_shelf as open_recall_shelf
 
 log = structlog.get_logger("memhubd.server")
 
@@ -40,33 +48,108 @@ class DaemonInfo:
     workspaces: tuple[str, ...]
 
 
+class AddressInUse(ConfigError):
+    """Another process already serves the address this daemon was asked to use."""
+
+
 def bind_tcp(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on such sockets (else ~40 ms stalls).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(512)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(512)
+    except OSError as error:
+        sock.close()
+        if error.errno == errno.EADDRINUSE:
+            raise AddressInUse(
+                f"cannot listen on {_url(host, port)}: the address is already in use "
+                "(another memhubd, or another program). Stop it, or choose another port: "
+                "memhubd serve --port N (0 picks any free port)"
+            ) from None
+        raise
     sock.setblocking(False)
     return sock
 
 
-def bind_unix(path: str, mode: int, group: str | None) -> socket.socket:
+@dataclass(frozen=True, slots=True)
+class UnixListener:
+    """A bound Unix socket and the identity of the file it created (to remove only that)."""
+
+    sock: socket.socket
+    path: str
+    device: int
+    inode: int
+
+    def remove_file(self) -> None:
+        """Unlink the socket file, unless another process has replaced it since."""
+        try:
+            current = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        if (current.st_dev, current.st_ino) == (self.device, self.inode):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+
+
+def bind_unix(path: str, mode: int, group: str | None) -> UnixListener:
     os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)  # a stale socket left by a crash
+    _clear_stale_socket(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)
     try:
         sock.bind(path)
+    except OSError as error:
+        sock.close()
+        if error.errno == errno.EADDRINUSE:  # another daemon won a race for the path
+            raise AddressInUse(_socket_in_use(path)) from None
+        raise
     finally:
         os.umask(old_umask)
+    created = os.lstat(path)
     if group:
         os.chown(path, -1, grp.getgrnam(group).gr_gid)
     os.chmod(path, mode)
     sock.listen(512)
     sock.setblocking(False)
-    return sock
+    return UnixListener(sock, path, created.st_dev, created.st_ino)
+
+
+def _clear_stale_socket(path: str) -> None:
+    """Remove a socket file nobody listens on (a crash leftover); refuse anything else."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(found.st_mode):
+        raise ConfigError(
+            f"cannot create the socket {path}: a file that is not a socket is in the way. "
+            "Move it, or choose another path: memhubd serve --socket PATH"
+        )
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        # Nobody listens: a leftover of a daemon that did not exit cleanly.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    except OSError:
+        # A full backlog, a timeout or no permission: someone is there; not ours to delete.
+        raise AddressInUse(_socket_in_use(path)) from None
+    finally:
+        probe.close()
+    raise AddressInUse(_socket_in_use(path))
+
+
+def _socket_in_use(path: str) -> str:
+    return (
+        f"another daemon is already listening on unix://{path}; this one will not take it "
+        f"over. Check it with: memctl --url unix://{path} status. Stop it first, or give "
+        "this daemon its own socket: memhubd serve --socket PATH (and --port N)"
+    )
 
 
 class _Server(uvicorn.Server):
@@ -108,13 +191,17 @@ async def run_daemon(
         debounce_ms=config.watch.debounce_ms,
         rescan_interval_s=config.watch.rescan_interval_s,
         force_polling=config.watch.force_polling,
+        vanish_grace_ms=config.watch.vanish_grace_ms,
+        settle_ms=config.watch.settle_ms,
     )
     hub = Hub(watch=watch, membership=membership, limits=config.limits)
+    hub.recall = open_recall_shelf(state.recall_dir, config.recall)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
-        async with hub.running(workspaces):
-            yield
+        with contextlib.closing(hub.recall):  # closes every recall store on shutdown
+            async with hub.running(workspaces):
+                yield
 
     context = ApiContext(
         hub=hub,
@@ -129,12 +216,26 @@ async def run_daemon(
     app = build_app(context)
     sockets = [bind_tcp(config.host, config.port)]
     socket_path = config.socket_path
+    unix: UnixListener | None = None
     if socket_path:
-        sockets.append(bind_unix(socket_path, config.socket_mode, config.socket_group))
+        try:
+            unix = bind_unix(socket_path, config.socket_mode, config.socket_group)
+        except BaseException:
+            sockets[0].close()
+            raise
+        sockets.append(unix.sock)
     port = sockets[0].getsockname()[1]
+    limits = config.limits
+    connection_limits = ConnectionLimits(
+        max_header_bytes=limits.max_header_bytes,
+        max_headers=limits.max_headers,
+        read_timeout_s=limits.read_timeout_s,
+    )
     server = _Server(
         uvicorn.Config(
             app,
+            http=GuardedHttpToolsProtocol.with_limits(connection_limits),
+            timeout_keep_alive=limits.keep_alive_timeout_s,
             log_config=None,
             access_log=False,
             lifespan="on",
@@ -156,9 +257,8 @@ async def run_daemon(
     finally:
         for sock in sockets:
             sock.close()
-        if socket_path:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(socket_path)
+        if unix is not None:
+            unix.remove_file()
     log.info("stopped")
     return 0 if server.started else 1
 
@@ -190,8 +290,6 @@ async def _announce(
 def print_banner(info: DaemonInfo, stream: Any = None) -> None:
     """The human greeting `memhubd serve` prints on a terminal (and `make run` always)."""
     out = stream or sys.stderr
-        vanish_grace_ms=config.watch.vanish_grace_ms,
-        settle_ms=config.watch.settle_ms,
     names = ", ".join(info.workspaces) or "(none yet)"
     lines = [
         f"memhubd {__version__}: serving {len(info.workspaces)} workspace(s): {names}",

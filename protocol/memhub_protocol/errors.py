@@ -13,6 +13,8 @@ class ErrorCode(StrEnum):
     WORKSPACE_NOT_FOUND = "workspace_not_found"  # 404
     INVALID = "invalid"  # 400/422: bad request body or arguments
     TOO_LARGE = "too_large"  # 413
+    HEADERS_TOO_LARGE = "headers_too_large"  # 431: request head over the header limits
+    REQUEST_TIMEOUT = "request_timeout"  # 408: the request did not arrive in time
     CONFLICT = "conflict"  # 409: e.g. workspace name already used
     WORKSPACE_UNAVAILABLE = "workspace_unavailable"  # 503: never loaded successfully
     INTERNAL = "internal"  # 500
@@ -29,6 +31,8 @@ _HTTP_STATUS = {
     ErrorCode.WORKSPACE_NOT_FOUND: 404,
     ErrorCode.INVALID: 422,
     ErrorCode.TOO_LARGE: 413,
+    ErrorCode.HEADERS_TOO_LARGE: 431,
+    ErrorCode.REQUEST_TIMEOUT: 408,
     ErrorCode.CONFLICT: 409,
     ErrorCode.WORKSPACE_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,

@@ -7,17 +7,86 @@ and `to_json`; `json_schema()` feeds the OpenAPI document.
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from memhub_protocol.errors import ErrorCode, ProtocolError
 
 MAX_TEXT = 64 * 1024  # query, task and candidate texts
 MAX_NAME = 200
+# Request bodies are objects of strings and lists of strings: depth 2. The bound keeps
+# json's recursive decoder (and anything walking the result) far from the recursion limit.
+MAX_JSON_DEPTH = 32
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+_NESTING = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def _invalid(message: str, field: str) -> ProtocolError:
     return ProtocolError(ErrorCode.INVALID, message, {"field": field})
+
+
+def has_surrogate(text: str) -> bool:
+    """True when `text` holds a lone UTF-16 surrogate, which no UTF-8 output can carry."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def _nesting_depth(text: str) -> int:
+    """How deeply arrays and objects nest in JSON `text`, brackets inside strings ignored."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return 0  # cannot be too deep: skip the scan for ordinary bodies
+    brackets = _BRACKET.findall(_JSON_STRING.sub("", text))
+    return max(accumulate(_NESTING[b] for b in brackets), default=0)
+
+
+def decode_json_body(raw: bytes) -> Any:
+    """Parse a request body: UTF-8 JSON, at most MAX_JSON_DEPTH deep, no lone surrogates.
+
+    Every string that reaches a model, a log line or a response comes through here
+    (or through `_text`), so none can carry a character that cannot be encoded.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"request body is not UTF-8: invalid byte at {error.start}"
+        ) from None
+    if _nesting_depth(text) > MAX_JSON_DEPTH:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"request body nests deeper than {MAX_JSON_DEPTH} levels"
+        )
+    try:
+        data = json.loads(text)
+    except ValueError as error:  # includes integers too long to convert
+        raise ProtocolError(ErrorCode.INVALID, f"request body is not JSON: {error}") from None
+    if _SURROGATE_ESCAPE.search(text) and _holds_surrogate(data):
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            "request body holds a lone UTF-16 surrogate escape (\\ud800-\\udfff); "
+            "send valid Unicode text",
+        )
+    return data
+
+
+def _holds_surrogate(data: Any) -> bool:
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if has_surrogate(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def _object(data: Any) -> dict[str, Any]:
@@ -34,6 +103,8 @@ def _text(data: dict, field: str, *, required: bool = False, limit: int = MAX_TE
         return ""
     if not isinstance(value, str):
         raise _invalid(f"'{field}' must be a string", field)
+    if has_surrogate(value):
+        raise _invalid(f"'{field}' holds a lone UTF-16 surrogate; send valid Unicode", field)
     if required and not value.strip():
         raise _invalid(f"'{field}' must not be empty", field)
     if len(value) > limit:
@@ -53,6 +124,12 @@ def _strings(data: dict, field: str) -> tuple[str, ...] | None:
         raise _invalid(f"'{field}' must be a list of strings", field)
     if len(value) > 100:
         raise _invalid(f"'{field}' has more than 100 items", field)
+    if any(len(item) > MAX_TEXT for item in value):
+        raise ProtocolError(
+            ErrorCode.TOO_LARGE, f"an item of '{field}' is longer than {MAX_TEXT} characters"
+        )
+    if any(has_surrogate(item) for item in value):
+        raise _invalid(f"'{field}' holds a lone UTF-16 surrogate; send valid Unicode", field)
     return tuple(value)
 
 
@@ -60,7 +137,9 @@ def _unknown_keys(data: dict, model: type) -> None:
     known = {f.name for f in dataclasses.fields(model)}
     extra = sorted(set(data) - known)
     if extra:
-        raise _invalid(f"unknown field(s): {', '.join(extra)}", extra[0])
+        # ascii(): an unknown key is caller text and may hold anything; the message must not.
+        shown = ", ".join(ascii(key)[1:-1] for key in extra[:10])
+        raise _invalid(f"unknown field(s): {shown}", ascii(extra[0])[1:-1][:MAX_NAME])
 
 
 class _Model:

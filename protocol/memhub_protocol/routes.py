@@ -7,8 +7,44 @@ from them. Paths use Starlette's `{name}` placeholders.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, REVIEW, WRITE_CANDIDATE
+from memhub_protocol.scopes import (
+    ADMIN,
+    READ_SEARCH,
+    READ_SUMMARY,
+    REVIEW,
+    WRITE_CANDIDATE,
+    WRITE_RECALL,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A query parameter: checked by the daemon before the route runs, and documented."""
+
+    name: str
+    kind: str = "string"  # "string", "integer" or "boolean"
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    description: str = ""
+
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": self.kind}
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        if self.choices:
+            schema["enum"] = list(self.choices)
+        if self.kind == "string" and not self.choices:
+            schema["maxLength"] = MAX_PARAM_CHARS
+        return schema
+
+
+MAX_PARAM_CHARS = 4096
+BOOLEAN_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +55,7 @@ class Route:
     scope: str | None  # None: no token needed
     summary: str
     request_model: str | None = None  # name of a memhub_protocol.models class
+    params: tuple[Param, ...] = ()  # query parameters
 
     def url(self, **params: str) -> str:
         from urllib.parse import quote
@@ -31,6 +68,8 @@ class Route:
 
 
 _WS = "/v1/workspaces/{workspace}"
+MAX_LIST_LIMIT = 500  # declarations per page
+MAX_PROPOSALS_LIMIT = 10000
 
 ROUTES: tuple[Route, ...] = (
     Route("healthz", "GET", "/healthz", None, "Liveness: the process answers."),
@@ -53,7 +92,20 @@ ROUTES: tuple[Route, ...] = (
     Route("workspace_reload", "POST", _WS + "/reload", ADMIN, "Re-scan a workspace now."),
     Route("map", "GET", _WS + "/map", READ_SUMMARY, "Memory map (memdsl.map.v1)."),
     Route("types", "GET", _WS + "/types", READ_SUMMARY, "Loaded memory types (memdsl.types.v1)."),
-    Route("list", "GET", _WS + "/declarations", READ_SUMMARY, "List declarations with filters."),
+    Route(
+        "list",
+        "GET",
+        _WS + "/declarations",
+        READ_SUMMARY,
+        "List declarations with filters.",
+        params=(
+            Param("type", description="only declarations of this memory type"),
+            Param("kind", description="legacy name of `type`"),
+            Param("subject", description="only declarations about this subject"),
+            Param("include_inactive", "boolean", description="also superseded or expired ones"),
+            Param("limit", "integer", 1, MAX_LIST_LIMIT, description="most items (default 100)"),
+        ),
+    ),
     Route(
         "explain",
         "GET",
@@ -110,6 +162,10 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/proposals",
         READ_SUMMARY,
         "List proposals; `?status=pending|approved|rejected|all&limit=N`.",
+        params=(
+            Param("status", choices=("pending", "approved", "rejected", "all")),
+            Param("limit", "integer", 1, MAX_PROPOSALS_LIMIT, description="most proposals"),
+        ),
     ),
     Route(
         "proposal",
@@ -117,6 +173,7 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/proposals/{proposal_id}",
         READ_SUMMARY,
         "One proposal: source, current validation, and a diff (`?into=FILE`).",
+        params=(Param("into", description="the .mem file the diff is against"),),
     ),
     Route(
         "proposal_approve",
@@ -134,6 +191,55 @@ ROUTES: tuple[Route, ...] = (
         "Reject a proposal; nothing is written to the workspace.",
         "RejectRequest",
     ),
+    # -- recall: drawers of raw material, searched by BM25 + vectors (memhub_protocol.recall)
+    Route("recall_ingest", "POST", _WS + "/recall/ingest", WRITE_RECALL, "Ingest content or files."),
+    Route("recall_search", "POST", _WS + "/recall/search", READ_SEARCH, "Search the drawers."),
+    Route(
+        "recall_search_get",
+        "GET",
+        _WS + "/recall/search",
+        READ_SEARCH,
+        "Search the drawers: `?q=&room=&source_kind=&since=&until=&identity=&limit=`.",
+    ),
+    Route(
+        "recall_search_all",
+        "POST",
+        "/v1/recall/search",
+        READ_SEARCH,
+        "Search every workspace the caller may use, or those named in `workspaces`.",
+    ),
+    Route("recall_status", "GET", _WS + "/recall/status", READ_SUMMARY, "Recall store status."),
+    Route(
+        "recall_wake_up",
+        "GET",
+        _WS + "/recall/wake-up",
+        READ_SUMMARY,
+        "Identity, top drawers and the memory map header: `?limit=&budget=`.",
+    ),
+    Route("recall_drawer", "GET", _WS + "/recall/drawers/{drawer_id}", READ_SEARCH, "One drawer."),
+    Route(
+        "recall_delete",
+        "DELETE",
+        _WS + "/recall/drawers/{drawer_id}",
+        WRITE_RECALL,
+        "Soft-delete a drawer (audited).",
+    ),
+    Route(
+        "recall_purge",
+        "POST",
+        _WS + "/recall/purge",
+        ADMIN,
+        "Remove soft-deleted drawers for good; body `{before}` (epoch seconds or ISO).",
+    ),
+    Route("recall_taxonomy", "GET", _WS + "/recall/taxonomy", READ_SUMMARY, "Room keywords."),
+    Route(
+        "recall_taxonomy_edit",
+        "POST",
+        _WS + "/recall/taxonomy",
+        WRITE_RECALL,
+        "Set (or with `remove`, drop) one room's keywords.",
+    ),
+    Route("recall_reindex", "POST", _WS + "/recall/reindex", ADMIN, "Re-embed every drawer."),
 )
 
 _BY_NAME = {route.name: route for route in ROUTES}

@@ -7,6 +7,7 @@ shape the response (JSON, or memdsl's text rendering on `Accept: text/plain`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,9 +16,9 @@ import structlog
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from memhub_protocol import (
     ROUTES,
@@ -29,7 +30,8 @@ from memhub_protocol import (
     WorkspaceAddRequest,
     error_envelope,
 )
-from memhub_protocol.models import ApproveRequest, ProposeRequest, RejectRequest
+from memhub_protocol.models import ApproveRequest, ProposeRequest, RejectRequest, decode_json_body
+from memhub_protocol.routes import BOOLEAN_WORDS, MAX_PARAM_CHARS, Param
 from memhub_protocol.routes import Route as RouteSpec
 from memhub_protocol.scopes import REVIEW, WRITE_CANDIDATE
 from memhubd import service
@@ -56,8 +58,14 @@ class ApiContext:
     lifespan: Any = None
 
 
+class _ErrorJSON(JSONResponse):
+    # ASCII on purpose: a message may quote caller text, and an escape can always be encoded.
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
 def _error(error: ProtocolError) -> JSONResponse:
-    return JSONResponse(error.envelope(), status_code=error.code.http_status)
+    return _ErrorJSON(error.envelope(), status_code=error.code.http_status)
 
 
 def wants_text(request: Request) -> bool:
@@ -73,12 +81,8 @@ class _JSON(JSONResponse):
 
 
 def _result(context: ApiContext, data: Any, view: Any = None) -> Response:
+    # The size bound is applied to every answer, JSON or text, in `endpoint`.
     response = _JSON(data)
-    if len(response.body) > context.max_result_bytes:
-        raise ProtocolError(
-            ErrorCode.TOO_LARGE,
-            f"result is larger than {context.max_result_bytes} bytes; narrow the request",
-        )
     if view is not None:
         _snapshot_headers(response, view.snapshot)
     return response
@@ -93,10 +97,56 @@ async def _json_body(request: Request) -> Any:
     body = await request.body()
     if not body:
         return {}
-    try:
-        return json.loads(body)
-    except ValueError as error:
-        raise ProtocolError(ErrorCode.INVALID, f"request body is not JSON: {error}") from error
+    return decode_json_body(body)
+
+
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
+def query_params(request: Request) -> dict[str, Any]:
+    """The route's declared query parameters, checked by `endpoint`; absent ones are None."""
+    return request.scope["state"]["params"]  # type: ignore[no-any-return]
+
+
+def _check_params(request: Request, spec: RouteSpec) -> dict[str, Any]:
+    raw = request.query_params
+    return {param.name: _param(param, raw.get(param.name)) for param in spec.params}
+
+
+def _param(param: Param, value: str | None) -> Any:
+    if value is None:
+        return None
+    name = param.name
+    if len(value) > MAX_PARAM_CHARS:
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            f"'{name}' is longer than {MAX_PARAM_CHARS} characters",
+            {"field": name},
+        )
+    if param.kind == "boolean":
+        if value.lower() not in BOOLEAN_WORDS:
+            raise ProtocolError(
+                ErrorCode.INVALID, f"'{name}' must be true or false", {"field": name}
+            )
+        return BOOLEAN_WORDS[value.lower()]
+    if param.choices and value not in param.choices:
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            f"'{name}' must be one of {', '.join(param.choices)}",
+            {"field": name, "allowed": list(param.choices)},
+        )
+    if param.kind != "integer":
+        return value
+    low, high = param.minimum, param.maximum
+    bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+    # Matched before int(): int() also takes '_', '+' and non-ASCII digits, and is slow
+    # on thousands of digits only to be refused.
+    number = int(value) if _INTEGER.fullmatch(value) else None
+    if number is None or (low is not None and number < low) or (high is not None and number > high):
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'{name}' must be an integer {bounds}", {"field": name}
+        )
+    return number
 
 
 def endpoint(context: ApiContext, spec: RouteSpec, handler: Handler) -> Callable[..., Any]:
@@ -116,11 +166,25 @@ def endpoint(context: ApiContext, spec: RouteSpec, handler: Handler) -> Callable
                         ErrorCode.UNAUTHORIZED, f"{reason}; send Authorization: Bearer <token>"
                     )
                 service.require_scope(identity, spec.scope)
-            return await handler(request, identity)  # type: ignore[arg-type]
+            state["params"] = _check_params(request, spec)
+            response = await handler(request, identity)  # type: ignore[arg-type]
+            body = getattr(response, "body", None)  # streams (events) have none
+            if isinstance(body, bytes | memoryview) and len(body) > context.max_result_bytes:
+                raise ProtocolError(
+                    ErrorCode.TOO_LARGE,
+                    f"result is larger than {context.max_result_bytes} bytes "
+                    "(limits.max_result_bytes); narrow the request",
+                    {"limit": context.max_result_bytes},
+                )
+            return response
         except ProtocolError as error:
             return _error(error)
         except BodyTooLarge as error:
             return _error(ProtocolError(ErrorCode.TOO_LARGE, str(error)))
+        except ClientDisconnect:
+            # The client left (or was cut off by the read deadline) mid-body: nobody to answer.
+            log.info("client disconnected before sending its body", route=spec.name)
+            return Response(status_code=400)
         except Exception:
             log.exception("unhandled error", route=spec.name)
             return _error(ProtocolError(ErrorCode.INTERNAL, "internal error; see the daemon log"))
@@ -180,20 +244,15 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
         return PlainTextResponse(text) if wants_text(request) else _result(context, data)
 
     async def list_(request: Request, identity: Identity) -> Response:
-        params = request.query_params
-        try:
-            limit = int(params.get("limit", "100"))
-        except ValueError as error:
-            raise ProtocolError(ErrorCode.INVALID, "'limit' must be an integer") from error
+        params = query_params(request)
         data = await service.list_declarations(
             hub,
             identity,
             ws(request),
-            memory_type=params.get("type", "") or params.get("kind", ""),
-            subject=params.get("subject", ""),
-            include_inactive=params.get("include_inactive", "false").lower()
-            in ("1", "true", "yes"),
-            limit=limit,
+            memory_type=params["type"] or params["kind"] or "",
+            subject=params["subject"] or "",
+            include_inactive=bool(params["include_inactive"]),
+            limit=params["limit"] or 100,
         )
         return _result(context, data)
 
@@ -268,17 +327,13 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
         return _JSON(await service.propose(hub, identity, name, body), status_code=201)
 
     async def proposals(request: Request, identity: Identity) -> Response:
-        params = request.query_params
-        try:
-            limit = int(params["limit"]) if "limit" in params else None
-        except ValueError as error:
-            raise ProtocolError(ErrorCode.INVALID, "'limit' must be an integer") from error
-        status = params.get("status", "pending")
-        data = await service.list_proposals(hub, identity, ws(request), status, limit)
+        params = query_params(request)
+        status = params["status"] or "pending"
+        data = await service.list_proposals(hub, identity, ws(request), status, params["limit"])
         return _result(context, data)
 
     async def proposal(request: Request, identity: Identity) -> Response:
-        into = request.query_params.get("into") or None
+        into = query_params(request)["into"] or None
         data = await service.show_proposal(hub, identity, ws(request), proposal_id(request), into)
         return _result(context, data)
 
@@ -331,11 +386,41 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
 async def _not_found(request: Request, exc: HTTPException) -> Response:
     code = ErrorCode.NOT_FOUND if exc.status_code == 404 else ErrorCode.INVALID
     message = "no such route" if exc.status_code == 404 else str(exc.detail)
-    return JSONResponse(error_envelope(code, message, {"path": request.url.path}), exc.status_code)
+    path = request.scope["path"]
+    detail: dict[str, Any] = {"path": path}
+    if exc.status_code == 404:
+        other = _other_slash(request)
+        if other is not None:
+            message = f"no such route; did you mean {other}?"
+            detail["did_you_mean"] = other
+    return _ErrorJSON(error_envelope(code, message, detail), exc.status_code)
+
+
+def _other_slash(request: Request) -> str | None:
+    """The same path with its trailing slash added or removed, when a route serves that.
+
+    Said in the 404 instead of redirecting: a redirect would have to name a host, and
+    the only one at hand is the caller's own Host header.
+    """
+    path = request.scope["path"]
+    if path == "/":
+        return None
+    other = path.rstrip("/") if path.endswith("/") else path + "/"
+    if not other:
+        return None
+    scope = {**request.scope, "path": other}
+    for route in request.app.router.routes:
+        match, _child = route.matches(scope)
+        if match is not Match.NONE:
+            return other
+    return None
 
 
 def build_app(context: ApiContext) -> Starlette:
+    from memhubd.api.recall import recall_handlers  # it imports this module
+
     handlers = _handlers(context)
+    handlers.update(recall_handlers(context))
     routes: list[Any] = []
     for spec in ROUTES:
         path = spec.path.replace("{file_id}", "{file_id:path}").replace(
@@ -350,9 +435,13 @@ def build_app(context: ApiContext) -> Starlette:
             )
         )
     routes.extend(context.extra_routes)
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[Middleware(ApiMiddleware, context=context)],
         exception_handlers={HTTPException: _not_found},
         lifespan=context.lifespan,
     )
+    # No trailing-slash redirects: Starlette builds their Location from the Host header,
+    # which any caller controls. `_not_found` names the right path instead.
+    app.router.redirect_slashes = False
+    return app

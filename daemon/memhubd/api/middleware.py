@@ -1,5 +1,6 @@
 """ASGI middleware around the JSON API: request ids, identity, body limits,
-access log and per-route metrics. Pure ASGI so that streaming responses
+access log and per-route metrics, and the last line of defence that turns any
+exception into the error envelope. Pure ASGI so that streaming responses
 (server-sent events) pass through untouched.
 """
 
@@ -75,11 +76,12 @@ class ApiMiddleware:
         identity = self._identity(scope)
         state["identity"] = identity if isinstance(identity, Identity) else None
         state["bad_token"] = identity == "bad"
-        status_holder = {"status": 500}
+        status_holder = {"status": 500, "started": False}
 
         async def send_wrapper(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status_holder["status"] = message["status"]
+                status_holder["started"] = True
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
@@ -87,6 +89,18 @@ class ApiMiddleware:
         limited_receive = self._limit_body(scope, receive)
         try:
             await self.app(scope, limited_receive, send_wrapper)
+        except Exception as error:
+            # Routes answer their own errors; this catches what escaped them (other doors,
+            # an error while rendering an error) so no caller gets a bare text 500.
+            if status_holder["started"]:
+                raise
+            if isinstance(error, BodyTooLarge):
+                code, message = ErrorCode.TOO_LARGE, str(error)
+            else:
+                log.exception("unhandled error", request_id=request_id, path=scope.get("path"))
+                code, message = ErrorCode.INTERNAL, "internal error; see the daemon log"
+            status_holder["status"] = code.http_status
+            await send_error(send, code, message, request_id)
         finally:
             self._record(scope, status_holder["status"], time.perf_counter() - started)
 

@@ -44,6 +44,10 @@ class Limits:
     regex_timeout_ms: int = 100
     max_workspaces: int = 64
     max_proposal_bytes: int = 65536
+    max_header_bytes: int = 32768
+    max_headers: int = 100
+    read_timeout_s: int = 10
+    keep_alive_timeout_s: int = 5
 
 
 @dataclass(frozen=True, slots=True)

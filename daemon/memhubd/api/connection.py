@@ -1,0 +1,194 @@
+"""The HTTP/1.1 connection: uvicorn's httptools protocol with bounds on what a client may
+hold. The request head is capped in bytes and in header fields before the parser buffers
+more, a request must arrive within a deadline, and refusals are the JSON error envelope.
+
+Transport only: nothing here knows routes, tokens or workspaces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from memhub_protocol import ErrorCode, error_envelope
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """What one connection may hold: head size, header count, time to send a request."""
+
+    max_header_bytes: int = 32 * 1024
+    max_headers: int = 100
+    read_timeout_s: float = 10.0
+
+
+class _Refused(Exception):
+    """Raised inside a parser callback to stop parsing a request that breaks a limit."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """HttpToolsProtocol that refuses oversized heads (431) and slow requests (408).
+
+    Two counters bound the head. Complete fields are counted exactly in the parser
+    callbacks (`_field_bytes`, `_header_count`). A field still being received is
+    buffered inside the parser, out of sight, so raw bytes received while a head is
+    open are counted too (`_head_bytes`); that bound holds to within one socket read.
+    """
+
+    limits = ConnectionLimits()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._in_head = True
+        self._head_bytes = 0
+        self._field_bytes = 0
+        self._header_count = 0
+        self._deadline: asyncio.TimerHandle | None = None
+
+    @classmethod
+    def with_limits(cls, limits: ConnectionLimits) -> type[GuardedHttpToolsProtocol]:
+        """A protocol class for one server (uvicorn instantiates it per connection)."""
+        return type(cls.__name__, (cls,), {"limits": limits})
+
+    # -- connection lifecycle -------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        # Armed at once: a connection that never sends a byte is cut off too.
+        self._arm_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_deadline()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._in_head:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        if self._in_head and self._head_bytes > self.limits.max_header_bytes:
+            self._refuse(
+                ErrorCode.HEADERS_TOO_LARGE,
+                f"request head is larger than {self.limits.max_header_bytes} bytes",
+            )
+
+    # -- parser callbacks -----------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._field_bytes = 0
+        self._header_count = 0
+        if self._deadline is None:  # between keep-alive requests: the clock starts now
+            self._arm_deadline()
+
+    def on_url(self, url: bytes) -> None:
+        self._count_field_bytes(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_count += 1
+        if self._header_count > self.limits.max_headers:
+            raise _Refused(
+                ErrorCode.HEADERS_TOO_LARGE,
+                f"request has more than {self.limits.max_headers} header fields",
+            )
+        self._count_field_bytes(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._head_bytes = 0
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._cancel_deadline()
+        self._in_head = True  # whatever arrives next belongs to the next request's head
+        self._head_bytes = 0
+        super().on_message_complete()
+
+    def _count_field_bytes(self, size: int) -> None:
+        self._field_bytes += size
+        if self._field_bytes > self.limits.max_header_bytes:
+            raise _Refused(
+                ErrorCode.HEADERS_TOO_LARGE,
+                f"request head is larger than {self.limits.max_header_bytes} bytes",
+            )
+
+    # -- refusals -------------------------------------------------------------------------
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn calls this for every parser error; a callback's _Refused arrives here too.
+        error = _refusal_being_handled()
+        if error is not None:
+            self._refuse(error.code, error.message)
+        else:
+            self._write_error(400, ErrorCode.INVALID, "malformed HTTP request")
+
+    def _refuse(self, code: ErrorCode, message: str) -> None:
+        self._write_error(code.http_status, code, message)
+
+    def _write_error(self, status: int, code: ErrorCode, message: str) -> None:
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and self.cycle.response_started:
+            # A response is already on the wire: another status line would corrupt it.
+            self.transport.close()
+            return
+        body = json.dumps(error_envelope(code, message)).encode("ascii")
+        head = [
+            STATUS_LINE[status],
+            b"content-type: application/json\r\n",
+            b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
+            b"connection: close\r\n",
+            b"\r\n",
+        ]
+        self.transport.write(b"".join(head) + body)
+        self.transport.close()
+
+    # -- the read deadline ----------------------------------------------------------------
+
+    def _arm_deadline(self) -> None:
+        self._cancel_deadline()
+        self._deadline = self.loop.call_later(self.limits.read_timeout_s, self._deadline_passed)
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _deadline_passed(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        started = self._head_bytes > 0 or not self._in_head
+        if not started:
+            self.transport.close()  # an idle connection gets no answer, only a close
+            return
+        self._write_error(
+            408,
+            ErrorCode.REQUEST_TIMEOUT,
+            f"request not received within {self.limits.read_timeout_s:g} seconds",
+        )
+
+
+def _refusal_being_handled() -> _Refused | None:
+    """The _Refused behind the parser error being handled, if a callback raised one.
+
+    httptools re-raises a callback's exception as HttpParserCallbackError with the
+    original as its context, and uvicorn reports it from inside its except block.
+    """
+    error = sys.exc_info()[1]
+    for _ in range(4):  # the chain is short; a bound keeps a cyclic one harmless
+        if error is None or isinstance(error, _Refused):
+            return error
+        error = error.__context__
+    return None
