@@ -192,7 +192,7 @@ ROUTES: tuple[Route, ...] = (
         "RejectRequest",
     ),
     # -- recall: drawers of raw material, searched by BM25 + vectors (memhub_protocol.recall)
-    Route("recall_ingest", "POST", _WS + "/recall/ingest", WRITE_RECALL, "Ingest content or files."),
+    Route("recall_ingest", "POST", _WS + "/recall/ingest", WRITE_RECALL, "Ingest text or files."),
     Route("recall_search", "POST", _WS + "/recall/search", READ_SEARCH, "Search the drawers."),
     Route(
         "recall_search_get",

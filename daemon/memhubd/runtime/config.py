@@ -57,18 +57,33 @@ class WatchConfig:
     debounce_ms: int = 200
     rescan_interval_s: float = 30.0  # 0 disables the periodic re-scan
     force_polling: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class McpConfig:
     # Editor saves: a file that goes missing or empty keeps its declarations this long;
     # changed bytes are served once unchanged this long. 0 turns either off.
     vanish_grace_ms: int = 1000
     settle_ms: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class McpConfig:
     """The MCP endpoint: whether it is served and which extra Host names it accepts."""
 
     enabled: bool = True
     allowed_hosts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RecallConfig:
+    """Recall: the embedder (`embedder = "none"` for BM25 only), ingest bounds, dedup."""
+
+    embedder: str = "static"
+    embedder_model: str = ""
+    embedder_url: str = ""
+    embedder_dimension: int = 0
+    embedder_api_key_env: str = ""
+    max_file_bytes: int = 16 * 1024 * 1024
+    near_duplicate: float = 0.95
+    lock_timeout_s: float = 5.0
+    watch: dict[str, tuple[str, ...]] = field(default_factory=dict)  # workspace -> dirs
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +102,7 @@ class DaemonConfig:
     log_format: str = "auto"
     log_level: str = "info"
     mcp: McpConfig = field(default_factory=McpConfig)
+    recall: RecallConfig = field(default_factory=RecallConfig)
 
     @property
     def loopback_only(self) -> bool:
@@ -202,14 +218,14 @@ def _hosts(value: Any, key: str, where: _Where) -> tuple[str, ...]:
     return tuple(_text(item, key, where) for item in value)
 
 
-def _rescan_interval(value: Any, key: str, where: _Where) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise where.error(key, f"must be a number of seconds >= 0 (0 disables), got {value!r}")
-    return float(value)
 def _milliseconds(value: Any, key: str, where: _Where) -> int:
     return _integer(value, key, where, 0, 600_000)
 
 
+def _rescan_interval(value: Any, key: str, where: _Where) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise where.error(key, f"must be a number of seconds >= 0 (0 disables), got {value!r}")
+    return float(value)
 
 
 # key -> checker, per table; the checkers' order is the documentation's order.
@@ -230,12 +246,22 @@ _TABLES: dict[str, dict[str, _Checker]] = {
         "debounce_ms": _positive,
         "rescan_interval_s": _rescan_interval,
         "force_polling": _boolean,
-    },
-    "mcp": {"enabled": _boolean, "allowed_hosts": _hosts},
-}
-
         "vanish_grace_ms": _milliseconds,
         "settle_ms": _milliseconds,
+    },
+    "mcp": {"enabled": _boolean, "allowed_hosts": _hosts},
+    "recall": {
+        "embedder": _choice(("static", "onnx", "http", "none")),
+        "embedder_model": _text,
+        "embedder_url": _text,
+        "embedder_dimension": lambda v, k, w: _integer(v, k, w, 0, 65536),
+        "embedder_api_key_env": _text,
+        "max_file_bytes": _positive,
+        "near_duplicate": lambda v, k, w: _fraction(v, k, w),
+        "lock_timeout_s": _rescan_interval,
+    },
+}
+
 
 def _unknown(key: str, known: list[str], where: _Where) -> ConfigError:
     close = difflib.get_close_matches(key, known, n=1)
@@ -255,6 +281,38 @@ def _check_table(raw: Any, checks: dict[str, _Checker], where: _Where) -> dict[s
     return checked
 
 
+def _fraction(value: Any, key: str, where: _Where) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise where.error(key, f"must be a number above 0 and at most 1, got {value!r}")
+    return float(value)
+
+
+def _workspace_table(name: str, table: Mapping[str, Any], where: _Where) -> Any:
+    """The path of a workspace written as a table; its other keys are checked here."""
+    for key, value in table.items():
+        if key == "recall":
+            if not isinstance(value, Mapping) or set(value) - {"watch"}:
+                raise where.error(repr(name), "recall table takes only watch = [...]")
+        elif key != "path":
+            raise _unknown(key, ["path", "recall"], replace(where, table=f"workspaces.{name}"))
+    if "path" not in table:
+        raise where.error(repr(name), "needs a path")
+    return table["path"]
+
+
+def _recall_watch(raw: Any, where: _Where) -> dict[str, tuple[str, ...]]:
+    """Transcript directories to watch, by workspace, from `NAME = {recall = {watch}}`."""
+    watched: dict[str, tuple[str, ...]] = {}
+    for name, value in raw.items() if isinstance(raw, Mapping) else ():
+        dirs = value.get("recall", {}).get("watch") if isinstance(value, Mapping) else None
+        if dirs is None:
+            continue
+        if not isinstance(dirs, list) or not all(isinstance(d, str) and d for d in dirs):
+            raise where.error(repr(name), "recall watch must be a list of directories")
+        watched[name] = tuple(_path(d, "watch", where) for d in dirs)
+    return watched
+
+
 def _check_workspaces(raw: Any, where: _Where) -> dict[str, str]:
     where = replace(where, table="workspaces")
     if not isinstance(raw, Mapping):
@@ -265,6 +323,8 @@ def _check_workspaces(raw: Any, where: _Where) -> dict[str, str]:
             raise where.error(
                 repr(name), "is not a valid workspace name (1-64 of A-Z a-z 0-9 _ . -)"
             )
+        if isinstance(path, Mapping):  # NAME = { path = "...", recall = { watch = [...] } }
+            path = _workspace_table(name, path, where)
         checked[name] = _path(path, name, where)
     return checked
 
@@ -280,6 +340,7 @@ def _check(raw: Mapping[str, Any], where: _Where) -> dict[str, Any]:
             checked[key] = _TOP[key](value, key, where)
         elif key == "workspaces":
             checked[key] = _check_workspaces(value, where)
+            checked["recall_watch"] = _recall_watch(value, where)
         elif key in _TABLES:
             checked[key] = _check_table(value, _TABLES[key], replace(where, table=key))
         else:
@@ -377,6 +438,7 @@ def _build(values: dict[str, Any], source: str) -> DaemonConfig:
         limits=limits,
         watch=WatchConfig(**values.get("watch", {})),
         mcp=McpConfig(**values.get("mcp", {})),
+        recall=RecallConfig(**values.get("recall", {}), watch=values.get("recall_watch", {})),
     )
 
 

@@ -1,0 +1,142 @@
+"""JSON API handlers of recall: ingest, search, status, wake-up, drawers, purge,
+taxonomy and reindex.
+
+Each handler parses its input, calls one `service.recall` function and returns its
+data; scopes are checked by `endpoint` from the route table, grants by the service.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from memhub_protocol import ErrorCode, ProtocolError
+from memhub_protocol.recall import (
+    MAX_LIMIT,
+    IngestRequest,
+    SearchRequest,
+    TaxonomyEditRequest,
+    parse_time,
+)
+from memhubd.api.app import ApiContext, Handler, _json_body, _result
+from memhubd.auth.identity import Identity
+from memhubd.service import recall
+
+DOOR = "api"
+_SEARCH_PARAMS = {"q": "query", "query": "query", "limit": "limit", "room": "room"}
+
+
+def _ws(request: Request) -> str:
+    return str(request.path_params["workspace"])
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'{name}' must be an integer", {"field": name}
+        ) from None
+
+
+def _search_from_params(request: Request) -> SearchRequest:
+    """`?q=&room=&source_kind=&since=&until=&identity=&limit=` as a SearchRequest."""
+    params = request.query_params
+    data: dict[str, Any] = {"query": params.get("q") or params.get("query") or ""}
+    if "limit" in params:
+        data["limit"] = _int_param(request, "limit", 10)
+    for name in ("room", "source_kind", "identity"):
+        values = params.getlist(name)
+        if values:
+            data[name] = values
+    for name in ("since", "until"):
+        if params.get(name):
+            data[name] = params[name]
+    return SearchRequest.from_json(data)
+
+
+def recall_handlers(context: ApiContext) -> dict[str, Handler]:
+    hub = context.hub
+
+    async def ingest(request: Request, identity: Identity) -> Response:
+        name = _ws(request)
+        body = IngestRequest.from_json(await _json_body(request))
+        data = await recall.ingest(hub, identity, name, body, DOOR)
+        status = 200 if body.dry_run or not data["chunks"] else 201
+        return JSONResponse(data, status_code=status)
+
+    async def search(request: Request, identity: Identity) -> Response:
+        body = SearchRequest.from_json(await _json_body(request))
+        if body.workspaces:
+            raise ProtocolError(
+                ErrorCode.INVALID,
+                "'workspaces' belongs to POST /v1/recall/search",
+                {"field": "workspaces"},
+            )
+        return _result(context, await recall.search_recall(hub, identity, _ws(request), body))
+
+    async def search_get(request: Request, identity: Identity) -> Response:
+        body = _search_from_params(request)
+        return _result(context, await recall.search_recall(hub, identity, _ws(request), body))
+
+    async def search_all(request: Request, identity: Identity) -> Response:
+        body = SearchRequest.from_json(await _json_body(request))
+        return _result(context, await recall.search_recall(hub, identity, None, body))
+
+    async def status(request: Request, identity: Identity) -> Response:
+        return _result(context, await recall.status(hub, identity, _ws(request)))
+
+    async def wake_up(request: Request, identity: Identity) -> Response:
+        limit = _int_param(request, "limit", 5)
+        budget = _int_param(request, "budget", recall.WAKE_UP_BUDGET)
+        data = await recall.wake_up(hub, identity, _ws(request), min(limit, MAX_LIMIT), budget)
+        return _result(context, data)
+
+    async def drawer(request: Request, identity: Identity) -> Response:
+        drawer_id = str(request.path_params["drawer_id"])
+        return _result(context, await recall.get_drawer(hub, identity, _ws(request), drawer_id))
+
+    async def delete(request: Request, identity: Identity) -> Response:
+        drawer_id = str(request.path_params["drawer_id"])
+        data = await recall.delete(hub, identity, _ws(request), drawer_id, DOOR)
+        return _result(context, data)
+
+    async def purge(request: Request, identity: Identity) -> Response:
+        body = await _json_body(request)
+        if not isinstance(body, dict) or set(body) - {"before"}:
+            raise ProtocolError(
+                ErrorCode.INVALID, "the body takes only 'before'", {"field": "before"}
+            )
+        before = parse_time(body.get("before"), "before")
+        return _result(context, await recall.purge(hub, identity, _ws(request), before, DOOR))
+
+    async def taxonomy(request: Request, identity: Identity) -> Response:
+        return _result(context, await recall.taxonomy(hub, identity, _ws(request)))
+
+    async def taxonomy_edit(request: Request, identity: Identity) -> Response:
+        body = TaxonomyEditRequest.from_json(await _json_body(request))
+        data = await recall.taxonomy_edit(hub, identity, _ws(request), body, DOOR)
+        return _result(context, data)
+
+    async def reindex(request: Request, identity: Identity) -> Response:
+        return _result(context, await recall.reindex(hub, identity, _ws(request), DOOR))
+
+    return {
+        "recall_ingest": ingest,
+        "recall_search": search,
+        "recall_search_get": search_get,
+        "recall_search_all": search_all,
+        "recall_status": status,
+        "recall_wake_up": wake_up,
+        "recall_drawer": drawer,
+        "recall_delete": delete,
+        "recall_purge": purge,
+        "recall_taxonomy": taxonomy,
+        "recall_taxonomy_edit": taxonomy_edit,
+        "recall_reindex": reindex,
+    }

@@ -1,0 +1,162 @@
+"""Hybrid search over one store: BM25 (FTS5) + exact cosine, fused by weighted RRF.
+
+The query is reduced to terms (never passed to FTS5 as syntax); each retriever
+returns its candidates best first; reciprocal-rank fusion with k = 60 sums
+`weight / (k + rank)` per signal; rooms the query names through the taxonomy add
+a boost, never a filter. Every hit keeps each signal's rank and score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import structlog
+
+from memhubd.recall.ingest.pipeline import Embeds, record_of
+from memhubd.recall.rooms import rooms_for_query, terms
+from memhubd.recall.store import Drawer, DrawerFilter, DrawerStore, RankedRow, VectorsUnavailable
+
+log = structlog.get_logger("memhubd.recall.search")
+
+RRF_K = 60
+MIN_CANDIDATES = 50
+
+# Words that carry no topic: with an OR query they only add noise to BM25.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    s t d ll m re ve""".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """Per-signal RRF weights (tuned on the LoCoMo dev set: bench/recall_locomo.py)."""
+
+    bm25: float = 1.0
+    vector: float = 1.0
+    room: float = 0.5
+
+
+DEFAULT_WEIGHTS = Weights()
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    drawer: Drawer
+    fused: float
+    signals: dict[str, Signal]
+
+    def as_dict(self) -> dict[str, Any]:
+        data = self.drawer.as_dict()
+        data["fused_score"] = round(self.fused, 6)
+        data["signals"] = {
+            name: {"rank": s.rank, "score": round(s.score, 6)} for name, s in self.signals.items()
+        }
+        return data
+
+
+@dataclass(slots=True)
+class SearchResult:
+    hits: list[Hit]
+    terms: list[str]
+    boosted_rooms: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    signals_used: list[str] = field(default_factory=list)
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct content terms of a query, in order; all terms if all are stopwords."""
+    words = terms(query)
+    kept = [w for w in words if w not in STOPWORDS] or words
+    return list(dict.fromkeys(kept))
+
+
+def fuse(
+    lists: dict[str, Sequence[RankedRow]], weights: dict[str, float], k: int = RRF_K
+) -> tuple[dict[int, float], dict[int, dict[str, Signal]]]:
+    """Weighted reciprocal-rank fusion: each list adds weight/(k + rank) per row."""
+    fused: dict[int, float] = {}
+    signals: dict[int, dict[str, Signal]] = {}
+    for name, rows in lists.items():
+        weight = weights.get(name, 1.0)
+        for rank, row in enumerate(rows, 1):
+            fused[row.rowid] = fused.get(row.rowid, 0.0) + weight / (k + rank)
+            signals.setdefault(row.rowid, {})[name] = Signal(rank, row.score)
+    return fused, signals
+
+
+def search(
+    store: DrawerStore,
+    embedder: Embeds | None,
+    query: str,
+    where: DrawerFilter,
+    limit: int = 10,
+    weights: Weights = DEFAULT_WEIGHTS,
+    *,
+    query_vector: np.ndarray | None = None,
+    candidates: int | None = None,
+) -> SearchResult:
+    """The `limit` best live drawers for `query` among those `where` allows."""
+    words = query_terms(query)
+    result = SearchResult([], words)
+    if limit <= 0 or not query.strip():
+        return result
+    depth = candidates or max(MIN_CANDIDATES, limit * 5)
+    lists: dict[str, Sequence[RankedRow]] = {}
+    if weights.bm25 > 0 and words:
+        lists["bm25"] = store.lexical(words, where, depth)
+    if weights.vector > 0 and (embedder is not None or query_vector is not None):
+        lists["vector"] = _vector_rows(store, embedder, query, where, depth, result, query_vector)
+    result.signals_used = [name for name in lists]
+    fused, signals = fuse(lists, {"bm25": weights.bm25, "vector": weights.vector})
+    if not fused:
+        return result
+    result.boosted_rooms = rooms_for_query(query, store.taxonomy()) if weights.room > 0 else {}
+    drawers = store.get(list(fused))
+    if result.boosted_rooms:
+        bonus = weights.room / (RRF_K + 1)
+        for rowid, drawer in drawers.items():
+            if drawer.room in result.boosted_rooms:
+                fused[rowid] += bonus
+                signals[rowid]["room"] = Signal(1, 1.0)
+    order = sorted((rowid for rowid in fused if rowid in drawers), key=lambda r: (-fused[r], r))
+    result.hits = [Hit(drawers[r], fused[r], signals[r]) for r in order[:limit]]
+    return result
+
+
+def _vector_rows(
+    store: DrawerStore,
+    embedder: Embeds | None,
+    query: str,
+    where: DrawerFilter,
+    depth: int,
+    result: SearchResult,
+    query_vector: np.ndarray | None,
+) -> list[RankedRow]:
+    record = record_of(embedder)
+    if record is None:
+        return []
+    try:
+        vector = query_vector if query_vector is not None else embedder.embed([query])[0]  # type: ignore[union-attr]
+        return store.nearest(np.asarray(vector, dtype=np.float32), record, where, depth)
+    except VectorsUnavailable as error:
+        result.warnings.append(str(error))
+    except Exception as error:  # an embedder backend failing must not stop BM25
+        log.warning("vector search failed", error=str(error))
+        result.warnings.append(f"vector search unavailable: {error}")
+    return []

@@ -1,0 +1,104 @@
+"""The recall shelf: every workspace's store, the one embedder, and the settings.
+
+Opens a workspace's store on first use (`<recall dir>/<workspace>.db`), keeps it open
+until `close()`, and loads the embedder once, lazily. It knows no identities or
+doors; the service layer decides who may use which store.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from memhubd.recall.ingest.lock import DEFAULT_TIMEOUT_S, SourceLock
+from memhubd.recall.ingest.pipeline import NEAR_DUPLICATE, Embeds, Ingestor
+from memhubd.recall.search import DEFAULT_WEIGHTS, Weights
+from memhubd.recall.store import DrawerStore, open_store
+
+log = structlog.get_logger("memhubd.recall")
+
+DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RecallSettings:
+    """How recall behaves; `embedder` is None for "no vectors" (BM25 only)."""
+
+    embedder: object | None = field(default=None)  # memhubd.recall.embed.EmbedderSettings
+    vectors: bool = True
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    near_duplicate: float = NEAR_DUPLICATE
+    lock_timeout_s: float = DEFAULT_TIMEOUT_S
+    weights: Weights = DEFAULT_WEIGHTS
+
+
+class RecallShelf:
+    """Open stores by workspace name. Thread-safe; bounded by the number of workspaces."""
+
+    def __init__(self, directory: str | Path, settings: RecallSettings | None = None) -> None:
+        self.directory = Path(directory)
+        self.settings = settings or RecallSettings()
+        self._stores: dict[str, DrawerStore] = {}
+        self._lock = threading.Lock()
+        self._embedder: Embeds | None = None
+        self._embedder_error: str | None = None
+        self._embedder_loaded = False
+
+    def path_of(self, workspace: str) -> Path:
+        return self.directory / f"{workspace}.db"
+
+    def store(self, workspace: str) -> DrawerStore:
+        with self._lock:
+            store = self._stores.get(workspace)
+            if store is None:
+                store = self._stores[workspace] = open_store(self.path_of(workspace))
+            return store
+
+    def ingestor(self, workspace: str) -> Ingestor:
+        locks = SourceLock(self.directory / "locks" / workspace, self.settings.lock_timeout_s)
+        return Ingestor(self.store(workspace), self.embedder(), locks)
+
+    def embedder(self) -> Embeds | None:
+        """The configured embedder, loaded on first use; None when vectors are off or it
+        cannot load (then `embedder_error` says why, and search runs on BM25 alone)."""
+        if not self.settings.vectors:
+            return None
+        with self._lock:
+            if not self._embedder_loaded:
+                self._embedder_loaded = True
+                self._embedder, self._embedder_error = _load(self.settings.embedder)
+            return self._embedder
+
+    @property
+    def embedder_error(self) -> str | None:
+        return self._embedder_error
+
+    def forget(self, workspace: str) -> None:
+        with self._lock:
+            store = self._stores.pop(workspace, None)
+        if store is not None:
+            store.close()
+
+    def close(self) -> None:
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            try:
+                store.close()
+            except Exception:
+                log.exception("closing a recall store failed")
+
+
+def _load(settings: object | None) -> tuple[Embeds | None, str | None]:
+    try:
+        from memhubd.recall.embed import load_embedder
+
+        embedder = load_embedder(settings)  # type: ignore[arg-type]
+        embedder.embed(["warm-up"])  # loads the model now, not inside the first search
+    except Exception as error:
+        log.warning("embedder unavailable; recall search uses BM25 only", error=str(error))
+        return None, str(error)
+    return embedder, None

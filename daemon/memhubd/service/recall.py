@@ -1,0 +1,559 @@
+"""Recall operations for every door: ingest, search (one or many workspaces), status,
+wake-up, delete, purge, taxonomy and reindex.
+
+Checks scopes and grants first, hides drawers whose `readers` exclude the caller's
+roles, runs the recall engine in worker threads and returns plain data. A caller
+never learns anything about a workspace it has no grant for: searches span only the
+caller's workspaces, and tunnel hints name only those.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import numpy as np
+import structlog
+
+from memhub_protocol import ErrorCode, ProtocolError
+from memhub_protocol.recall import IngestRequest, SearchRequest, TaxonomyEditRequest
+from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, WRITE_RECALL
+from memhubd.auth.identity import Identity
+from memhubd.recall.ids import DEFAULT_ROOM
+from memhubd.recall.ingest import IngestOptions, LockTimeout, SourceReport
+from memhubd.recall.search import Hit, search
+from memhubd.recall.shelf import RecallShelf
+from memhubd.recall.store import AuditEntry, DrawerFilter, TaxonomyEntry
+from memhubd.runtime.hub import Hub
+from memhubd.service.access import check_length, host_for, require_scope, visible_workspaces
+
+log = structlog.get_logger("memhubd.service.recall")
+
+RESULT_SCHEMA = "memhub.recall.search.v1"
+INGEST_SCHEMA = "memhub.recall.ingest.v1"
+STATUS_SCHEMA = "memhub.recall.status.v1"
+WAKE_UP_SCHEMA = "memhub.recall.wake_up.v1"
+MAX_NAME = 200
+WAKE_UP_LIMIT = 50
+WAKE_UP_BUDGET = 4000
+WAKE_UP_CUT = 200
+MAP_HEADER_LINES = 12
+REINDEX_BATCH = 256
+# Ingest runs beside searches, not instead of them: one ingest thread at a time.
+_INGEST = anyio.CapacityLimiter(1)
+_SEARCH = anyio.CapacityLimiter(4)
+
+
+def shelf_of(hub: Hub) -> RecallShelf:
+    shelf = getattr(hub, "recall", None)
+    if shelf is None:
+        raise ProtocolError(ErrorCode.INTERNAL, "recall is not running in this daemon")
+    return shelf
+
+
+def _roles(identity: Identity) -> frozenset[str] | None:
+    return None if identity.sees_everything else identity.roles
+
+
+def _visible(identity: Identity, readers: tuple[str, ...] | None) -> bool:
+    roles = _roles(identity)
+    return roles is None or readers is None or not roles.isdisjoint(readers)
+
+
+def _name(value: str | None, field: str) -> str | None:
+    if value is not None and (not value.strip() or len(value) > MAX_NAME):
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'{field}' must be 1 to {MAX_NAME} characters", {"field": field}
+        )
+    return value.strip() if value is not None else None
+
+
+def _audit(identity: Identity, door: str, action: str, **detail: Any) -> AuditEntry:
+    return AuditEntry(identity.name, door, action, detail)
+
+
+# --------------------------------------------------------------------------- ingest
+
+
+async def ingest(
+    hub: Hub, identity: Identity, name: str, request: IngestRequest, door: str
+) -> dict[str, Any]:
+    require_scope(identity, WRITE_RECALL)
+    host_for(hub, identity, name)
+    shelf = shelf_of(hub)
+    options = IngestOptions(
+        workspace=name,
+        identity=identity.name,
+        door=door,
+        room=_name(request.room, "room"),
+        importance=request.importance,
+        format=request.format,
+        dry_run=request.dry_run,
+        readers=request.readers,
+        near_duplicate=shelf.settings.near_duplicate,
+    )
+
+    def work() -> list[SourceReport]:
+        ingestor = shelf.ingestor(name)
+        if request.content is not None:
+            return [
+                _guarded(
+                    lambda: ingestor.ingest_content(request.content or "", options, request.source),
+                    request.source or "content",
+                )
+            ]
+        reports = []
+        for upload in request.files:
+            if len(upload.content.encode("utf-8")) > shelf.settings.max_file_bytes:
+                reports.append(
+                    SourceReport(
+                        upload.name, "skipped", f"larger than {shelf.settings.max_file_bytes} bytes"
+                    )
+                )
+                continue
+            reports.append(
+                _guarded(
+                    lambda u=upload: ingestor.ingest_text(u.name, u.content, options), upload.name
+                )
+            )
+        return reports
+
+    reports = await anyio.to_thread.run_sync(work, limiter=_INGEST)
+    return ingest_summary(name, request.dry_run, reports)
+
+
+def _guarded(run: Any, source: str) -> SourceReport:
+    """One source's ingest; its failure is reported, never raised into the batch."""
+    try:
+        return run()
+    except LockTimeout as error:
+        return SourceReport(source, "failed", f"ingest lock: {error}")
+    except Exception as error:
+        log.exception("ingest failed", source=source)
+        return SourceReport(source, "failed", f"internal error: {type(error).__name__}")
+
+
+def ingest_summary(name: str, dry_run: bool, reports: list[SourceReport]) -> dict[str, Any]:
+    waits = [r.lock_wait_ms for r in reports if r.lock_wait_ms is not None]
+    return {
+        "schema_version": INGEST_SCHEMA,
+        "workspace": name,
+        "dry_run": dry_run,
+        "files": len(reports),
+        "chunks": sum(r.chunks for r in reports),
+        "duplicates": sum(r.duplicates for r in reports),
+        "replaced": sum(r.replaced for r in reports),
+        "skipped": [
+            {"source": r.source, "reason": r.reason} for r in reports if r.status == "skipped"
+        ],
+        "failed": [
+            {"source": r.source, "reason": r.reason} for r in reports if r.status == "failed"
+        ],
+        "near_duplicates": [n for r in reports for n in r.near_duplicates],
+        "lock_wait_ms": max(waits) if waits else None,
+        "sources": [r.as_dict() for r in reports],
+    }
+
+
+# --------------------------------------------------------------------------- search
+
+
+def _search_names(
+    hub: Hub, identity: Identity, name: str | None, request: SearchRequest
+) -> list[str]:
+    if name is not None:
+        host_for(hub, identity, name)
+        return [name]
+    if request.workspaces:
+        for requested in request.workspaces:
+            host_for(hub, identity, requested)
+        return list(dict.fromkeys(request.workspaces))
+    return visible_workspaces(hub, identity)
+
+
+async def search_recall(
+    hub: Hub, identity: Identity, name: str | None, request: SearchRequest
+) -> dict[str, Any]:
+    """Search one workspace (`name`), the ones the request names, or every one the
+    caller may use; hits are merged by fused score."""
+    require_scope(identity, READ_SEARCH)
+    check_length(hub, "query", request.query)
+    names = _search_names(hub, identity, name, request)
+    shelf = shelf_of(hub)
+    roles = _roles(identity)
+    where = DrawerFilter(
+        rooms=request.rooms,
+        source_kinds=request.source_kinds,
+        since=request.since,
+        until=request.until,
+        identities=request.identities,
+        roles=roles,
+    )
+    every = visible_workspaces(hub, identity)
+
+    def work() -> dict[str, Any]:
+        started = time.perf_counter()
+        embedder = shelf.embedder()
+        vector = None
+        warnings: list[str] = []
+        if embedder is not None:
+            try:
+                vector = embedder.embed([request.query])[0]
+            except Exception as error:
+                log.warning("query embedding failed", error=str(error))
+                warnings.append(f"vector search unavailable: {error}")
+        elif shelf.embedder_error:
+            warnings.append(f"vector search unavailable: {shelf.embedder_error}")
+        merged: list[tuple[str, Hit]] = []
+        boosted: dict[str, list[str]] = {}
+        terms: list[str] = []
+        for workspace in names:
+            result = search(
+                shelf.store(workspace),
+                embedder,
+                request.query,
+                where,
+                request.limit,
+                shelf.settings.weights,
+                query_vector=vector,
+            )
+            terms = result.terms
+            warnings.extend(w for w in result.warnings if w not in warnings)
+            boosted.update(result.boosted_rooms)
+            merged.extend((workspace, hit) for hit in result.hits)
+        merged.sort(key=lambda item: (-item[1].fused, item[0], item[1].drawer.rowid))
+        merged = merged[: request.limit]
+        tunnels = _tunnels(shelf, every, roles, {hit.drawer.room for _w, hit in merged})
+        hits = []
+        for workspace, hit in merged:
+            data = hit.as_dict()
+            data["workspace"] = workspace
+            data["citation"] = _citation(hit)
+            data["tunnel_hints"] = sorted(
+                w for w in tunnels.get(hit.drawer.room, ()) if w != workspace
+            )
+            hits.append(data)
+        return {
+            "schema_version": RESULT_SCHEMA,
+            "query": request.query,
+            "terms": terms,
+            "workspaces": names,
+            "boosted_rooms": boosted,
+            "warnings": warnings,
+            "hits": hits,
+            "took_ms": round((time.perf_counter() - started) * 1000, 2),
+        }
+
+    return await anyio.to_thread.run_sync(work, limiter=_SEARCH)
+
+
+def _citation(hit: Hit) -> str:
+    drawer = hit.drawer
+    source = drawer.source_file or f"mempal://drawer/{drawer.id}"
+    return f"{source} ({drawer.locator})" if drawer.locator else source
+
+
+def _tunnels(
+    shelf: RecallShelf, names: list[str], roles: frozenset[str] | None, wanted: set[str]
+) -> dict[str, set[str]]:
+    """Room -> the caller's workspaces holding a drawer in it that the caller may see.
+
+    The fallback room `default` is no tunnel: every workspace has one.
+    """
+    wanted = wanted - {DEFAULT_ROOM}
+    if not wanted:
+        return {}
+    out: dict[str, set[str]] = {}
+    for workspace in names:
+        if not shelf.path_of(workspace).exists():
+            continue
+        rooms = shelf.store(workspace).rooms(DrawerFilter(rooms=tuple(sorted(wanted)), roles=roles))
+        for room in rooms:
+            out.setdefault(room, set()).add(workspace)
+    return out
+
+
+# --------------------------------------------------------------------------- status, wake-up
+
+
+async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    require_scope(identity, READ_SUMMARY)
+    host_for(hub, identity, name)
+    shelf = shelf_of(hub)
+    roles = _roles(identity)
+
+    def work() -> dict[str, Any]:
+        store = shelf.store(name)
+        state = store.status()
+        rooms = store.rooms(DrawerFilter(roles=roles)) if roles is not None else dict(state.rooms)
+        visible = sum(rooms.values())
+        embedder = shelf.embedder()
+        stored = state.embedder
+        running = {"name": embedder.name, "dimension": embedder.dimension} if embedder else None
+        return {
+            "schema_version": STATUS_SCHEMA,
+            "workspace": name,
+            "store_schema_version": state.schema_version,
+            "drawer_count": visible,
+            "hidden_count": state.drawer_count - visible,
+            "deleted_count": state.deleted_count,
+            "vector_count": state.vector_count,
+            "rooms": [
+                {"room": room, "drawer_count": count} for room, count in sorted(rooms.items())
+            ],
+            "taxonomy_count": state.taxonomy_count,
+            "vectors_embedder": (
+                {"name": stored.name, "dimension": stored.dimension} if stored else None
+            ),
+            "embedder": running,
+            "embedder_error": shelf.embedder_error,
+            "vectors_usable": bool(
+                embedder
+                and stored
+                and (stored.name, stored.dimension) == (embedder.name, embedder.dimension)
+            ),
+            "db_size_bytes": state.db_size_bytes,
+            "wal_size_bytes": state.wal_size_bytes,
+        }
+
+    return await anyio.to_thread.run_sync(work, limiter=_SEARCH)
+
+
+def _identity_text(shelf: RecallShelf, name: str) -> str | None:
+    for path in (shelf.directory / "identity" / f"{name}.txt", shelf.directory / "identity.txt"):
+        try:
+            return path.read_text(encoding="utf-8").strip()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as error:
+            log.warning("identity text unreadable", path=str(path), error=str(error))
+    return None
+
+
+async def wake_up(
+    hub: Hub, identity: Identity, name: str, limit: int = 5, budget: int = WAKE_UP_BUDGET
+) -> dict[str, Any]:
+    """A bounded context refresh: identity text, top drawers by importance then
+    recency, and the governed memory map's header, within `budget` characters."""
+    require_scope(identity, READ_SUMMARY)
+    host_for(hub, identity, name)
+    if not 1 <= limit <= WAKE_UP_LIMIT:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'limit' must be 1 to {WAKE_UP_LIMIT}", {"field": "limit"}
+        )
+    if budget < 200:
+        raise ProtocolError(
+            ErrorCode.INVALID, "'budget' must be at least 200 characters", {"field": "budget"}
+        )
+    shelf = shelf_of(hub)
+    header = await _map_header(hub, identity, name)
+    roles = _roles(identity)
+
+    def work() -> dict[str, Any]:
+        drawers = shelf.store(name).top(DrawerFilter(roles=roles), limit)
+        ident = _identity_text(shelf, name)
+        lines = [
+            "## Identity",
+            ident or f"(no identity text: write {shelf.directory}/identity/{name}.txt)",
+        ]
+        lines += ["", f"## Recent recall ({name})"]
+        items = []
+        for drawer in drawers:
+            summary = " ".join(drawer.content.split())
+            if len(summary) > WAKE_UP_CUT:
+                summary = summary[:WAKE_UP_CUT] + "..."
+            lines += [
+                f"- {drawer.room} {drawer.id} (importance {drawer.importance})",
+                f"  source: {drawer.source_file}",
+                f"  {summary}",
+            ]
+            items.append({**drawer.as_dict(), "summary": summary})
+        if not drawers:
+            lines.append("no recent drawers")
+        if header:
+            lines += ["", "## Governed memory", header]
+        text = "\n".join(lines)
+        truncated = len(text) > budget
+        if truncated:
+            text = text[: budget - 3].rstrip() + "..."
+        return {
+            "schema_version": WAKE_UP_SCHEMA,
+            "workspace": name,
+            "identity_text": ident,
+            "drawers": items,
+            "memory_map_header": header,
+            "text": text,
+            "truncated": truncated,
+            "estimated_tokens": len(text.split()),
+        }
+
+    return await anyio.to_thread.run_sync(work, limiter=_SEARCH)
+
+
+async def _map_header(hub: Hub, identity: Identity, name: str) -> str | None:
+    from memhubd.service.reads import memory_map
+
+    try:
+        _data, text = await memory_map(hub, identity, name)
+    except ProtocolError:
+        return None  # not loaded yet, or nothing the caller may see: recall still answers
+    return "\n".join(text.splitlines()[:MAP_HEADER_LINES])
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+async def get_drawer(hub: Hub, identity: Identity, name: str, drawer_id: str) -> dict[str, Any]:
+    require_scope(identity, READ_SEARCH)
+    host_for(hub, identity, name)
+    shelf = shelf_of(hub)
+    drawer = await anyio.to_thread.run_sync(shelf.store(name).get_by_id, drawer_id, limiter=_SEARCH)
+    if drawer is None or not _visible(identity, drawer.readers):
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND, f"no drawer '{drawer_id}'", {"drawer_id": drawer_id}
+        )
+    return {"workspace": name, "drawer": drawer.as_dict()}
+
+
+async def delete(
+    hub: Hub, identity: Identity, name: str, drawer_id: str, door: str
+) -> dict[str, Any]:
+    """Soft-delete one drawer (audited); it stops being served at once."""
+    require_scope(identity, WRITE_RECALL)
+    host_for(hub, identity, name)
+    shelf = shelf_of(hub)
+
+    def work() -> dict[str, Any]:
+        store = shelf.store(name)
+        drawer = store.get_by_id(drawer_id)
+        if drawer is None or not _visible(identity, drawer.readers):
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND, f"no live drawer '{drawer_id}'", {"drawer_id": drawer_id}
+            )
+        audit = _audit(identity, door, "delete", drawer_id=drawer_id, source=drawer.source_file)
+        removed = store.soft_delete(drawer_id, audit)
+        if removed is None:
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND, f"no live drawer '{drawer_id}'", {"drawer_id": drawer_id}
+            )
+        return {
+            "workspace": name,
+            "drawer_id": drawer_id,
+            "deleted": True,
+            "message": f"drawer {drawer_id} soft-deleted (purge removes it for good)",
+            "room": removed.room,
+            "source_file": removed.source_file,
+            "preview": removed.content[:100],
+        }
+
+    return await anyio.to_thread.run_sync(work, limiter=_INGEST)
+
+
+async def purge(
+    hub: Hub, identity: Identity, name: str, before: int | None, door: str
+) -> dict[str, Any]:
+    """Remove soft-deleted drawers for good (all, or those deleted before `before`)."""
+    require_scope(identity, ADMIN)
+    host_for(hub, identity, name)
+    shelf = shelf_of(hub)
+    audit = _audit(identity, door, "purge", before=before)
+    purged = await anyio.to_thread.run_sync(shelf.store(name).purge, before, audit, limiter=_INGEST)
+    return {"workspace": name, "before": before, "purged": purged}
+
+
+async def taxonomy(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    require_scope(identity, READ_SUMMARY)
+    host_for(hub, identity, name)
+    entries = await anyio.to_thread.run_sync(shelf_of(hub).store(name).taxonomy, limiter=_SEARCH)
+    return {"workspace": name, "entries": [e.as_dict() for e in entries]}
+
+
+async def taxonomy_edit(
+    hub: Hub, identity: Identity, name: str, request: TaxonomyEditRequest, door: str
+) -> dict[str, Any]:
+    require_scope(identity, WRITE_RECALL)
+    host_for(hub, identity, name)
+    room = _name(request.room, "room") or ""
+    store = shelf_of(hub).store(name)
+
+    def work() -> None:
+        if request.remove:
+            if not store.remove_taxonomy(
+                room, _audit(identity, door, "taxonomy_remove", room=room)
+            ):
+                raise ProtocolError(ErrorCode.NOT_FOUND, f"no taxonomy entry for room '{room}'")
+            return
+        entry = TaxonomyEntry(
+            room, tuple(k.strip() for k in request.keywords), request.display_name
+        )
+        audit = _audit(identity, door, "taxonomy_edit", room=room, keywords=list(entry.keywords))
+        store.set_taxonomy(entry, audit)
+
+    await anyio.to_thread.run_sync(work, limiter=_INGEST)
+    return await taxonomy(hub, identity, name)
+
+
+async def reindex(hub: Hub, identity: Identity, name: str, door: str) -> dict[str, Any]:
+    """Re-embed every live drawer with the running embedder and swap the vectors in
+    at once; until it commits, search keeps using the old vectors (or none)."""
+    require_scope(identity, ADMIN)
+    host_for(hub, identity, name)
+    shelf = shelf_of(hub)
+
+    def work() -> dict[str, Any]:
+        from memhubd.recall.ingest import record_of
+
+        embedder = shelf.embedder()
+        record = record_of(embedder)
+        if embedder is None or record is None:
+            raise ProtocolError(
+                ErrorCode.CONFLICT,
+                "no embedder is running: " + (shelf.embedder_error or "vectors are off"),
+            )
+        store = shelf.store(name)
+        started = time.perf_counter()
+        first = True
+        total = 0
+        for batch in store.iter_live(REINDEX_BATCH):
+            vectors = embedder.embed([d.content for d in batch])
+            store.stage_vectors([d.rowid for d in batch], vectors, first=first)
+            first = False
+            total += len(batch)
+        if first:
+            store.stage_vectors([], np.zeros((0, record.dimension), np.float32), first=True)
+        audit = _audit(identity, door, "reindex", embedder=record.name, dimension=record.dimension)
+        count = store.commit_vectors(record, audit)
+        return {
+            "workspace": name,
+            "drawers": total,
+            "vectors": count,
+            "embedder": {"name": record.name, "dimension": record.dimension},
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+
+    return await anyio.to_thread.run_sync(work, limiter=_INGEST)
+
+
+def open_shelf(directory: Any, config: Any) -> RecallShelf:
+    """The daemon's recall shelf from `[recall]` (memhubd.runtime.config.RecallConfig)."""
+    from memhubd.recall.embed import EmbedderSettings
+    from memhubd.recall.shelf import RecallSettings
+
+    embedder = None
+    if config.embedder != "none":
+        embedder = EmbedderSettings(
+            kind=config.embedder,
+            url=config.embedder_url,
+            model=config.embedder_model,
+            dimension=config.embedder_dimension,
+            api_key_env=config.embedder_api_key_env,
+        )
+    settings = RecallSettings(
+        embedder=embedder,
+        vectors=embedder is not None,
+        max_file_bytes=config.max_file_bytes,
+        near_duplicate=config.near_duplicate,
+        lock_timeout_s=config.lock_timeout_s,
+    )
+    return RecallShelf(directory, settings)
