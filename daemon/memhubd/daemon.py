@@ -1,38 +1,54 @@
 """`memhubd serve` and `memhubd run-examples`: configuration in, a running daemon out.
 
-Argument handling and the human-facing banner only; the server lives in server.py.
+Argument handling, the checks a user should hear about before anything binds, and
+the human-facing banner only; the server lives in server.py. It never edits the
+repository's `examples/`: `run-examples` serves copies seeded in the state dir.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 
-from memhubd.runtime.config import ConfigError, config_from_args
+from memhubd.runtime.config import ConfigError, DaemonConfig, config_from_args
 from memhubd.runtime.state import StateFileError
 
+EXAMPLES_DIR = "examples"  # under the state dir: the copies `make run` serves
+# Runtime files a copy must not inherit (proposals, audit, locks of an earlier run).
+_NOT_COPIED = shutil.ignore_patterns(".memdsl", "__pycache__")
 
-def _serve(args: argparse.Namespace, extra_workspaces: dict[str, str] | None = None) -> int:
+# Runs once the configuration is known (before anything binds); returns banner lines.
+_Prepare = Callable[[DaemonConfig], list[str]]
+
+
+def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
     from memhubd.runtime.logging import configure_logging
     from memhubd.server import print_banner, run_daemon
 
     try:
-        if extra_workspaces and not getattr(args, "workspaces", None):
-            args.workspaces = list(extra_workspaces.items())
         config = config_from_args(args)
+        notes: list[str] = []
+        if prepare is not None:
+            notes = prepare(config)
+            config = config_from_args(args)  # prepare may have named the workspaces
+        check_workspace_dirs(config)
     except ConfigError as error:
         print(f"memhubd: {error}", file=sys.stderr)
         return 2
     configure_logging(config.log_format, config.log_level)
-    announce = extra_workspaces is not None or sys.stderr.isatty()
+    announce = prepare is not None or sys.stderr.isatty()
 
     def on_ready(info: object) -> None:
         if announce:
             print_banner(info)  # type: ignore[arg-type]
+            for line in notes:
+                print(line, file=sys.stderr, flush=True)
 
     try:
         return anyio.run(lambda: run_daemon(config, on_ready=on_ready))
@@ -46,28 +62,75 @@ def _serve(args: argparse.Namespace, extra_workspaces: dict[str, str] | None = N
         return 130
 
 
+def check_workspace_dirs(config: DaemonConfig) -> None:
+    """Refuse to start on a configured workspace that is not a directory.
+
+    `memctl workspaces add` refuses such a path; a configured one is refused the same
+    way rather than served as an empty, silently unavailable workspace.
+    """
+    for name, root in sorted(config.workspaces.items()):
+        if not os.path.isdir(root):
+            problem = "does not exist" if not os.path.lexists(root) else "is not a directory"
+            raise ConfigError(
+                f"workspace '{name}': {root} {problem}; "
+                "create it or fix the path (--workspace NAME=PATH or [workspaces] in the config)"
+            )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     return _serve(args)
 
 
-def example_workspaces() -> dict[str, str]:
-    """The bundled example workspaces (the repository's `examples/` folder)."""
+def bundled_examples() -> Path | None:
+    """The repository's `examples/` folder ($MEMHUB_EXAMPLES overrides), or None."""
     configured = os.environ.get("MEMHUB_EXAMPLES", "").strip()
     candidates = [Path(configured)] if configured else []
     candidates += [Path(__file__).resolve().parents[2] / "examples", Path.cwd() / "examples"]
-    for root in candidates:
-        if root.is_dir():
-            return {
-                child.name: str(child)
-                for child in sorted(root.iterdir())
-                if child.is_dir() and not child.name.startswith(".")
-            }
-    return {}
+    return next((root for root in candidates if root.is_dir()), None)
+
+
+def example_names(root: Path) -> list[str]:
+    return sorted(
+        child.name for child in root.iterdir() if child.is_dir() and not child.name.startswith(".")
+    )
+
+
+def seed_examples(source: Path, target: Path, *, reset: bool = False) -> dict[str, str]:
+    """Copy each example workspace from `source` into `target` unless a copy exists.
+
+    An existing copy is kept as it is, with the user's edits and approvals; `reset`
+    replaces it with a fresh copy. Returns name -> path of the copy.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    served: dict[str, str] = {}
+    for name in example_names(source):
+        copy = target / name
+        if reset and copy.exists():
+            shutil.rmtree(copy)
+        if not copy.exists():
+            # Copy beside the final name, then rename: an interrupted copy is never served.
+            partial = target / f".{name}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.copytree(source / name, partial, ignore=_NOT_COPIED)
+            partial.rename(copy)
+        served[name] = str(copy)
+    return served
 
 
 def cmd_run_examples(args: argparse.Namespace) -> int:
-    workspaces = example_workspaces()
-    if not workspaces:
+    source = bundled_examples()
+    if source is None:
         print("memhubd: the examples/ folder was not found (set MEMHUB_EXAMPLES)", file=sys.stderr)
         return 2
-    return _serve(args, workspaces)
+
+    def prepare(config: DaemonConfig) -> list[str]:
+        target = Path(config.state_dir) / EXAMPLES_DIR
+        try:
+            served = seed_examples(source, target, reset=bool(getattr(args, "reset", False)))
+        except OSError as error:
+            raise ConfigError(f"cannot copy the examples into {target}: {error}") from error
+        if not getattr(args, "workspaces", None):
+            args.workspaces = list(served.items())
+        return [f"  files   {target}/NAME    (copies of {source}; edits and approvals land here)"]
+
+    return _serve(args, prepare)

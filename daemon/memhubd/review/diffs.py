@@ -10,16 +10,17 @@ import difflib
 from memhubd.review.proposal import Proposal, approval_block, approval_marker, marker_stamp, now_iso
 
 
-def approval_change(proposal: Proposal, text: str) -> tuple[str, str]:
+def approval_change(proposal: Proposal, text: str, marked: str | None = None) -> tuple[str, str]:
     """Target text before and after this proposal's approval block, given the file as it is.
 
     When the block is already there (approved), "before" is the file without it;
-    otherwise "after" is the file with a block stamped now.
+    otherwise "after" is the file with a block stamped now, appended to `marked` (the
+    file with what the proposal supersedes marked) when given.
     """
     if approval_marker(proposal.id) in text:
         block = approval_block(proposal, marker_stamp(text, proposal.id))
         return text.replace(block, "", 1), text
-    return text, text + approval_block(proposal, now_iso())
+    return text, (text if marked is None else marked) + approval_block(proposal, now_iso())
 
 
 def unified_diff(before: str, after: str, label: str) -> str:

@@ -74,9 +74,12 @@ class Decision:
     hint: str = ""
     target_sha256_before: str | None = None
     target_sha256_after: str | None = None
+    marked_superseded: tuple[str, ...] = ()  # ids this approval marked `status: superseded`
 
     def as_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        data = _plain(self)
+        data["marked_superseded"] = list(self.marked_superseded)
+        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 
 from memhubd.lang import ParseError
-from memhubd.model import Workspace
+from memhubd.model import Declaration, Workspace
 from memhubd.review.audit import (
     AuditEntry,
     AuditLog,
@@ -31,6 +31,7 @@ from memhubd.review.durable import (
     sha256_hex,
     sweep_orphans,
 )
+from memhubd.review.marking import in_file, mark, superseded_by
 from memhubd.review.proposal import (
     PROPOSAL_SUFFIX,
     STATUSES,
@@ -248,10 +249,17 @@ class ReviewStore:
             if text is None:
                 return _stale(proposal, refusal("target_unreadable", f"{target} is not UTF-8"))
             if approval_marker(proposal.id) in text:
-                return self._finish(approval, recovered=True, after=sha256_hex(before))
-            result = self._revalidate(proposal, workspace, target, text)
-            if not result.ok:
+                # Finishing an interrupted approval: other files may still need marking.
+                elsewhere = self._mark_elsewhere(superseded_by(proposal.source, workspace), target)
+                return self._finish(
+                    approval, recovered=True, after=sha256_hex(before), marked=elsewhere
+                )
+            result, current = self._revalidate(proposal, workspace, target, text)
+            if not result.ok or current is None:
                 return _stale(proposal, result)
+            # What the proposal supersedes in this file is marked in this same write.
+            old = superseded_by(proposal.source, current)
+            marked_text, marked = mark(text, in_file(old, target))
             if proposal.merged_into != target or proposal.decided_by != approval.reviewer:
                 # Record where this approval writes before writing there, so a retry
                 # after a crash (even with another target) finishes this one.
@@ -259,14 +267,16 @@ class ReviewStore:
                     proposal.evolve(merged_into=target, decided_by=approval.reviewer)
                 )
             stamp = now_iso()
-            data = (text + approval_block(proposal, stamp)).encode("utf-8")
+            data = (marked_text + approval_block(proposal, stamp)).encode("utf-8")
             if replace_if_unchanged(target, data, sha256_hex(before), mode=file_mode(target)):
+                elsewhere = self._mark_elsewhere([d for d in old if d.id not in marked], target)
                 return self._finish(
                     approval,
                     stamp=stamp,
                     before=sha256_hex(before),
                     after=sha256_hex(data),
                     warnings=result.warnings,
+                    marked=marked + elsewhere,
                 )
             # Someone changed the target since we read it: start over from their version.
         issue = Issue("target_changed", f"{target} kept changing during the approval; retry")
@@ -274,19 +284,52 @@ class ReviewStore:
 
     def _revalidate(
         self, proposal: Proposal, workspace: Workspace, target: str, text: str
-    ) -> ValidationResult:
+    ) -> tuple[ValidationResult, Workspace | None]:
+        """The proposal validated against `workspace` with the target as `text`, and that
+        workspace (None when the target does not parse)."""
         try:
             current = with_file_content(workspace, target, text)
         except ParseError as exc:
-            return refusal("target_parse_error", f"the approval target does not parse: {exc}")
+            problem = f"the approval target does not parse: {exc}"
+            return refusal("target_parse_error", problem), None
         # The size limit guards what agents submit; a stored proposal is judged on content.
         size = utf8_size(proposal.source) or 0
-        return validate_source(
+        result = validate_source(
             current,
             proposal.source,
             supersedes=proposal.supersedes or None,
             max_bytes=max(size, self.max_bytes),
         )
+        return result, current
+
+    def _mark_elsewhere(self, declarations: list[Declaration], target: str) -> tuple[str, ...]:
+        """Mark superseded declarations that live in files other than the target.
+
+        Each file is its own atomic write, after the target's: a crash in between leaves
+        the old declaration unmarked (lint warns, as it did before), never memory lost;
+        a retry of the approval marks it then. A file that keeps changing, does not parse
+        or lies outside the workspace is left alone.
+        """
+        marked: list[str] = []
+        files: dict[str, list[Declaration]] = {}
+        for declaration in declarations:
+            path = resolve_target(self.root, self.staging_dir, declaration.file)
+            if isinstance(path, str) and path != target:
+                files.setdefault(path, []).append(declaration)
+        for path, found in sorted(files.items()):
+            for _attempt in range(MAX_ATTEMPTS):
+                before = read_bytes(path)
+                text = _decode(before)
+                if not text:
+                    break
+                changed, ids = mark(text, found)
+                if not ids:
+                    break
+                data = changed.encode("utf-8")
+                if replace_if_unchanged(path, data, sha256_hex(before), mode=file_mode(path)):
+                    marked.extend(ids)
+                    break
+        return tuple(marked)
 
     def _finish(
         self,
@@ -297,6 +340,7 @@ class ReviewStore:
         before: str | None = None,
         after: str | None = None,
         warnings: tuple[Issue, ...] = (),
+        marked: tuple[str, ...] = (),
     ) -> Decision:
         """Commit an approval whose block is in the target: audit line, then proposal state."""
         proposal, target, prior = approval.proposal, approval.target, approval.prior
@@ -319,6 +363,7 @@ class ReviewStore:
             generation=approval.generation,
             target_sha256_before=before,
             target_sha256_after=after,
+            marked_superseded=list(marked) or None,
         )
         self._write(
             proposal.evolve(
@@ -336,6 +381,7 @@ class ReviewStore:
             warnings=warnings,
             target_sha256_before=before,
             target_sha256_after=after,
+            marked_superseded=marked,
         )
 
     def _recorded_target(self, proposal: Proposal, prior: AuditEntry | None) -> str | Issue | None:
@@ -457,8 +503,14 @@ class ReviewStore:
 
     # ---- diff -----------------------------------------------------------
 
-    def diff(self, proposal_id: str, into: str | None = None) -> ProposalDiff:
-        """The unified diff approving makes to `into` (for an approved proposal: made to its target)."""
+    def diff(
+        self, proposal_id: str, into: str | None = None, workspace: Workspace | None = None
+    ) -> ProposalDiff:
+        """The unified diff approving makes to `into` (for an approved proposal: made to its target).
+
+        Given the loaded `workspace`, a pending proposal's diff also shows the
+        `status: superseded` marks the approval adds to that file.
+        """
         problem = proposal_id_problem(proposal_id)
         if problem is not None:
             return ProposalDiff(False, "invalid", str(proposal_id), errors=(problem,))
@@ -474,7 +526,16 @@ class ReviewStore:
         if text is None:
             issue = Issue("target_unreadable", f"{target} is not UTF-8")
             return ProposalDiff(False, "invalid", proposal_id, target, errors=(issue,))
-        before, after = approval_change(proposal, text)
+        marked = None
+        if workspace is not None and proposal.status == "pending":
+            try:
+                current = with_file_content(workspace, target, text)
+            except ParseError:
+                current = None
+            if current is not None:
+                old = in_file(superseded_by(proposal.source, current), target)
+                marked = mark(text, old)[0]
+        before, after = approval_change(proposal, text, marked)
         label = os.path.relpath(target, self.root)
         return ProposalDiff(True, "ok", proposal_id, target, unified_diff(before, after, label))
 

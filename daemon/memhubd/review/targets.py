@@ -1,13 +1,20 @@
-"""Where an approval may write: a `.mem` file whose real path lies inside the workspace root.
+"""Where an approval may write: a `.mem` file whose real path lies inside the workspace root,
+and which file to suggest when the reviewer has not named one.
 
-Pure path checks (realpath resolves symlinks); it creates nothing. A refusal is an
-Issue, so the caller can report it and leave the disk untouched.
+Path checks (realpath resolves symlinks) over a loaded workspace; it creates and
+writes nothing. A refusal is an Issue, so the caller can report it and leave the
+disk untouched.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Callable
 
+from memhubd.lang import ParseError, parse_text
+from memhubd.model import Declaration, Workspace
+from memhubd.review.proposal import PROPOSAL_LABEL
 from memhubd.review.validation import Issue
 
 
@@ -41,3 +48,51 @@ def resolve_target(root: str, staging: str, into: object) -> str | Issue:
 def _inside(path: str, directory: str) -> bool:
     """True when `path` is strictly below `directory`."""
     return path != directory and os.path.commonpath([path, directory]) == directory
+
+
+def suggest_target(root: str, workspace: Workspace, source: str) -> str | None:
+    """The `.mem` file an approval of `source` most likely belongs in, relative to `root`.
+
+    In order: the file of a declaration it supersedes (the correction then sits beside
+    what it corrects, and the approval can mark the old one superseded in the same
+    write), a file of its own module, then the file holding most declarations of its
+    type, then of its subject. None when nothing fits; pass the declarations the caller
+    may see, so that a suggestion never points at a hidden one.
+    """
+    try:
+        document = parse_text(source, file=PROPOSAL_LABEL)
+    except ParseError:
+        return None
+    if len(document.declarations) != 1:
+        return None
+    raw = document.declarations[0]
+    proposed = Declaration.from_raw(raw, workspace.registry.resolve(raw.kind))
+    for target in proposed.relation_targets("supersedes"):
+        found = workspace.by_id(target)
+        if found is not None and _usable(root, found.file):
+            return _relative(root, found.file)
+    module = document.module or raw.module
+    rules: list[Callable[[Declaration], bool]] = []
+    if module:
+        rules.append(lambda d: d.module == module)
+    rules.append(lambda d: d.kind == proposed.kind)
+    if proposed.subject:
+        rules.append(lambda d: d.subject == proposed.subject)
+    for rule in rules:
+        counts = Counter(
+            d.file for d in workspace.declarations if rule(d) and _usable(root, d.file)
+        )
+        if counts:
+            # Most declarations first; the path breaks ties so the answer is stable.
+            best = min(counts.items(), key=lambda item: (-item[1], item[0]))
+            return _relative(root, best[0])
+    return None
+
+
+def _usable(root: str, path: str) -> bool:
+    real = os.path.realpath(path)
+    return real.endswith(".mem") and _inside(real, root)
+
+
+def _relative(root: str, path: str) -> str:
+    return os.path.relpath(os.path.realpath(path), root)

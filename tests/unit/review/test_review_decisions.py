@@ -115,6 +115,7 @@ def test_decisions_are_attributed_in_the_proposal_and_the_audit(
         "hint": "",
         "target_sha256_before": before,
         "target_sha256_after": sha(root / "base.mem"),
+        "marked_superseded": [],
     }
 
 
@@ -154,7 +155,7 @@ def test_approval_sees_the_target_as_it_is_now(store: ReviewStore, root: Path) -
     assert store.approve(first, workspace, "approved.mem", reviewer="alice").ok
     decision = store.approve(second, workspace, "approved.mem", reviewer="alice")
 
-    assert [e.code for e in decision.errors] == ["declaration_exists"]
+    assert [e.code for e in decision.errors][:2] == ["declaration_exists", "duplicate_declaration_id"]
     assert (root / "approved.mem").read_text().count("fact db.twin") == 1
 
 
