@@ -26,6 +26,7 @@ from memhubd.api.middleware import BodyTooLarge, over_unix_socket
 from memhubd.mcp import text
 from memhubd.mcp.caller import reset_caller, set_caller, visible_names
 from memhubd.mcp.origin import rebinding_problem
+from memhubd.mcp.recall_tools import register_recall_tools
 from memhubd.mcp.resources import register_resources
 from memhubd.mcp.tools import register_tools
 from memhubd.runtime.config import McpConfig
@@ -63,6 +64,7 @@ class MemhubMCP(MCPServer):
 def build_mcp_server(hub: Hub) -> MemhubMCP:
     server = MemhubMCP(hub)
     register_tools(server, hub)
+    register_recall_tools(server, hub)
     register_resources(server, hub)
     return server
 

@@ -155,7 +155,10 @@ class Ingestor:
         if not content.strip():
             return self._failed(report, "content is empty")
         drawer = self._drawer(options, room, citation, MANUAL, 0, Chunk(content))
-        return self._store(report, [drawer], options, replace_stale=False, lock_key=identifier)
+        self._store(report, [drawer], options, replace_stale=False, lock_key=identifier)
+        if not report.drawer_ids and report.status == "unchanged":
+            report.drawer_ids = [identifier]  # already stored: the caller still gets its id
+        return report
 
     # -- steps ------------------------------------------------------------------------
 

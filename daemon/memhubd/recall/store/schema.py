@@ -36,7 +36,7 @@ _V1 = [
         WHERE deleted_at IS NULL""",
     """CREATE INDEX drawers_room ON drawers (room) WHERE deleted_at IS NULL""",
     """CREATE INDEX drawers_deleted ON drawers (deleted_at) WHERE deleted_at IS NOT NULL""",
-    """CREATE INDEX drawers_top ON drawers (importance DESC, created_at DESC, id DESC)
+    """CREATE INDEX drawers_top ON drawers (importance DESC, created_at DESC, rowid DESC)
         WHERE deleted_at IS NULL""",
     """CREATE VIRTUAL TABLE drawers_fts USING fts5(
         content, speaker, content='drawers', content_rowid='rowid',

@@ -479,7 +479,7 @@ class SQLiteStore(DrawerStore):
         conditions, params = _where(where)
         sql = (
             f"SELECT {', '.join('d.' + c for c in _COLUMNS.split(', '))} FROM drawers d "
-            f"WHERE {conditions} ORDER BY d.importance DESC, d.created_at DESC, d.id DESC LIMIT ?"
+            f"WHERE {conditions} ORDER BY d.importance DESC, d.created_at DESC, d.rowid DESC LIMIT ?"
         )
         with self._readers.connection() as connection:
             return [_drawer(row) for row in connection.execute(sql, [*params, limit])]

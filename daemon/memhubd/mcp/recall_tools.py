@@ -1,0 +1,199 @@
+"""The recall MCP tools, with mempal's argument names under the `memory_` prefix:
+memory_search, memory_ingest, memory_delete, memory_taxonomy, memory_wake_up and
+memory_recall_status.
+
+`wing` (mempal's word) and `workspace` name the same thing. Each tool calls the same
+`service.recall` function as the JSON API; access errors become tool errors.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from memhub_protocol import ErrorCode, ProtocolError
+from memhub_protocol.recall import IngestRequest, SearchRequest, TaxonomyEditRequest
+from memhub_protocol.scopes import READ_SUMMARY, WRITE_RECALL
+from memhubd.mcp.caller import choose_workspace, current_caller
+from memhubd.mcp.tools import READ_ONLY, WRITE, reply, tool_error
+from memhubd.runtime.hub import Hub
+from memhubd.service import recall
+
+DOOR = "mcp"
+WING = "Workspace (mempal's wing). Leave it out to use your only workspace; for "
+WING_SEARCH = WING + "memory_search, leave it out to search every workspace you may use."
+WING_ONE = WING + "the others, it is required when you may use several."
+
+DESCRIBE = {
+    "memory_search": (
+        "Search recall: what was said in ingested transcripts, chats and notes (drawers), by "
+        "BM25 + embeddings fused with RRF. Every hit has drawer_id, verbatim content, room, "
+        "source_file and a citation: cite them. Rooms boost, they never filter, unless you "
+        "pass `room`. Only filter by a room you have seen in memory_recall_status."
+    ),
+    "memory_ingest": (
+        "Store one piece of text verbatim as a drawer (a decision with its rationale, a "
+        "lesson). Leave `room` out to let the workspace taxonomy route it. Answers with "
+        "drawer_id, a duplicate_warning when a very similar drawer exists, and lock_wait_ms."
+    ),
+    "memory_delete": "Soft-delete one drawer by id (audited; an admin purge removes it).",
+    "memory_taxonomy": (
+        "List (action=list) or set (action=edit with room and keywords) the room keywords "
+        "that route ingested text to rooms and boost matching rooms in search."
+    ),
+    "memory_wake_up": (
+        "A bounded context refresh for the start of a session: identity text, the most "
+        "important and recent drawers, and the governed memory map's header."
+    ),
+    "memory_recall_status": (
+        "Recall store status: drawer counts per room, embedder, schema version, sizes."
+    ),
+}
+
+
+def _workspace(wing: str, workspace: str) -> str:
+    if wing and workspace and wing != workspace:
+        raise ProtocolError(
+            ErrorCode.INVALID, "'wing' and 'workspace' name different workspaces", {"field": "wing"}
+        )
+    return (workspace or wing).strip()
+
+
+async def _run(hub: Hub, scope: str, requested: str, work: Any) -> dict[str, Any]:
+    try:
+        identity = current_caller()
+        name = choose_workspace(hub, identity, requested, scope)
+        return await work(identity, name)
+    except ProtocolError as error:
+        raise tool_error(error) from None
+
+
+def register_recall_tools(server: MCPServer, hub: Hub) -> None:
+    @server.tool(description=DESCRIBE["memory_search"], annotations=READ_ONLY)
+    async def memory_search(
+        query: Annotated[str, Field(description="what to look for, in plain words")],
+        wing: Annotated[str, Field(description=WING_SEARCH)] = "",
+        room: Annotated[str, Field(description="only drawers of this room")] = "",
+        top_k: Annotated[int, Field(description="number of hits (1-100)", ge=1, le=100)] = 10,
+        workspace: Annotated[str, Field(description="same as wing")] = "",
+    ) -> CallToolResult:
+        try:
+            identity = current_caller()
+            name = _workspace(wing, workspace) or None
+            data: dict[str, Any] = {"query": query, "limit": top_k}
+            if room:
+                data["room"] = [room]
+            request = SearchRequest.from_json(data)
+            return reply(await recall.search_recall(hub, identity, name, request))
+        except ProtocolError as error:
+            raise tool_error(error) from None
+
+    @server.tool(description=DESCRIBE["memory_ingest"], annotations=WRITE)
+    async def memory_ingest(
+        content: Annotated[str, Field(description="the text to store, verbatim")],
+        wing: Annotated[str, Field(description=WING_ONE)] = "",
+        room: Annotated[str, Field(description="room; leave out for taxonomy routing")] = "",
+        source: Annotated[str, Field(description="citation: where the text comes from")] = "",
+        dry_run: Annotated[bool, Field(description="only answer the would-be drawer id")] = False,
+        importance: Annotated[int, Field(description="0-5; wake-up shows high first")] = 0,
+        workspace: Annotated[str, Field(description="same as wing")] = "",
+    ) -> CallToolResult:
+        async def work(identity: Any, name: str) -> dict[str, Any]:
+            request = IngestRequest.from_json(
+                {
+                    "content": content,
+                    "room": room or None,
+                    "source": source or None,
+                    "dry_run": dry_run,
+                    "importance": importance,
+                }
+            )
+            summary = await recall.ingest(hub, identity, name, request, DOOR)
+            return _ingest_answer(summary)
+
+        return reply(await _run(hub, WRITE_RECALL, _workspace(wing, workspace), work))
+
+    @server.tool(description=DESCRIBE["memory_delete"], annotations=WRITE)
+    async def memory_delete(
+        drawer_id: Annotated[str, Field(description="the drawer to soft-delete")],
+        wing: Annotated[str, Field(description=WING_ONE)] = "",
+        workspace: Annotated[str, Field(description="same as wing")] = "",
+    ) -> CallToolResult:
+        async def work(identity: Any, name: str) -> dict[str, Any]:
+            try:
+                return await recall.delete(hub, identity, name, drawer_id, DOOR)
+            except ProtocolError as error:
+                if error.code is not ErrorCode.NOT_FOUND:
+                    raise
+                message = f"drawer {drawer_id} not found or already deleted"
+                return {"drawer_id": drawer_id, "deleted": False, "message": message}
+
+        return reply(await _run(hub, WRITE_RECALL, _workspace(wing, workspace), work))
+
+    @server.tool(description=DESCRIBE["memory_taxonomy"], annotations=WRITE)
+    async def memory_taxonomy(
+        action: Annotated[str, Field(description="list or edit")] = "list",
+        wing: Annotated[str, Field(description=WING_ONE)] = "",
+        room: Annotated[str, Field(description="the room to edit")] = "",
+        keywords: Annotated[list[str] | None, Field(description="keywords (edit)")] = None,
+        workspace: Annotated[str, Field(description="same as wing")] = "",
+    ) -> CallToolResult:
+        if action not in ("list", "edit"):
+            raise tool_error(ProtocolError(ErrorCode.INVALID, "action must be list or edit"))
+
+        async def work(identity: Any, name: str) -> dict[str, Any]:
+            if action == "list":
+                data = await recall.taxonomy(hub, identity, name)
+            else:
+                request = TaxonomyEditRequest.from_json({"room": room, "keywords": keywords})
+                data = await recall.taxonomy_edit(hub, identity, name, request, DOOR)
+            return {"action": action, **data}
+
+        scope = READ_SUMMARY if action == "list" else WRITE_RECALL
+        return reply(await _run(hub, scope, _workspace(wing, workspace), work))
+
+    @server.tool(description=DESCRIBE["memory_wake_up"], annotations=READ_ONLY)
+    async def memory_wake_up(
+        wing: Annotated[str, Field(description=WING_ONE)] = "",
+        limit: Annotated[int, Field(description="drawers to show (1-50)", ge=1, le=50)] = 5,
+        budget: Annotated[int, Field(description="most characters of text", ge=200)] = 4000,
+        workspace: Annotated[str, Field(description="same as wing")] = "",
+    ) -> CallToolResult:
+        async def work(identity: Any, name: str) -> dict[str, Any]:
+            return await recall.wake_up(hub, identity, name, limit, budget)
+
+        return reply(await _run(hub, READ_SUMMARY, _workspace(wing, workspace), work))
+
+    @server.tool(description=DESCRIBE["memory_recall_status"], annotations=READ_ONLY)
+    async def memory_recall_status(
+        wing: Annotated[str, Field(description=WING_ONE)] = "",
+        workspace: Annotated[str, Field(description="same as wing")] = "",
+    ) -> CallToolResult:
+        async def work(identity: Any, name: str) -> dict[str, Any]:
+            return await recall.status(hub, identity, name)
+
+        return reply(await _run(hub, READ_SUMMARY, _workspace(wing, workspace), work))
+
+
+def _ingest_answer(summary: dict[str, Any]) -> dict[str, Any]:
+    """mempal's ingest answer: the drawer id, a duplicate warning, lock_wait_ms."""
+    source = summary["sources"][0]
+    if source["status"] == "failed":
+        raise ProtocolError(ErrorCode.INVALID, source.get("reason") or "ingest failed")
+    ids = source["drawer_ids"]
+    answer: dict[str, Any] = {
+        "drawer_id": ids[0] if ids else None,
+        "status": source["status"],
+        "room": source["room"],
+        "lock_wait_ms": source["lock_wait_ms"],
+    }
+    if source.get("near_duplicates"):
+        answer["duplicate_warning"] = source["near_duplicates"][0]
+    if source["status"] in ("unchanged",) or source.get("deleted"):
+        answer["message"] = "this content is already stored" + (
+            " (as a deleted drawer)" if source.get("deleted") else ""
+        )
+    return answer
