@@ -369,7 +369,9 @@ async def test_an_invalid_proposal_is_refused_and_nothing_is_stored(daemon) -> N
         result = await client.call_tool("memory_propose", {"source": "fact a { claim: x "})
         after = await call(client, "memory_review_list", {"status": "all"})
     refusal = json.loads(result.content[0].text)
-    assert result.is_error and refusal["status"] == "invalid" and refusal["errors"]
+    # memdsl's convention: a refusal is an `ok:false` payload, not a tool error.
+    assert not result.is_error and refusal["ok"] is False
+    assert refusal["status"] == "invalid" and refusal["errors"]
     assert after["total"] == before["total"]
 
 

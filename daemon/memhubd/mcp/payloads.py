@@ -126,11 +126,7 @@ def query_payload(
     if not matched:
         excluded = pack.get("search_trace", {}).get("excluded_by_filters_total", 0)
         if excluded:
-            actions.append(
-                f"{excluded} declaration(s) matched the query but your types/subject filter "
-                "excluded them: see evidence_pack.search_trace.excluded_by_filters, then retry "
-                "without the filter or memory_explain those ids."
-            )
+            actions.append(text.next_excluded(excluded))
         actions.append(text.NEXT_NO_MATCH)
         payload["vocabulary"] = vocabulary if vocabulary is not None else {}
     return payload
@@ -205,15 +201,30 @@ def propose_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
 
 
 def propose_invalid(error: Any, workspace: str) -> dict[str, Any]:
-    """memdsl's refusal: what failed validation, and that nothing was stored."""
+    """memdsl's refusal: what failed validation, and that nothing was stored.
+
+    memhub refuses an existing id with `declaration_exists` before memdsl's lint
+    findings; memdsl reports it as the lint's `duplicate_declaration_id`. The payload
+    keeps memdsl's codes and adds memhub's refusal text (how to correct the existing
+    declaration) as a second next action.
+    """
     detail = error.detail or {}
     errors = detail.get("errors") or [{"code": error.code.value, "message": error.message}]
+    actions = [text.NEXT_PROPOSE_INVALID]
+    exists = [e for e in errors if e.get("code") == "declaration_exists"]
+    if exists:
+        actions.append(str(exists[0]["message"]))
+        errors = [e for e in errors if e.get("code") != "declaration_exists"]
+        if not any(e.get("code") == "duplicate_declaration_id" for e in errors):
+            # The lint cannot see the declaration holding the id (hidden from the caller):
+            # memdsl's code, memhub's message, which does not say where it is.
+            errors = [{**exists[0], "code": "duplicate_declaration_id"}, *errors]
     return {
         **_head(MCP_PROPOSE, "invalid", workspace, ok=False),
         "errors": errors,
         "warnings": detail.get("warnings", []),
         "boundary": text.PROPOSE_BOUNDARY,
-        "next_actions": [text.NEXT_PROPOSE_INVALID],
+        "next_actions": actions,
     }
 
 
@@ -270,7 +281,7 @@ def memdsl_status_payload(
     """memdsl's `memdsl://status` for the caller's one workspace.
 
     `counts` holds what the caller can see: `declarations`, `active`, `kinds`
-    (type -> count), `registered_types` and `schema_files`.
+    (type -> count), `registered_types`, `schema_files` and `pending_proposals`.
     """
     kinds = dict(sorted(counts["kinds"].items()))
     return {
@@ -290,7 +301,7 @@ def memdsl_status_payload(
         "scopes": sorted(identity["scopes"]),
         "resources": list(MEMDSL_RESOURCE_URIS),
         "tools": list(TOOL_NAMES),
-        "pending_proposals": 0,
+        "pending_proposals": counts["pending_proposals"],
         "boundary": text.STATUS_BOUNDARY,
     }
 
@@ -301,9 +312,7 @@ def files_payload(data: dict[str, Any], workspace: str, numbered: bool) -> dict[
         {**item, "file_id": str(index)} if numbered else dict(item)
         for index, item in enumerate(data["files"])
     ]
-    hint = text.NEXT_FILES
-    if numbered:
-        hint = "Read memdsl://file/{file_id} for the raw .mem source of a file."
+    hint = text.NEXT_MEMDSL_FILES if numbered else text.NEXT_FILES
     return {**_head(MCP_FILES, "ok", workspace), "files": files, "next_actions": [hint]}
 
 

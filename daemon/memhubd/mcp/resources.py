@@ -162,9 +162,14 @@ def _register_memdsl(server: MCPServer, hub: Hub) -> None:
                     raise
                 # memdsl answers an unknown file id with its JSON error payload as the text.
                 return dump(payloads.file_not_found(file_id, name))
-            return str(data["content"])
+            return memdsl_text(str(data["content"]))
 
         return await read_guarded(work)
+
+
+def memdsl_text(content: str) -> str:
+    """The source as memdsl reads it (text mode): CRLF and lone CR line ends become LF."""
+    return content.replace("\r\n", "\n").replace("\r", "\n")
 
 
 async def memdsl_status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
@@ -175,7 +180,10 @@ async def memdsl_status(hub: Hub, identity: Identity, name: str) -> dict[str, An
     kinds: dict[str, int] = {}
     for declaration in ws.declarations:
         kinds[declaration.kind] = kinds.get(declaration.kind, 0) + 1
+    # Pending proposals the caller may see (one whose declaration is hidden is not counted).
+    pending = await service.list_proposals(hub, identity, name, "pending", limit=0)
     counts = {
+        "pending_proposals": pending["total"],
         "declarations": len(ws.declarations),
         "active": len(ws.active()),
         "kinds": kinds,

@@ -28,93 +28,128 @@ INSTRUCTIONS = (
     "present a proposal as accepted memory (this server does not accept proposals yet)."
 )
 
+# Boundaries and next actions are memdsl 0.5.1's words (an agent moving from memdsl-mcp
+# reads the same contract); only the texts that name a command say memhub's own.
 QUERY_BOUNDARY = (
-    "MUST items are rules to enforce, not evidence to weigh; CONTEXT items are ranked "
-    "candidates. Keep the two apart and never blend their signals. Show CONFLICT items to "
-    "the user instead of quietly choosing one."
+    "MUST items are hard rules to enforce, not context to weigh. CONTEXT "
+    "items are scored candidates. Never average the two kinds of signal. "
+    "Surface CONFLICT items instead of silently resolving them."
 )
 MAP_BOUNDARY = (
-    "This map is an index for finding your way, not memory to cite: claims are clipped and "
-    "carry no evidence. Use memory_explain, or the raw source, before relying on an item."
+    "The map is a navigation index, not the memory itself: "
+    "claims are truncated and carry no evidence. Call "
+    "memory_explain (or read the .mem source) before citing or "
+    "acting on any item."
 )
 EXPLAIN_BOUNDARY = (
-    "The evidence quote and source tie this declaration to where it came from. Cite the "
-    "declaration id; do not restate it as your own conclusion."
+    "evidence.quote and source anchor this declaration to its origin; "
+    "cite the declaration id, do not paraphrase it as your own inference."
 )
 CHECK_BOUNDARY = (
-    "BLOCK forbids the candidate. NEEDS_REVIEW is not approval: an applicable rule has no "
-    "mechanical guard, so a person or evaluator must decide."
+    "BLOCK forbids the candidate. NEEDS_REVIEW is not approval: it means "
+    "an applicable natural-language constraint lacks a deterministic guard."
 )
 LINT_BOUNDARY = (
-    "Diagnostics describe the .mem sources. Fixing them is an edit a person makes to the "
-    "files, not something to do through MCP."
+    "Diagnostics describe the memory source; fixing it is a human edit, not an MCP write."
 )
+# memdsl names `memdsl review approve`; memhub's reviewers use memctl.
 PROPOSE_BOUNDARY = (
-    "A proposal is not memory: nothing is served by memory_query until a person approves "
-    "it. Never treat a proposal as an accepted fact or rule."
+    "A proposal is not memory. It sits in the review queue and is never "
+    "served by memory_query until a human approves it with "
+    "`memctl review approve`. Do not treat a pending proposal as an "
+    "accepted fact or rule."
 )
 STATUS_BOUNDARY = (
-    "Agents only read memory and propose changes. A proposal becomes memory only when a "
-    "person approves it; this server never approves anything by itself."
+    "Writes are propose-only: memory_propose stages a proposal for "
+    "human review; this server never approves or serves unapproved memory."
 )
 
 
 NEXT_EXPLAIN_BEFORE_CITING = "Call memory_explain on any [id] before citing it as evidence."
 NEXT_MISSING = (
-    "MISSING names known gaps and open questions: treat them as unknowns, not as the "
-    "absence of rules."
+    "MISSING lists known gaps and open issues; treat them as unknowns, not as absence of rules."
 )
 NEXT_NO_MATCH = (
-    "No match: ask again with this workspace's own words (see vocabulary.subjects, "
-    "aliases, scopes and types), or browse with memory_list."
+    "No match: re-ask using this workspace's own vocabulary "
+    "(see vocabulary.subjects/aliases/scopes/types), or call "
+    "memory_list to browse declarations."
 )
-NEXT_QUERY_REQUIRED = "Pass a non-empty query."
-NEXT_CHECK_INPUT = "Pass both the task being attempted and the candidate action or draft."
+
+
+def next_excluded(excluded: int) -> str:
+    return (
+        f"{excluded} declaration(s) matched the query but were "
+        "excluded by your types/subject filter; see "
+        "evidence_pack.search_trace.excluded_by_filters and retry "
+        "without the filter, or memory_explain those ids directly."
+    )
+
+
+NEXT_QUERY_REQUIRED = "Provide a non-empty query."
+NEXT_CHECK_INPUT = "Provide both the attempted task and the candidate action or draft."
 NEXT_CHECK = {
     "block": (
-        "Do not use the candidate. Remove every cited violation, then call memory_check again."
+        "Do not use the candidate. Revise it to remove every cited violation, "
+        "then call memory_check again."
     ),
     "needs_review": (
-        "Do not take this as approval. Send each unresolved rule to a person or an evaluator."
+        "Do not assume approval. Route each unknown constraint to a human or semantic evaluator."
     ),
-    "allow": ("The mechanical guards passed; keep respecting the MUST declarations it cites."),
+    "allow": (
+        "The deterministic guard checks passed; continue to respect the cited MUST declarations."
+    ),
 }
-NEXT_ID_REQUIRED = "Pass a declaration id (type:name, or the bare name)."
-NEXT_BROWSE_IDS = "Call memory_list to see the declaration ids that exist."
-NEXT_EXPLAIN_ITEM = "Call memory_explain on an id for its evidence and relations."
+NEXT_ID_REQUIRED = "Pass a declaration id (type:name or name)."
+NEXT_BROWSE_IDS = "Call memory_list to browse available declaration ids."
+NEXT_EXPLAIN_ITEM = "Call memory_explain on an id to see its evidence and relations."
 NEXT_MAP = (
-    "Keep this map in context and query with its own nouns (subjects, scopes, modules).",
-    NEXT_EXPLAIN_ITEM,
+    "Keep this map in context and query with the map's own nouns (subjects, scopes, module names).",
+    "Call memory_explain on an id for full evidence and relations.",
 )
 NEXT_TYPES = (
-    "A new declaration must use one of these types, with a runtime_role and required_fields "
-    "that fit what it records."
+    "Choose a loaded domain type whose runtime_role and required_fields match the memory "
+    "being proposed."
 )
-NEXT_FILES = "Read memhub://{workspace}/file/{file_id} for the raw .mem source of a file."
-NEXT_FILE_NOT_FOUND = "Read the files resource for the valid file ids."
+NEXT_MEMDSL_FILES = "Read memdsl://file/{file_id} for the raw .mem source."
+NEXT_FILES = "Read memhub://{workspace}/file/{file_id} for the raw .mem source."
+NEXT_FILE_NOT_FOUND = "Read memdsl://files for valid file ids."
+# memdsl says `memdsl lint`; memhub's command for a served workspace is memctl's.
 NEXT_UNAVAILABLE = (
-    "The workspace has not loaded. Run `memctl lint` (or `memhubd lint` on the directory) "
-    "and fix the reported source, manifest or schema file."
+    "Run `memctl lint` on the workspace and fix the reported source, manifest, or schema file."
 )
 NEXT_PROPOSE_INVALID = (
-    "Nothing was stored. The source must be exactly one declaration of a loaded type that "
-    "passes lint; types that require evidence need a verbatim quote. Fix it and propose again."
+    "Fix the declaration source: it must parse to exactly one declaration "
+    "and pass lint against the live workspace (types with the "
+    "requires_evidence capability need a verbatim evidence quote)."
 )
 
 
 def next_propose(workspace: str, proposal_id: str) -> str:
+    """memdsl's hint with memhub's review commands (memctl, the workspace by -w)."""
     return (
-        f"Tell the user that proposal {proposal_id} awaits review. A person reviews it with "
-        f"`memctl -w {workspace} review show {proposal_id}` and decides with "
-        f"`memctl -w {workspace} review approve {proposal_id} --into FILE.mem` or "
-        f"`... review reject {proposal_id} --reason TEXT`."
+        "Tell the user a proposal is pending and how to review it: "
+        f"`memctl -w {workspace} review list` then "
+        f"`memctl -w {workspace} review approve {proposal_id} --into <file.mem>`."
     )
 
 
-NEXT_REVIEW = "Approving and rejecting proposals is for people only, never for an agent."
+def next_supersede(declaration_id: str) -> str:
+    """memhub's hint after a refused re-proposal of an existing id."""
+    return (
+        f"'{declaration_id}' already exists and is never overwritten: to correct it, propose "
+        f'the corrected declaration under a new name that declares supersedes: "{declaration_id}".'
+    )
+
+
+# memdsl says "via the memdsl review CLI".
+NEXT_REVIEW = "Approval and rejection are human-only, via the memctl review CLI."
 NEXT_STATUS = (
     "Pass one of these workspace names as `workspace` to the memory tools, then start "
     "with memory_map."
+)
+NEXT_TOO_LARGE = (
+    "Narrow the request: a smaller limit, types or subject filters, or one workspace file "
+    "at a time."
 )
 
 # Tool descriptions: each says when to pick the tool without needing the instructions.

@@ -223,8 +223,8 @@ def _register_proposals(server: MCPServer, hub: Hub) -> None:
                 return payloads.propose_invalid(error, name)
             return payloads.propose_payload(data, name)
 
-        payload = await run_tool(hub, payloads.MCP_PROPOSE, WRITE_CANDIDATE, workspace, work)
-        return reply(payload, error=not payload.get("ok", False))
+        # A refusal by validation is memdsl's `ok:false` payload, not a tool error.
+        return reply(await run_tool(hub, payloads.MCP_PROPOSE, WRITE_CANDIDATE, workspace, work))
 
     @server.tool(description=text.DESCRIBE["memory_review_list"], annotations=READ_ONLY)
     async def memory_review_list(
