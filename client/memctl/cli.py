@@ -15,6 +15,7 @@ from memctl import __version__, commands, render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import ConfigError, resolve_settings
 from memctl.mcp_bridge import add_mcp_command
+from memctl.recall import add_recall_commands
 from memctl.transport import DEFAULT_TIMEOUT, DaemonUnreachable, InvalidTarget
 from memhub_protocol.scopes import parse_scopes
 
@@ -208,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workspace_commands(sub, common)
     add_mcp_command(sub, [common])
     _add_review_commands(sub, common)
+    add_recall_commands(sub, common)
     return parser
 
 

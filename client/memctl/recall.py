@@ -1,0 +1,357 @@
+"""`memctl recall ...`: ingest, search, wake-up, status, delete, purge, taxonomy, reindex.
+
+Argument parsing and rendering for the recall routes. Files are read and walked here,
+on the caller's machine, and uploaded in batches; the daemon parses and stores them.
+Imports the wire contract and httpx only, never the daemon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from memctl.client import ServerError
+from memctl.commands import CommandFailure, Session
+from memhub_protocol import ErrorCode
+from memhub_protocol.recall import (
+    DEFAULT_MAX_FILE_BYTES,
+    FORMATS,
+    MAX_FILES_PER_REQUEST,
+    SOURCE_KINDS,
+    IngestRequest,
+    SearchRequest,
+    SourceFile,
+    TaxonomyEditRequest,
+    UploadedFile,
+    parse_time,
+    walk_sources,
+)
+
+# Uploads stay under the daemon's default body limit ([limits] max_body_bytes, 1 MiB).
+BATCH_BYTES = 900 * 1024
+BAR_WIDTH = 30
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    def command(
+        parent: argparse._SubParsersAction, name: str, handler: Any, summary: str
+    ) -> argparse.ArgumentParser:
+        parser = parent.add_parser(name, parents=[common], help=summary, description=summary)
+        parser.set_defaults(handler=handler)
+        return parser
+
+    p = sub.add_parser("recall", parents=[common], help="recall: ingest and search what was said")
+    actions = p.add_subparsers(dest="recall_action", metavar="ACTION", required=True)
+
+    a = command(actions, "ingest", cmd_ingest, "ingest files, directories or stdin as drawers")
+    a.add_argument("paths", nargs="+", metavar="PATH", help="files or directories; '-' = stdin")
+    a.add_argument("--room", help="room for every drawer (default: taxonomy, then directory)")
+    a.add_argument("--importance", type=int, choices=range(6), default=0, metavar="0-5")
+    a.add_argument("--format", choices=FORMATS, default="auto", help="default: by content")
+    a.add_argument("--dry-run", action="store_true", help="count, store nothing")
+    a.add_argument("--readers", help="comma-separated roles that may see these drawers")
+    a.add_argument("--source", help="citation for stdin (default 'stdin')")
+    a.add_argument("--max-file-bytes", type=int, default=DEFAULT_MAX_FILE_BYTES, metavar="N")
+
+    a = command(actions, "search", cmd_search, "hybrid search of the drawers")
+    a.add_argument("text", nargs="+", help="what to look for")
+    a.add_argument("--all", action="store_true", help="every workspace you may use")
+    a.add_argument("--room", action="append", help="only this room (repeatable)")
+    a.add_argument("--source-kind", action="append", choices=SOURCE_KINDS)
+    a.add_argument("--identity", action="append", help="only drawers written by this identity")
+    a.add_argument("--since", help="said at or after (ISO date/time or epoch seconds)")
+    a.add_argument("--until", help="said before (ISO date/time or epoch seconds)")
+    a.add_argument("--limit", type=int, default=10, help="hits (default 10, at most 100)")
+
+    a = command(actions, "wake-up", cmd_wake_up, "identity, top drawers, memory map header")
+    a.add_argument("--limit", type=int, default=5, help="drawers (default 5)")
+    a.add_argument("--budget", type=int, default=4000, help="most characters (default 4000)")
+
+    command(actions, "status", cmd_status, "drawer counts, rooms, embedder, sizes")
+    a = command(actions, "delete", cmd_delete, "soft-delete a drawer (audited)")
+    a.add_argument("drawer_id", help="the drawer id")
+    a = command(actions, "purge", cmd_purge, "remove soft-deleted drawers for good (admin)")
+    a.add_argument("--before", help="only those deleted before this time (ISO or epoch)")
+    a = command(actions, "taxonomy", cmd_taxonomy, "list or edit room keywords")
+    a.add_argument("taxonomy_action", choices=("list", "edit", "remove"), nargs="?", default="list")
+    a.add_argument("room", nargs="?", help="room (edit, remove)")
+    a.add_argument("keywords", nargs="*", help="keywords (edit)")
+    a.add_argument("--display-name", help="a label for the room (edit)")
+    command(actions, "reindex", cmd_reindex, "re-embed every drawer (admin)")
+
+
+def _ws_call(session: Session, name: str, **kwargs: Any) -> Any:
+    return session.client._call(name, workspace=session.workspace(), **kwargs)
+
+
+# --------------------------------------------------------------------------- ingest
+
+
+def _sources(args: argparse.Namespace) -> Iterator[tuple[SourceFile, str | None]]:
+    """(source, text) pairs; text is None for a skipped source."""
+    paths = [p for p in args.paths if p != "-"]
+    if "-" in args.paths:
+        yield SourceFile("-", args.source or "stdin"), sys.stdin.read()
+    for source in walk_sources(paths, args.max_file_bytes):
+        if source.skip:
+            yield source, None
+            continue
+        try:
+            with open(source.path, encoding="utf-8") as handle:
+                yield source, handle.read()
+        except (OSError, UnicodeDecodeError) as error:
+            yield SourceFile(source.path, source.name, f"unreadable: {error}"), None
+
+
+def _batches(
+    args: argparse.Namespace, skipped: list[dict[str, str]]
+) -> Iterator[list[UploadedFile]]:
+    batch: list[UploadedFile] = []
+    size = 0
+    for source, text in _sources(args):
+        if text is None:
+            skipped.append({"source": source.name, "reason": source.skip or "unreadable"})
+            continue
+        weight = len(json.dumps(text)) + len(source.name) + 40
+        if batch and (size + weight > BATCH_BYTES or len(batch) >= MAX_FILES_PER_REQUEST):
+            yield batch
+            batch, size = [], 0
+        batch.append(UploadedFile(source.name, text))
+        size += weight
+    if batch:
+        yield batch
+
+
+class _Progress:
+    """A one-line bar on stderr when it is a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.done = 0
+
+    def advance(self, count: int, chunks: int) -> None:
+        self.done += count
+        if self.enabled:
+            filled = min(BAR_WIDTH, self.done % (BAR_WIDTH + 1))
+            bar = "#" * filled + "." * (BAR_WIDTH - filled)
+            sys.stderr.write(f"\r[{bar}] {self.done} files, {chunks} new chunks")
+            sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.enabled and self.done:
+            sys.stderr.write("\n")
+
+
+def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
+    readers = (
+        tuple(r.strip() for r in args.readers.split(",") if r.strip()) if args.readers else None
+    )
+    totals: dict[str, Any] = {
+        "files": 0, "chunks": 0, "duplicates": 0, "replaced": 0,
+        "skipped": [], "failed": [], "near_duplicates": [], "lock_wait_ms": None,
+    }  # fmt: skip
+    progress = _Progress(sys.stderr.isatty() and not session.as_json)
+    for batch in _batches(args, totals["skipped"]):
+        request = IngestRequest(
+            files=tuple(batch),
+            room=args.room,
+            importance=args.importance,
+            format=args.format,
+            dry_run=args.dry_run,
+            readers=readers,
+        )
+        try:
+            answer = _ws_call(session, "recall_ingest", body=request.to_json())
+        except ServerError as error:
+            if error.code is not ErrorCode.TOO_LARGE:
+                raise
+            reason = f"too large for one request to the daemon ({error.message})"
+            totals["failed"].extend({"source": f.name, "reason": reason} for f in batch)
+            continue
+        for key in ("files", "chunks", "duplicates", "replaced"):
+            totals[key] += answer[key]
+        for key in ("skipped", "failed", "near_duplicates"):
+            totals[key].extend(answer[key])
+        if answer.get("lock_wait_ms") is not None:
+            totals["lock_wait_ms"] = max(totals["lock_wait_ms"] or 0, answer["lock_wait_ms"])
+        progress.advance(len(batch), totals["chunks"])
+    progress.finish()
+    totals["dry_run"] = args.dry_run
+    session.show(totals, _render_ingest)
+    return 1 if totals["failed"] else 0
+
+
+def _render_ingest(totals: dict[str, Any]) -> str:
+    lines = [
+        f"dry_run={str(totals['dry_run']).lower()} files={totals['files']} "
+        f"chunks={totals['chunks']} duplicates={totals['duplicates']} "
+        f"replaced={totals['replaced']} skipped={len(totals['skipped'])} "
+        f"failed={len(totals['failed'])}"
+    ]
+    for item in totals["skipped"]:
+        lines.append(f"skipped {item['source']}: {item['reason']}")
+    for item in totals["failed"]:
+        lines.append(f"failed  {item['source']}: {item['reason']}")
+    for item in totals["near_duplicates"]:
+        lines.append(
+            f"near-duplicate {item['drawer_id']} ~ {item['similar_drawer_id']} "
+            f"({item['similarity']}): {item['preview']}"
+        )
+    if totals["lock_wait_ms"]:
+        lines.append(f"waited {totals['lock_wait_ms']} ms for ingest locks")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- search
+
+
+def cmd_search(session: Session, args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= 100:
+        raise CommandFailure("--limit must be 1 to 100")
+    try:
+        since, until = parse_time(args.since, "since"), parse_time(args.until, "until")
+    except Exception as error:
+        raise CommandFailure(str(error)) from None
+    request = SearchRequest(
+        query=" ".join(args.text),
+        limit=args.limit,
+        rooms=tuple(args.room) if args.room else None,
+        source_kinds=tuple(args.source_kind) if args.source_kind else None,
+        since=since,
+        until=until,
+        identities=tuple(args.identity) if args.identity else None,
+    )
+    if args.all:
+        answer = session.client._call("recall_search_all", body=request.to_json())
+    else:
+        answer = _ws_call(session, "recall_search", body=request.to_json())
+    session.show(answer, render_search)
+    return 0
+
+
+def render_search(answer: dict[str, Any]) -> str:
+    lines: list[str] = [f"warning: {w}" for w in answer.get("warnings", [])]
+    for hit in answer["hits"]:
+        signals = " ".join(
+            f"{name} #{s['rank']} ({s['score']:.3g})" for name, s in hit["signals"].items()
+        )
+        lines.append(
+            f"[{hit['fused_score']:.4f}] {hit['workspace']}/{hit['room']} {hit['drawer_id']}"
+        )
+        lines.append(f"source: {hit['citation']}")
+        lines.append(f"signals: {signals}")
+        if hit.get("tunnel_hints"):
+            lines.append(f"tunnel: also in {', '.join(hit['tunnel_hints'])}")
+        lines.append(hit["content"])
+        lines.append("")
+    if not answer["hits"]:
+        lines.append("no results")
+    return "\n".join(lines).rstrip()
+
+
+# --------------------------------------------------------------------------- the rest
+
+
+def cmd_wake_up(session: Session, args: argparse.Namespace) -> int:
+    params = {"limit": str(args.limit), "budget": str(args.budget)}
+    answer = _ws_call(session, "recall_wake_up", params=params)
+    session.show(answer, lambda a: a["text"])
+    return 0
+
+
+def cmd_status(session: Session, args: argparse.Namespace) -> int:
+    session.show(_ws_call(session, "recall_status"), _render_status)
+    return 0
+
+
+def _render_status(data: dict[str, Any]) -> str:
+    lines = [
+        f"workspace: {data['workspace']}",
+        f"schema_version: {data['store_schema_version']}",
+        f"drawer_count: {data['drawer_count']}",
+    ]
+    if data["hidden_count"]:
+        lines.append(f"hidden_drawers: {data['hidden_count']}")
+    if data["deleted_count"]:
+        lines.append(f"deleted_drawers: {data['deleted_count']} (use `memctl recall purge`)")
+    lines.append(f"vector_count: {data['vector_count']}")
+    stored, running = data["vectors_embedder"], data["embedder"]
+    if running:
+        lines.append(f"embedder: {running['name']} ({running['dimension']}-d)")
+    else:
+        lines.append(f"embedder: none ({data.get('embedder_error') or 'vectors off'})")
+    if stored and not data["vectors_usable"]:
+        lines.append(
+            f"vectors from {stored['name']} ({stored['dimension']}-d): run `memctl recall reindex`"
+        )
+    lines.append(f"taxonomy_entries: {data['taxonomy_count']}")
+    lines.append(f"db_size_bytes: {data['db_size_bytes']} (+ wal {data['wal_size_bytes']})")
+    lines.append("rooms:")
+    lines.extend(f"- {r['room']}: {r['drawer_count']}" for r in data["rooms"])
+    if not data["rooms"]:
+        lines.append("- none")
+    return "\n".join(lines)
+
+
+def cmd_delete(session: Session, args: argparse.Namespace) -> int:
+    answer = _ws_call(session, "recall_delete", drawer_id=args.drawer_id)
+    session.show(
+        answer,
+        lambda a: (
+            f"soft-deleted {a['drawer_id']}\n  room={a['room']} source={a['source_file']}\n"
+            f"  content: {a['preview']}\n  (use `memctl recall purge` to remove it for good)"
+        ),
+    )
+    return 0
+
+
+def cmd_purge(session: Session, args: argparse.Namespace) -> int:
+    try:
+        before = parse_time(args.before, "before")
+    except Exception as error:
+        raise CommandFailure(str(error)) from None
+    answer = _ws_call(session, "recall_purge", body={"before": before})
+    session.show(answer, lambda a: f"permanently removed {a['purged']} drawer(s)")
+    return 0
+
+
+def cmd_taxonomy(session: Session, args: argparse.Namespace) -> int:
+    action = args.taxonomy_action
+    if action == "list":
+        answer = _ws_call(session, "recall_taxonomy")
+    else:
+        if not args.room or (action == "edit" and not args.keywords):
+            raise CommandFailure(
+                f"taxonomy {action} needs a room" + (" and keywords" if action == "edit" else "")
+            )
+        request = TaxonomyEditRequest(
+            args.room, tuple(args.keywords), args.display_name, remove=action == "remove"
+        )
+        answer = _ws_call(session, "recall_taxonomy_edit", body=request.to_json())
+    session.show(answer, _render_taxonomy)
+    return 0
+
+
+def _render_taxonomy(answer: dict[str, Any]) -> str:
+    lines = [f"{e['room']}: {', '.join(e['keywords'])}" for e in answer["entries"]]
+    return "\n".join(lines) or "no taxonomy entries"
+
+
+def cmd_reindex(session: Session, args: argparse.Namespace) -> int:
+    if sys.stderr.isatty():
+        print("re-embedding every drawer (the daemon answers when done) ...", file=sys.stderr)
+    answer = _ws_call(session, "recall_reindex")
+    session.show(
+        answer,
+        lambda a: (
+            f"reindex complete: {a['vectors']} vectors for {a['drawers']} drawers, "
+            f"{a['embedder']['name']} ({a['embedder']['dimension']}-d), {a['seconds']} s"
+        ),
+    )
+    return 0
