@@ -1,0 +1,161 @@
+"""Ingest: idempotent per source, appended transcripts, bad files, rooms, dedup,
+near-duplicate warnings, and two processes ingesting one source at once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from recall_fakes import HashingEmbedder, fixture_text, options
+
+from memhubd.recall.ingest import Ingestor, SourceLock
+from memhubd.recall.store import AuditEntry, DrawerStore, TaxonomyEntry
+
+CLAUDE = "claude-code/3b1f6c2e-9a41-4d2b-8c77-0e5d2f9a1b34.jsonl"
+WORKER = Path(__file__).with_name("ingest_worker.py")
+
+
+def live(store: DrawerStore) -> list:
+    return [d for batch in store.iter_live(1000) for d in batch]
+
+
+def test_the_same_file_twice_stores_each_chunk_once(ingestor: Ingestor, store: DrawerStore) -> None:
+    text = fixture_text(CLAUDE)
+    first = ingestor.ingest_text("s.jsonl", text, options())
+    second = ingestor.ingest_text("s.jsonl", text, options())
+    assert (first.status, first.chunks) == ("ingested", 3)
+    assert (second.status, second.chunks, second.duplicates) == ("unchanged", 0, 3)
+    assert len(live(store)) == 3
+
+
+def test_an_appended_transcript_adds_only_what_is_new(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    lines = fixture_text(CLAUDE).splitlines(keepends=True)
+    ingestor.ingest_text("s.jsonl", "".join(lines[:6]), options())  # ends mid-exchange
+    before = {d.id for d in live(store)}
+    report = ingestor.ingest_text("s.jsonl", "".join(lines), options())
+    after = live(store)
+    # The grown exchange replaces its partial chunk; the summary and first exchange stay.
+    assert (report.chunks, report.replaced, report.duplicates) == (1, 1, 2)
+    assert len(after) == 3
+    assert len(before & {d.id for d in after}) == 2
+    assert "Added test_backoff_is_capped_at_ten_minutes" in after[-1].content
+
+
+def test_a_bad_file_is_reported_and_nothing_of_it_is_stored(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    report = ingestor.ingest_text("notes.txt", "plain words\n", options(format="claude-code"))
+    assert report.status == "failed" and "not claude-code" in report.reason
+    assert live(store) == [] and store.audit() == []
+
+
+def test_a_deleted_drawer_is_not_brought_back_by_reingesting(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    text = fixture_text("notes/standup-2025-06-06.txt")
+    ingestor.ingest_text("standup.txt", text, options())
+    (only,) = live(store)
+    store.soft_delete(only.id, AuditEntry("tester", "test", "delete"))
+    report = ingestor.ingest_text("other-name.txt", text, options())
+    assert (report.chunks, report.deleted) == (0, 1)
+    assert live(store) == []
+
+
+def test_rooms_come_from_the_request_then_taxonomy_then_directory(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    text = fixture_text("notes/architecture.md")
+    assert ingestor.ingest_text("design/a.md", text, options(room="given")).room == "given"
+    store.set_taxonomy(
+        TaxonomyEntry("money", ("cents", "ledger")), AuditEntry("tester", "test", "taxonomy")
+    )
+    assert ingestor.ingest_text("design/b.md", text + "\nmore", options()).room == "money"
+    standup = (
+        fixture_text("notes/standup-2025-06-06.txt").replace("cents", "c").replace("ledger", "l")
+    )
+    assert ingestor.ingest_text("meetings/s.txt", standup, options()).room == "meetings"
+    assert ingestor.ingest_text("top.txt", "nothing routable here", options()).room == "default"
+
+
+def test_taxonomy_keywords_match_whole_words_not_substrings(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    store.set_taxonomy(TaxonomyEntry("api", ("api",)), AuditEntry("t", "test", "taxonomy"))
+    assert ingestor.ingest_text("x.txt", "a rapid fix", options()).room == "default"
+
+
+def test_manual_content_is_one_drawer_and_repeats_answer_its_id(ingestor: Ingestor) -> None:
+    first = ingestor.ingest_content("Decision: cents everywhere.", options(), None)
+    again = ingestor.ingest_content("Decision: cents everywhere.", options(), None)
+    assert first.chunks == 1 and first.source.startswith("mempal://drawer/drawer_ws_")
+    assert again.status == "unchanged" and again.drawer_ids == first.drawer_ids
+
+
+def test_a_near_duplicate_is_reported_with_the_similar_drawer(ingestor: Ingestor) -> None:
+    ingestor.ingest_content("we deploy billing on monday after the migration", options(), None)
+    report = ingestor.ingest_content(
+        "We deploy billing on Monday, after the migration!", options(), None
+    )
+    (warning,) = report.near_duplicates
+    assert warning["similarity"] >= 0.95 and warning["preview"].startswith("we deploy")
+    assert report.chunks == 1  # a warning, not a refusal
+
+
+def test_a_dry_run_counts_and_writes_nothing(ingestor: Ingestor, store: DrawerStore) -> None:
+    report = ingestor.ingest_text("s.jsonl", fixture_text(CLAUDE), options(dry_run=True))
+    assert (report.status, report.chunks, report.lock_wait_ms) == ("dry_run", 3, None)
+    assert live(store) == []
+
+
+def test_lock_wait_is_reported(ingestor: Ingestor) -> None:
+    report = ingestor.ingest_text("s.jsonl", fixture_text(CLAUDE), options())
+    assert report.lock_wait_ms is not None and report.lock_wait_ms >= 0
+
+
+def test_two_processes_ingesting_one_source_store_each_chunk_once(tmp_path: Path) -> None:
+    exchanges = [
+        {"type": "user", "message": {"role": "user", "content": f"question number {i}"}}
+        if i % 2 == 0
+        else {"type": "assistant", "message": {"role": "assistant", "content": f"answer {i}"}}
+        for i in range(4000)
+    ]
+    source = tmp_path / "big.jsonl"
+    source.write_text("\n".join(json.dumps(e) for e in exchanges), encoding="utf-8")
+    database, locks, go = tmp_path / "ws.db", tmp_path / "locks", tmp_path / "go"
+    argv = [
+        sys.executable,
+        str(WORKER),
+        str(database),
+        str(locks),
+        "big.jsonl",
+        str(source),
+        str(go),
+    ]
+    workers = [subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    go.touch()
+    reports = [json.loads(w.communicate(timeout=120)[0]) for w in workers]
+    assert all(w.returncode == 0 for w in workers)
+    assert sorted(r["chunks"] for r in reports) == [0, 2000]
+    assert sorted(r["duplicates"] for r in reports) == [0, 2000]
+    from memhubd.recall.store import open_store
+
+    store = open_store(database)
+    assert store.status().drawer_count == 2000
+    assert store.status().vector_count == 2000
+    store.close()
+
+
+def test_vectors_are_skipped_with_a_warning_when_the_embedder_changed(
+    store: DrawerStore, tmp_path: Path
+) -> None:
+    Ingestor(store, HashingEmbedder("first"), SourceLock(tmp_path / "l")).ingest_content(
+        "one", options(), None
+    )
+    other = Ingestor(store, HashingEmbedder("second"), SourceLock(tmp_path / "l"))
+    report = other.ingest_content("two", options(), None)
+    assert report.chunks == 1 and "reindex" in report.warnings[0]
+    assert store.status().vector_count == 1

@@ -1,0 +1,89 @@
+"""Hybrid search: weighted RRF (k = 60) over BM25 and vectors, room boosts that
+never hide, filters, and BM25 carrying on when vectors are unavailable."""
+
+from __future__ import annotations
+
+import pytest
+from recall_fakes import HashingEmbedder, fixture_text, options
+
+from memhubd.recall.ingest import Ingestor
+from memhubd.recall.search import RRF_K, Weights, fuse, query_terms, search
+from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore, RankedRow, TaxonomyEntry
+
+FILES = {
+    "claude/s.jsonl": "claude-code/3b1f6c2e-9a41-4d2b-8c77-0e5d2f9a1b34.jsonl",
+    "codex/r.jsonl": "codex/rollout-2025-06-05T14-02-11-5c0e9d7a-2f1b-4c3d-9e8f-a1b2c3d4e5f6.jsonl",
+    "chats/conversations.json": "chatgpt/conversations.json",
+    "slack/deploys.json": "slack/deploys/2025-06-04.json",
+    "notes/architecture.md": "notes/architecture.md",
+    "notes/standup.txt": "notes/standup-2025-06-06.txt",
+}
+
+
+@pytest.fixture
+def loaded(ingestor: Ingestor, store: DrawerStore) -> DrawerStore:
+    for name, relative in FILES.items():
+        assert ingestor.ingest_text(name, fixture_text(relative), options()).status == "ingested"
+    return store
+
+
+def test_rrf_adds_weight_over_k_plus_rank_per_signal() -> None:
+    lists = {"bm25": [RankedRow(1, 9.0), RankedRow(2, 5.0)], "vector": [RankedRow(2, 0.8)]}
+    fused, signals = fuse(lists, {"bm25": 1.0, "vector": 2.0})
+    assert fused[1] == pytest.approx(1 / (RRF_K + 1))
+    assert fused[2] == pytest.approx(1 / (RRF_K + 2) + 2 / (RRF_K + 1))
+    assert signals[2]["bm25"].rank == 2 and signals[2]["vector"].score == 0.8
+
+
+def test_query_terms_drop_stopwords_and_keep_order() -> None:
+    assert query_terms("Why did the ledger drift by a cent?") == ["ledger", "drift", "cent"]
+    assert query_terms("what is it") == ["what", "is", "it"]  # nothing left: keep them all
+
+
+def test_a_hit_carries_citation_signals_and_verbatim_content(
+    loaded: DrawerStore, embedder: HashingEmbedder
+) -> None:
+    result = search(loaded, embedder, "why do ledger totals drift by a cent", DrawerFilter(), 3)
+    top = result.hits[0]
+    assert top.drawer.source_file == "codex/r.jsonl" and top.drawer.locator == "lines 3-9"
+    assert set(top.signals) == {"bm25", "vector"}
+    assert top.drawer.content.startswith("> Why do the ledger totals drift by a cent")
+    assert result.signals_used == ["bm25", "vector"]
+
+
+def test_a_taxonomy_room_boosts_but_never_hides(
+    loaded: DrawerStore, embedder: HashingEmbedder
+) -> None:
+    loaded.set_taxonomy(TaxonomyEntry("notes", ("courier",)), AuditEntry("t", "test", "tax"))
+    result = search(loaded, embedder, "courier event bus name", DrawerFilter(), 10)
+    rooms = [h.drawer.room for h in result.hits]
+    assert result.boosted_rooms == {"notes": ["courier"]}
+    assert "chats" in rooms  # the ChatGPT conversation about the name still shows
+    assert all("room" in h.signals for h in result.hits if h.drawer.room == "notes")
+
+
+def test_filters_narrow_by_room_kind_and_time(
+    loaded: DrawerStore, embedder: HashingEmbedder
+) -> None:
+    only_slack = DrawerFilter(source_kinds=("slack",))
+    hits = search(loaded, embedder, "migration invoices deploy", only_slack, 10).hits
+    assert hits and {h.drawer.source_kind for h in hits} == {"slack"}
+    june_5_on = DrawerFilter(since=1749081600)  # 2025-06-05T00:00Z
+    hits = search(loaded, embedder, "migration invoices cents ledger", june_5_on, 10).hits
+    assert hits and all((h.drawer.said_at or h.drawer.created_at) >= 1749081600 for h in hits)
+
+
+def test_bm25_alone_answers_when_vectors_come_from_another_model(
+    loaded: DrawerStore,
+) -> None:
+    result = search(loaded, HashingEmbedder("other"), "vacuum scale factor", DrawerFilter(), 3)
+    assert result.hits and result.signals_used == ["bm25", "vector"]
+    assert "reindex" in result.warnings[0]
+    assert set(result.hits[0].signals) == {"bm25"}
+
+
+def test_weights_choose_the_signals(loaded: DrawerStore, embedder: HashingEmbedder) -> None:
+    bm25_only = search(loaded, embedder, "cents", DrawerFilter(), 5, Weights(vector=0))
+    assert bm25_only.signals_used == ["bm25"]
+    vectors_only = search(loaded, embedder, "cents", DrawerFilter(), 5, Weights(bm25=0))
+    assert vectors_only.signals_used == ["vector"]

@@ -1,0 +1,182 @@
+"""The SQLite drawer store: one transaction per write, FTS and vectors kept with the
+drawers, soft delete and purge, embedder records, schema versions, role hiding."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memhubd.recall.ids import content_hash, drawer_id
+from memhubd.recall.store import (
+    CURRENT_VERSION,
+    AuditEntry,
+    DrawerFilter,
+    DrawerStore,
+    EmbedderRecord,
+    NewDrawer,
+    SchemaTooNew,
+    VectorsUnavailable,
+    open_store,
+)
+from memhubd.recall.store.sqlite import fts_query
+
+EMBEDDER = EmbedderRecord("unit", 4)
+AUDIT = AuditEntry("tester", "test", "ingest")
+
+
+def drawer(content: str, index: int = 0, **changes: object) -> NewDrawer:
+    values: dict[str, object] = {
+        "id": drawer_id("ws", str(changes.get("room", "r")), content),
+        "room": "r",
+        "content": content,
+        "source_file": "notes.txt",
+        "source_kind": "text",
+        "chunk_index": index,
+        "content_hash": content_hash(content),
+        "identity": "tester",
+    }
+    values.update(changes)
+    return NewDrawer(**values)  # type: ignore[arg-type]
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.asarray(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def seed(store: DrawerStore) -> list[NewDrawer]:
+    drawers = [
+        drawer("the webhook worker retries with jittered backoff", 0),
+        drawer("ledger amounts are integer cents", 1),
+        drawer("vacuum settings for the invoices table", 2, room="db"),
+    ]
+    vectors = np.stack([unit(1, 0, 0, 0), unit(0, 1, 0, 0), unit(0, 0, 1, 0)])
+    store.write(drawers, vectors, EMBEDDER, AUDIT)
+    return drawers
+
+
+def ids(store: DrawerStore, rows: list) -> list[str]:
+    found = store.get([r.rowid for r in rows])
+    return [found[r.rowid].id for r in rows]
+
+
+def test_a_write_is_searchable_by_bm25_and_by_vector(store: DrawerStore) -> None:
+    drawers = seed(store)
+    assert ids(store, store.lexical(["cents"], DrawerFilter(), 10)) == [drawers[1].id]
+    nearest = store.nearest(unit(0, 0.9, 0.1, 0), EMBEDDER, DrawerFilter(), 2)
+    assert ids(store, nearest) == [drawers[1].id, drawers[2].id]
+
+
+def test_user_text_is_never_read_as_fts_syntax(store: DrawerStore) -> None:
+    seed(store)
+    assert fts_query(['say "hi"', "NOT", "a*"]) == '"say ""hi""" OR "NOT" OR "a*"'
+    # Operators, quotes and parentheses are just words: no FTS5 syntax error.
+    assert store.lexical(['"', "OR", "(", "NEAR/2", "cents)"], DrawerFilter(), 10)
+
+
+def test_soft_delete_hides_from_every_signal_and_purge_removes(store: DrawerStore) -> None:
+    drawers = seed(store)
+    assert store.soft_delete(drawers[1].id, AuditEntry("tester", "test", "delete"))
+    assert store.lexical(["cents"], DrawerFilter(), 10) == []
+    nearest = store.nearest(unit(0, 1, 0, 0), EMBEDDER, DrawerFilter(), 3)
+    assert drawers[1].id not in ids(store, nearest)
+    assert store.get_by_id(drawers[1].id) is None
+    assert store.get_by_id(drawers[1].id, include_deleted=True) is not None
+    assert store.soft_delete(drawers[1].id, AUDIT) is None  # already deleted
+    assert store.purge(None, AuditEntry("admin", "test", "purge")) == 1
+    assert store.get_by_id(drawers[1].id, include_deleted=True) is None
+    assert store.status().deleted_count == 0
+
+
+def test_purge_before_compares_times_not_text(store: DrawerStore) -> None:
+    drawers = seed(store)
+    store.soft_delete(drawers[0].id, AUDIT)
+    deleted_at = store.get_by_id(drawers[0].id, include_deleted=True).deleted_at  # type: ignore[union-attr]
+    assert store.purge(deleted_at, AUDIT) == 0  # deleted at, not before
+    assert store.purge(deleted_at + 1, AUDIT) == 1
+
+
+def test_every_write_is_audited_with_its_identity_and_door(store: DrawerStore) -> None:
+    drawers = seed(store)
+    store.soft_delete(drawers[0].id, AuditEntry("ana", "mcp", "delete", {"drawer_id": "x"}))
+    entries = store.audit()
+    assert [(e.identity, e.door, e.action) for e in entries] == [
+        ("ana", "mcp", "delete"),
+        ("tester", "test", "ingest"),
+    ]
+
+
+def test_vectors_of_another_embedder_refuse_vector_search(store: DrawerStore) -> None:
+    seed(store)
+    other = EmbedderRecord("other-model", 4)
+    with pytest.raises(VectorsUnavailable, match="reindex"):
+        store.nearest(unit(1, 0, 0, 0), other, DrawerFilter(), 3)
+    with pytest.raises(VectorsUnavailable):
+        store.write([drawer("new text", 9)], np.stack([unit(1, 1, 0, 0)]), other, AUDIT)
+    assert store.get_by_id(drawer("new text", 9).id) is None  # nothing half-written
+
+
+def test_reindex_swaps_every_vector_at_once(store: DrawerStore) -> None:
+    seed(store)
+    other = EmbedderRecord("other-model", 2)
+    live = [d for batch in store.iter_live(10) for d in batch]
+    store.stage_vectors([d.rowid for d in live], np.tile(unit(1, 0), (len(live), 1)), first=True)
+    assert store.embedder() == EMBEDDER  # staged vectors are not used yet
+    assert store.commit_vectors(other, AuditEntry("admin", "test", "reindex")) == 3
+    assert store.embedder() == other
+    assert len(store.nearest(unit(1, 0), other, DrawerFilter(), 10)) == 3
+
+
+def test_filters_and_reader_roles_apply_to_both_retrievers(store: DrawerStore) -> None:
+    secret = drawer("cents secret plan", 5, readers=("finance",))
+    store.write([secret], np.stack([unit(0, 1, 0, 0)]), EMBEDDER, AUDIT)
+    seed(store)
+    outsider = DrawerFilter(roles=frozenset({"support"}))
+    insider = DrawerFilter(roles=frozenset({"finance"}))
+    assert secret.id not in ids(store, store.lexical(["cents"], outsider, 10))
+    assert secret.id in ids(store, store.lexical(["cents"], insider, 10))
+    probe = unit(0, 1, 0, 0)
+    assert secret.id not in ids(store, store.nearest(probe, EMBEDDER, outsider, 10))
+    assert secret.id in ids(store, store.nearest(probe, EMBEDDER, insider, 10))
+    rooms = DrawerFilter(rooms=("db",))
+    assert ids(store, store.nearest(probe, EMBEDDER, rooms, 10)) == [
+        drawer("vacuum settings for the invoices table", 2, room="db").id
+    ]
+
+
+def test_a_newer_schema_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    path = tmp_path / "ws.db"
+    open_store(path).close()
+    with sqlite3.connect(path) as connection:
+        connection.execute(f"PRAGMA user_version = {CURRENT_VERSION + 1}")
+    with pytest.raises(SchemaTooNew, match="newer memhub"):
+        open_store(path)
+
+
+def test_reopening_keeps_drawers_and_runs_no_migration_twice(tmp_path: Path) -> None:
+    path = tmp_path / "ws.db"
+    first = open_store(path)
+    seed(first)
+    first.close()
+    again = open_store(path)
+    assert again.schema_version == CURRENT_VERSION
+    assert again.status().drawer_count == 3
+    again.close()
+
+
+def test_a_second_connection_sees_writes_of_another_process(tmp_path: Path) -> None:
+    path = tmp_path / "ws.db"
+    reader, writer = open_store(path), open_store(path)
+    seed(reader)
+    assert len(reader.nearest(unit(1, 1, 1, 0), EMBEDDER, DrawerFilter(), 10)) == 3
+    writer.write([drawer("fresh words", 7)], np.stack([unit(0, 0, 0, 1)]), EMBEDDER, AUDIT)
+    nearest = reader.nearest(unit(0, 0, 0, 1), EMBEDDER, DrawerFilter(), 1)
+    assert ids(reader, nearest) == [drawer("fresh words", 7).id]
+    writer.soft_delete(drawer("fresh words", 7).id, AUDIT)
+    nearest = reader.nearest(unit(0, 0, 0, 1), EMBEDDER, DrawerFilter(), 10)
+    assert drawer("fresh words", 7).id not in ids(reader, nearest)
+    reader.close()
+    writer.close()
