@@ -25,6 +25,7 @@ MCP_FILE = "memdsl.mcp.file.v1"
 MCP_STATUS = "memdsl.mcp.status.v1"
 MHUB_STATUS = "memhub.mcp.status.v1"
 MHUB_WORKSPACES = "memhub.mcp.workspaces.v1"
+MHUB_ERROR = "memhub.mcp.error.v1"
 
 TOOL_NAMES = (
     "memory_map",
@@ -39,6 +40,19 @@ TOOL_NAMES = (
     "memory_status",
     "memory_workspaces",
 )
+TOOL_SCHEMAS = {
+    "memory_map": MCP_MAP,
+    "memory_query": MCP_QUERY,
+    "memory_check": MCP_CHECK,
+    "memory_types": MCP_TYPES,
+    "memory_explain": MCP_EXPLAIN,
+    "memory_list": MCP_LIST,
+    "memory_lint": MCP_LINT,
+    "memory_propose": MCP_PROPOSE,
+    "memory_review_list": MCP_REVIEW_LIST,
+    "memory_status": MHUB_STATUS,
+    "memory_workspaces": MHUB_WORKSPACES,
+}
 RESOURCE_URIS = ("memhub://status", "memhub://workspaces")
 MEMDSL_RESOURCE_URIS = ("memdsl://status", "memdsl://map", "memdsl://types", "memdsl://files")
 REVIEW_STATUSES = ("pending", "approved", "rejected", "all")

@@ -10,12 +10,15 @@ It must not verify tokens itself or know what a tool does.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import CallToolResult, InputRequiredResult, TextContent
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
@@ -23,12 +26,12 @@ from memhub_protocol import ErrorCode, error_envelope
 from memhubd import __version__
 from memhubd.api.app import ApiContext
 from memhubd.api.middleware import BodyTooLarge, over_unix_socket
-from memhubd.mcp import text
+from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import reset_caller, set_caller, visible_names
 from memhubd.mcp.origin import rebinding_problem
 from memhubd.mcp.recall_tools import register_recall_tools
 from memhubd.mcp.resources import register_resources
-from memhubd.mcp.tools import register_tools
+from memhubd.mcp.tools import register_tools, reply
 from memhubd.runtime.config import McpConfig
 from memhubd.runtime.hub import Hub
 
@@ -38,11 +41,41 @@ _MEMDSL_SCHEME = "memdsl://"
 
 
 class MemhubMCP(MCPServer):
-    """MCPServer whose resource lists show memdsl's names only to one-workspace callers."""
+    """MCPServer whose resource lists show memdsl's names only to one-workspace callers,
+    and whose answers never exceed `limits.max_result_bytes` (as on the JSON API)."""
 
     def __init__(self, hub: Hub) -> None:
         super().__init__("memhub", instructions=text.INSTRUCTIONS, version=__version__)
         self.hub = hub
+
+    def _result_limit(self) -> int:
+        return int(self.hub.limits.max_result_bytes)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        result = await super().call_tool(name, arguments, context)
+        limit = self._result_limit()
+        if isinstance(result, CallToolResult) and _text_bytes(result.content) > limit:
+            return too_large_result(name, _text_bytes(result.content), limit)
+        return result
+
+    async def read_resource(
+        self, uri: Any, context: Any = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        contents = await super().read_resource(uri, context)
+        if isinstance(contents, InputRequiredResult):
+            return contents
+        contents = list(contents)
+        size = sum(_size(item.content) for item in contents)
+        limit = self._result_limit()
+        if size > limit:
+            raise ResourceError(
+                f"too_large: {uri} is {size} bytes, larger than {limit} bytes "
+                "(limits.max_result_bytes); read a narrower resource (one file, or use "
+                "the tools with a smaller limit or filters)"
+            )
+        return contents
 
     def _show_memdsl(self) -> bool:
         names = visible_names(self.hub)
@@ -59,6 +92,34 @@ class MemhubMCP(MCPServer):
         if self._show_memdsl():
             return items
         return [t for t in items if not t.uri_template.startswith(_MEMDSL_SCHEME)]
+
+
+def _size(content: str | bytes) -> int:
+    return (
+        len(content.encode("utf-8", "surrogatepass")) if isinstance(content, str) else len(content)
+    )
+
+
+def _text_bytes(content: list[Any]) -> int:
+    return sum(_size(item.text) for item in content if isinstance(item, TextContent))
+
+
+def too_large_result(tool: str, size: int, limit: int) -> CallToolResult:
+    """An answer over the limit, as memdsl answers a request it cannot serve: `ok:false`."""
+    payload = {
+        "ok": False,
+        "schema_version": payloads.TOOL_SCHEMAS.get(tool, payloads.MHUB_ERROR),
+        "status": "too_large",
+        "error": "result_too_large",
+        "message": (
+            f"the answer of {tool} is {size} bytes, larger than {limit} bytes "
+            "(limits.max_result_bytes)"
+        ),
+        "limit": limit,
+        "size": size,
+        "next_actions": [text.NEXT_TOO_LARGE],
+    }
+    return reply(payload)
 
 
 def build_mcp_server(hub: Hub) -> MemhubMCP:

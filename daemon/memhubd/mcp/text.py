@@ -24,8 +24,10 @@ INSTRUCTIONS = (
     "(4) call memory_explain on a declaration before citing it, and cite its id. "
     "(5) before acting on or returning a consequential draft, run memory_check: BLOCK "
     "forbids the draft, NEEDS_REVIEW is not approval. "
-    "(6) writes are proposals that become memory only after a person approves them; never "
-    "present a proposal as accepted memory (this server does not accept proposals yet)."
+    "(6) writes are propose-only: memory_propose stages one declaration in the "
+    "workspace's review queue (memory_review_list shows the queue) and nothing becomes "
+    "memory until a person approves it with `memctl review approve`; never present a "
+    "pending proposal as accepted memory."
 )
 
 # Boundaries and next actions are memdsl 0.5.1's words (an agent moving from memdsl-mcp
@@ -190,12 +192,17 @@ DESCRIBE = {
         "to load). Use when results look wrong or incomplete."
     ),
     "memory_propose": (
-        "Propose one new .mem declaration for human review. Not available on this server "
-        "yet: it answers with an error and stores nothing."
+        "Propose one .mem declaration for human review. Fail-closed: it must parse to "
+        "exactly one declaration and pass lint against the workspace (types that require "
+        "evidence need a verbatim quote); a refusal is an ok:false payload listing the "
+        "errors. An accepted proposal is stored in the review queue as pending_review with "
+        "a proposal_id; it is NOT memory until a person approves it. To correct an "
+        "existing declaration, propose a new name that declares supersedes: <old id>."
     ),
     "memory_review_list": (
-        "List proposals waiting for human review (status pending, approved, rejected or "
-        "all). Always empty on this server, which does not accept proposals yet."
+        "List the proposals in a workspace's review queue (status pending, approved, "
+        "rejected or all; limit 1-200): what was proposed, by whom, and how it was "
+        "decided. Approving and rejecting are for people only, with `memctl review`."
     ),
     "memory_status": (
         "Who you are on this server (token name, scopes, roles) and the health of the "
@@ -230,9 +237,9 @@ def task_brief(task: str) -> str:
 
 
 def write_declaration(fact: str) -> str:
-    """The `memdsl_write_declaration` prompt: turning an observation into one declaration."""
+    """The `memdsl_write_declaration` prompt: turning an observation into one proposal."""
     return (
-        "Write the observation below as exactly one .mem declaration.\n"
+        "Write the observation below as exactly one .mem declaration and propose it.\n"
         "- Call memory_types first and choose a type the workspace has loaded whose "
         "runtime_role and required_fields fit the observation. Never invent a type.\n"
         "- Add an evidence block whose quote is copied word for word from the source; never "
@@ -243,7 +250,8 @@ def write_declaration(fact: str) -> str:
         "- When it replaces an older declaration, say `supersedes: <old id>` rather than "
         "contradicting the old one.\n"
         "- Write the exact type name, then a stable id, then the field block.\n"
-        "- It becomes memory only after a person approves it. This server does not accept "
-        "proposals yet, so give the finished text to the user.\n\n"
+        "- Submit it with memory_propose. Fix and resubmit if it answers ok:false. A "
+        "stored proposal becomes memory only after a person approves it: tell the user its "
+        "proposal_id, and never present it as accepted memory.\n\n"
         f"Observation: {fact}"
     )

@@ -2,7 +2,8 @@
 
 Each tool checks the caller's scope, picks the workspace, calls the same `service`
 function as the JSON API and shapes the answer with `payloads`. Access errors become
-tool errors; memdsl's `ok:false` answers (empty query, unknown id) stay payloads.
+tool errors; memdsl's `ok:false` answers (empty query, unknown id, a proposal refused
+by validation) stay payloads with `isError=false`.
 """
 
 from __future__ import annotations
