@@ -1,0 +1,238 @@
+"""Recall through a real daemon: ingest of every fixture format, the same hits through
+the JSON API, MCP and memctl, scopes, grants and reader roles that never leak a drawer,
+soft delete, purge, taxonomy, status and wake-up."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recall"
+TEAM, OTHER = "team-coding", "writing"
+QUERY = "why do ledger totals drift by a cent on currency conversion"
+
+
+def uploads() -> list[dict[str, str]]:
+    files = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix != ".png")
+    return [{"name": str(p.relative_to(FIXTURES)), "content": p.read_text()} for p in files]
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    root = tmp_path_factory.mktemp("recall")
+    workspaces = copy_examples(root / "ws", [TEAM, OTHER])
+    with start_daemon(root, workspaces) as live:
+        with live.http(live.admin_token, timeout=60) as http:
+            answer = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"files": uploads()})
+            assert answer.status_code == 201, answer.text
+            secret = {"content": "billing ledger secret: the cent drift budget is 4 cents"}
+            answer = http.post(
+                f"/v1/workspaces/{OTHER}/recall/ingest", json={**secret, "room": "ledger"}
+            )
+            assert answer.status_code == 201, answer.text
+        yield live
+
+
+def token(daemon: LiveDaemon, name: str, scopes: str, **grants: Any) -> str:
+    return daemon.tokens.get(name) or daemon.add_token(name, scopes, **grants)
+
+
+def team_reader(daemon: LiveDaemon) -> str:
+    return token(
+        daemon, "team-reader", "read:summary,read:search", workspaces=[TEAM], roles=["dev"]
+    )
+
+
+def search_api(daemon: LiveDaemon, secret: str, query: str = QUERY, **body: Any) -> Any:
+    with daemon.http(secret) as http:
+        answer = http.post(f"/v1/workspaces/{TEAM}/recall/search", json={"query": query, **body})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+@asynccontextmanager
+async def mcp_client(daemon: LiveDaemon, secret: str) -> AsyncIterator[Client]:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+    async with http, Client(streamable_http_client(f"{daemon.url}/mcp", http_client=http)) as c:
+        yield c
+
+
+def memctl(daemon: LiveDaemon, secret: str, *argv: str) -> tuple[int, str, str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "memctl", "--url", daemon.url, "--token", secret, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_every_fixture_format_was_ingested(daemon: LiveDaemon) -> None:
+    with daemon.http(daemon.admin_token) as http:
+        status = http.get(f"/v1/workspaces/{TEAM}/recall/status").json()
+    rooms = {r["room"]: r["drawer_count"] for r in status["rooms"]}
+    # Rooms: the transcripts' project directories, else the source's directory.
+    assert rooms == {"billing": 3, "chatgpt": 3, "deploys": 1, "ledger": 2, "notes": 5}
+    assert status["store_schema_version"] == 1 and status["deleted_count"] == 0
+
+
+def test_a_hit_cites_its_source_and_position(daemon: LiveDaemon) -> None:
+    top = search_api(daemon, team_reader(daemon))["hits"][0]
+    assert top["room"] == "ledger" and top["source_kind"] == "codex"
+    assert top["citation"].endswith(".jsonl (lines 3-9)")
+    assert top["content"].startswith("> Why do the ledger totals drift by a cent")
+    assert top["signals"]["bm25"]["rank"] == 1 and top["fused_score"] > 0
+
+
+@pytest.mark.anyio
+async def test_api_mcp_and_memctl_give_the_same_hits(daemon: LiveDaemon) -> None:
+    secret = team_reader(daemon)
+    api = [h["drawer_id"] for h in search_api(daemon, secret, limit=5)["hits"]]
+    async with mcp_client(daemon, secret) as client:
+        result = await client.call_tool("memory_search", {"query": QUERY, "top_k": 5})
+    assert not result.is_error, result.content[0].text
+    mcp = [h["drawer_id"] for h in json.loads(result.content[0].text)["hits"]]
+    code, out, err = memctl(
+        daemon, secret, "-w", TEAM, "recall", "search", QUERY, "--limit", "5", "--json"
+    )
+    assert code == 0, err
+    cli = [h["drawer_id"] for h in json.loads(out)["hits"]]
+    assert api == mcp == cli and len(api) == 5
+
+
+def test_a_token_without_write_recall_cannot_ingest(daemon: LiveDaemon) -> None:
+    with daemon.http(team_reader(daemon)) as http:
+        answer = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"content": "x y z"})
+    assert answer.status_code == 403
+    assert answer.json()["error"]["detail"]["required_scope"] == "write:recall"
+
+
+def test_search_across_workspaces_never_reaches_an_ungranted_one(daemon: LiveDaemon) -> None:
+    secret = team_reader(daemon)
+    with daemon.http(secret) as http:
+        everywhere = http.post("/v1/recall/search", json={"query": "ledger cent drift budget"})
+        named = http.post(
+            "/v1/recall/search", json={"query": "cent drift budget", "workspaces": [OTHER]}
+        )
+    assert everywhere.status_code == 200
+    body = everywhere.json()
+    assert body["workspaces"] == [TEAM]
+    assert all(h["workspace"] == TEAM for h in body["hits"])
+    assert all(h["tunnel_hints"] == [] for h in body["hits"])  # `writing` has a ledger room
+    assert "4 cents" not in everywhere.text
+    assert named.status_code == 403
+    # The admin sees both, and the shared room is a tunnel.
+    with daemon.http(daemon.admin_token) as http:
+        admin = http.post("/v1/recall/search", json={"query": "ledger cent drift budget"}).json()
+    ledger = [h for h in admin["hits"] if h["workspace"] == TEAM and h["room"] == "ledger"]
+    assert ledger and ledger[0]["tunnel_hints"] == [OTHER]
+
+
+def test_drawers_whose_readers_exclude_the_caller_never_show(daemon: LiveDaemon) -> None:
+    writer = token(daemon, "recall-writer", "write:recall,read:search", workspaces=[TEAM])
+    text = "payroll cutover happens on the quietest weekday of the quarter"
+    with daemon.http(writer) as http:
+        answer = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={"content": text, "readers": ["finance"], "room": "payroll"},
+        )
+    assert answer.status_code == 201, answer.text
+    drawer_id = answer.json()["sources"][0]["drawer_ids"][0]
+    reader = team_reader(daemon)  # roles: dev
+    hits = search_api(daemon, reader, "payroll cutover quietest weekday")["hits"]
+    assert drawer_id not in [h["drawer_id"] for h in hits] and "payroll" not in str(hits)
+    with daemon.http(reader) as http:
+        assert http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer_id}").status_code == 404
+        status = http.get(f"/v1/workspaces/{TEAM}/recall/status").json()
+    assert "payroll" not in {r["room"] for r in status["rooms"]} and status["hidden_count"] == 1
+    finance = token(daemon, "fin", "read:search", workspaces=[TEAM], roles=["finance"])
+    hits = search_api(daemon, finance, "payroll cutover quietest weekday")["hits"]
+    assert hits[0]["drawer_id"] == drawer_id and hits[0]["readers"] == ["finance"]
+
+
+def test_soft_delete_hides_and_purge_removes(daemon: LiveDaemon) -> None:
+    admin = daemon.admin_token
+    text = "temporary note: the staging vault token rotates every 6 hours"
+    with daemon.http(admin) as http:
+        made = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"content": text}).json()
+        drawer_id = made["sources"][0]["drawer_ids"][0]
+        assert (
+            search_api(daemon, admin, "staging vault token rotates")["hits"][0]["drawer_id"]
+            == drawer_id
+        )
+        deleted = http.delete(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer_id}")
+        assert deleted.status_code == 200 and deleted.json()["deleted"] is True
+        hits = search_api(daemon, admin, "staging vault token rotates")["hits"]
+        assert drawer_id not in [h["drawer_id"] for h in hits]
+        assert http.get(f"/v1/workspaces/{TEAM}/recall/status").json()["deleted_count"] == 1
+        again = http.delete(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer_id}")
+        assert again.status_code == 404
+        reader_purge = daemon.http(team_reader(daemon)).post(
+            f"/v1/workspaces/{TEAM}/recall/purge", json={}
+        )
+        assert reader_purge.status_code == 403
+        old = http.post(f"/v1/workspaces/{TEAM}/recall/purge", json={"before": "2020-01-01"})
+        assert old.json()["purged"] == 0  # an ISO time is a time, not text
+        purged = http.post(f"/v1/workspaces/{TEAM}/recall/purge", json={})
+        assert purged.json()["purged"] == 1
+        assert http.get(f"/v1/workspaces/{TEAM}/recall/status").json()["deleted_count"] == 0
+
+
+@pytest.mark.anyio
+async def test_mcp_ingest_answers_like_mempal(daemon: LiveDaemon) -> None:
+    writer = token(daemon, "mcp-writer", "write:recall,read:search,read:summary", workspaces=[TEAM])
+    content = "Decision: invoices are immutable once sent; corrections are credit notes."
+    async with mcp_client(daemon, writer) as client:
+        first = json.loads(
+            (await client.call_tool("memory_ingest", {"content": content, "importance": 4}))
+            .content[0]
+            .text
+        )
+        again = json.loads(
+            (await client.call_tool("memory_ingest", {"content": content})).content[0].text
+        )
+        wake = json.loads((await client.call_tool("memory_wake_up", {"limit": 1})).content[0].text)
+        tax = await client.call_tool(
+            "memory_taxonomy", {"action": "edit", "room": "invoices", "keywords": ["credit notes"]}
+        )
+    assert first["drawer_id"].startswith("drawer_team_coding_default_")
+    assert first["lock_wait_ms"] is not None
+    assert again["drawer_id"] == first["drawer_id"] and again["status"] == "unchanged"
+    assert wake["drawers"][0]["drawer_id"] == first["drawer_id"]  # importance first
+    assert "## Identity" in wake["text"]
+    assert not tax.is_error
+    entries = json.loads(tax.content[0].text)["entries"]
+    assert {"room": "invoices", "display_name": None, "keywords": ["credit notes"]} in entries
+
+
+def test_memctl_ingests_a_directory_with_a_summary(daemon: LiveDaemon, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    (notes / ".git").mkdir(parents=True)
+    (notes / ".git" / "config").write_text("[core]\n")
+    (notes / "plan.md").write_text("# Plan\n\nShip the ledger export in July.\n")
+    (notes / "logo.png").write_bytes(b"\x89PNG\x00\x00binary")
+    writer = token(daemon, "cli-writer", "write:recall,read:search", workspaces=[TEAM])
+    code, out, err = memctl(daemon, writer, "-w", TEAM, "recall", "ingest", str(notes))
+    assert code == 0, err
+    assert out.splitlines()[0] == (
+        "dry_run=false files=1 chunks=1 duplicates=0 replaced=0 skipped=1 failed=0"
+    )
+    assert "skipped logo.png: binary file" in out
+    code, out, err = memctl(daemon, writer, "-w", TEAM, "recall", "ingest", str(notes))
+    assert code == 0 and "chunks=0 duplicates=1" in out
+    code, out, _ = memctl(daemon, writer, "-w", TEAM, "recall", "search", "ledger export July")
+    assert code == 0 and "source: plan.md (section Plan, chars 0-" in out
