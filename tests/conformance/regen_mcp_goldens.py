@@ -171,6 +171,37 @@ def read_calls(key: str, ids: list[str], types: list[str], subjects: list[str]) 
     return calls
 
 
+def file_calls(files: list[dict], work: Path) -> list[dict]:
+    """Sources read by name: the first file, and every file with CR line ends.
+
+    Not a non-ASCII name: the client percent-encodes it and memdsl 0.5.1 looks the
+    encoded text up as it is (not_found), where memhub decodes it (docs/mcp-clients.md).
+    """
+    calls = []
+    for index, item in enumerate(files):
+        path = work / item["path"]
+        if not path.name.isascii():
+            continue
+        if index == 0 or b"\r" in path.read_bytes():
+            calls.append({"resource": f"memdsl://file/{path.name}"})
+    return calls
+
+
+# A server started with only this scope: refusals of the other scopes are tool errors.
+NARROW_SCOPES = "read:summary"
+NARROW_WORKSPACE = "examples/team-coding"
+
+
+def narrow_calls() -> list[dict]:
+    source = 'fact x.y { claim: "z" evidence { quote: "z" } }'
+    return [
+        {"tool": "memory_map", "arguments": {}, "scopes": NARROW_SCOPES},
+        {"tool": "memory_query", "arguments": {"query": "deploy"}, "scopes": NARROW_SCOPES},
+        {"tool": "memory_explain", "arguments": {"id": "x"}, "scopes": NARROW_SCOPES},
+        {"tool": "memory_propose", "arguments": {"source": source}, "scopes": NARROW_SCOPES},
+    ]
+
+
 def write_calls(key: str) -> list[dict]:
     """Proposals on the copy, then the review queue they leave behind."""
     calls: list[dict] = []
@@ -225,30 +256,48 @@ async def _answer(session: Any, call: dict) -> dict:
     return {"is_error": bool(result.isError), "payload": payload}
 
 
+def _server(name: str, work: Path, scopes: str = "") -> Any:
+    from mcp import StdioServerParameters
+
+    args = ["-m", "memdsl.mcp_server", "--workspace", name]
+    if scopes:
+        args += ["--scopes", scopes]
+    return StdioServerParameters(
+        command=sys.executable,
+        args=args,
+        cwd=str(work),
+        env={"MEMDSL_MCP_CLIENT": CLIENT_NAME, "PATH": "/usr/bin:/bin"},
+    )
+
+
 async def record(key: str, work: Path) -> dict:
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
     group, name = key.split("/", 1)
     copy = work / name
     shutil.copytree(WORKSPACE_GROUPS[group] / name, copy)
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "memdsl.mcp_server", "--workspace", name],
-        cwd=str(work),
-        env={"MEMDSL_MCP_CLIENT": CLIENT_NAME, "PATH": "/usr/bin:/bin"},
-    )
     recorded = []
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    server = _server(name, work)
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         listing = (await session.call_tool("memory_list", {"include_inactive": True})).content
         items = json.loads(listing[0].text).get("items", [])
         ids = [item["id"] for item in items]
         types = sorted({item["type"] for item in items})
         subjects = sorted({item["subject"] for item in items if item.get("subject")})
-        for call in read_calls(key, ids, types, subjects) + write_calls(key):
+        files = json.loads((await session.read_resource("memdsl://files")).contents[0].text)
+        calls = read_calls(key, ids, types, subjects) + file_calls(files["files"], work)
+        for call in calls + write_calls(key):
             answer = await _answer(session, call)
             recorded.append({**call, **normalize(answer, str(work))})
+    if key == NARROW_WORKSPACE:
+        server = _server(name, work, NARROW_SCOPES)
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for call in narrow_calls():
+                answer = await _answer(session, call)
+                recorded.append({**call, **normalize(answer, str(work))})
     return {"workspace": key, "calls": recorded}
 
 

@@ -11,6 +11,7 @@ differences that docs/mcp-clients.md lists; everything else must be identical.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -129,9 +130,11 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
 
 
 @asynccontextmanager
-async def client_for(daemon: LiveDaemon, name: str) -> AsyncIterator[Client]:
-    secret = daemon.tokens.get(name) or daemon.add_token(
-        name, "all", roles=["*"], workspaces=[name]
+async def client_for(daemon: LiveDaemon, name: str, scopes: str = "all") -> AsyncIterator[Client]:
+    """A client whose token sees every declaration of one workspace, with `scopes`."""
+    label = f"{name}-" + scopes.replace(":", ".").replace(",", "_")
+    secret = daemon.tokens.get(label) or daemon.add_token(
+        label, scopes, roles=["*"], workspaces=[name]
     )
     headers = {"Authorization": f"Bearer {secret}"}
     http = httpx2.AsyncClient(headers=headers, timeout=60)
@@ -165,6 +168,11 @@ def comparable(call: dict, got: dict, workspace: str) -> tuple[Any, Any]:
         expected = reworded(strip_additive(expected), workspace)
         return expected, strip_additive(actual)
     payload = reworded(sorted_matched_terms(strip_additive(call["payload"])), workspace)
+    if call["is_error"]:
+        # A tool error's text is the SDK's and the server's own; it must name the scope.
+        scope = re.search(r"scope '([^']+)' is required", payload)
+        assert got["is_error"] and scope and scope.group(1) in got["payload"], got
+        return payload, payload
     expected = {"is_error": call["is_error"], "payload": payload}
     actual = {
         "is_error": got["is_error"],
@@ -197,12 +205,16 @@ async def test_every_tool_and_resource_answers_as_memdsl(daemon: LiveDaemon, key
     root = str(Path(daemon.workspaces[name]).parent)
     golden = load_golden(key)
     mismatches = []
-    async with client_for(daemon, name) as client:
-        for call in golden["calls"]:
-            got = await answer(client, call, root)
-            expected, actual = comparable(call, got, name)
-            if expected != actual:
-                mismatches.append((label(call), expected, actual))
+    by_scopes: dict[str, list[dict]] = {}
+    for call in golden["calls"]:
+        by_scopes.setdefault(call.get("scopes", "all"), []).append(call)
+    for scopes, calls in by_scopes.items():
+        async with client_for(daemon, name, scopes) as client:
+            for call in calls:
+                got = await answer(client, call, root)
+                expected, actual = comparable(call, got, name)
+                if expected != actual:
+                    mismatches.append((label(call), expected, actual))
     assert not mismatches, (
         "\n".join(
             f"{where}\n    " + "\n    ".join(differences(e, a)[:4])
