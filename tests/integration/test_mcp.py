@@ -699,3 +699,25 @@ async def test_a_resource_over_max_result_bytes_is_a_resource_error(small_daemon
             await client.read_resource(f"memhub://{TEAM}/map")
         source = await client.read_resource(f"memhub://{TEAM}/file/symbols.mem")
     assert "Service.Tidewater" in source.contents[0].text
+
+
+async def test_status_names_every_tool_the_server_serves(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        listed = [tool.name for tool in (await client.list_tools()).tools]
+        status = await call(client, "memory_status", {})
+        memdsl = json.loads((await client.read_resource("memdsl://status")).contents[0].text)
+    assert sorted(status["tools"]) == sorted(listed) == sorted(memdsl["tools"])
+    assert memdsl["tools"][:9] == list(SCHEMAS_MEMDSL_ORDER)
+
+
+SCHEMAS_MEMDSL_ORDER = (
+    "memory_map",
+    "memory_query",
+    "memory_check",
+    "memory_types",
+    "memory_explain",
+    "memory_list",
+    "memory_lint",
+    "memory_propose",
+    "memory_review_list",
+)

@@ -261,8 +261,13 @@ def review_invalid_status(workspace: str) -> dict[str, Any]:
     }
 
 
-def status_payload(data: dict[str, Any], workspace: str | None = None) -> dict[str, Any]:
-    """memhub's own status: the caller's identity and the workspaces it may use."""
+def status_payload(
+    data: dict[str, Any], workspace: str | None = None, tools: list[str] | None = None
+) -> dict[str, Any]:
+    """memhub's own status: the caller's identity and the workspaces it may use.
+
+    `tools`: the names the server serves (default: memdsl's nine and memhub's two).
+    """
     workspaces = data["workspaces"]
     if workspace is not None:
         workspaces = [w for w in workspaces if w["name"] == workspace]
@@ -273,7 +278,7 @@ def status_payload(data: dict[str, Any], workspace: str | None = None) -> dict[s
         "uptime_s": data["uptime_s"],
         "identity": data["identity"],
         "workspaces": workspaces,
-        "tools": list(TOOL_NAMES),
+        "tools": list(tools or TOOL_NAMES),
         "resources": list(RESOURCE_URIS),
         "boundary": text.STATUS_BOUNDARY,
         "next_actions": [text.NEXT_STATUS],
@@ -290,7 +295,11 @@ def workspaces_payload(items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def memdsl_status_payload(
-    summary: dict[str, Any], counts: dict[str, Any], identity: dict[str, Any], version: str
+    summary: dict[str, Any],
+    counts: dict[str, Any],
+    identity: dict[str, Any],
+    version: str,
+    tools: list[str] | None = None,
 ) -> dict[str, Any]:
     """memdsl's `memdsl://status` for the caller's one workspace.
 
@@ -314,7 +323,7 @@ def memdsl_status_payload(
         "schema_files": list(counts["schema_files"]),
         "scopes": sorted(identity["scopes"]),
         "resources": list(MEMDSL_RESOURCE_URIS),
-        "tools": list(TOOL_NAMES),
+        "tools": list(tools or TOOL_NAMES),
         "pending_proposals": counts["pending_proposals"],
         "boundary": text.STATUS_BOUNDARY,
     }

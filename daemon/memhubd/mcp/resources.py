@@ -21,6 +21,7 @@ from memhubd import __version__, service
 from memhubd.auth.identity import Identity
 from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import current_caller, describe_error, only_workspace
+from memhubd.mcp.tools import served_tool_names
 from memhubd.runtime.hub import Hub
 
 JSON = "application/json"
@@ -49,8 +50,9 @@ def register_resources(server: MCPServer, hub: Hub) -> None:
     _register_prompts(server)
 
 
-async def status_json(hub: Hub, identity: Identity) -> str:
-    return dump(payloads.status_payload(await service.status(hub, identity)))
+async def status_json(server: MCPServer, hub: Hub, identity: Identity) -> str:
+    data = await service.status(hub, identity)
+    return dump(payloads.status_payload(data, None, await served_tool_names(server)))
 
 
 async def map_json(hub: Hub, identity: Identity, name: str) -> str:
@@ -75,7 +77,7 @@ def _register_daemon(server: MCPServer, hub: Hub) -> None:
         description="Your identity on this server and the health of your workspaces.",
     )
     async def memhub_status() -> str:
-        return await read_guarded(lambda who: status_json(hub, who))
+        return await read_guarded(lambda who: status_json(server, hub, who))
 
     @server.resource(
         "memhub://workspaces", mime_type=JSON, description="The workspaces you may use."
@@ -136,7 +138,7 @@ def _register_memdsl(server: MCPServer, hub: Hub) -> None:
         return read
 
     async def status(who: Identity, name: str) -> str:
-        return dump(await memdsl_status(hub, who, name))
+        return dump(await memdsl_status(hub, who, name, await served_tool_names(server)))
 
     static: list[tuple[str, str, Callable[[Identity, str], Awaitable[str]]]] = [
         ("status", "Status of your one workspace.", status),
@@ -172,7 +174,9 @@ def memdsl_text(content: str) -> str:
     return content.replace("\r\n", "\n").replace("\r", "\n")
 
 
-async def memdsl_status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+async def memdsl_status(
+    hub: Hub, identity: Identity, name: str, tools: list[str] | None = None
+) -> dict[str, Any]:
     """memdsl's status payload, counted over what the caller can see."""
     summary = await service.workspace(hub, identity, name)
     view = service.view_for(hub, identity, name, READ_SUMMARY)
@@ -191,7 +195,7 @@ async def memdsl_status(hub: Hub, identity: Identity, name: str) -> dict[str, An
         "schema_files": list(ws.registry.schema_files),
     }
     whoami = {"scopes": sorted(identity.scopes)}
-    return payloads.memdsl_status_payload(summary, counts, whoami, __version__)
+    return payloads.memdsl_status_payload(summary, counts, whoami, __version__, tools)
 
 
 def _register_prompts(server: MCPServer) -> None:

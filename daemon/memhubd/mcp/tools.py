@@ -65,6 +65,13 @@ async def run_tool(hub: Hub, schema: str, scope: str, requested: str, work: Work
         raise tool_error(error) from None
 
 
+async def served_tool_names(server: MCPServer) -> list[str]:
+    """The tools this server serves: memdsl's nine first, then every other registered one."""
+    names = [tool.name for tool in await server.list_tools()]
+    first = [name for name in payloads.TOOL_NAMES if name in names]
+    return first + [name for name in names if name not in first]
+
+
 def register_tools(server: MCPServer, hub: Hub) -> None:
     _register_summaries(server, hub)
     _register_searches(server, hub)
@@ -256,7 +263,8 @@ def _register_daemon(server: MCPServer, hub: Hub) -> None:
             data = await service.status(hub, identity)
             if workspace.strip():
                 await service.workspace(hub, identity, workspace.strip())
-            return reply(payloads.status_payload(data, workspace.strip() or None))
+            tools = await served_tool_names(server)
+            return reply(payloads.status_payload(data, workspace.strip() or None, tools))
         except ProtocolError as error:
             raise tool_error(error) from None
 
