@@ -18,7 +18,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import stat as stat_mode
 import threading
 import time
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from typing import Any
 from memhubd.lang import Document, ParseError, parse_text
 from memhubd.model import Declaration, Workspace
 from memhubd.model.workspace import cyclic_gc_paused, source_files
+from memhubd.runtime.confine import Refused, observe, read_confined
 from memhubd.schema import SchemaError, TypeRegistry, registry_for_paths
 
 MANIFEST = "memdsl.json"
@@ -93,8 +93,8 @@ class SavePolicy:
     them until it has stayed so this long (editors rename the original away, or
     truncate it, before writing the new bytes). `settle_s`: changed bytes are served
     once the file has not changed for this long, so that a save written in several
-    steps is never served in between. A file that keeps changing for a whole grace
-    period is served as it is then. Zero turns either rule off.
+    steps is never served in between (a file rewritten without pause is served when
+    the writes stop). Zero turns either rule off.
     """
 
     vanish_grace_s: float = 1.0
@@ -110,7 +110,6 @@ class Pending:
 
     stat: tuple[int, int, int] | None
     seen: float  # when the disk first showed exactly `stat`
-    since: float  # when the disk first differed from what is served
     vanished: float | None  # when the current run of "missing or empty" began
 
 
@@ -188,94 +187,6 @@ def _digest(data: bytes) -> str:
 EMPTY_DIGEST = _digest(b"")
 REFUSED_DIGEST = "refused"
 
-# --- reading inside the workspace ---------------------------------------------------------
-
-OUTSIDE_MESSAGE = "leads outside the workspace (symbolic link or '..'); not read"
-NOT_REGULAR_MESSAGE = "not a regular file; not read"
-
-
-class _Refused(Exception):
-    """A source that must not be read; `kind` and `message` become its SourceProblem."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-
-
-def _inside(path: str, real_root: str) -> bool:
-    return path == real_root or path.startswith(real_root.rstrip(os.sep) + os.sep)
-
-
-def _stat_tuple(info: os.stat_result) -> tuple[int, int, int]:
-    return (info.st_mtime_ns, info.st_size, info.st_ino)
-
-
-def _opened_path(fd: int, path: str, info: os.stat_result) -> str | None:
-    """The real path of the file open as `fd`; None if no name leads to it any more."""
-    try:
-        real = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        real = os.path.realpath(path)  # no /proc: resolve the name, then compare below
-    try:
-        named = os.stat(real)
-    except OSError:
-        return None  # renamed away or deleted since it was opened
-    return real if (named.st_dev, named.st_ino) == (info.st_dev, info.st_ino) else None
-
-
-def _read_confined(path: str, real_root: str) -> tuple[bytes, tuple[int, int, int]] | None:
-    """The bytes of `path` and its stat after reading; None if it does not exist (now).
-
-    Raises _Refused for anything but a regular file inside `real_root`. The check is
-    made on the open file, so a link swapped in after the walk cannot redirect the
-    read; O_NONBLOCK keeps a FIFO from blocking the open.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat_mode.S_ISREG(info.st_mode):
-            raise _Refused("read_error", NOT_REGULAR_MESSAGE)
-        real = _opened_path(fd, path, info)
-        if real is None:
-            return None
-        if not _inside(real, real_root):
-            raise _Refused("outside_workspace", OUTSIDE_MESSAGE)
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        after = os.fstat(fd)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return b"".join(chunks), _stat_tuple(after)
-
-
-def _observe(path: str, real_root: str) -> tuple[tuple[int, int, int] | None, str | None]:
-    """`path`'s (mtime_ns, size, inode) now (None: missing), and its real path if it is
-    a symbolic link. Raises _Refused for a link leading outside or a non-regular file.
-    """
-    try:
-        info = os.lstat(path)
-        real = None
-        if stat_mode.S_ISLNK(info.st_mode):
-            # Checked on every build, not only when the bytes are read: a link pointed
-            # elsewhere may show the same size and time as the served bytes had.
-            real = os.path.realpath(path)
-            if not _inside(real, real_root):
-                raise _Refused("outside_workspace", OUTSIDE_MESSAGE)
-            info = os.stat(path)
-    except OSError:
-        return None, None  # missing, or a dangling link (an emacs lock file, say)
-    if not stat_mode.S_ISREG(info.st_mode):
-        raise _Refused("read_error", NOT_REGULAR_MESSAGE)
-    return _stat_tuple(info), real
-
-
 # --- editor saves -------------------------------------------------------------------------
 
 
@@ -315,17 +226,13 @@ class _SaveRules:
         if not self.enforce or self.trusted or settle <= 0:
             return False
         old = self.before.get(path)
-        since = old.since if old is not None else self.now
-        cap = since + max(self.policy.vanish_grace_s, settle)
-        if self.now >= cap:
-            return False  # changing all the time: serve what is there
         seen = old.seen if old is not None and old.stat == stat else self.now
         # The modification time alone would do on a local disk; the observation covers
         # clocks that disagree (a file system whose times run ahead of ours).
         mtime_age = self.wall - stat[0] / 1e9
         if self.now - seen >= settle or mtime_age >= settle:
             return False
-        deadline = min(seen + settle, self.now + settle - max(mtime_age, 0.0), cap)
+        deadline = min(seen + settle, self.now + settle - max(mtime_age, 0.0))
         self._keep(path, old, stat, None, deadline)
         return True
 
@@ -338,8 +245,7 @@ class _SaveRules:
         deadline: float,
     ) -> None:
         seen = old.seen if old is not None and old.stat == stat else self.now
-        since = old.since if old is not None else self.now
-        self.pending[path] = Pending(stat, seen, since, vanished)
+        self.pending[path] = Pending(stat, seen, vanished)
         self.deadlines.append(max(deadline, self.now + 0.001))
 
     def forget(self, paths: list[str]) -> None:
@@ -363,7 +269,7 @@ def _serve(
     real_root: str,
 ) -> SourceFile | None:
     """What to serve for `path`, whose disk stat is `stat` (None: missing); None for
-    nothing. Raises _Refused."""
+    nothing. Raises Refused."""
     if before is not None and stat is not None and before.stat == stat:
         return before
     if stat is None or stat[1] == 0:
@@ -396,8 +302,8 @@ def _registry_fingerprint(root: str, real_root: str) -> tuple[Fingerprint, Sourc
 
     def digest(path: str, label: str) -> tuple[bytes | None, str | None]:
         try:
-            found = _read_confined(path, real_root)
-        except _Refused as refusal:
+            found = read_confined(path, real_root)
+        except Refused as refusal:
             refused.append(SourceProblem(refusal.kind, manifest, 0, 0, label + refusal.message))
             return None, REFUSED_DIGEST
         return (None, None) if found is None else (found[0], _digest(found[0]))
@@ -456,8 +362,8 @@ def _load_registry(
 
 
 def _load_file(path: str, previous: SourceFile | None, real_root: str) -> SourceFile | None:
-    """Read and parse `path` (None if it is gone). Raises _Refused."""
-    found = _read_confined(path, real_root)
+    """Read and parse `path` (None if it is gone). Raises Refused."""
+    found = read_confined(path, real_root)
     if found is None:
         return None
     data, stat = found
@@ -467,6 +373,9 @@ def _load_file(path: str, previous: SourceFile | None, real_root: str) -> Source
     last_good = previous.document if previous is not None else None
     try:
         text = data.decode("utf-8")
+        if "\r" in text:
+            # Read as memdsl reads sources (text mode): CRLF and a lone CR end a line as LF.
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as error:
         problem = SourceProblem("read_error", path, 0, 0, f"not UTF-8: {error}")
         return _broken(previous, path, digest, last_good, problem, stat)
@@ -547,7 +456,7 @@ def build_snapshot(
     for path in walked:
         before = known.pop(path, None)
         try:
-            stat, link_target = _observe(path, real_root)
+            stat, link_target = observe(path, real_root)
             if link_target is not None:
                 # A link to another source of this workspace would serve it twice.
                 if walked_real is None:
@@ -557,7 +466,7 @@ def build_snapshot(
                 if link_target in walked_real:
                     continue
             loaded = _serve(path, before, stat, rules, real_root)
-        except _Refused as refusal:
+        except Refused as refusal:
             refused.append(SourceProblem(refusal.kind, path, 0, 0, refusal.message))
             continue
         if loaded is None:

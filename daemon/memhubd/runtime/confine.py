@@ -1,0 +1,96 @@
+"""Reading a workspace's files without leaving the workspace's real path.
+
+Whatever symbolic links, `..` entries or a rename racing the read say, bytes are
+returned only for a regular file whose open descriptor resolves inside the root.
+Paths and bytes only: nothing here parses, and nothing decides what a refusal means.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mode
+
+OUTSIDE_MESSAGE = "leads outside the workspace (symbolic link or '..'); not read"
+NOT_REGULAR_MESSAGE = "not a regular file; not read"
+
+
+class Refused(Exception):
+    """A source that must not be read; `kind` and `message` become its SourceProblem."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def inside(path: str, real_root: str) -> bool:
+    return path == real_root or path.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def stat_tuple(info: os.stat_result) -> tuple[int, int, int]:
+    return (info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+def _opened_path(fd: int, path: str, info: os.stat_result) -> str | None:
+    """The real path of the file open as `fd`; None if no name leads to it any more."""
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = os.path.realpath(path)  # no /proc: resolve the name, then compare below
+    try:
+        named = os.stat(real)
+    except OSError:
+        return None  # renamed away or deleted since it was opened
+    return real if (named.st_dev, named.st_ino) == (info.st_dev, info.st_ino) else None
+
+
+def read_confined(path: str, real_root: str) -> tuple[bytes, tuple[int, int, int]] | None:
+    """The bytes of `path` and its stat after reading; None if it does not exist (now).
+
+    Raises Refused for anything but a regular file inside `real_root`. The check is
+    made on the open file, so a link swapped in after the walk cannot redirect the
+    read; O_NONBLOCK keeps a FIFO from blocking the open.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat_mode.S_ISREG(info.st_mode):
+            raise Refused("read_error", NOT_REGULAR_MESSAGE)
+        real = _opened_path(fd, path, info)
+        if real is None:
+            return None
+        if not inside(real, real_root):
+            raise Refused("outside_workspace", OUTSIDE_MESSAGE)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        after = os.fstat(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks), stat_tuple(after)
+
+
+def observe(path: str, real_root: str) -> tuple[tuple[int, int, int] | None, str | None]:
+    """`path`'s (mtime_ns, size, inode) now (None: missing), and its real path if it is
+    a symbolic link. Raises Refused for a link leading outside or a non-regular file.
+    """
+    try:
+        info = os.lstat(path)
+        real = None
+        if stat_mode.S_ISLNK(info.st_mode):
+            # Checked on every build, not only when the bytes are read: a link pointed
+            # elsewhere may show the same size and time as the served bytes had.
+            real = os.path.realpath(path)
+            if not inside(real, real_root):
+                raise Refused("outside_workspace", OUTSIDE_MESSAGE)
+            info = os.stat(path)
+    except OSError:
+        return None, None  # missing, or a dangling link (an emacs lock file, say)
+    if not stat_mode.S_ISREG(info.st_mode):
+        raise Refused("read_error", NOT_REGULAR_MESSAGE)
+    return stat_tuple(info), real
