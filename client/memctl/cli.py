@@ -7,7 +7,6 @@ Argument parsing only; the work is in `commands.py`. Exit codes: 0 ok, 1 a 4xx a
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -17,6 +16,11 @@ from memctl.config import ConfigError, resolve_settings
 from memctl.mcp_bridge import add_mcp_command
 from memctl.recall import add_recall_commands
 from memctl.transport import DEFAULT_TIMEOUT, DaemonUnreachable, InvalidTarget
+from memhub_protocol.commandline import (
+    CommandParser,
+    add_completion_command,
+    exit_quietly_on_closed_stdout,
+)
 from memhub_protocol.scopes import parse_scopes
 
 Handler = Callable[[commands.Session, argparse.Namespace], int]
@@ -24,16 +28,22 @@ REVIEW_STATUSES = ("pending", "approved", "rejected", "all")
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, not {value:g}")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, not {text}")
     return value
 
 
@@ -189,7 +199,11 @@ def _add_review_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     a.add_argument("--into", metavar="FILE", required=True, help=".mem file, relative to the root")
     a = _command(actions, common, "approve", commands.cmd_review_approve, "approve into a file")
     a.add_argument("id", help="proposal id")
-    a.add_argument("--into", metavar="FILE", required=True, help=".mem file, relative to the root")
+    a.add_argument(
+        "--into",
+        metavar="FILE",
+        help=".mem file, relative to the root (required; without it memctl suggests one)",
+    )
     a = _command(actions, common, "reject", commands.cmd_review_reject, "reject a proposal")
     a.add_argument("id", help="proposal id")
     a.add_argument("--reason", required=True, help="why (recorded in the audit log)")
@@ -197,7 +211,7 @@ def _add_review_commands(sub: argparse._SubParsersAction, common: argparse.Argum
 
 def build_parser() -> argparse.ArgumentParser:
     common = _global_options()
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="memctl",
         parents=[common],
         description="Client for the memhub daemon (memhubd). "
@@ -210,17 +224,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_mcp_command(sub, [common])
     _add_review_commands(sub, common)
     add_recall_commands(sub, common)
+    add_completion_command(sub, build_parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except BrokenPipeError:
-        # The reader went away (`memctl list | head`): not an error worth a traceback.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    if not arguments:
+        parser.print_help()  # a bare `memctl` asks what there is
+        return 0
+    args = parser.parse_args(arguments)
+    local = getattr(args, "local_handler", None)
+    # The reader may go away early (`memctl list | head`): no traceback for that.
+    return exit_quietly_on_closed_stdout(lambda: local(args) if local else run(args))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -257,6 +274,7 @@ def _server_error(error: ServerError, as_json: bool, *, token_given: bool) -> in
     line = f"memctl: {error.code.value}: {error.message}"
     if error.status == 401 and not token_given:
         line += " (pass --token or set MEMHUB_TOKEN)"
+    line += render.available_workspaces(error.detail)
     print(line, file=sys.stderr)
     return 1 if 400 <= error.status < 500 else 2
 

@@ -262,9 +262,14 @@ def cmd_token_create(session: Session, args: argparse.Namespace) -> int:
         expires=args.expires,
     )
     payload = session.client.token_create(request)
-    session.show(payload, render.render_token_created)
-    if not session.as_json:
-        print("memctl: store the token now; it is not shown again", file=sys.stderr)
+    secret = render.token_secret(payload)
+    if session.as_json or secret is None:
+        session.show(payload, render.render_token_created)
+        return 0
+    # The secret alone on stdout, so that TOKEN=$(memctl token create ...) captures it.
+    print(render.render_token_summary(payload), file=sys.stderr)
+    print("memctl: store the token now; it is not shown again", file=sys.stderr)
+    session.emit(secret)
     return 0
 
 
@@ -342,6 +347,8 @@ def cmd_review_diff(session: Session, args: argparse.Namespace) -> int:
 
 def cmd_review_approve(session: Session, args: argparse.Namespace) -> int:
     workspace = session.workspace()
+    if not args.into:
+        raise CommandFailure(_into_hint(session, workspace, args.id))
     payload = _with_issues(lambda: session.client.approve(workspace, args.id, args.into))
     session.show(payload, render.render_decision)
     return 0
@@ -351,3 +358,18 @@ def cmd_review_reject(session: Session, args: argparse.Namespace) -> int:
     payload = session.client.reject(session.workspace(), args.id, args.reason)
     session.show(payload, render.render_decision)
     return 0
+
+
+def _into_hint(session: Session, workspace: str, proposal_id: str) -> str:
+    """Why approve needs --into, with the daemon's suggested file when it has one.
+
+    The reviewer still types the target: memory lands only where a person said.
+    """
+    message = "review approve needs --into FILE (a .mem file, relative to the workspace root)"
+    payload = session.client.proposal(workspace, proposal_id)
+    suggested = payload.get("suggested_into") if isinstance(payload, dict) else None
+    if isinstance(suggested, str) and suggested:
+        message += (
+            f"; suggested: memctl -w {workspace} review approve {proposal_id} --into {suggested}"
+        )
+    return message

@@ -186,12 +186,17 @@ def render_token_created(payload: Any) -> str:
     secret = token_secret(payload)
     if secret is None:
         return dump_json(payload)
+    return render_token_summary(payload) + f"\n{secret}"
+
+
+def render_token_summary(payload: Any) -> str:
+    """What a created token grants, on one line, without its secret."""
     facts = "  ".join(
         f"{key}={_cell(payload[key])}"
         for key in ("scopes", "workspaces", "roles", "expires")
         if key in payload
     )
-    return f"created token {payload.get('name', '?')}  {facts}".rstrip() + f"\n{secret}"
+    return f"created token {payload.get('name', '?')}  {facts}".rstrip()
 
 
 def render_event(event: str, data: Any) -> str:
@@ -228,7 +233,8 @@ def render_proposed(payload: Any) -> str:
     pid = payload["proposal_id"]
     lines = [f"proposal {pid} pending review: {payload.get('declaration_id', '')}"]
     lines += _issue_lines(payload, "warnings")
-    lines.append(f"a reviewer decides with: memctl review approve {pid} --into FILE.mem")
+    into = payload.get("suggested_into") or "FILE.mem"
+    lines.append(f"a reviewer decides with: memctl review approve {pid} --into {into}")
     return "\n".join(lines)
 
 
@@ -259,6 +265,8 @@ def render_proposal(payload: Any) -> str:
         verdict = "ok" if validation.get("ok") else "refused"
         lines = [f"validation against the workspace now: {verdict}"]
         lines += _issue_lines(validation, "errors") + _issue_lines(validation, "warnings")
+        if payload.get("suggested_into"):
+            lines.append(f"suggested target: --into {payload['suggested_into']}")
         sections.append("\n".join(lines))
     if payload.get("diff_withheld"):
         sections.append(f"diff into {payload.get('target')}: withheld (hidden declarations)")
@@ -276,5 +284,20 @@ def render_decision(payload: Any) -> str:
         line += f" by {by}; served at generation {_cell(payload.get('served_generation'))}"
         if payload.get("recovered"):
             line += " (finished an interrupted approval)"
+        marked = payload.get("marked_superseded")
+        if isinstance(marked, list) and marked:
+            line += f"; marked superseded: {', '.join(str(item) for item in marked)}"
         return "\n".join([line, *_issue_lines(payload, "warnings")])
     return f"{payload['status']} {pid} by {by}"
+
+
+def available_workspaces(detail: Any) -> str:
+    """The workspaces a refused caller may use, from an error's `detail.available`, as the
+    end of its one-line message ("" when the detail names none)."""
+    available = detail.get("available") if isinstance(detail, dict) else None
+    if not isinstance(available, list):
+        return ""
+    names = [str(name) for name in available if isinstance(name, str)]
+    if not names:
+        return "; this caller may use no workspace"
+    return f"; workspaces you may use: {', '.join(names)} (choose one with -w NAME)"

@@ -11,6 +11,11 @@ import datetime
 import sys
 from collections.abc import Sequence
 
+from memhub_protocol.commandline import (
+    CommandParser,
+    add_completion_command,
+    exit_quietly_on_closed_stdout,
+)
 from memhubd import __version__, daemon, offline
 
 
@@ -109,13 +114,18 @@ def _add_daemon_commands(sub: argparse._SubParsersAction) -> None:
         "run-examples", help="run the daemon on the bundled example workspaces (make run)"
     )
     add_serve_arguments(p)
+    p.add_argument(
+        "--reset",
+        action="store_true",
+        help="replace the copies in the state dir with fresh ones (your edits are lost)",
+    )
     p.set_defaults(handler=daemon.cmd_run_examples)
 
     add_token_commands(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="memhubd",
         description="memhub: shared, governed memory for a team of agents. "
         "Offline commands work on a directory of .mem files.",
@@ -124,13 +134,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_offline_commands(sub)
     _add_daemon_commands(sub)
+    add_completion_command(sub, build_parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    if not arguments:
+        parser.print_help()  # a bare `memhubd` asks what there is
+        return 0
+    args = parser.parse_args(arguments)
+    return exit_quietly_on_closed_stdout(lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    handler = getattr(args, "local_handler", None) or args.handler
     try:
-        return int(args.handler(args))
+        return int(handler(args))
     except offline.CommandFailure as failure:
         return offline.report_failure(failure, getattr(args, "json", False))
     except KeyboardInterrupt:

@@ -184,3 +184,57 @@ def test_an_unreachable_daemon_exits_2(daemon: LiveDaemon, tmp_path: Path) -> No
     )
     assert result.returncode == 2
     assert result.stderr.startswith("memctl: cannot reach memhubd at ")
+
+
+HEADER_VERSIONING = """decision api.version_in_header_v2 {
+  subject: Service.Tidewater
+  decision: "Version the public API with a media type parameter, not a custom header."
+  supersedes: "decision:api.version_in_header"
+  evidence { source: "chat/#harbor-api" quote: "use the media type, not Accept-Version" }
+}
+"""
+
+
+def test_a_correction_is_approved_where_suggested_and_marks_what_it_supersedes(
+    daemon: LiveDaemon,
+) -> None:
+    code, out, err = memctl(
+        daemon,
+        "agent-build",
+        "propose",
+        "--supersedes",
+        "decision:api.version_in_header",
+        stdin=HEADER_VERSIONING,
+    )
+    assert code == 0, err
+    proposal_id = proposal_id_of(out)
+    assert out.endswith(f"memctl review approve {proposal_id} --into decisions.mem\n")
+
+    # Without --into nothing is written; the reviewer is told which file fits.
+    code, out, err = memctl(daemon, "alice", "review", "approve", proposal_id)
+    assert (code, out) == (2, "")
+    assert "--into decisions.mem" in err
+
+    code, out, err = memctl(
+        daemon, "alice", "review", "approve", proposal_id, "--into", "decisions.mem"
+    )
+    assert code == 0, err
+    assert out.strip().endswith("marked superseded: decision:api.version_in_header")
+
+    code, out, err = memctl(daemon, "alice", "--json", "lint")
+    assert "unmarked_supersede_status" not in out, out
+    code, out, _ = memctl(daemon, "alice", "--json", "list", "--all", "--type", "decision")
+    statuses = {d["id"]: d["status"] for d in json.loads(out)["items"]}
+    assert statuses["decision:api.version_in_header"] == "superseded"
+    assert statuses["decision:api.version_in_header_v2"] == "active"
+
+
+def test_review_show_names_the_suggested_target(daemon: LiveDaemon, tmp_path: Path) -> None:
+    source = tmp_path / "nats2.mem"
+    source.write_text(NATS.replace("tidewater.uses_nats", "tidewater.uses_nats_too"))
+    code, out, err = memctl(daemon, "agent-build", "propose", str(source))
+    assert code == 0, err
+
+    code, out, err = memctl(daemon, "alice", "review", "show", proposal_id_of(out))
+    assert code == 0, err
+    assert "suggested target: --into " in out

@@ -21,6 +21,7 @@ from memhub_protocol.models import (
 from memhub_protocol.scopes import READ_SUMMARY, REVIEW, WRITE_CANDIDATE
 from memhubd.auth.identity import Identity
 from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, is_proposal_id
+from memhubd.review.targets import suggest_target
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
 from memhubd.service.access import (
@@ -153,8 +154,9 @@ async def propose(
     view = view_for(hub, identity, name, WRITE_CANDIDATE)
     store = _review_store(hub, host_for(hub, identity, name))
     snapshot = view.snapshot
-    result = await run_engine(
-        lambda: store.propose(
+
+    def work() -> tuple[Any, str | None]:
+        result = store.propose(
             view.workspace,
             request.source,
             proposer=identity.name,
@@ -163,7 +165,11 @@ async def propose(
             generation=snapshot.generation,
             supersedes=request.supersedes,
         )
-    )
+        # Only declarations the caller may read can point at a file.
+        suggested = suggest_target(store.root, view.workspace, request.source)
+        return result, suggested if result.ok else None
+
+    result, suggested = await run_engine(work)
     data = _answer(result, view, request.supersedes or "")
     if not result.ok:
         raise _refusal(data, name)
@@ -181,6 +187,7 @@ async def propose(
         **data,
         "generation": snapshot.generation,
         "proposal": proposal.summary(),
+        "suggested_into": suggested,
     }
 
 
@@ -224,12 +231,13 @@ async def show_proposal(
         proposal = _visible_proposal(store, view, identity, proposal_id)
         if proposal is None:
             raise _not_found(proposal_id, name)
-        validation = None
+        validation = suggested = None
         if proposal.status == "pending":
             checked = store.validate(
                 view.workspace, proposal.source, supersedes=proposal.supersedes or None
             )
             validation = _answer(checked, view, proposal.supersedes)
+            suggested = suggest_target(store.root, view.workspace, proposal.source)
         shown = {"target": "", "diff": "", "diff_withheld": False}
         if proposal.status != "rejected" and (into or proposal.status == "approved"):
             shown = _shown_diff(store, view, proposal, into, name)
@@ -238,6 +246,7 @@ async def show_proposal(
             "workspace": name,
             "proposal": proposal.as_dict(),
             "validation": validation,
+            "suggested_into": suggested,
             **shown,
         }
 
@@ -249,7 +258,7 @@ def _shown_diff(
 ) -> dict[str, Any]:
     """The approval's diff, withheld when the target holds declarations hidden from the caller
     (its context lines could show them)."""
-    diff = store.diff(proposal.id, into)
+    diff = store.diff(proposal.id, into, workspace=view.snapshot.workspace)
     if not diff.ok:
         raise _refusal(_answer(diff, view), name)
     target = os.path.relpath(diff.target, store.root)

@@ -1,0 +1,270 @@
+"""Command-line conventions shared by `memhubd` and `memctl`: a parser that suggests the
+command you meant and shows help instead of a bare usage error, shell completion
+scripts generated from the parser, and a quiet exit when stdout is closed (`| head`).
+
+Standard library only, and nothing here knows any command: both programs pass
+their own parser in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import shlex
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse with two kindnesses: "did you mean" for a misspelt command or choice,
+    and the help of the command when its subcommand is missing.
+
+    Sub-parsers are created with the same class (argparse's default), so every
+    level of a command tree behaves alike.
+    """
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # argparse's own check, with the closest names added to its message.
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        names = [str(choice) for choice in choices]
+        close = difflib.get_close_matches(str(value), names, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(name) for name in close)}? " if close else ""
+        message = f"invalid choice: {value!r} ({hint}choose from {', '.join(names)})"
+        raise argparse.ArgumentError(action, message)
+
+    def error(self, message: str) -> NoReturn:
+        if _missing_subcommand(self, message):
+            # `memctl review` alone: the list of its actions helps more than one line.
+            self.print_help(sys.stderr)
+            self.exit(2, f"\n{self.prog}: error: choose one of the commands above\n")
+        super().error(message)
+
+
+def _missing_subcommand(parser: argparse.ArgumentParser, message: str) -> bool:
+    if not message.startswith("the following arguments are required:"):
+        return False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            names = {action.metavar, action.dest}
+            return any(str(name) in message for name in names if name)
+    return False
+
+
+def exit_quietly_on_closed_stdout(run: Callable[[], int]) -> int:
+    """Run `run()`; when the reader of stdout went away (`memhubd lint ... | head`),
+    stop without a traceback and exit 1 (the output was cut short).
+
+    Flushing here, inside the guard, keeps Python from reporting the broken pipe
+    again at interpreter exit.
+    """
+    try:
+        code = run()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+# -- shell completion ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Level:
+    """What can follow one command path: subcommands, options, option values."""
+
+    commands: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)
+    valued: list[str] = field(default_factory=list)  # options that take a value
+    choices: dict[str, list[str]] = field(default_factory=dict)  # option -> its choices
+
+
+def _levels(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, _Level]]:
+    level = _Level()
+    children: list[tuple[str, argparse.ArgumentParser]] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                level.commands.append(name)
+                children.append((name, child))
+        elif action.option_strings and action.help != argparse.SUPPRESS:
+            level.options.extend(action.option_strings)
+            if action.nargs != 0:
+                level.valued.extend(action.option_strings)
+                if action.choices:
+                    for option in action.option_strings:
+                        level.choices[option] = [str(choice) for choice in action.choices]
+    yield path, level
+    for name, child in children:
+        yield from _levels(child, f"{path} {name}")
+
+
+def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """A completion script for `parser.prog` in bash, zsh or fish.
+
+    The script holds the whole command tree (commands, options, which options take a
+    value, their choices), so completing never runs the program.
+    """
+    prog = parser.prog
+    levels = dict(_levels(parser, prog))
+    if shell == "bash":
+        return _bash(prog, levels)
+    if shell == "zsh":
+        # zsh runs bash completion functions through bashcompinit.
+        return "autoload -U +X bashcompinit && bashcompinit\n" + _bash(prog, levels)
+    if shell == "fish":
+        return _fish(prog, levels)
+    raise ValueError(f"unknown shell {shell!r} (one of {', '.join(SHELLS)})")
+
+
+def _function_name(prog: str) -> str:
+    return "_" + "".join(char if char.isalnum() else "_" for char in prog)
+
+
+def _words(items: list[str]) -> str:
+    return shlex.quote(" ".join(items))
+
+
+def _bash(prog: str, levels: dict[str, _Level]) -> str:
+    fn = _function_name(prog)
+    table = []
+    for path, level in levels.items():
+        table.append(
+            f"    {shlex.quote(path)}) commands={_words(level.commands)}; "
+            f"options={_words(level.options)}; valued={_words(level.valued)} ;;"
+        )
+    choices = []
+    for path, level in levels.items():
+        for option, values in level.choices.items():
+            choices.append(f"    {shlex.quote(path + '|' + option)}) choices={_words(values)} ;;")
+    return f"""# {prog} completion for bash (and zsh through bashcompinit).
+# Load it with:  source <({prog} completion bash)
+{fn}_level() {{
+  commands=""; options=""; valued=""
+  case "$1" in
+{chr(10).join(table)}
+  esac
+}}
+{fn}_choices() {{
+  choices=""
+  case "$1" in
+{chr(10).join(choices)}
+  esac
+}}
+{fn}() {{
+  local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="${{COMP_WORDS[COMP_CWORD-1]}}"
+  local path={shlex.quote(prog)} word i skip=0 commands options valued choices
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    word="${{COMP_WORDS[i]}}"
+    if ((skip)); then skip=0; continue; fi
+    {fn}_level "$path"
+    if [[ " $valued " == *" $word "* ]]; then skip=1; continue; fi
+    if [[ " $commands " == *" $word "* ]]; then path="$path $word"; fi
+  done
+  {fn}_level "$path"
+  if ((COMP_CWORD > 1)) && [[ " $valued " == *" $prev "* ]]; then
+    {fn}_choices "$path|$prev"
+    if [[ -n "$choices" ]]; then
+      COMPREPLY=($(compgen -W "$choices" -- "$cur"))
+    else
+      COMPREPLY=($(compgen -f -- "$cur"))
+    fi
+  elif [[ "$cur" == -* ]]; then
+    COMPREPLY=($(compgen -W "$options" -- "$cur"))
+  elif [[ -n "$commands" ]]; then
+    COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+  else
+    COMPREPLY=($(compgen -f -- "$cur"))
+  fi
+}}
+complete -F {fn} {prog}
+"""
+
+
+def _fish(prog: str, levels: dict[str, _Level]) -> str:
+    fn = _function_name(prog)
+    valued_cases = []
+    command_cases = []
+    for path, level in levels.items():
+        if level.valued:
+            keys = " ".join(shlex.quote(f"{path}|{option}") for option in level.valued)
+            valued_cases.append(f"            case {keys}\n                set skip 1\n")
+        if level.commands:
+            keys = " ".join(shlex.quote(f"{path}|{name}") for name in level.commands)
+            command_cases.append(
+                f'            case {keys}\n                set path "$path $word"\n'
+            )
+    lines = [
+        f"# {prog} completion for fish. Load it with:  {prog} completion fish | source",
+        f"function {fn}_path",
+        f"    set -l path {shlex.quote(prog)}",
+        "    set -l skip 0",
+        "    for word in (commandline -opc)[2..-1]",
+        "        if test $skip = 1",
+        "            set skip 0",
+        "            continue",
+        "        end",
+        '        switch "$path|$word"',
+        *valued_cases,
+        "        end",
+        "        if test $skip = 1",
+        "            continue",
+        "        end",
+        '        switch "$path|$word"',
+        *command_cases,
+        "        end",
+        "    end",
+        '    echo "$path"',
+        "end",
+        f"function {fn}_at",
+        f'    test "$({fn}_path)" = "$argv[1]"',
+        "end",
+        f"complete -c {prog} -f",
+    ]
+    for path, level in levels.items():
+        condition = f"\"{fn}_at '{path}'\""  # command paths hold no quotes or `$`
+        if level.commands:
+            lines.append(f"complete -c {prog} -n {condition} -a {_words(level.commands)}")
+        elif path != prog:
+            lines.append(f"complete -c {prog} -n {condition} -F")
+        for option in level.options:
+            flag = f"-l {option[2:]}" if option.startswith("--") else f"-s {option[1:]}"
+            extra = ""
+            if option in level.choices:
+                extra = f" -x -a {_words(level.choices[option])}"
+            elif option in level.valued:
+                extra = " -r"
+            lines.append(f"complete -c {prog} -n {condition} {flag}{extra}")
+    return "\n".join(lines) + "\n"
+
+
+def add_completion_command(
+    subparsers: argparse._SubParsersAction,
+    root: Callable[[], argparse.ArgumentParser],
+    **parser_options: Any,
+) -> argparse.ArgumentParser:
+    """`PROG completion bash|zsh|fish`: print the completion script of `root()`'s parser.
+
+    Sets `local_handler` (it needs no daemon); `root` is called when the command runs,
+    so the script covers every command registered by then.
+    """
+    summary = "print a shell completion script (bash, zsh or fish)"
+    parser = subparsers.add_parser(
+        "completion", help=summary, description=summary, **parser_options
+    )
+    parser.add_argument("shell", choices=SHELLS, help="the shell to complete for")
+
+    def run(args: argparse.Namespace) -> int:
+        print(completion_script(root(), args.shell), end="")
+        return 0
+
+    parser.set_defaults(local_handler=run)
+    return parser
