@@ -1,0 +1,140 @@
+"""Soak benchmark: the daemon's resident memory over many edit+query cycles.
+
+A script, not a test: it prints numbers. It serves a generated workspace (10k
+declarations by default, from `synth`) with a real `memhubd serve`, then repeats:
+edit one `.mem` file (alternately adding and removing one declaration), wait until
+the new generation is served, and read it as a token without roles (which has
+declarations hidden from it) and as an admin: a query, a check and the workspace
+status each. It prints the daemon's RSS every `--every` cycles; memory that keeps
+growing with cycles is a leak (a snapshot or a per-caller view kept alive).
+
+    python bench/soak.py [--size 10k] [--cycles 1000] [--every 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import synth  # noqa: E402
+
+from daemon import BIN, Daemon  # noqa: E402
+
+EXTRA = (
+    '\nfact soak.extra {{ claim: "Soak cycle {n} adds this declaration." '
+    'evidence {{ source: "soak" quote: "q" }} }}\n'
+)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of a process in MiB (Linux `/proc`)."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def role_less_token(daemon: Daemon) -> str:
+    """A token without roles, as the docs suggest creating for an agent."""
+    created = subprocess.run(
+        [
+            str(BIN / "memhubd"),
+            "token",
+            "create",
+            "soak-agent",
+            "--scopes",
+            "read:summary,read:search",
+            "--state-dir",
+            str(daemon.state),
+            "--json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return str(json.loads(created.stdout)["token"])
+
+
+def wait_for_generation(client: httpx.Client, above: int, timeout: float = 120) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        generation = int(client.get("/v1/workspaces/bench").json()["generation"])
+        if generation > above:
+            return generation
+        time.sleep(0.01)
+    raise RuntimeError(f"generation {above} was never replaced")
+
+
+def read_as(client: httpx.Client, query: dict, check: dict) -> None:
+    for response in (
+        client.post("/v1/workspaces/bench/query", json={"query": query["query"], "limit": 8}),
+        client.post(
+            "/v1/workspaces/bench/check",
+            json={"task": check["task"], "candidate": check["candidate"]},
+        ),
+        client.get("/v1/workspaces/bench"),
+    ):
+        response.raise_for_status()
+
+
+def soak(daemon: Daemon, queries: list[dict], checks: list[dict], cycles: int, every: int) -> None:
+    target = sorted(daemon.root.rglob("*.mem"))[0]
+    original = target.read_text(encoding="utf-8")
+    agent = role_less_token(daemon)
+    admin_client = httpx.Client(base_url=daemon.url, headers=daemon.headers, timeout=120)
+    agent_client = httpx.Client(
+        base_url=daemon.url, headers={"authorization": f"Bearer {agent}"}, timeout=120
+    )
+    pid = daemon.proc.pid
+    print(f"cycle      0  rss {rss_mb(pid):8.1f} MiB", flush=True)
+    started = time.perf_counter()
+    try:
+        for n in range(1, cycles + 1):
+            before = int(admin_client.get("/v1/workspaces/bench").json()["generation"])
+            text = original + EXTRA.format(n=n) if n % 2 else original
+            temporary = target.with_suffix(".soak")
+            temporary.write_text(text, encoding="utf-8")
+            temporary.replace(target)
+            wait_for_generation(admin_client, before)
+            query, check = queries[n % len(queries)], checks[n % len(checks)]
+            read_as(agent_client, query, check)
+            read_as(admin_client, query, check)
+            if n % every == 0:
+                elapsed = time.perf_counter() - started
+                print(f"cycle {n:6d}  rss {rss_mb(pid):8.1f} MiB  ({elapsed:6.1f} s)", flush=True)
+    finally:
+        admin_client.close()
+        agent_client.close()
+        target.write_text(original, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="10k")
+    parser.add_argument("--cycles", type=int, default=1000)
+    parser.add_argument("--every", type=int, default=100)
+    args = parser.parse_args(argv)
+    generated = synth.ensure_workspace(synth.parse_size(args.size))
+    queries = generated.queries()
+    checks = generated.checks()
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"[{args.size}] starting memhubd ...", file=sys.stderr, flush=True)
+        daemon = Daemon(generated.workspace, Path(tmp))
+        try:
+            soak(daemon, queries, checks, args.cycles, args.every)
+        finally:
+            daemon.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
