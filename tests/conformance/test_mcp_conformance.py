@@ -248,3 +248,13 @@ def differences(expected: Any, actual: Any, path: str = "") -> list[str]:
 
 def short(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)[:300]
+
+
+def test_every_field_the_comparison_ignores_is_documented_as_additive() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "mcp-clients.md").read_text()
+    section = docs.split("**Additive fields.**", 1)[1].split("**Wording", 1)[0]
+    ignored = ADDITIVE_TOP | ADDITIVE_DIAGNOSTIC | ADDITIVE_PROPOSAL | ADDITIVE_FILE
+    assert not [field for field in sorted(ignored) if f"`{field}`" not in section]
+    for theirs, ours in DELIBERATE_WORDING:
+        # Only texts naming memdsl's command line are reworded, each to memctl's.
+        assert "memdsl " in theirs and "memctl " in ours and "memdsl" not in ours

@@ -92,3 +92,36 @@ def test_status_narrowed_to_one_workspace_keeps_only_it():
     }
     assert payloads.status_payload(data, "b")["workspaces"] == [{"name": "b"}]
     assert len(payloads.status_payload(data)["tools"]) == 11
+
+
+def refusal(*errors):
+    from memhub_protocol import ErrorCode, ProtocolError
+
+    detail = {"errors": list(errors), "warnings": [{"code": "w", "message": "m"}]}
+    return ProtocolError(ErrorCode.INVALID, "refused", detail)
+
+
+def issue(code, message):
+    return {"code": code, "severity": "error", "message": message, "line": 1}
+
+
+def test_an_existing_id_is_memdsls_duplicate_with_memhubs_correction_hint():
+    exists = issue("declaration_exists", "'fact:a' already exists at x.mem:3; ... supersedes")
+    duplicate = issue("duplicate_declaration_id", "'fact:a' already declared at x.mem:3")
+    missing = issue("missing_evidence", "no evidence")
+
+    payload = payloads.propose_invalid(refusal(exists, duplicate, missing), "ws")
+
+    assert payload["ok"] is False and payload["status"] == "invalid"
+    assert payload["errors"] == [duplicate, missing]
+    assert payload["warnings"] == [{"code": "w", "message": "m"}]
+    assert payload["next_actions"] == [text.NEXT_PROPOSE_INVALID, exists["message"]]
+
+
+def test_an_id_taken_by_a_hidden_declaration_keeps_memdsls_code_and_says_nothing_more():
+    exists = issue("declaration_exists", "'fact:a' is not available in this workspace")
+
+    payload = payloads.propose_invalid(refusal(exists), "ws")
+
+    assert payload["errors"] == [{**exists, "code": "duplicate_declaration_id"}]
+    assert payload["next_actions"][1] == exists["message"]
