@@ -340,22 +340,33 @@ def _vanished_parts(previous: RegistryState | None, fingerprint: Fingerprint) ->
 
 def _load_registry(
     root: str,
+    real_root: str,
     fingerprint: Fingerprint,
     refused: SourceProblem | None,
     previous: RegistryState | None,
 ) -> RegistryState:
     kept = previous.registry if previous is not None else None
-    if refused is not None:
-        # registry_for_paths would read the file itself: never hand it such a path.
-        return RegistryState(fingerprint, kept, refused)
-    if previous is not None and previous.fingerprint == fingerprint and previous.registry:
-        return previous
-    try:
-        registry = registry_for_paths([root])
-    except SchemaError as error:
-        problem = SourceProblem("schema_error", os.path.join(root, MANIFEST), 0, 0, str(error))
-        return RegistryState(fingerprint, kept, problem)
-    return RegistryState(fingerprint, registry, None)
+    for _attempt in range(3):
+        if refused is not None:
+            # registry_for_paths would read the file itself: never hand it such a path.
+            return RegistryState(fingerprint, kept, refused)
+        if previous is not None and previous.fingerprint == fingerprint and previous.registry:
+            return previous
+        try:
+            registry, problem = registry_for_paths([root]), None
+        except SchemaError as error:
+            registry = kept
+            problem = SourceProblem("schema_error", os.path.join(root, MANIFEST), 0, 0, str(error))
+        # registry_for_paths opens the files by name again: what it read counts only if
+        # the confined reads before and after it agree (a link swapped in and out between
+        # them is the remaining, narrow window).
+        again, refused = _registry_fingerprint(root, real_root)
+        if again == fingerprint and refused is None:
+            return RegistryState(fingerprint, registry, problem)
+        fingerprint = again
+    message = "the manifest or a type pack kept changing while it was read"
+    problem = SourceProblem("read_error", os.path.join(root, MANIFEST), 0, 0, message)
+    return RegistryState(fingerprint, kept, problem)
 
 
 # --- files and snapshots ------------------------------------------------------------------
@@ -435,7 +446,9 @@ def build_snapshot(
         registry_state = previous_registry  # a type pack mid-save: keep the types
     else:
         rules.forget(vanished)
-        registry_state = _load_registry(root, fingerprint, refused_schema, previous_registry)
+        registry_state = _load_registry(
+            root, real_root, fingerprint, refused_schema, previous_registry
+        )
     if registry_state.registry is None:
         assert registry_state.problem is not None
         raise WorkspaceUnavailable(registry_state.problem)
