@@ -34,6 +34,7 @@ from memhubd.runtime.config import ConfigError, DaemonConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
 from memhubd.runtime.state import StateDir, merge_workspaces
 from memhubd.service.recall import open_shelf as open_recall_shelf
+from memhubd.service.recall import watching as recall_watching
 
 log = structlog.get_logger("memhubd.server")
 
@@ -200,7 +201,7 @@ async def run_daemon(
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         with contextlib.closing(hub.recall):  # closes every recall store on shutdown
-            async with hub.running(workspaces):
+            async with hub.running(workspaces), recall_watching(hub, config.recall.watch):
                 yield
 
     context = ApiContext(

@@ -127,15 +127,20 @@ def search(
     if not fused:
         return result
     result.boosted_rooms = rooms_for_query(query, store.taxonomy()) if weights.room > 0 else {}
-    drawers = store.get(list(fused))
     if result.boosted_rooms:
+        # A boost can lift any candidate into the top: every candidate's room is needed.
+        drawers = store.get(list(fused))
         bonus = weights.room / (RRF_K + 1)
         for rowid, drawer in drawers.items():
             if drawer.room in result.boosted_rooms:
                 fused[rowid] += bonus
                 signals[rowid]["room"] = Signal(1, 1.0)
-    order = sorted((rowid for rowid in fused if rowid in drawers), key=lambda r: (-fused[r], r))
-    result.hits = [Hit(drawers[r], fused[r], signals[r]) for r in order[:limit]]
+        order = sorted(drawers, key=lambda r: (-fused[r], r))[:limit]
+    else:
+        order = sorted(fused, key=lambda r: (-fused[r], r))[:limit]
+        drawers = store.get(order)
+    # A drawer deleted since the retrievers ran is simply left out.
+    result.hits = [Hit(drawers[r], fused[r], signals[r]) for r in order if r in drawers]
     return result
 
 

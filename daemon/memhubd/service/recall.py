@@ -9,7 +9,10 @@ caller's workspaces, and tunnel hints name only those.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -557,3 +560,99 @@ def open_shelf(directory: Any, config: Any) -> RecallShelf:
         lock_timeout_s=config.lock_timeout_s,
     )
     return RecallShelf(directory, settings)
+
+
+# --------------------------------------------------------------------------- watching
+
+WATCHER = "recall-watcher"
+WATCH_DEBOUNCE_MS = 200
+
+
+def _complete_lines(text: str) -> str:
+    """A JSONL transcript being appended may end in half a line: leave that for later."""
+    if text.lstrip().startswith("{") and not text.endswith("\n"):
+        return text[: text.rfind("\n") + 1]
+    return text
+
+
+def ingest_watched(
+    shelf: RecallShelf, name: str, root: str, paths: list[str] | None
+) -> list[SourceReport]:
+    """Ingest `paths` under a watched directory `root` (all of it when None).
+
+    Sources are cited as `<root's name>/<path below root>`; an unchanged file costs a
+    read and a comparison, so this is safe to repeat on every event.
+    """
+    from memhub_protocol.recall import walk_sources
+
+    base = Path(root)
+    options = IngestOptions(
+        workspace=name,
+        identity=WATCHER,
+        door="watch",
+        near_duplicate=shelf.settings.near_duplicate,
+    )
+    targets = [root] if paths is None else [p for p in paths if Path(p).is_file()]
+    ingestor = shelf.ingestor(name)
+    reports = []
+    for source in walk_sources(targets, shelf.settings.max_file_bytes):
+        if source.skip:
+            continue
+        try:
+            relative = Path(source.path).resolve().relative_to(base.resolve())
+        except ValueError:
+            continue
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        citation = f"{base.name}/{relative.as_posix()}"
+        try:
+            text = _complete_lines(Path(source.path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            log.warning("watched file unreadable", path=source.path, error=str(error))
+            continue
+        if not text.strip():
+            continue
+        report = _guarded(lambda c=citation, t=text: ingestor.ingest_text(c, t, options), citation)
+        if report.status == "failed":
+            log.warning("watched file not ingested", source=citation, reason=report.reason)
+        reports.append(report)
+    return reports
+
+
+@contextlib.asynccontextmanager
+async def watching(hub: Hub, watched: dict[str, tuple[str, ...]]) -> AsyncIterator[None]:
+    """Watch each workspace's transcript directories for the duration of the block:
+    a first full scan, then every created or modified file within about a second."""
+    async with anyio.create_task_group() as group:
+        for name, roots in watched.items():
+            for root in roots:
+                group.start_soon(_watch_one, hub, name, root)
+        try:
+            yield
+        finally:
+            group.cancel_scope.cancel()
+
+
+async def _watch_one(hub: Hub, name: str, root: str) -> None:
+    from watchfiles import Change, awatch
+
+    shelf = shelf_of(hub)
+    if not Path(root).is_dir():
+        log.warning("watched transcript directory is missing", workspace=name, path=root)
+        return
+    await anyio.to_thread.run_sync(ingest_watched, shelf, name, root, None, limiter=_INGEST)
+    log.info("watching transcripts", workspace=name, path=root)
+    async for changes in awatch(root, debounce=WATCH_DEBOUNCE_MS, step=50, recursive=True):
+        paths = sorted({path for change, path in changes if change != Change.deleted})
+        if not paths or name not in hub.hosts:
+            continue
+        try:
+            reports = await anyio.to_thread.run_sync(
+                ingest_watched, shelf, name, root, paths, limiter=_INGEST
+            )
+        except Exception:
+            log.exception("watched ingest failed", workspace=name, path=root)
+            continue
+        added = sum(r.chunks for r in reports)
+        if added:
+            hub.events.publish("recall_ingested", workspace=name, chunks=added, door="watch")
