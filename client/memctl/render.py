@@ -11,7 +11,16 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-WORKSPACE_COLUMNS = ("name", "health", "generation", "declarations", "files", "problems")
+WORKSPACE_COLUMNS = (
+    "name",
+    "health",
+    "lint_errors",
+    "lint_warnings",
+    "generation",
+    "declarations",
+    "files",
+    "problems",
+)
 FILE_COLUMNS = ("file_id", "declarations", "status", "path")
 TOKEN_COLUMNS = ("name", "scopes", "workspaces", "roles", "created", "expires")
 
