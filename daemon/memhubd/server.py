@@ -154,10 +154,19 @@ def _socket_in_use(path: str) -> str:
 
 
 class _Server(uvicorn.Server):
+    # Run as shutdown begins, before uvicorn waits for open connections: it ends the
+    # event streams, which would otherwise hold the shutdown until its timeout.
+    on_shutdown: Callable[[], None] | None = None
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         # Signals are handled by anyio in run_daemon; uvicorn must not replace them.
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.on_shutdown is not None:
+            self.on_shutdown()
+        await super().shutdown(sockets)
 
 
 def check_bind_allowed(config: DaemonConfig, tokens: TokenStore) -> None:
@@ -245,6 +254,7 @@ async def run_daemon(
             proxy_headers=False,
         )
     )
+    server.on_shutdown = hub.events.close
     info = DaemonInfo(_url(config.host, port), socket_path, port, tuple(sorted(workspaces)))
     try:
         async with anyio.create_task_group() as tg:

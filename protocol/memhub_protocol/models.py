@@ -272,10 +272,16 @@ class TokenCreateRequest(_Model):
         scopes = _strings(data, "scopes")
         if not scopes:
             raise _invalid("'scopes' must name at least one scope", "scopes")
+        # Required and never empty: a missing or empty grant must not quietly mean "all".
+        workspaces = _strings(data, "workspaces")
+        if not workspaces or not any(item.strip() for item in workspaces):
+            raise _invalid(
+                "'workspaces' must name at least one workspace, or \"*\" for all", "workspaces"
+            )
         return cls(
             name=_text(data, "name", required=True, limit=MAX_NAME),
             scopes=scopes,
-            workspaces=_strings(data, "workspaces") or ("*",),
+            workspaces=workspaces,
             roles=_strings(data, "roles") or (),
             expires=_text(data, "expires", limit=64) or None,
         )
@@ -285,12 +291,12 @@ class TokenCreateRequest(_Model):
         strings = {"type": "array", "items": {"type": "string"}}
         return {
             "type": "object",
-            "required": ["name", "scopes"],
+            "required": ["name", "scopes", "workspaces"],
             "additionalProperties": False,
             "properties": {
                 "name": {"type": "string"},
                 "scopes": strings,
-                "workspaces": strings,
+                "workspaces": {**strings, "minItems": 1},
                 "roles": strings,
                 "expires": {"type": ["string", "null"]},
             },

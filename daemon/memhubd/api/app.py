@@ -202,15 +202,12 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request, identity: Identity) -> Response:
-        waiting = [n for n, h in hub.hosts.items() if h.snapshot is None and h.unavailable is None]
-        unavailable = [n for n, h in hub.hosts.items() if h.snapshot is None and h.unavailable]
-        ready = not waiting
-        body = {"status": "ready" if ready else "loading", "loading": waiting}
-        body["unavailable"] = unavailable
+        body, ready = service.admin.readiness(hub, identity)
         return JSONResponse(body, status_code=200 if ready else 503)
 
     async def metrics(request: Request, identity: Identity) -> Response:
-        return PlainTextResponse(hub.metrics.render(), media_type="text/plain; version=0.0.4")
+        text = service.admin.metrics_text(hub, identity)
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def openapi(request: Request, identity: Identity) -> Response:
         return JSONResponse(openapi_document())
@@ -226,14 +223,16 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
 
     async def workspace_add(request: Request, identity: Identity) -> Response:
         body = WorkspaceAddRequest.from_json(await _json_body(request))
-        data = await service.add_workspace(hub, identity, body)
+        data = await service.add_workspace(hub, identity, body, context.tokens.audit)
         return JSONResponse(data, status_code=201)
 
     async def workspace_remove(request: Request, identity: Identity) -> Response:
-        return _result(context, await service.remove_workspace(hub, identity, ws(request)))
+        data = await service.remove_workspace(hub, identity, ws(request), context.tokens.audit)
+        return _result(context, data)
 
     async def workspace_reload(request: Request, identity: Identity) -> Response:
-        return _result(context, await service.reload_workspace(hub, identity, ws(request)))
+        data = await service.reload_workspace(hub, identity, ws(request), context.tokens.audit)
+        return _result(context, data)
 
     async def map_(request: Request, identity: Identity) -> Response:
         data, text = await service.memory_map(hub, identity, ws(request))
@@ -298,7 +297,7 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
         return _result(context, data)
 
     async def events(request: Request, identity: Identity) -> Response:
-        return await events_endpoint(request, identity, hub)
+        return await events_endpoint(request, identity, hub, context.tokens)
 
     async def tokens(request: Request, identity: Identity) -> Response:
         return _result(

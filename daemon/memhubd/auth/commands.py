@@ -1,13 +1,18 @@
 """`memhubd token create|list|revoke`: token administration on a state directory.
 
 Works offline (a running daemon picks the change up on its next request). Argument
-parsing and rendering only; the rules live in `TokenStore`.
+parsing and rendering only; the rules live in `TokenStore`. Whoever can write the
+state directory is the operator, so no subset rule applies here; create and revoke
+are still written to the admin audit, under the operating-system user's name.
+`create` prints the secret alone on stdout (everything else goes to stderr), so
+`SECRET=$(memhubd token create ...)` captures exactly the secret.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import getpass
 import json
 import sys
 from collections.abc import Callable
@@ -16,6 +21,7 @@ from typing import Any
 
 from memhub_protocol import paths
 from memhub_protocol.paths import STATE_DIR_ENV
+from memhubd.auth.audit import OK, REFUSED
 from memhubd.auth.tokens import TokenError, TokenRecord, TokenStore, utc_now
 
 Handler = Callable[[argparse.Namespace], int]
@@ -77,16 +83,46 @@ def _store(args: argparse.Namespace) -> TokenStore:
     return TokenStore(args.state_dir or default_state_dir())
 
 
+def _operator() -> str:
+    """Who runs the command, for the audit: the operating-system user."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no $USER (some containers)
+        return "unknown"
+
+
+def _audit(store: TokenStore, action: str, outcome: str, **details: Any) -> None:
+    try:
+        store.audit.record(action, identity=_operator(), via="cli", outcome=outcome, **details)
+    except OSError as error:
+        # The action stands; say so loudly rather than fail after the fact.
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"memhubd token: warning: audit not written: {where}{error}", file=sys.stderr)
+
+
 def _create(args: argparse.Namespace) -> int:
-    record, secret = _store(args).create(
-        args.name, args.scopes, workspaces=args.workspaces, roles=args.roles, expires=args.expires
-    )
+    store = _store(args)
+    asked = {"name": args.name, "scopes": args.scopes, "workspaces": args.workspaces}
+    asked.update({"roles": args.roles, "expires": args.expires})
+    try:
+        record, secret = store.create(
+            args.name,
+            args.scopes,
+            workspaces=args.workspaces,
+            roles=args.roles,
+            expires=args.expires,
+        )
+    except TokenError as error:
+        _audit(store, "token.create", REFUSED, token=asked, reason=str(error))
+        raise
+    # An OSError is not audited: the state directory that refused it holds the audit too.
+    _audit(store, "token.create", OK, token=record.as_dict())
     if args.json:
         _print_json({**record.as_dict(), "token": secret})
         return 0
-    print(f"created token {record.name!r}: {_describe(record)}")
-    print(secret)
-    print("This secret will not be shown again: store it now.")
+    print(f"created token {record.name!r}: {_describe(record)}", file=sys.stderr)
+    print("This secret will not be shown again: store it now.", file=sys.stderr)
+    print(secret, flush=True)
     return 0
 
 
@@ -105,8 +141,11 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    if not _store(args).revoke(args.name):
+    store = _store(args)
+    if not store.revoke(args.name):
+        _audit(store, "token.revoke", REFUSED, token={"name": args.name}, reason="no such token")
         raise TokenError(f"no token named {args.name!r}")
+    _audit(store, "token.revoke", OK, token={"name": args.name})
     if args.json:
         _print_json({"revoked": args.name})
     else:

@@ -1,7 +1,9 @@
 """Bearer tokens: create, list, revoke and verify, persisted in `<state_dir>/tokens.json`.
 
 Secrets are shown once and never stored: the file keeps only their SHA-256,
-compared in constant time. Secrets never reach a log line or a repr.
+compared in constant time. Secrets never reach a log line, a repr or the audit.
+Creating and revoking on someone's behalf applies the subset rule: a caller
+only creates or revokes tokens whose grants are within its own.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 import structlog
 
 from memhub_protocol.scopes import ALL_SCOPES, parse_scopes
-from memhubd.auth.identity import ANY, Identity
+from memhubd.auth.audit import AdminAudit
+from memhubd.auth.identity import ANY, Identity, grants_beyond, lifetime_beyond
 from memhubd.runtime.state import StateDir, file_lock, write_file_atomic
 
 log = structlog.get_logger(__name__)
@@ -50,6 +53,10 @@ FileSignature = tuple[int, int, int, int, int]
 
 class TokenError(ValueError):
     """A token operation was refused (bad name, scope, expiry, secret, or a broken file)."""
+
+
+class TokenRefused(TokenError):
+    """The caller may not create or revoke this token: its grants exceed the caller's."""
 
 
 def utc_now() -> dt.datetime:
@@ -106,7 +113,12 @@ class TokenRecord:
             scopes=frozenset(self.scopes),
             workspaces=frozenset(self.workspaces),
             roles=frozenset(self.roles),
+            expires=self.expires_at,
         )
+
+    def within(self, holder: Identity) -> bool:
+        """True when every grant of this token is also `holder`'s: `holder` may manage it."""
+        return not grants_beyond(holder, self.scopes, self.workspaces, self.roles)
 
     def as_dict(self) -> dict[str, Any]:
         """Public view: everything but the hash."""
@@ -254,7 +266,8 @@ class TokenStore:
 
     Reads re-check the file's signature (one stat) so a token created or revoked by
     another process counts at once; writes lock, re-read, change and replace the file.
-    Administrative actions are logged by callers, who know who asked for them.
+    Administrative actions are audited by callers, who know who asked for them
+    (`audit`, the admin audit of the same state directory).
     """
 
     def __init__(
@@ -266,6 +279,7 @@ class TokenStore:
         self._clock = clock
         self._mutex = threading.Lock()
         self._contents = _Contents(signature=None)
+        self.audit = AdminAudit(self.state_dir)
 
     # ---- reading ---------------------------------------------------------
 
@@ -326,19 +340,35 @@ class TokenStore:
         workspaces: str | Iterable[str] = (ANY,),
         roles: str | Iterable[str] = (),
         expires: str | None = None,
+        *,
+        issuer: Identity | None = None,
     ) -> tuple[TokenRecord, str]:
-        """Register a new token; returns its record and the secret, which exists nowhere else."""
+        """Register a new token; returns its record and the secret, which exists nowhere else.
+
+        With an `issuer` (a caller of the API), raises TokenRefused unless every grant
+        of the new token, after `all` is expanded, is the issuer's own and it expires
+        no later than the issuer's token. None is the operator on the state directory.
+        """
         secret = f"mh_{secrets.token_hex(6)}_{secrets.token_urlsafe(32)}"
         record = self._new_record(name, secret, scopes, workspaces, roles, expires)
+        if issuer is not None:
+            _check_issuer(issuer, record)
         self._add(record)
         return record, secret
 
-    def revoke(self, name: str) -> bool:
-        """Remove the token called `name`; False if there is none."""
+    def revoke(self, name: str, *, by: Identity | None = None) -> bool:
+        """Remove the token called `name`; False if there is none. With `by`, raises
+        TokenRefused when that token has grants `by` does not hold (a scoped admin
+        cannot revoke a wider admin)."""
         with self._locked() as contents:
             record = contents.find(name)
             if record is None:
                 return False
+            if by is not None and not record.within(by):
+                raise TokenRefused(
+                    f"token {name!r} has grants beyond those of {by.name!r}; "
+                    "only a token holding all of them may revoke it"
+                )
             retired = set(contents.retired_bootstrap)
             if name == BOOTSTRAP_NAME:
                 retired.add(record.secret_hash)
@@ -361,6 +391,13 @@ class TokenStore:
                 log.warning("bootstrap_secret_revoked_before", token=BOOTSTRAP_NAME)
                 return None
             self._write((*contents.records, record), contents.retired_bootstrap)
+        self.audit.record(
+            "token.create",
+            identity="environment",
+            via="startup",
+            outcome="ok",
+            token=record.as_dict(),
+        )
         return record
 
     def _new_record(
@@ -406,6 +443,18 @@ class TokenStore:
         write_file_atomic(self.path, contents.encode())
         with self._mutex:
             self._contents = dataclasses.replace(contents, signature=file_signature(self.path))
+
+
+def _check_issuer(issuer: Identity, record: TokenRecord) -> None:
+    problems = grants_beyond(issuer, record.scopes, record.workspaces, record.roles)
+    lifetime = lifetime_beyond(issuer, record.expires_at)
+    if lifetime is not None:
+        problems.append(lifetime)
+    if problems:
+        raise TokenRefused(
+            f"token {issuer.name!r} cannot grant {'; '.join(problems)}: "
+            "a token can only receive grants its creator holds"
+        )
 
 
 def _bootstrap_secret(environ: Mapping[str, str]) -> str | None:

@@ -1,14 +1,18 @@
 """A few Prometheus metrics, exposed in the text format at /metrics.
 
 Counters, gauges and one histogram kind are all memhub needs, so this is a
-small self-contained registry rather than a dependency. Thread-safe.
+small self-contained registry rather than a dependency. Thread-safe. It renders
+what it is told a caller may see; it does not decide who may see what.
 """
 
 from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+
+# Decides, for one series' label values, whether the caller may see that series.
+SeriesFilter = Callable[[tuple[str, ...]], bool]
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -35,6 +39,13 @@ class _Metric:
     def header(self) -> list[str]:
         return [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} {self.kind}"]
 
+    def series_filter(self, workspace_visible: Callable[[str], bool] | None) -> SeriesFilter:
+        """Keeps every series, or only those whose `workspace` label passes the check."""
+        if workspace_visible is None or "workspace" not in self.label_names:
+            return lambda _key: True
+        index = self.label_names.index("workspace")
+        return lambda key: workspace_visible(key[index])
+
 
 class Counter(_Metric):
     kind = "counter"
@@ -47,9 +58,9 @@ class Counter(_Metric):
         with self._lock:
             self._values[labels] = self._values.get(labels, 0.0) + amount
 
-    def render(self) -> list[str]:
+    def render(self, keep: SeriesFilter = lambda _key: True) -> list[str]:
         with self._lock:
-            items = sorted(self._values.items())
+            items = sorted(item for item in self._values.items() if keep(item[0]))
         return self.header() + [
             f"{self.name}{_labels(self.label_names, k)} {v:g}" for k, v in items
         ]
@@ -83,10 +94,10 @@ class Histogram(_Metric):
             series[-2] += value
             series[-1] += 1
 
-    def render(self) -> list[str]:
+    def render(self, keep: SeriesFilter = lambda _key: True) -> list[str]:
         lines = self.header()
         with self._lock:
-            items = sorted((k, list(v)) for k, v in self._series.items())
+            items = sorted((k, list(v)) for k, v in self._series.items() if keep(k))
         for key, series in items:
             running = 0.0
             names = (*self.label_names, "le")
@@ -131,16 +142,25 @@ class Metrics:
         for gauge in (self.generation, self.declarations, self.degraded):
             gauge.remove(name)
 
-    def render(self) -> str:
-        lines: list[str] = []
-        for metric in (
+    def render(
+        self,
+        *,
+        workspace_visible: Callable[[str], bool] | None = None,
+        with_declarations: bool = True,
+    ) -> str:
+        """The text format; with `workspace_visible`, only series of the workspaces it
+        accepts; without `with_declarations`, no declaration counts at all."""
+        metrics: list[Counter | Histogram] = [
             self.requests,
             self.request_seconds,
             self.reloads,
             self.reload_seconds,
             self.generation,
-            self.declarations,
             self.degraded,
-        ):
-            lines.extend(metric.render())
+        ]
+        if with_declarations:
+            metrics.insert(5, self.declarations)
+        lines: list[str] = []
+        for metric in metrics:
+            lines.extend(metric.render(metric.series_filter(workspace_visible)))
         return "\n".join(lines) + "\n"

@@ -1,36 +1,127 @@
-"""Administration: workspaces added and removed at run time, reloads, tokens."""
+"""Administration: workspaces added and removed at run time, reloads, tokens, and the
+daemon-wide probes (readiness, metrics) as each caller may see them.
+
+The admin model, enforced here for every door: the `admin` scope is needed for any
+of it; a token creates, lists and revokes only tokens whose grants are within its
+own (the subset rule, see `memhubd.auth.identity.grants_beyond`); only a token
+granted every workspace (`*`) adds or removes workspaces. Every admin action is
+written to the admin audit with its outcome. Nothing here knows about HTTP.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import structlog
 
 from memhub_protocol import (
     TOKENS_SCHEMA,
     ErrorCode,
     ProtocolError,
 )
-from memhub_protocol.scopes import ADMIN
+from memhub_protocol.scopes import ADMIN, READ_SUMMARY
+from memhubd.auth.audit import FAILED, OK, REFUSED, AdminAudit
 from memhubd.auth.identity import Identity
+from memhubd.auth.tokens import TokenError, TokenRefused, TokenStore
 from memhubd.runtime.hub import Hub
-from memhubd.service.access import (
-    host_for,
-    require_scope,
-)
+from memhubd.runtime.state import WorkspaceConflict
+from memhubd.service.access import host_for, require_scope
 from memhubd.service.reads import workspace_summary
 
-# --- administration ---------------------------------------------------------------------
+log = structlog.get_logger(__name__)
+
+VIA = "api"  # how the daemon's own doors are named in the audit; offline commands say "cli"
 
 
-async def add_workspace(hub: Hub, identity: Identity, request: Any) -> dict[str, Any]:
-    require_scope(identity, ADMIN)
-    if hub.get(request.name) is not None:
+# --- the audit --------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def audited(
+    audit: AdminAudit, identity: Identity, action: str, **details: Any
+) -> AsyncIterator[dict[str, Any]]:
+    """Record `action` by `identity` once its outcome is known.
+
+    The block may add details (e.g. what was created) to the yielded dict. A
+    ProtocolError of the 4xx kind is a refusal, anything else a failure; both are
+    recorded with a reason and re-raised. An audit that cannot be written is
+    logged at error level and does not undo or fail the action.
+    """
+    recorded = dict(details)
+    try:
+        yield recorded
+    except ProtocolError as error:
+        outcome = REFUSED if error.code.http_status < 500 else FAILED
+        await _write(audit, identity, action, outcome, reason=error.message, **recorded)
+        raise
+    except Exception as error:
+        await _write(audit, identity, action, FAILED, reason=type(error).__name__, **recorded)
+        raise
+    await _write(audit, identity, action, OK, **recorded)
+
+
+async def _write(
+    audit: AdminAudit, identity: Identity, action: str, outcome: str, **details: Any
+) -> None:
+    def write() -> None:
+        audit.record(action, identity=identity.name, via=VIA, outcome=outcome, **details)
+
+    try:
+        await anyio.to_thread.run_sync(write)
+    except OSError as error:
+        log.error(
+            "admin_audit_write_failed",
+            path=str(audit.path),
+            action=action,
+            identity=identity.name,
+            error=str(error),
+        )
+
+
+def _require_all_workspaces(identity: Identity, action: str) -> None:
+    if not identity.manages_all_workspaces:
         raise ProtocolError(
-            ErrorCode.CONFLICT,
-            f"workspace '{request.name}' already exists",
-            {"workspace": request.name},
+            ErrorCode.FORBIDDEN,
+            f"token '{identity.name}' may not {action}: only a token granted every "
+            "workspace (*) adds or removes workspaces",
+            {"token": identity.name, "required_workspaces": "*"},
+        )
+
+
+# --- workspaces -------------------------------------------------------------------------
+
+
+async def add_workspace(
+    hub: Hub, identity: Identity, request: Any, audit: AdminAudit
+) -> dict[str, Any]:
+    require_scope(identity, ADMIN)
+    async with audited(audit, identity, "workspace.add", workspace=request.name) as details:
+        _require_all_workspaces(identity, "add workspaces")
+        root = os.path.abspath(os.path.expanduser(request.path))
+        details["path"] = root
+        _check_addable(hub, request.name, root)
+        try:
+            host = await hub.add(request.name, root)
+        except (WorkspaceConflict, ValueError) as error:
+            raise ProtocolError(
+                ErrorCode.CONFLICT, str(error), {"workspace": request.name}
+            ) from error
+    return await _summary(host, identity)
+
+
+async def _summary(host: Any, identity: Identity) -> dict[str, Any]:
+    # Summaries may lint the snapshot the first time: off the event loop.
+    return await anyio.to_thread.run_sync(lambda: workspace_summary(host, identity))
+
+
+def _check_addable(hub: Hub, name: str, root: str) -> None:
+    if hub.get(name) is not None:
+        raise ProtocolError(
+            ErrorCode.CONFLICT, f"workspace '{name}' already exists", {"workspace": name}
         )
     if len(hub.hosts) >= hub.limits.max_workspaces:
         raise ProtocolError(
@@ -38,60 +129,127 @@ async def add_workspace(hub: Hub, identity: Identity, request: Any) -> dict[str,
             f"already serving {len(hub.hosts)} workspaces (limits.max_workspaces)",
             {"limit": hub.limits.max_workspaces},
         )
-    root = os.path.abspath(os.path.expanduser(request.path))
     if not os.path.isdir(root):
         raise ProtocolError(
             ErrorCode.INVALID, f"not a directory: {root}", {"field": "path", "path": root}
         )
-    host = await hub.add(request.name, root)
-    return workspace_summary(host)
+    # One directory under two names would let a grant for the new name read the old one.
+    real = os.path.realpath(root)
+    for other, host in hub.hosts.items():
+        if os.path.realpath(host.root) == real:
+            raise ProtocolError(
+                ErrorCode.CONFLICT,
+                f"{root} is already served as workspace '{other}'",
+                {"workspace": name, "served_as": other},
+            )
 
 
-async def remove_workspace(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+async def remove_workspace(
+    hub: Hub, identity: Identity, name: str, audit: AdminAudit
+) -> dict[str, Any]:
     require_scope(identity, ADMIN)
-    host_for(hub, identity, name)
-    await hub.remove(name)
+    async with audited(audit, identity, "workspace.remove", workspace=name):
+        host_for(hub, identity, name)  # the usual grant check and error first
+        _require_all_workspaces(identity, "remove workspaces")
+        await hub.remove(name)
     return {"removed": name}
 
 
-async def reload_workspace(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+async def reload_workspace(
+    hub: Hub, identity: Identity, name: str, audit: AdminAudit
+) -> dict[str, Any]:
+    """A scoped admin may reload its own workspaces: a reload changes nothing on disk."""
     require_scope(identity, ADMIN)
-    host = host_for(hub, identity, name)
-    await host.reload()
-    return workspace_summary(host)
+    async with audited(audit, identity, "workspace.reload", workspace=name) as details:
+        host = host_for(hub, identity, name)
+        snapshot = await host.reload()
+        details["generation"] = None if snapshot is None else snapshot.generation
+    return await _summary(host, identity)
 
 
-async def list_tokens(tokens: Any, identity: Identity) -> dict[str, Any]:
+# --- tokens -----------------------------------------------------------------------------
+
+
+async def list_tokens(tokens: TokenStore, identity: Identity) -> dict[str, Any]:
+    """The tokens the caller manages: those whose grants are all within its own."""
     require_scope(identity, ADMIN)
-    records = await anyio.to_thread.run_sync(tokens.list)
-    return {"schema_version": TOKENS_SCHEMA, "tokens": [t.as_dict() for t in records]}
+    async with audited(tokens.audit, identity, "token.list") as details:
+        records = await anyio.to_thread.run_sync(tokens.list)
+        shown = [record.as_dict() for record in records if record.within(identity)]
+        details["count"] = len(shown)
+    return {"schema_version": TOKENS_SCHEMA, "tokens": shown}
 
 
-async def create_token(tokens: Any, identity: Identity, request: Any) -> dict[str, Any]:
-    from memhubd.auth.tokens import TokenError
-
+async def create_token(tokens: TokenStore, identity: Identity, request: Any) -> dict[str, Any]:
     require_scope(identity, ADMIN)
-    try:
-        record, secret = await anyio.to_thread.run_sync(
-            lambda: tokens.create(
-                request.name,
-                request.scopes,
-                workspaces=request.workspaces,
-                roles=request.roles,
-                expires=request.expires,
+    asked = {
+        "name": request.name,
+        "scopes": list(request.scopes),
+        "workspaces": list(request.workspaces),
+        "roles": list(request.roles),
+        "expires": request.expires,
+    }
+    async with audited(tokens.audit, identity, "token.create", token=asked) as details:
+        try:
+            record, secret = await anyio.to_thread.run_sync(
+                lambda: tokens.create(
+                    request.name,
+                    request.scopes,
+                    workspaces=request.workspaces,
+                    roles=request.roles,
+                    expires=request.expires,
+                    issuer=identity,
+                )
             )
-        )
-    except TokenError as error:
-        raise ProtocolError(ErrorCode.INVALID, str(error), {"name": request.name}) from error
+        except TokenRefused as error:
+            raise ProtocolError(ErrorCode.FORBIDDEN, str(error), {"name": request.name}) from error
+        except TokenError as error:
+            raise ProtocolError(ErrorCode.INVALID, str(error), {"name": request.name}) from error
+        details["token"] = record.as_dict()  # the public view: never the secret
     return {**record.as_dict(), "token": secret}
 
 
-async def revoke_token(tokens: Any, identity: Identity, name: str) -> dict[str, Any]:
+async def revoke_token(tokens: TokenStore, identity: Identity, name: str) -> dict[str, Any]:
     require_scope(identity, ADMIN)
-    revoked = await anyio.to_thread.run_sync(tokens.revoke, name)
-    if not revoked:
-        raise ProtocolError(ErrorCode.NOT_FOUND, f"no token named '{name}'", {"name": name})
+    async with audited(tokens.audit, identity, "token.revoke", token={"name": name}):
+        try:
+            revoked = await anyio.to_thread.run_sync(lambda: tokens.revoke(name, by=identity))
+        except TokenRefused:
+            revoked = False  # as unknown: the caller does not see that token in its list
+        if not revoked:
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND,
+                f"no token named '{name}' among the tokens '{identity.name}' manages",
+                {"name": name},
+            )
     return {"revoked": name}
 
 
-# =========================================================================================
+# --- probes and metrics -----------------------------------------------------------------
+
+
+def readiness(hub: Hub, identity: Identity | None) -> tuple[dict[str, Any], bool]:
+    """Whether every workspace has loaded (or failed) once.
+
+    Without a token the answer is the status alone; with one, it names only the
+    still-loading and unavailable workspaces the caller is granted.
+    """
+    loading = [n for n, h in hub.hosts.items() if h.snapshot is None and h.unavailable is None]
+    ready = not loading
+    body: dict[str, Any] = {"status": "ready" if ready else "loading"}
+    if identity is not None:
+        unavailable = [n for n, h in hub.hosts.items() if h.snapshot is None and h.unavailable]
+        body["loading"] = [name for name in loading if identity.can_use(name)]
+        body["unavailable"] = [name for name in unavailable if identity.can_use(name)]
+    return body, ready
+
+
+def metrics_text(hub: Hub, identity: Identity) -> str:
+    """The Prometheus text the caller may see: series of workspaces it is granted only,
+    and declaration counts only for a caller who sees every declaration (role `*`),
+    since a count would include declarations hidden from it."""
+    require_scope(identity, READ_SUMMARY)
+    return hub.metrics.render(
+        workspace_visible=identity.can_use,
+        with_declarations=identity.sees_everything,
+    )

@@ -24,11 +24,16 @@ def state(tmp_path: Path) -> str:
     return str(tmp_path / "state")
 
 
-def test_create_prints_the_secret_once_with_a_warning(state: str, capsys) -> None:
+def test_create_prints_the_secret_alone_on_stdout_and_the_rest_on_stderr(
+    state: str, capsys
+) -> None:
     assert run("create", "alice", "--scopes", "read:search", "--state-dir", state) == 0
-    out = capsys.readouterr().out
-    secret = next(line for line in out.splitlines() if line.startswith("mh_"))
-    assert "will not be shown again" in out
+    captured = capsys.readouterr()
+    secret = captured.out.removesuffix("\n")
+    assert "\n" not in secret and secret.startswith("mh_")
+    assert "created token 'alice'" in captured.err
+    assert "will not be shown again" in captured.err
+    assert secret not in captured.err
     identity = TokenStore(Path(state)).verify(secret)
     assert identity is not None and identity.name == "alice"
 
@@ -112,3 +117,24 @@ def test_an_unusable_state_dir_is_an_error_not_a_traceback(tmp_path: Path, capsy
     assert run("create", "alice", "--scopes", "review", "--state-dir", str(blocker / "x")) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_create_and_revoke_are_audited_with_the_operator_and_never_the_secret(
+    state: str, capsys
+) -> None:
+    run("create", "alice", "--scopes", "review", "--state-dir", state, "--json")
+    secret = json.loads(capsys.readouterr().out)["token"]
+    run("revoke", "alice", "--state-dir", state)
+    run("revoke", "ghost", "--state-dir", state)
+    audit = Path(state) / "audit" / "admin.jsonl"
+    entries = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(e["action"], e["outcome"]) for e in entries] == [
+        ("token.create", "ok"),
+        ("token.revoke", "ok"),
+        ("token.revoke", "refused"),
+    ]
+    assert all(e["via"] == "cli" and e["identity"] and e["ts"].endswith("Z") for e in entries)
+    assert entries[0]["token"]["name"] == "alice" and entries[0]["token"]["scopes"] == ["review"]
+    assert secret not in audit.read_text()
+    assert TokenStore(Path(state)).get("alice") is None
+    assert audit.stat().st_mode & 0o777 == 0o600
