@@ -1,4 +1,9 @@
-"""OpenAPI 3.1 description of the JSON API, generated from the route table."""
+"""OpenAPI 3.1 description of the JSON API, generated from the route table.
+
+Path and query parameters, request bodies and the error envelope are described
+precisely enough for a client generator or a schema-driven fuzzer; nothing here
+decides behaviour (the route table and the models do).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from typing import Any
 
 import memhub_protocol.models as models
 from memhub_protocol import ROUTES
+from memhub_protocol.routes import Route
 from memhubd import __version__
 
 _ENVELOPE = {
@@ -25,12 +31,23 @@ _ENVELOPE = {
 }
 
 
-def _parameters(path: str) -> list[dict[str, Any]]:
-    names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
-    return [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+def _parameters(route: Route) -> list[dict[str, Any]]:
+    names = [part[1:-1] for part in route.path.split("/") if part.startswith("{")]
+    parameters: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
         for name in names
     ]
+    for param in route.params:
+        described: dict[str, Any] = {
+            "name": param.name,
+            "in": "query",
+            "required": False,
+            "schema": param.json_schema(),
+        }
+        if param.description:
+            described["description"] = param.description
+        parameters.append(described)
+    return parameters
 
 
 def openapi_document() -> dict[str, Any]:
@@ -40,7 +57,7 @@ def openapi_document() -> dict[str, Any]:
         operation: dict[str, Any] = {
             "operationId": route.name,
             "summary": route.summary,
-            "parameters": _parameters(route.path),
+            "parameters": _parameters(route),
             "responses": {
                 "200": {"description": "OK"},
                 "default": {
