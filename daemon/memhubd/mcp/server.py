@@ -4,7 +4,8 @@ on the Unix socket, stateless with JSON responses.
 `mount_mcp` adds the route and the session manager's lifespan to an `ApiContext`.
 The endpoint reuses the API middleware's identity (401 without one), refuses
 browser requests from non-local origins, and hands the identity to the tools.
-It must not verify tokens itself or know what a tool does.
+Answers larger than `limits.max_result_bytes` are replaced by a refusal, as on the
+JSON API. It must not verify tokens itself or know what a tool does.
 """
 
 from __future__ import annotations
@@ -55,10 +56,10 @@ class MemhubMCP(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:
         result = await super().call_tool(name, arguments, context)
-        limit = self._result_limit()
-        if isinstance(result, CallToolResult) and _text_bytes(result.content) > limit:
-            return too_large_result(name, _text_bytes(result.content), limit)
-        return result
+        if not isinstance(result, CallToolResult):
+            return result
+        size, limit = _text_bytes(result.content), self._result_limit()
+        return too_large_result(name, size, limit) if size > limit else result
 
     async def read_resource(
         self, uri: Any, context: Any = None
