@@ -2,11 +2,12 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+PORT   ?=
 
 .PHONY: help install test lint run bench clean
 
 help:
-	@echo "make run    start memhubd on the bundled example workspaces"
+	@echo "make run    start memhubd on copies of the example workspaces (PORT=N for another port)"
 	@echo "make test   install into $(VENV) and run ruff + the whole test suite"
 	@echo "make bench  run the benchmark scripts (needs memdsl for the ratios)"
 
@@ -27,8 +28,9 @@ test: install
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
+# Serves copies of examples/ seeded in the state dir, so the repository stays as it is.
 run: install
-	$(BIN)/memhubd run-examples
+	$(BIN)/memhubd run-examples $(if $(PORT),--port $(PORT))
 
 bench: install
 	$(BIN)/python bench/parse_lint.py

@@ -8,6 +8,7 @@ repository's `examples/`: `run-examples` serves copies seeded in the state dir.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import sys
@@ -45,10 +46,13 @@ def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
     announce = prepare is not None or sys.stderr.isatty()
 
     def on_ready(info: object) -> None:
-        if announce:
-            print_banner(info)  # type: ignore[arg-type]
-            for line in notes:
-                print(line, file=sys.stderr, flush=True)
+        if not announce:
+            return
+        banner = io.StringIO()
+        print_banner(info, banner)  # type: ignore[arg-type]
+        lines = banner.getvalue().splitlines()
+        # The notes belong with the addresses, above the closing "Press Ctrl-C" line.
+        print("\n".join([*lines[:-1], *notes, *lines[-1:]]), file=sys.stderr, flush=True)
 
     try:
         return anyio.run(lambda: run_daemon(config, on_ready=on_ready))
@@ -126,6 +130,8 @@ def cmd_run_examples(args: argparse.Namespace) -> int:
     def prepare(config: DaemonConfig) -> list[str]:
         target = Path(config.state_dir) / EXAMPLES_DIR
         try:
+            # The state dir holds tokens: if the copies create it, it is private, as always.
+            Path(config.state_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
             served = seed_examples(source, target, reset=bool(getattr(args, "reset", False)))
         except OSError as error:
             raise ConfigError(f"cannot copy the examples into {target}: {error}") from error

@@ -69,7 +69,8 @@ def copy_examples(target: Path, names: list[str] | None = None) -> dict[str, str
     chosen = names or sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
     out = {}
     for name in chosen:
-        shutil.copytree(EXAMPLES / name, target / name)
+        # Never inherit review state (proposals, audit) a local run left in examples/.
+        shutil.copytree(EXAMPLES / name, target / name, ignore=shutil.ignore_patterns(".memdsl"))
         out[name] = str(target / name)
     return out
 
