@@ -212,3 +212,59 @@ def test_events_report_a_reload_after_an_edit(live_daemon: Any) -> None:
     assert follower.returncode == 0, err
     event, _, data = out.strip().partition(" ")
     assert event and data.startswith("{")
+
+
+# -- errors that say what the caller may do ------------------------------------------------
+
+
+def test_a_workspace_without_a_grant_lists_the_granted_ones(shared_daemon: Any) -> None:
+    secret = shared_daemon.add_token("writer-only", "read:summary", workspaces=["writing"])
+    code, _, err = memctl("--url", shared_daemon.url, "--token", secret, "-w", WS, "map")
+    assert code == 1
+    assert err.startswith("memctl: forbidden: ")
+    assert err.endswith("; workspaces you may use: writing (choose one with -w NAME)\n")
+
+
+def test_an_unknown_workspace_lists_the_existing_ones(shared_daemon: Any) -> None:
+    code, _, err = memctl("--url", shared_daemon.socket_url, "-w", "team-codng", "map")
+    assert code == 1
+    assert err.startswith("memctl: workspace_not_found: ")
+    names = ", ".join(sorted(shared_daemon.workspaces))
+    assert err.endswith(f"; workspaces you may use: {names} (choose one with -w NAME)\n")
+
+
+# -- memhubd's command line ----------------------------------------------------------------
+
+
+def test_serve_refuses_a_workspace_that_is_not_a_directory(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    command = ["serve", "--workspace", f"x={missing}", "--port", "0", "--socket", ""]
+    result = subprocess.run(
+        [sys.executable, "-m", "memhubd.cli", *command, "--state-dir", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"memhubd: workspace 'x': {missing} does not exist; ")
+
+
+def test_bare_memhubd_prints_help_and_a_typo_gets_a_suggestion() -> None:
+    code, out = offline()
+    assert code == 0 and out.startswith("usage: memhubd")
+    result = _run("-m", "memhubd.cli", "lnit", "examples/broken")
+    assert result.returncode == 2
+    assert "invalid choice: 'lnit' (did you mean 'lint'?" in result.stderr
+
+
+def test_memhubd_into_a_closed_pipe_ends_without_a_traceback() -> None:
+    # `true` exits before memhubd has started, so every write meets a closed pipe.
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        f"{sys.executable} -m memhubd.cli lint {root}/examples/broken | true",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stderr == ""
