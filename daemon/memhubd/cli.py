@@ -104,6 +104,7 @@ def _add_offline_commands(sub: argparse._SubParsersAction) -> None:
 
 def _add_daemon_commands(sub: argparse._SubParsersAction) -> None:
     from memhubd.auth.commands import add_token_commands
+    from memhubd.recall.longmemeval import add_bench_command as add_recall_bench_command
     from memhubd.runtime.config import add_serve_arguments
 
     p = sub.add_parser("serve", help="run the daemon (JSON API on TCP and a Unix socket)")
@@ -122,6 +123,7 @@ def _add_daemon_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=daemon.cmd_run_examples)
 
     add_token_commands(sub)
+    add_recall_bench_command(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,7 +17,14 @@ import structlog
 
 from memhubd.recall.ingest.pipeline import Embeds, record_of
 from memhubd.recall.rooms import rooms_for_query, terms
-from memhubd.recall.store import Drawer, DrawerFilter, DrawerStore, RankedRow, VectorsUnavailable
+from memhubd.recall.store import (
+    CONTEXT_WEIGHT,
+    Drawer,
+    DrawerFilter,
+    DrawerStore,
+    RankedRow,
+    VectorsUnavailable,
+)
 
 log = structlog.get_logger("memhubd.recall.search")
 
@@ -44,6 +51,7 @@ class Weights:
     bm25: float = 1.0
     vector: float = 1.0
     room: float = 0.5
+    context: float = CONTEXT_WEIGHT  # a context word's BM25 weight, relative to content
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -119,7 +127,7 @@ def search(
     depth = candidates or max(MIN_CANDIDATES, limit * 5)
     lists: dict[str, Sequence[RankedRow]] = {}
     if weights.bm25 > 0 and words:
-        lists["bm25"] = store.lexical(words, where, depth)
+        lists["bm25"] = store.lexical(words, where, depth, context_weight=weights.context)
     if weights.vector > 0 and (embedder is not None or query_vector is not None):
         lists["vector"] = _vector_rows(store, embedder, query, where, depth, result, query_vector)
     result.signals_used = [name for name in lists]

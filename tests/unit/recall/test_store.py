@@ -180,3 +180,41 @@ def test_a_second_connection_sees_writes_of_another_process(tmp_path: Path) -> N
     assert drawer("fresh words", 7).id not in ids(reader, nearest)
     reader.close()
     writer.close()
+
+
+def test_a_version_1_store_is_migrated_with_its_index_rebuilt(tmp_path: Path) -> None:
+    from memhubd.recall.store import schema
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as connection:
+        for statement in schema.MIGRATIONS[0]:
+            connection.execute(statement)
+        connection.execute("PRAGMA user_version = 1")
+        for rowid, text, deleted in ((1, "kept ledger cents", None), (2, "gone ledger", 5)):
+            connection.execute(
+                "INSERT INTO drawers (rowid, id, room, content, source_file, source_kind, "
+                "chunk_index, content_hash, created_at, updated_at, deleted_at, identity) "
+                "VALUES (?, ?, 'r', ?, 'f', 'text', 0, 'h', 1, 1, ?, 't')",
+                (rowid, f"d{rowid}", text, deleted),
+            )
+    store = open_store(path)
+    assert store.schema_version == CURRENT_VERSION == 2
+    assert [r.rowid for r in store.lexical(["ledger"], DrawerFilter(), 10)] == [1]
+    store.write([drawer("plain words", 3, context="the neighbouring zebra")], None, None, AUDIT)
+    (hit,) = store.lexical(["zebra"], DrawerFilter(), 10)
+    assert store.get([hit.rowid])[hit.rowid].content == "plain words"  # context is not content
+    store.close()
+
+
+def test_context_words_count_less_than_content_words(store: DrawerStore) -> None:
+    store.write(
+        [
+            drawer("the walrus ate", 0),
+            drawer("something else entirely", 1, context="the walrus ate"),
+        ],
+        None,
+        None,
+        AUDIT,
+    )
+    ranked = ids(store, store.lexical(["walrus"], DrawerFilter(), 10))
+    assert ranked == [drawer("the walrus ate", 0).id, drawer("something else entirely", 1).id]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memhubd.recall.ingest.formats import Conversation, Parsed, Turn
 
@@ -22,6 +22,7 @@ EXCHANGE_OVERLAP = 200
 # Named-speaker channels (Slack) have no user/assistant exchanges: messages are
 # grouped until a chunk is a window long or the conversation pauses this long.
 CHANNEL_PAUSE_S = 3600
+CONTEXT_CHARS = 300
 _HEADING_LINE = re.compile(r"^#{1,6}\s+\S.*$", re.MULTILINE)
 
 
@@ -31,6 +32,7 @@ class Chunk:
     locator: str = ""
     speaker: str | None = None
     said_at: int | None = None
+    context: str = ""  # neighbouring text: searched with a lower weight, never shown
 
 
 def windows(
@@ -72,8 +74,20 @@ def chunk(parsed: Parsed) -> list[Chunk]:
         return [Chunk(piece, f"chars {a}-{b}") for a, b, piece in windows(text)]
     chunks: list[Chunk] = []
     for conversation in parsed.conversations:
-        chunks.extend(_conversation_chunks(conversation))
+        chunks.extend(_with_neighbours(list(_conversation_chunks(conversation))))
     return chunks
+
+
+def _with_neighbours(chunks: list[Chunk]) -> list[Chunk]:
+    """Each exchange gets the end of the one before and the start of the one after as
+    context: a question is often answered, or named, in the next or previous turn."""
+    out = []
+    for index, piece in enumerate(chunks):
+        before = chunks[index - 1].content[-CONTEXT_CHARS:] if index else ""
+        after = chunks[index + 1].content[:CONTEXT_CHARS] if index + 1 < len(chunks) else ""
+        context = "\n".join(part for part in (before, after) if part)
+        out.append(replace(piece, context=context))
+    return out
 
 
 def _markdown_chunks(text: str) -> Iterator[Chunk]:
@@ -88,7 +102,8 @@ def _markdown_chunks(text: str) -> Iterator[Chunk]:
         offset = begin + len(section) - len(section.lstrip())
         for a, b, piece in windows(section.strip()):
             where = f"chars {offset + a}-{offset + b}"
-            yield Chunk(piece, f"section {heading}, {where}" if heading else where)
+            located = f"section {heading}, {where}" if heading else where
+            yield Chunk(piece, located, context=heading)
 
 
 def _render(turn: Turn, named: bool) -> str:

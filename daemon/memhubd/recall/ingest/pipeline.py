@@ -195,6 +195,7 @@ class Ingestor:
             speaker=piece.speaker,
             said_at=piece.said_at,
             readers=options.readers,
+            context=piece.context,
         )
 
     def _store(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from memhubd.recall.store.base import (
+    CONTEXT_WEIGHT,
     MAX_IMPORTANCE,
     SOURCE_KINDS,
     AuditEntry,
@@ -36,6 +37,7 @@ def open_store(path: str | os.PathLike[str]) -> DrawerStore:
 
 
 __all__ = [
+    "CONTEXT_WEIGHT",
     "CURRENT_VERSION",
     "MAX_IMPORTANCE",
     "SOURCE_KINDS",

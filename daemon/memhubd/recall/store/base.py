@@ -15,6 +15,7 @@ import numpy as np
 
 SOURCE_KINDS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text", "manual")
 MAX_IMPORTANCE = 5
+CONTEXT_WEIGHT = 0.5  # tuned on the LoCoMo dev set (bench/recall_locomo.py)
 
 
 class StoreError(RuntimeError):
@@ -46,6 +47,7 @@ class NewDrawer:
     speaker: str | None = None
     said_at: int | None = None  # when it was said (epoch seconds), if the source knows
     readers: tuple[str, ...] | None = None  # roles that may see it; None: everyone
+    context: str = ""  # neighbouring text, searched with a lower weight, never returned
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +216,16 @@ class DrawerStore(abc.ABC):
     def get_by_id(self, drawer_id: str, *, include_deleted: bool = False) -> Drawer | None: ...
 
     @abc.abstractmethod
-    def lexical(self, terms: Sequence[str], where: DrawerFilter, limit: int) -> list[RankedRow]:
-        """BM25 over the OR of `terms`, each matched as a quoted phrase; best first."""
+    def lexical(
+        self,
+        terms: Sequence[str],
+        where: DrawerFilter,
+        limit: int,
+        *,
+        context_weight: float = CONTEXT_WEIGHT,
+    ) -> list[RankedRow]:
+        """BM25 over the OR of `terms`, each matched as a quoted phrase; best first.
+        Words of a drawer's context count `context_weight` times a word of its content."""
 
     @abc.abstractmethod
     def nearest(

@@ -73,5 +73,41 @@ _V1 = [
     )""",
 ]
 
-MIGRATIONS: tuple[list[str], ...] = (_V1,)
+# v2: a `context` column (neighbouring text: the previous turn, the section heading)
+# indexed beside the content and weighted below it, so a drawer is found by words
+# said around it without its verbatim content changing.
+_FTS_COLUMNS = "content, speaker, context"
+_V2 = [
+    "ALTER TABLE drawers ADD COLUMN context TEXT",
+    "DROP TRIGGER drawers_fts_insert",
+    "DROP TRIGGER drawers_fts_soft_delete",
+    "DROP TRIGGER drawers_fts_delete",
+    "DROP TABLE drawers_fts",
+    f"""CREATE VIRTUAL TABLE drawers_fts USING fts5(
+        {_FTS_COLUMNS}, content='drawers', content_rowid='rowid',
+        tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+    """INSERT INTO drawers_fts (rowid, content, speaker, context)
+        SELECT rowid, content, coalesce(speaker, ''), coalesce(context, '') FROM drawers
+        WHERE deleted_at IS NULL""",
+    """CREATE TRIGGER drawers_fts_insert AFTER INSERT ON drawers
+        WHEN new.deleted_at IS NULL BEGIN
+        INSERT INTO drawers_fts (rowid, content, speaker, context)
+            VALUES (new.rowid, new.content, coalesce(new.speaker, ''), coalesce(new.context, ''));
+    END""",
+    """CREATE TRIGGER drawers_fts_soft_delete AFTER UPDATE OF deleted_at ON drawers
+        WHEN old.deleted_at IS NULL AND new.deleted_at IS NOT NULL BEGIN
+        INSERT INTO drawers_fts (drawers_fts, rowid, content, speaker, context)
+            VALUES ('delete', old.rowid, old.content, coalesce(old.speaker, ''),
+                    coalesce(old.context, ''));
+    END""",
+    """CREATE TRIGGER drawers_fts_delete AFTER DELETE ON drawers
+        WHEN old.deleted_at IS NULL BEGIN
+        INSERT INTO drawers_fts (drawers_fts, rowid, content, speaker, context)
+            VALUES ('delete', old.rowid, old.content, coalesce(old.speaker, ''),
+                    coalesce(old.context, ''));
+    END""",
+]
+
+MIGRATIONS: tuple[list[str], ...] = (_V1, _V2)
 CURRENT_VERSION = len(MIGRATIONS)

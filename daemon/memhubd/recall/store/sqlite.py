@@ -23,6 +23,7 @@ import numpy as np
 
 from memhubd.recall.store import schema
 from memhubd.recall.store.base import (
+    CONTEXT_WEIGHT,
     AuditEntry,
     Drawer,
     DrawerFilter,
@@ -404,19 +405,26 @@ class SQLiteStore(DrawerStore):
             ).fetchone()
         return _drawer(row) if row else None
 
-    def lexical(self, terms: Sequence[str], where: DrawerFilter, limit: int) -> list[RankedRow]:
+    def lexical(
+        self,
+        terms: Sequence[str],
+        where: DrawerFilter,
+        limit: int,
+        *,
+        context_weight: float = CONTEXT_WEIGHT,
+    ) -> list[RankedRow]:
         match = fts_query(terms)
         if not match or limit <= 0:
             return []
         conditions, params = _where(where)
         # bm25() is lower-is-better; the speaker column counts half as much as the text.
         sql = (
-            "SELECT d.rowid, bm25(drawers_fts, 1.0, 0.5) AS score "
+            "SELECT d.rowid, bm25(drawers_fts, 1.0, 0.5, ?) AS score "
             "FROM drawers_fts JOIN drawers d ON d.rowid = drawers_fts.rowid "
             f"WHERE drawers_fts MATCH ? AND {conditions} ORDER BY score, d.rowid LIMIT ?"
         )
         with self._readers.connection() as connection:
-            rows = connection.execute(sql, [match, *params, limit]).fetchall()
+            rows = connection.execute(sql, [context_weight, match, *params, limit]).fetchall()
         return [RankedRow(rowid, -float(score)) for rowid, score in rows]
 
     def _check_embedder(self, embedder: EmbedderRecord) -> bool:
@@ -594,8 +602,8 @@ class SQLiteStore(DrawerStore):
                 cursor = connection.execute(
                     "INSERT INTO drawers (id, room, content, source_file, source_kind, "
                     "chunk_index, importance, content_hash, locator, speaker, said_at, "
-                    "created_at, updated_at, identity, readers) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "created_at, updated_at, identity, readers, context) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO NOTHING",
                     (
                         drawer.id,
@@ -613,6 +621,7 @@ class SQLiteStore(DrawerStore):
                         now,
                         drawer.identity,
                         json.dumps(list(drawer.readers)) if drawer.readers is not None else None,
+                        drawer.context or None,
                     ),
                 )
                 if cursor.rowcount != 1:
