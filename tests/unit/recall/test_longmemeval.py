@@ -1,0 +1,80 @@
+"""`memhubd bench longmemeval` on a small file in LongMemEval's format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from recall_fakes import HashingEmbedder
+
+from memhubd.cli import main
+from memhubd.recall.longmemeval import corpus, ndcg, run
+
+
+def question(index: int, topic: str) -> dict:
+    sessions = [
+        [{"role": "user", "content": "I adopted a beagle named Biscuit last spring."},
+         {"role": "assistant", "content": "Congratulations on Biscuit!"}],
+        [{"role": "user", "content": f"My sister is learning {topic} at the community college."},
+         {"role": "assistant", "content": "That sounds fun."}],
+        [{"role": "assistant", "content": "An assistant-only session is skipped."}],
+    ]  # fmt: skip
+    return {
+        "question_id": f"q{index}",
+        "question_type": "single-session-user",
+        "question": f"What is my sister learning, {topic}?",
+        "answer": topic,
+        "haystack_sessions": sessions,
+        "haystack_session_ids": [f"s{index}a", f"s{index}b", f"s{index}c"],
+        "haystack_dates": ["2023/05/01", "2023/05/02", "2023/05/03"],
+        "answer_session_ids": [f"s{index}b"],
+    }
+
+
+DATA = [question(1, "pottery"), question(2, "welding"), question(3, "ukulele")]
+
+
+def test_the_corpus_holds_user_turns_per_session_or_per_turn() -> None:
+    sessions = corpus(DATA[0], "session")
+    assert [i.corpus_id for i in sessions] == ["s1a", "s1b"]
+    turns = corpus(DATA[0], "turn")
+    assert [i.corpus_id for i in turns] == ["s1a_turn_1", "s1b_turn_1"]
+
+
+def test_ndcg_uses_the_retrieved_relevances_as_ideal() -> None:
+    assert ndcg([0, 1, 0], 3) == pytest.approx(1 / 1.584962500721156)
+    assert ndcg([0, 0], 2) == 0.0
+
+
+def test_the_answer_session_ranks_first_and_every_metric_is_reported(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    with out.open("w") as handle:
+        report = run(
+            DATA,
+            mode="raw",
+            granularity="session",
+            top_k=10,
+            embedder=HashingEmbedder(),
+            out=handle,
+        )
+    assert report["questions"] == 3
+    assert report["session"]["recall_any@1"] == 1.0
+    assert set(report["turn"]) == {
+        f"{m}@{k}" for m in ("recall_any", "ndcg_any") for k in (1, 3, 5, 10)
+    }
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["retrieval_results"]["ranked_items"][0]["corpus_id"] == "s1b"
+
+
+def test_the_command_reads_a_file_and_refuses_aaak(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "lme.json"
+    data.write_text(json.dumps(DATA))
+    assert (
+        main(["bench", "longmemeval", str(data), "--no-vectors", "--mode", "rooms", "--json"]) == 0
+    )
+    assert json.loads(capsys.readouterr().out)["session"]["recall_any@1"] == 1.0
+    assert main(["bench", "longmemeval", str(data), "--mode", "aaak"]) == 2
+    assert "no AAAK" in capsys.readouterr().err
