@@ -99,7 +99,7 @@ def workspace_summary(host: WorkspaceHost, identity: Identity | None = None) -> 
 
 async def _summaries(hub: Hub, identity: Identity, names: list[str]) -> list[dict[str, Any]]:
     hosts = [hub.hosts[name] for name in names]
-    return await run_engine(lambda: [workspace_summary(host, identity) for host in hosts])  # type: ignore[no-any-return]
+    return await run_engine(lambda: [workspace_summary(host, identity) for host in hosts])
 
 
 async def status(hub: Hub, identity: Identity) -> dict[str, Any]:
