@@ -442,8 +442,9 @@ def build_snapshot(
     fingerprint, refused_schema = _registry_fingerprint(root, real_root)
     vanished = _vanished_parts(previous_registry, fingerprint) if refused_schema is None else []
     holds = [rules.hold_vanished(path, None) for path in vanished]
-    if previous_registry is not None and holds and all(holds):
-        registry_state = previous_registry  # a type pack mid-save: keep the types
+    if previous_registry is not None and ((holds and all(holds)) or not os.path.isdir(root)):
+        # A type pack mid-save, or the whole directory gone for now: keep the types.
+        registry_state = previous_registry
     else:
         rules.forget(vanished)
         registry_state = _load_registry(
