@@ -71,7 +71,7 @@ async def events_endpoint(
                 if event is None:
                     yield ": keepalive\n\n"
                     continue
-                data = event_for(identity, event.name, event.data)
+                data = event_for(hub, identity, event.name, event.data)
                 if data is None:
                     continue
                 yield format_event(event, data)
