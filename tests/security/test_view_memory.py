@@ -11,6 +11,7 @@ import gc
 import time
 from pathlib import Path
 
+from memhubd.model import Workspace
 from memhubd.runtime.snapshot import Snapshot
 from tests.integration.conftest import LiveDaemon, start_daemon
 
@@ -58,9 +59,9 @@ def read_everything(daemon: LiveDaemon, secret: str, n: int) -> None:
             assert response.status_code == 200, response.text
 
 
-def live_snapshots() -> int:
+def live(kind: type) -> int:
     gc.collect()
-    return sum(1 for item in gc.get_objects() if isinstance(item, Snapshot))
+    return sum(1 for item in gc.get_objects() if isinstance(item, kind))
 
 
 def test_snapshots_are_freed_after_many_edit_and_query_cycles(tmp_path: Path) -> None:
@@ -83,4 +84,6 @@ def test_snapshots_are_freed_after_many_edit_and_query_cycles(tmp_path: Path) ->
             for secret in (agent, ops, daemon.admin_token):
                 read_everything(daemon, secret, n)
         assert generation(daemon) > CYCLES
-        assert live_snapshots() <= BOUND
+        assert live(Snapshot) <= BOUND
+        # Each live snapshot's whole workspace plus what each role set may read of it.
+        assert live(Workspace) <= BOUND * 3

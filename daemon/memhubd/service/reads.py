@@ -279,6 +279,7 @@ async def query(
 
 # A caller's view of a snapshot never changes, and computing its vocabulary takes
 # milliseconds on a large workspace: keep it for as long as the view's workspace lives.
+# The values are plain data: one referring to its workspace would keep it alive forever.
 _VOCABULARY: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
