@@ -254,7 +254,12 @@ def test_a_hidden_newer_declaration_keeps_the_older_one_superseded(daemon, reade
     assert not any("pricing" in json.dumps(item) for item in items), items
     listing = get(daemon, reader, f"/v1/workspaces/{WS}/map")
     assert "pricing.old" not in json.dumps(listing)
-    assert_no_leak(pack)
+    explained = get(daemon, reader, f"/v1/workspaces/{WS}/declarations/fact:pricing.old")
+    assert explained["declaration"]["superseded_by_hidden"] is True
+    assert "superseded by a declaration you cannot read" in explained["rendered_text"]
+    for answer in (pack, explained):
+        assert_no_leak(answer)
+        assert "pricing.new" not in json.dumps(answer)
 
 
 # --- counts and load problems: status, workspaces, workspace ----------------------------

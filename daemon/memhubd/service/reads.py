@@ -303,13 +303,20 @@ async def explain(hub: Hub, identity: Identity, name: str, decl_id: str) -> dict
         raise ProtocolError(ErrorCode.INVALID, "a declaration id is required", {"field": "id"})
 
     def work() -> dict[str, Any]:
-        if view.workspace.by_id(decl_id) is None:
+        declaration = view.workspace.by_id(decl_id)
+        if declaration is None:
             raise ProtocolError(
                 ErrorCode.NOT_FOUND,
                 f"declaration '{decl_id}' not found",
                 {"id": decl_id, "workspace": name},
             )
-        return explain_payload(view.workspace, decl_id)
+        payload = explain_payload(view.workspace, decl_id)
+        # Its superseder is hidden, so `referenced_by` cannot show it; say that there is one.
+        elsewhere = view.workspace.superseded_elsewhere
+        if declaration.id in elsewhere or declaration.name in elsewhere:
+            payload["declaration"]["superseded_by_hidden"] = True
+            payload["rendered_text"] += "\n  superseded by a declaration you cannot read"
+        return payload
 
     return await run_engine(work)
 
