@@ -1,5 +1,6 @@
 """The auth matrix: every route against no token, a bad token, a token missing
-the route's scope, and a token without a grant for the workspace."""
+the route's scope, and a token without a grant for the workspace; and every admin
+route against an admin token granted one workspace only."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ BODIES: dict[str, Any] = {
     "query": {"query": "force push"},
     "check": {"task": "push main", "candidate": "git push origin main"},
     "workspace_add": {"name": "other", "path": "/nonexistent"},
-    "token_create": {"name": "x", "scopes": ["read:summary"]},
+    "token_create": {"name": "x", "scopes": ["read:summary"], "workspaces": ["*"]},
 }
 PROTECTED = [r for r in ROUTES if r.scope is not None and r.name != "events"]
 WORKSPACE_ROUTES = [r for r in PROTECTED if "{workspace}" in r.path]
@@ -135,3 +136,39 @@ def test_tokens_never_appear_in_token_listings(shared_daemon) -> None:
         listing = client.get("/v1/tokens").text
     assert shared_daemon.admin_token not in listing
     assert "hash" not in listing
+
+
+# -- the admin routes for an admin granted one workspace -------------------------------------
+
+SCOPED_ADMIN = [
+    # (route, path parameters, body, status): within its grants it acts; beyond, it is refused.
+    ("tokens", {}, None, 200),
+    ("token_create", {}, {"name": "s1", "scopes": ["all"], "workspaces": ["*"]}, 403),
+    ("token_create", {}, {"name": "s2", "scopes": ["all"], "workspaces": [WORKSPACE]}, 403),
+    ("token_create", {}, {"name": "s3", "scopes": ["all"], "workspaces": ["writing"]}, 201),
+    ("token_revoke", {"token_name": "admin"}, None, 404),
+    ("workspace_add", {}, {"name": "alias", "path": "."}, 403),
+    ("workspace_remove", {"workspace": "writing"}, None, 403),
+    ("workspace_remove", {"workspace": WORKSPACE}, None, 403),
+    ("workspace_reload", {"workspace": "writing"}, None, 200),
+    ("workspace_reload", {"workspace": WORKSPACE}, None, 403),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "body", "status"),
+    SCOPED_ADMIN,
+    ids=[f"{row[0]}-{i}" for i, row in enumerate(SCOPED_ADMIN)],
+)
+def test_admin_routes_for_a_workspace_scoped_admin(
+    shared_daemon, name: str, params: dict[str, str], body: Any, status: int
+) -> None:
+    secret = shared_daemon.tokens.get("admin-of-writing") or shared_daemon.add_token(
+        "admin-of-writing", "all", workspaces=["writing"]
+    )
+    route = next(r for r in ROUTES if r.name == name)
+    with shared_daemon.http(secret) as client:
+        response = client.request(route.method, route.url(**params), json=body)
+    assert response.status_code == status, response.text
+    with shared_daemon.http(shared_daemon.admin_token) as client:
+        assert client.get("/v1/status").status_code == 200  # the full admin still works
