@@ -151,14 +151,33 @@ def test_bytes_seen_unchanged_for_the_settle_time_are_served_whatever_their_mtim
     assert len(ids(served)) == 2
 
 
-def test_a_new_file_appears_once_settled(workspace: Path) -> None:
+def test_fresh_bytes_that_keep_every_declaration_are_served_at_once(workspace: Path) -> None:
     before = first(workspace)
-    new = workspace / "new.mem"
-    new.write_text(FACTS.replace("notes.f", "notes.n"), encoding="utf-8")
+    (workspace / "facts.mem").write_text(FACTS + FACTS.replace("notes.f", "notes.g"), "utf-8")
+    (workspace / "new.mem").write_text(FACTS.replace("notes.f", "notes.n"), encoding="utf-8")
+    served = build_snapshot("ws", str(workspace), before, policy=GRACE)
+    assert len(ids(served)) == 12 and served.pending == {}
+
+
+def test_fresh_bytes_that_do_not_parse_wait_to_settle_before_degrading(workspace: Path) -> None:
+    before = first(workspace)
+    target = workspace / "facts.mem"
+    target.write_text(FACTS + 'fact notes.cut {\n  claim: "half', encoding="utf-8")
     held = build_snapshot("ws", str(workspace), before, policy=GRACE)
-    assert ids(held) == ids(before) and str(new) not in {f.path for f in held.files}
-    settled(new)
-    assert len(ids(build_snapshot("ws", str(workspace), held, policy=GRACE))) == 8
+    assert not held.problems and str(target) in held.pending
+    settled(target)
+    degraded = build_snapshot("ws", str(workspace), held, policy=GRACE)
+    assert [p.kind for p in degraded.problems] == ["parse_error"]
+    assert ids(degraded) == ids(before)
+
+
+def test_a_build_that_only_holds_a_save_back_reuses_the_served_workspace(
+    workspace: Path,
+) -> None:
+    before = first(workspace)
+    (workspace / "facts.mem").write_text(HALF, encoding="utf-8")
+    held = build_snapshot("ws", str(workspace), before, policy=GRACE)
+    assert held.workspace is before.workspace
 
 
 def test_a_trusted_build_serves_fresh_bytes_at_once(workspace: Path) -> None:
