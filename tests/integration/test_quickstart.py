@@ -153,6 +153,9 @@ def stop(process: subprocess.Popen[str]) -> int:
             process.kill()
 
 
+@pytest.mark.skipif(
+    shutil.which("make") is None or shutil.which("bash") is None, reason="needs make and bash"
+)
 def test_every_shell_block_of_the_quickstart_runs_against_a_real_daemon(
     daemon_env: dict[str, str],
 ) -> None:
