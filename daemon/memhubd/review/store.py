@@ -313,7 +313,9 @@ class ReviewStore:
         marked: list[str] = []
         files: dict[str, list[Declaration]] = {}
         for declaration in declarations:
-            path = resolve_target(self.root, self.staging_dir, declaration.file)
+            # Labels may be relative to the working directory, not to the root.
+            real = os.path.realpath(declaration.file)
+            path = resolve_target(self.root, self.staging_dir, real)
             if isinstance(path, str) and path != target:
                 files.setdefault(path, []).append(declaration)
         for path, found in sorted(files.items()):

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from review_helpers import fact_source, load
 
 from memhubd.lang.writer import set_status
 from memhubd.lint import lint
+from memhubd.model import Workspace
 from memhubd.review import ReviewStore
 from memhubd.review.targets import suggest_target
 
@@ -120,3 +122,16 @@ def test_suggested_target_is_the_superseded_declarations_file(tmp_path: Path) ->
     assert suggest_target(real, workspace, fact_source("db.size")) == "b.mem"
     assert suggest_target(real, workspace, 'decision nothing.alike { decision: "q" }') is None
     assert suggest_target(real, workspace, "not a declaration") is None
+
+
+def test_a_workspace_loaded_from_a_relative_path_is_marked_too(
+    store: ReviewStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(root.parent)
+    relative = Workspace.load([root.name])  # file labels relative to the working directory
+    pid = store.propose(relative, CORRECTION, proposer="agent").proposal_id
+
+    decision = store.approve(pid, Workspace.load([root.name]), "corrections.mem", reviewer="a")
+
+    assert decision.ok and decision.marked_superseded == ("fact:db.engine",)
+    assert load(root).by_id("fact:db.engine").status == "superseded"
