@@ -407,6 +407,14 @@ def test_validation_reveals_no_hidden_duplicate(daemon) -> None:
 
 # --- server-sent events ------------------------------------------------------------------
 
+HIDDEN_PROPOSAL = (
+    'fact ops.rota { claim: "The ops rota changes weekly." '
+    'evidence { source: "s" quote: "q" } access_policy { readers: [ops] } }'
+)
+VISIBLE_PROPOSAL = (
+    'fact team.lunch { claim: "Lunch is at noon." evidence { source: "s" quote: "q" } }'
+)
+
 
 def test_events_count_and_redact_for_each_subscriber(tmp_path: Path) -> None:
     root = write_workspace(tmp_path / "ws" / WS)
@@ -421,7 +429,17 @@ def test_events_count_and_redact_for_each_subscriber(tmp_path: Path) -> None:
         for received, _done in streams.values():
             wait_for(lambda received=received: _event(received, "recovered"))
             wait_for(lambda received=received: len(_events(received, "reloaded")) >= 2)
+        proposed = [
+            post(live, live.admin_token, f"/v1/workspaces/{WS}/proposals", {"source": source})
+            for source in (HIDDEN_PROPOSAL, VISIBLE_PROPOSAL)
+        ]
+        hidden_id, visible_id = (answer.json()["proposal_id"] for answer in proposed)
+        admin_seen = streams["admin"][0]
+        wait_for(lambda: len(_events(admin_seen, "proposal_created")) >= 2)
+        wait_for(lambda: _event(streams["nobody"][0], "proposal_created"))
     nobody_events, admin_events = streams["nobody"][0], streams["admin"][0]
+    created = [e["proposal_id"] for e in _events(nobody_events, "proposal_created")]
+    assert created == [visible_id] and hidden_id != visible_id
     assert _event(admin_events, "degraded")["problems"][0]["message"].endswith("'zebra-4417'")
     assert _event(nobody_events, "degraded")["problems"][0]["kind"] == "parse_error"
     assert {e["declarations"] for e in _events(admin_events, "reloaded")} == {TOTAL}

@@ -7,6 +7,7 @@ are bounded and never keep a snapshot alive.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
@@ -211,9 +212,10 @@ def event_for(
     """What one subscriber may see of a change event: None to skip it, else its data.
 
     Events of workspaces the caller has no grant for are never delivered. For a
-    caller who does not see everything, a reload's declaration count is its own
-    (None when the event's generation is no longer served and cannot be recounted)
-    and load problems are redacted.
+    caller who does not see everything, events of proposals hidden from it are not
+    delivered, a reload's declaration count is its own (None when the event's
+    generation is no longer served and cannot be recounted) and load problems are
+    redacted.
     """
     workspace = data.get("workspace")
     if workspace is None:
@@ -222,6 +224,8 @@ def event_for(
         return None
     if identity.sees_everything:
         return data
+    if name.startswith("proposal_") and _proposal_hidden(hub, identity, str(workspace), data):
+        return None
     out = dict(data)
     if "declarations" in out:
         host = hub.get(str(workspace))
@@ -237,6 +241,36 @@ def event_for(
     if isinstance(out.get("problem"), dict):
         out["problem"] = redact_problem(out["problem"])
     return out
+
+
+def _proposal_hidden(hub: Hub, identity: Identity, workspace: str, data: dict[str, Any]) -> bool:
+    """Whether an event's proposal would be hidden from the caller once served.
+
+    Proposals hidden from a caller are left out of its lists; their events must not
+    announce them either. One small file read; an unreadable proposal counts as hidden.
+    """
+    from memhubd.lang import ParseError, parse_text
+    from memhubd.model import Declaration
+    from memhubd.review import PROPOSAL_SUFFIX, ReviewStore, is_proposal_id
+    from memhubd.review.proposal import PROPOSAL_LABEL, read_proposal
+
+    host = hub.get(workspace)
+    proposal_id = data.get("proposal_id")
+    if host is None or host.snapshot is None or not is_proposal_id(proposal_id):
+        return True
+    path = os.path.join(ReviewStore(host.root).proposals_dir, f"{proposal_id}{PROPOSAL_SUFFIX}")
+    proposal = read_proposal(path)
+    if proposal is None:
+        return True
+    try:
+        document = parse_text(proposal.source, file=PROPOSAL_LABEL)
+    except ParseError:
+        return False  # as the proposal lists read it: no declaration, nothing hidden
+    resolve = host.snapshot.workspace.registry.resolve
+    return any(
+        not is_readable(Declaration.from_raw(raw, resolve(raw.kind)), identity.roles)
+        for raw in document.declarations
+    )
 
 
 def check_length(hub: Hub, field: str, text: str) -> None:
