@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from memctl import __version__, commands, render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import ConfigError, resolve_settings
+from memctl.cowork import add_cowork_commands
+from memctl.hooks import add_hooks_commands
 from memctl.mcp_bridge import add_mcp_command
 from memctl.recall import add_recall_commands
 from memctl.transport import DEFAULT_TIMEOUT, DaemonUnreachable, InvalidTarget
@@ -224,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_mcp_command(sub, [common])
     _add_review_commands(sub, common)
     add_recall_commands(sub, common)
+    add_cowork_commands(sub, common)
+    add_hooks_commands(sub, common)
     add_completion_command(sub, build_parser)
     return parser
 

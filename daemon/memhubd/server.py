@@ -33,6 +33,7 @@ from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.config import ConfigError, DaemonConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
 from memhubd.runtime.state import StateDir, merge_workspaces
+from memhubd.service.cowork import open_cowork
 from memhubd.service.recall import open_shelf as open_recall_shelf
 from memhubd.service.recall import watching as recall_watching
 
@@ -206,10 +207,12 @@ async def run_daemon(
     )
     hub = Hub(watch=watch, membership=membership, limits=config.limits)
     hub.recall = open_recall_shelf(state.recall_dir, config.recall)
+    hub.cowork = open_cowork(state.path / "cowork", tokens)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
-        with contextlib.closing(hub.recall):  # closes every recall store on shutdown
+        # Closes every recall store and cowork inbox on shutdown.
+        with contextlib.closing(hub.recall), contextlib.closing(hub.cowork):
             async with hub.running(workspaces), recall_watching(hub, config.recall.watch):
                 yield
 

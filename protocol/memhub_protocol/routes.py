@@ -240,6 +240,39 @@ ROUTES: tuple[Route, ...] = (
         "Set (or with `remove`, drop) one room's keywords.",
     ),
     Route("recall_reindex", "POST", _WS + "/recall/reindex", ADMIN, "Re-embed every drawer."),
+    # -- cowork: inboxes between identities sharing a workspace, and partner peek
+    Route(
+        "cowork_push",
+        "POST",
+        _WS + "/cowork/push",
+        WRITE_RECALL,
+        "Leave a message `{to, content}` in a partner's inbox, for its next drain.",
+    ),
+    Route(
+        "cowork_drain",
+        "POST",
+        _WS + "/cowork/drain",
+        READ_SUMMARY,
+        "Take every message waiting for the caller (each is delivered at most once).",
+    ),
+    Route(
+        "cowork_status",
+        "GET",
+        _WS + "/cowork/status",
+        READ_SUMMARY,
+        "The caller's inbox without draining it, and its own undelivered pushes.",
+    ),
+    Route(
+        "cowork_peek",
+        "GET",
+        _WS + "/cowork/peek/{identity}",
+        READ_SEARCH,
+        "A partner's recent activity (`auto`: whoever else acted last), as the caller may see it.",
+        params=(
+            Param("limit", "integer", 1, 50, description="most entries (default 30)"),
+            Param("since", description="only entries after this RFC 3339 time"),
+        ),
+    ),
 )
 
 _BY_NAME = {route.name: route for route in ROUTES}

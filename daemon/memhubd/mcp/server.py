@@ -29,6 +29,7 @@ from memhubd.api.app import ApiContext
 from memhubd.api.middleware import BodyTooLarge, over_unix_socket
 from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import reset_caller, set_caller, visible_names
+from memhubd.mcp.cowork_tools import register_cowork_tools
 from memhubd.mcp.origin import rebinding_problem
 from memhubd.mcp.recall_tools import register_recall_tools
 from memhubd.mcp.resources import register_resources
@@ -127,6 +128,7 @@ def build_mcp_server(hub: Hub) -> MemhubMCP:
     server = MemhubMCP(hub)
     register_tools(server, hub)
     register_recall_tools(server, hub)
+    register_cowork_tools(server, hub)
     register_resources(server, hub)
     return server
 

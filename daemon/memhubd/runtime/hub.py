@@ -212,6 +212,7 @@ class Hub:
         self.hosts: dict[str, WorkspaceHost] = {}
         self.build_limiter = anyio.CapacityLimiter(1)
         self.recall: Any = None  # memhubd.recall.shelf.RecallShelf, opened by the server
+        self.cowork: Any = None  # memhubd.service.cowork.CoworkDesk, opened by the server
         self._tg: TaskGroup | None = None
         # Where workspaces added or removed at run time are remembered
         # (memhubd.runtime.state.WorkspaceList); None keeps them in memory only.

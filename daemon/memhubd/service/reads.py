@@ -43,6 +43,7 @@ from memhubd.service.access import (
     view_of,
     visible_workspaces,
 )
+from memhubd.service.cowork import note_check, note_query
 
 LIST_CLAIM_CHARS = 200
 
@@ -274,6 +275,7 @@ async def query(
         data, text = await run_engine(work)
     else:
         data, text = await run_indexed(view.workspace, work)
+    note_query(hub, identity, name, request.query, data)
     return data, text, view
 
 
@@ -347,7 +349,9 @@ async def check(
 
     # Guards are user-written regexes: even when bounded in time, matching must never
     # hold up the event loop, so a check always runs in a worker thread.
-    return await run_engine(work)
+    data, text = await run_engine(work)
+    note_check(hub, identity, name, request.task, data)
+    return data, text
 
 
 async def lint(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:

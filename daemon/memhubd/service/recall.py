@@ -30,6 +30,7 @@ from memhubd.recall.shelf import RecallShelf
 from memhubd.recall.store import AuditEntry, DrawerFilter, TaxonomyEntry
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import check_length, host_for, require_scope, visible_workspaces
+from memhubd.service.cowork import note_search
 
 log = structlog.get_logger("memhubd.service.recall")
 
@@ -248,7 +249,9 @@ async def search_recall(
             "took_ms": round((time.perf_counter() - started) * 1000, 2),
         }
 
-    return await anyio.to_thread.run_sync(work, limiter=_SEARCH)
+    data = await anyio.to_thread.run_sync(work, limiter=_SEARCH)
+    note_search(hub, identity, names, request.query, data["hits"])
+    return data
 
 
 def _citation(hit: Hit) -> str:

@@ -31,6 +31,7 @@ from memhubd.service.access import (
     run_engine,
     view_for,
 )
+from memhubd.service.cowork import note_proposal
 
 # --- review: proposals and decisions ------------------------------------------------------
 #
@@ -174,6 +175,7 @@ async def propose(
     if not result.ok:
         raise _refusal(data, name)
     proposal = result.proposal
+    note_proposal(hub, identity, name, view.workspace, proposal)
     hub.events.publish(
         "proposal_created",
         workspace=name,

@@ -1,0 +1,73 @@
+"""JSON API handlers of cowork: push, drain, status and partner peek.
+
+Each handler parses its input, calls one `service.cowork` function and returns its
+data; scopes are checked by `endpoint` from the route table, grants by the service.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from memhub_protocol import ErrorCode, ProtocolError
+from memhubd.api.app import ApiContext, Handler, _json_body, _result, query_params
+from memhubd.auth.identity import Identity
+from memhubd.service import cowork
+
+DOOR = "api"
+
+
+def _ws(request: Request) -> str:
+    return str(request.path_params["workspace"])
+
+
+def _push_body(body: Any) -> tuple[str, str]:
+    if not isinstance(body, dict):
+        raise ProtocolError(ErrorCode.INVALID, "the body must be a JSON object")
+    unknown = sorted(set(body) - {"to", "content"})
+    if unknown:
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            f"unknown field(s) {', '.join(unknown)}; the body takes 'to' and 'content'",
+            {"field": unknown[0]},
+        )
+    to, content = body.get("to"), body.get("content")
+    for field, value in (("to", to), ("content", content)):
+        if not isinstance(value, str):
+            raise ProtocolError(ErrorCode.INVALID, f"'{field}' must be a string", {"field": field})
+    return str(to), str(content)
+
+
+def cowork_handlers(context: ApiContext) -> dict[str, Handler]:
+    hub = context.hub
+
+    async def push(request: Request, identity: Identity) -> Response:
+        name = _ws(request)
+        to, content = _push_body(await _json_body(request))
+        data = await cowork.push(hub, identity, name, to, content, DOOR)
+        return JSONResponse(data, status_code=201)
+
+    async def drain(request: Request, identity: Identity) -> Response:
+        body = await _json_body(request)
+        if body not in ({}, None):
+            raise ProtocolError(ErrorCode.INVALID, "drain takes no body")
+        return _result(context, await cowork.drain(hub, identity, _ws(request)))
+
+    async def status(request: Request, identity: Identity) -> Response:
+        return _result(context, await cowork.status(hub, identity, _ws(request)))
+
+    async def peek(request: Request, identity: Identity) -> Response:
+        params = query_params(request)
+        limit = params["limit"] if params["limit"] is not None else cowork.PEEK_LIMIT
+        partner = str(request.path_params["identity"])
+        data = await cowork.peek(hub, identity, _ws(request), partner, limit, params["since"])
+        return _result(context, data)
+
+    return {
+        "cowork_push": push,
+        "cowork_drain": drain,
+        "cowork_status": status,
+        "cowork_peek": peek,
+    }

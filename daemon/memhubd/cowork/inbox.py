@@ -1,0 +1,236 @@
+"""Durable per-workspace inboxes between identities: one SQLite file per workspace.
+
+Push checks the budgets and inserts in one write transaction, so concurrent pushes
+never overshoot them; drain selects and deletes a recipient's messages in one write
+transaction, so of two racing drains exactly one gets each message (at most once).
+Plain data and sqlite3 only: it knows no tokens, scopes or doors.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+# mempal's budgets (MAX_MESSAGE_SIZE, MAX_PENDING_MESSAGES, MAX_TOTAL_INBOX_BYTES).
+MAX_MESSAGE_BYTES = 8 * 1024
+MAX_MESSAGES = 16
+MAX_TOTAL_BYTES = 32 * 1024
+PREVIEW_CHARS = 120
+BUSY_TIMEOUT_MS = 5000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    recipient TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    content TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    pushed_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_recipient ON messages (recipient, id);
+CREATE INDEX IF NOT EXISTS messages_by_sender ON messages (sender, recipient);
+"""
+
+
+class InboxError(ValueError):
+    """A push the inbox refuses; `code` names the reason for the doors."""
+
+    code = "invalid"
+
+
+class EmptyMessage(InboxError):
+    code = "empty_message"
+
+
+class SelfPush(InboxError):
+    code = "self_push"
+
+
+class MessageTooLarge(InboxError):
+    code = "message_too_large"
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"the message is {size} bytes; at most {limit} bytes (UTF-8) fit")
+        self.size = size
+        self.limit = limit
+
+
+class InboxFull(InboxError):
+    code = "inbox_full"
+
+    def __init__(self, count: int, size: int, limits: InboxLimits) -> None:
+        super().__init__(
+            f"the inbox holds {count} message(s), {size} bytes: another would pass its budget "
+            f"of {limits.max_messages} messages or {limits.max_total_bytes} bytes; "
+            "wait until it is drained, do not retry in a loop"
+        )
+        self.count = count
+        self.size = size
+        self.limits = limits
+
+
+@dataclass(frozen=True, slots=True)
+class InboxLimits:
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_messages: int = MAX_MESSAGES
+    max_total_bytes: int = MAX_TOTAL_BYTES
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "max_message_bytes": self.max_message_bytes,
+            "max_messages": self.max_messages,
+            "max_total_bytes": self.max_total_bytes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    id: int
+    sender: str
+    recipient: str
+    content: str
+    pushed_at: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "from": self.sender,
+            "to": self.recipient,
+            "pushed_at": self.pushed_at,
+            "content": self.content,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """What a push answers: the message id and the recipient's inbox after it."""
+
+    message_id: int
+    pushed_at: float
+    count_after: int
+    bytes_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class InboxState:
+    """A recipient's undelivered messages, without delivering them."""
+
+    count: int
+    bytes: int
+    oldest: float | None
+    previews: tuple[Message, ...]  # the oldest few, content cut to PREVIEW_CHARS
+    sent: tuple[tuple[str, int], ...]  # (recipient, undelivered count) of its own pushes
+
+
+def message_bytes(content: str) -> int:
+    return len(content.encode("utf-8", "surrogatepass"))
+
+
+class InboxStore:
+    """The inboxes of one workspace. Thread-safe; every call is one short transaction."""
+
+    def __init__(self, path: str | Path, limits: InboxLimits | None = None) -> None:
+        self.path = Path(path)
+        self.limits = limits or InboxLimits()
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Autocommit mode: transactions are begun explicitly, as IMMEDIATE ones.
+        self._db = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # FULL: a message acknowledged to its sender survives a power cut too.
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.path.chmod(0o600)
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction: it takes the write lock up front, so a second
+        writer (thread or process) waits instead of reading what the first removes."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def push(self, sender: str, recipient: str, content: str, now: float | None = None) -> Receipt:
+        if sender == recipient:
+            raise SelfPush("a message to yourself is refused: push to a partner")
+        if not content.strip():
+            raise EmptyMessage("the message is empty")
+        size = message_bytes(content)
+        if size > self.limits.max_message_bytes:
+            raise MessageTooLarge(size, self.limits.max_message_bytes)
+        at = time.time() if now is None else now
+        with self._write() as db:
+            count, total = db.execute(
+                "SELECT count(*), coalesce(sum(bytes), 0) FROM messages WHERE recipient = ?",
+                (recipient,),
+            ).fetchone()
+            if count + 1 > self.limits.max_messages or total + size > self.limits.max_total_bytes:
+                raise InboxFull(count, total, self.limits)
+            cursor = db.execute(
+                "INSERT INTO messages (recipient, sender, content, bytes, pushed_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (recipient, sender, content, size, at),
+            )
+            message_id = int(cursor.lastrowid or 0)
+        return Receipt(message_id, at, count + 1, total + size)
+
+    def drain(self, recipient: str) -> list[Message]:
+        """Every undelivered message of `recipient`, oldest first, removed as it is read."""
+        with self._write() as db:
+            rows = db.execute(
+                "SELECT id, sender, recipient, content, pushed_at FROM messages "
+                "WHERE recipient = ? ORDER BY id",
+                (recipient,),
+            ).fetchall()
+            if rows:
+                db.execute(
+                    "DELETE FROM messages WHERE recipient = ? AND id <= ?",
+                    (recipient, rows[-1][0]),
+                )
+        return [Message(*row) for row in rows]
+
+    def state(self, identity: str, previews: int = 3) -> InboxState:
+        with self._lock:
+            count, total, oldest = self._db.execute(
+                "SELECT count(*), coalesce(sum(bytes), 0), min(pushed_at) FROM messages "
+                "WHERE recipient = ?",
+                (identity,),
+            ).fetchone()
+            rows = self._db.execute(
+                "SELECT id, sender, recipient, substr(content, 1, ?), pushed_at FROM messages "
+                "WHERE recipient = ? ORDER BY id LIMIT ?",
+                (PREVIEW_CHARS, identity, previews),
+            ).fetchall()
+            sent = self._db.execute(
+                "SELECT recipient, count(*) FROM messages WHERE sender = ? "
+                "GROUP BY recipient ORDER BY recipient",
+                (identity,),
+            ).fetchall()
+        return InboxState(
+            count,
+            total,
+            oldest,
+            tuple(Message(*row) for row in rows),
+            tuple((str(r), int(n)) for r, n in sent),
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,42 @@
+"""The cowork shelf: every workspace's inbox store (`<dir>/<workspace>.sqlite`, opened on
+first use and kept until `close()`) and the in-memory activity log for partner peek.
+
+It knows no identities beyond their names: the service layer decides who may push,
+drain or peek.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from memhubd.cowork.activity import ActivityLog
+from memhubd.cowork.inbox import InboxLimits, InboxStore
+
+
+class CoworkShelf:
+    """Open inbox stores by workspace name. Thread-safe; bounded by the number of workspaces."""
+
+    def __init__(self, directory: str | Path, limits: InboxLimits | None = None) -> None:
+        self.directory = Path(directory)
+        self.limits = limits or InboxLimits()
+        self.activity = ActivityLog()
+        self._stores: dict[str, InboxStore] = {}
+        self._lock = threading.Lock()
+
+    def path_of(self, workspace: str) -> Path:
+        # Workspace names are [A-Za-z0-9_.-]: never a separator, so always inside directory.
+        return self.directory / f"{workspace}.sqlite"
+
+    def store(self, workspace: str) -> InboxStore:
+        with self._lock:
+            store = self._stores.get(workspace)
+            if store is None:
+                store = self._stores[workspace] = InboxStore(self.path_of(workspace), self.limits)
+            return store
+
+    def close(self) -> None:
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            store.close()

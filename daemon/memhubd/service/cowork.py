@@ -1,0 +1,399 @@
+"""Cowork operations for every door: push to a partner's inbox, drain one's own inbox
+(at most once), inbox status, partner peek, and the activity notes peek is built from.
+
+Scopes: push needs `write:recall`; drain and status read the caller's own inbox with
+`read:summary`; peek needs `read:search` (a partner's query text is as telling as a
+search). A recipient must hold a live token granted the workspace with `read:summary`
+(it could never drain otherwise); a caller without `admin` hears one neutral error for
+every other case, so it cannot probe which tokens exist. Knows nothing of HTTP or MCP.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+
+from memhub_protocol import ErrorCode, ProtocolError
+from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, WRITE_RECALL
+from memhubd.auth.identity import Identity
+from memhubd.cowork import (
+    Activity,
+    CoworkShelf,
+    EmptyMessage,
+    InboxError,
+    InboxFull,
+    MessageTooLarge,
+    SelfPush,
+    is_active,
+    visible_to,
+)
+from memhubd.cowork.activity import KINDS, cut
+from memhubd.runtime.hub import Hub
+from memhubd.service.access import host_for, require_scope
+
+log = structlog.get_logger("memhubd.service.cowork")
+
+PUSH_SCHEMA = "memhub.cowork.push.v1"
+DRAIN_SCHEMA = "memhub.cowork.drain.v1"
+STATUS_SCHEMA = "memhub.cowork.status.v1"
+PEEK_SCHEMA = "memhub.cowork.peek.v1"
+PEEK_LIMIT = 30  # mempal's default
+MAX_PEEK_LIMIT = 50
+MAX_NAME = 200
+AUTO = "auto"
+_INBOX = anyio.CapacityLimiter(2)
+
+Members = Callable[[str], Identity | None]
+
+
+@dataclass
+class CoworkDesk:
+    """What the daemon keeps for cowork: the shelf, and who may receive messages.
+
+    `members` maps a token name to its identity while the token is live (None when
+    there is no such token, or it expired); it is the token store, read at push time.
+    """
+
+    shelf: CoworkShelf
+    members: Members
+
+    def close(self) -> None:
+        self.shelf.close()
+
+
+def open_cowork(directory: str | Path, tokens: Any) -> CoworkDesk:
+    """The daemon's cowork desk over `<state>/cowork/` and its token store."""
+
+    def member(name: str) -> Identity | None:
+        record = tokens.get(name)
+        if record is None or record.is_expired(dt.datetime.now(dt.UTC)):
+            return None
+        return record.identity()  # type: ignore[no-any-return]
+
+    return CoworkDesk(CoworkShelf(directory), member)
+
+
+def desk_of(hub: Hub) -> CoworkDesk:
+    desk = getattr(hub, "cowork", None)
+    if desk is None:
+        raise ProtocolError(ErrorCode.INTERNAL, "cowork is not running in this daemon")
+    return desk  # type: ignore[no-any-return]
+
+
+def _rfc3339(seconds: float) -> str:
+    moment = dt.datetime.fromtimestamp(seconds, dt.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _roles(identity: Identity) -> frozenset[str] | None:
+    return None if identity.sees_everything else identity.roles
+
+
+# --------------------------------------------------------------------------- push
+
+
+def _recipient(desk: CoworkDesk, sender: Identity, name: str, to: str) -> str:
+    """The recipient's name once it may receive in `name`; else one error.
+
+    Only a caller with `admin` (who may list tokens anyway) learns why.
+    """
+    to = to.strip()
+    if not to or len(to) > MAX_NAME:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'to' must be 1 to {MAX_NAME} characters", {"field": "to"}
+        )
+    if to == sender.name:
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            "a message to yourself is refused: push to a partner",
+            {"field": "to", "reason": SelfPush.code},
+        )
+    member = desk.members(to)
+    why = None
+    if member is None:
+        why = f"no live token named '{to}'"
+    elif not member.can_use(name):
+        why = f"token '{to}' has no grant for workspace '{name}'"
+    elif not member.has_scope(READ_SUMMARY):
+        why = f"token '{to}' lacks read:summary, so it could never drain its inbox"
+    if why is None:
+        return to
+    detail: dict[str, Any] = {"to": to, "workspace": name, "reason": "unknown_recipient"}
+    if sender.has_scope(ADMIN):
+        raise ProtocolError(ErrorCode.NOT_FOUND, f"cannot push to '{to}': {why}", detail)
+    raise ProtocolError(
+        ErrorCode.NOT_FOUND,
+        f"no identity '{to}' that may receive messages in workspace '{name}'",
+        detail,
+    )
+
+
+def _inbox_error(error: InboxError) -> ProtocolError:
+    detail: dict[str, Any] = {"reason": error.code}
+    if isinstance(error, MessageTooLarge):
+        detail.update(size=error.size, limit=error.limit, field="content")
+        return ProtocolError(ErrorCode.TOO_LARGE, str(error), detail)
+    if isinstance(error, InboxFull):
+        detail.update(current_count=error.count, current_bytes=error.size, **error.limits.as_dict())
+        return ProtocolError(ErrorCode.CONFLICT, str(error), detail)
+    if isinstance(error, EmptyMessage):
+        detail["field"] = "content"
+    return ProtocolError(ErrorCode.INVALID, str(error), detail)
+
+
+async def push(
+    hub: Hub, identity: Identity, name: str, to: str, content: str, door: str
+) -> dict[str, Any]:
+    """Leave `content` in `to`'s inbox of workspace `name`, for its next drain."""
+    require_scope(identity, WRITE_RECALL)
+    host_for(hub, identity, name)
+    desk = desk_of(hub)
+    recipient = _recipient(desk, identity, name, to)
+    if not isinstance(content, str):
+        raise ProtocolError(ErrorCode.INVALID, "'content' must be a string", {"field": "content"})
+    store = desk.shelf.store(name)
+    try:
+        receipt = await anyio.to_thread.run_sync(
+            store.push, identity.name, recipient, content, limiter=_INBOX
+        )
+    except InboxError as error:
+        raise _inbox_error(error) from None
+    log.info("cowork push", workspace=name, sender=identity.name, to=recipient, door=door)
+    size = receipt.bytes_after
+    note(hub, identity, name, "push", f"{len(content)} characters", recipient=recipient)
+    return {
+        "schema_version": PUSH_SCHEMA,
+        "workspace": name,
+        "from": identity.name,
+        "to": recipient,
+        "message_id": receipt.message_id,
+        "pushed_at": _rfc3339(receipt.pushed_at),
+        "inbox_count_after": receipt.count_after,
+        "inbox_size_after": size,
+        "limits": store.limits.as_dict(),
+    }
+
+
+# --------------------------------------------------------------------------- drain, status
+
+
+async def drain(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    """Every message waiting for the caller in `name`, oldest first; each is handed out
+    once: a second drain, even one racing this one, does not get it again."""
+    require_scope(identity, READ_SUMMARY)
+    host_for(hub, identity, name)
+    store = desk_of(hub).shelf.store(name)
+    messages = await anyio.to_thread.run_sync(store.drain, identity.name, limiter=_INBOX)
+    return {
+        "schema_version": DRAIN_SCHEMA,
+        "workspace": name,
+        "identity": identity.name,
+        "count": len(messages),
+        "messages": [
+            {
+                "id": m.id,
+                "from": m.sender,
+                "pushed_at": _rfc3339(m.pushed_at),
+                "content": m.content,
+            }
+            for m in messages
+        ],
+    }
+
+
+async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    """The caller's own inbox without draining it, and its own undelivered pushes."""
+    require_scope(identity, READ_SUMMARY)
+    host_for(hub, identity, name)
+    store = desk_of(hub).shelf.store(name)
+    state = await anyio.to_thread.run_sync(store.state, identity.name, limiter=_INBOX)
+    return {
+        "schema_version": STATUS_SCHEMA,
+        "workspace": name,
+        "identity": identity.name,
+        "count": state.count,
+        "bytes": state.bytes,
+        "oldest": _rfc3339(state.oldest) if state.oldest is not None else None,
+        "previews": [
+            {"from": m.sender, "pushed_at": _rfc3339(m.pushed_at), "content": m.content}
+            for m in state.previews
+        ],
+        "sent_undelivered": [{"to": to, "count": count} for to, count in state.sent],
+        "limits": store.limits.as_dict(),
+    }
+
+
+# --------------------------------------------------------------------------- activity and peek
+
+
+def note(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    kind: str,
+    text: str,
+    *,
+    readers: frozenset[str] | None = None,
+    recipient: str | None = None,
+    **outcome: Any,
+) -> None:
+    """Remember that `identity` did `kind` in `name` (for partner peek). Never raises:
+    an operation must not fail because its activity could not be noted."""
+    desk = getattr(hub, "cowork", None)
+    if desk is None or kind not in KINDS:
+        return
+    try:
+        entry = Activity(
+            at=time.time(),
+            kind=kind,
+            text=cut(text),
+            counts=outcome,
+            roles=_roles(identity),
+            readers=readers,
+            recipient=recipient,
+        )
+        desk.shelf.activity.record(name, identity.name, entry)
+    except Exception:
+        log.exception("activity not noted", workspace=name, kind=kind)
+
+
+def note_query(hub: Hub, identity: Identity, name: str, query: str, pack: dict[str, Any]) -> None:
+    counts = {key: len(pack.get(key) or ()) for key in ("must", "should", "context", "conflicts")}
+    note(hub, identity, name, "query", query, **counts)
+
+
+def note_check(hub: Hub, identity: Identity, name: str, task: str, pack: dict[str, Any]) -> None:
+    violations = len(pack.get("violations") or ())
+    note(hub, identity, name, "check", task, verdict=pack.get("verdict"), violations=violations)
+
+
+def note_search(
+    hub: Hub, identity: Identity, names: list[str], query: str, hits: list[dict[str, Any]]
+) -> None:
+    for name in names:
+        found = sum(1 for hit in hits if hit.get("workspace") == name)
+        note(hub, identity, name, "search", query, hits=found)
+
+
+def note_proposal(hub: Hub, identity: Identity, name: str, workspace: Any, proposal: Any) -> None:
+    """A proposal: its declaration id, readable only by the roles the proposed
+    declaration itself names as readers (it may restrict who sees it once served)."""
+    note(
+        hub,
+        identity,
+        name,
+        "propose",
+        str(proposal.declaration),
+        readers=_proposal_readers(workspace, proposal.source),
+        proposal_id=proposal.id,
+    )
+
+
+def _proposal_readers(workspace: Any, source: str) -> frozenset[str] | None:
+    from memhubd.auth.access import readers_of
+    from memhubd.lang import ParseError, parse_text
+    from memhubd.model import Declaration
+
+    try:
+        doc = parse_text(source, file="<proposal>")
+        resolve = workspace.registry.resolve
+        declarations = [Declaration.from_raw(raw, resolve(raw.kind)) for raw in doc.declarations]
+    except (ParseError, LookupError, ValueError):
+        return frozenset()  # then only a caller that sees everything reads its id
+    restricted = [readers_of(d) for d in declarations]
+    if not any(restricted):
+        return None
+    # Every restricted declaration must be readable: the intersection of their readers,
+    # and an unrestricted one adds no restriction.
+    sets = [r for r in restricted if r]
+    common = sets[0]
+    for other in sets[1:]:
+        common = common & other
+    return frozenset(common)
+
+
+def _since(value: str | float | None) -> float | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip()
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ProtocolError(
+            ErrorCode.INVALID, "'since' must be an RFC 3339 time", {"field": "since"}
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.timestamp()
+
+
+async def peek(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    partner: str,
+    limit: int = PEEK_LIMIT,
+    since: str | float | None = None,
+) -> dict[str, Any]:
+    """A partner's recent activity in `name` as the daemon saw it (in memory, since the
+    daemon started): request text and counts, never answer content, and only what the
+    caller may see. `partner` "auto" (or empty) is whoever else acted last here."""
+    require_scope(identity, READ_SEARCH)
+    host_for(hub, identity, name)
+    if not 1 <= limit <= MAX_PEEK_LIMIT:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'limit' must be 1 to {MAX_PEEK_LIMIT}", {"field": "limit"}
+        )
+    after = _since(since)
+    log_ = desk_of(hub).shelf.activity
+    partner = partner.strip()
+    if len(partner) > MAX_NAME:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'partner' must be at most {MAX_NAME} characters", {"field": "tool"}
+        )
+    if not partner or partner.lower() == AUTO:
+        found = log_.most_recent_other(name, identity.name)
+        if found is None:
+            return _peek_answer(name, None, [], False, None)
+        partner = found
+    elif partner == identity.name:
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            "cannot peek your own activity: name a partner, or pass auto",
+            {"field": "tool"},
+        )
+    entries = log_.entries(name, partner)
+    if after is not None:
+        entries = [e for e in entries if e.at > after]
+    truncated = len(entries) > limit
+    entries = entries[-limit:]
+    roles = _roles(identity)
+    admin = identity.has_scope(ADMIN)
+    shown = [visible_to(e, identity.name, roles, knows_identities=admin) for e in entries]
+    for item in shown:
+        item["at"] = _rfc3339(item["at"])
+    return _peek_answer(name, partner, shown, truncated, log_.last_seen(name, partner))
+
+
+def _peek_answer(
+    name: str, partner: str | None, entries: list[dict[str, Any]], truncated: bool, last: Any
+) -> dict[str, Any]:
+    return {
+        "schema_version": PEEK_SCHEMA,
+        "workspace": name,
+        "partner": partner,
+        "partner_active": is_active(last),
+        "last_seen": _rfc3339(last) if last is not None else None,
+        "entries": entries,
+        "truncated": truncated,
+        "source": "daemon memory since its start: request text and counts, never answers",
+    }
