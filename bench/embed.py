@@ -53,18 +53,11 @@ def texts(words: list[str], count: int, low: int, high: int, seed: int) -> list[
     return out
 
 
-def rss_mb() -> float:
+def proc_status_mb(field: str) -> float:
+    """A memory figure of this process from /proc (VmRSS: now, VmHWM: peak), in MB."""
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def peak_rss_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -93,13 +86,13 @@ def main() -> None:
     words = corpus_words()
     short = texts(words, args.short, 3, 12, seed=1)
     long = texts(words, args.long, 100, 100, seed=2)
-    rss_before = rss_mb()
+    rss_before = proc_status_mb("VmRSS")
 
     started = time.perf_counter()
     embedder = load_embedder(EmbedderSettings(kind=args.kind))
     embedder.load()  # type: ignore[attr-defined]  # both local backends have it
     load_s = time.perf_counter() - started
-    rss_loaded = rss_mb()
+    rss_loaded = proc_status_mb("VmRSS")
 
     embedder.embed(short[:256])  # warm the allocator and tokenizer caches
     short_rate = throughput(embedder, short, args.batch)
@@ -120,7 +113,7 @@ def main() -> None:
         "query_p50_ms": round(statistics.median(latencies), 3),
         "query_p99_ms": round(statistics.quantiles(latencies, n=100)[98], 3),
         "rss_model_mb": round(rss_loaded - rss_before, 1),
-        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "peak_rss_mb": round(proc_status_mb("VmHWM"), 1),
         "batch": args.batch,
         "texts": {"short": len(short), "long": len(long)},
     }

@@ -6,13 +6,15 @@ daemon. Backends import this module, never each other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 KINDS = ("static", "onnx", "http")
+T = TypeVar("T")
 
 
 class EmbedderError(Exception):
@@ -91,3 +93,24 @@ def check_texts(texts: Sequence[str]) -> None:
     for text in texts:
         if not isinstance(text, str):
             raise TypeError(f"embed() takes str texts, got {type(text).__name__}")
+
+
+class LoadOnce(Generic[T]):
+    """A value built on first use, once, even when several threads ask for it at the same time.
+
+    A failed build is not remembered: the next call tries again (and raises again).
+    """
+
+    def __init__(self, build: Callable[[], T]):
+        self._build = build
+        self._lock = threading.Lock()
+        self._value: T | None = None
+
+    def get(self) -> T:
+        value = self._value
+        if value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._build()
+                value = self._value
+        return value

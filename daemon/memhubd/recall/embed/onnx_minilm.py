@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .base import EmbedderError, EmbedderSettings, check_texts, is_blank, normalise_rows
+from .base import (
+    EmbedderError,
+    EmbedderSettings,
+    LoadOnce,
+    check_texts,
+    is_blank,
+    normalise_rows,
+)
 
 ONNX_NAME = "onnx-all-minilm-l6-v2-int8"
 ONNX_DIMENSION = 384
@@ -64,19 +70,18 @@ class OnnxEmbedder:
             )
         self.dimension: int = ONNX_DIMENSION
         self.batch_size = min(settings.batch_size, MAX_BATCH)
-        self._lock = threading.Lock()
-        self._runtime: _Runtime | None = None
+        self._runtime = LoadOnce(_load_runtime)
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder(name={self.name!r}, dimension={self.dimension})"
 
     def load(self) -> None:
         """Start the ONNX session now instead of on the first embed."""
-        self._loaded()
+        self._runtime.get()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         check_texts(texts)
-        runtime = self._loaded()
+        runtime = self._runtime.get()
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         wanted = sorted(
             (i for i, text in enumerate(texts) if not is_blank(text)),
@@ -86,15 +91,6 @@ class OnnxEmbedder:
             rows = wanted[start : start + self.batch_size]
             out[rows] = _run(runtime, [texts[i][:MAX_CHARS] for i in rows])
         return normalise_rows(out)
-
-    def _loaded(self) -> _Runtime:
-        runtime = self._runtime
-        if runtime is None:
-            with self._lock:
-                if self._runtime is None:
-                    self._runtime = _load_runtime()
-                runtime = self._runtime
-        return runtime
 
 
 def _run(runtime: _Runtime, batch: list[str]) -> np.ndarray:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .base import EmbedderError, check_texts, is_blank, normalise_rows
+from .base import EmbedderError, LoadOnce, check_texts, is_blank, normalise_rows
 
 VENDORED_DIR = Path(__file__).parent / "model"
 VENDORED_NAME = "memhub-static-minilm-256-int8"
@@ -55,7 +54,6 @@ class StaticEmbedder:
     def __init__(self, folder: Path, name: str, dimension: int = 0, *, verify: bool = False):
         self.folder = folder
         self.name = name
-        self._verify = verify
         config = _read_config(folder)
         model_dimension = config.get("hidden_dim")
         if not isinstance(model_dimension, int) or model_dimension <= 0:
@@ -67,33 +65,24 @@ class StaticEmbedder:
         if config.get("pooling", "mean") != "mean":
             raise EmbedderError(f"{folder / 'config.json'}: only mean pooling is supported")
         self.dimension: int = model_dimension
-        self._lock = threading.Lock()
-        self._tables: _Tables | None = None
+        # A lambda, so the module-level loader is looked up at load time.
+        self._tables = LoadOnce(lambda: _load_tables(folder, model_dimension, verify))
 
     def __repr__(self) -> str:
         return f"StaticEmbedder(name={self.name!r}, dimension={self.dimension})"
 
     def load(self) -> None:
         """Load the tables now instead of on the first embed (e.g. at daemon start)."""
-        self._loaded()
+        self._tables.get()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         check_texts(texts)
-        tables = self._loaded()
+        tables = self._tables.get()
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), POOL_CHUNK):
             chunk = texts[start : start + POOL_CHUNK]
             out[start : start + len(chunk)] = _pool(tables, chunk, self.dimension)
         return out
-
-    def _loaded(self) -> _Tables:
-        tables = self._tables
-        if tables is None:
-            with self._lock:
-                if self._tables is None:
-                    self._tables = _load_tables(self.folder, self.dimension, self._verify)
-                tables = self._tables
-        return tables
 
 
 def _pool(tables: _Tables, texts: Sequence[str], dimension: int) -> np.ndarray:
