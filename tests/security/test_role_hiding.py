@@ -124,7 +124,7 @@ def write_workspace(root: Path, secret: str = SECRET) -> Path:
     return root
 
 
-def wait_for(predicate: Any, timeout: float = 15.0) -> Any:
+def wait_for(predicate: Any, timeout: float = 30.0) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
