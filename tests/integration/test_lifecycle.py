@@ -76,7 +76,7 @@ class Process:
 def test_sigterm_lets_an_in_flight_request_finish(tmp_path: Path) -> None:
     daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
     daemon.wait_ready()
-    body = json.dumps({"name": "late", "path": str(tmp_path / "ws" / "writing")}).encode()
+    body = json.dumps({"name": "late", "path": str(tmp_path / "ws")}).encode()
     raw = socket.socket(socket.AF_UNIX)
     raw.connect(daemon.socket_path)
     raw.sendall(
