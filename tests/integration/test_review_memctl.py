@@ -238,3 +238,38 @@ def test_review_show_names_the_suggested_target(daemon: LiveDaemon, tmp_path: Pa
     code, out, err = memctl(daemon, "alice", "review", "show", proposal_id_of(out))
     assert code == 0, err
     assert "suggested target: --into " in out
+
+
+SANDBOX_KEY_FIX = """teamcode.bug_pattern payments.sandbox_key_in_logs_v2 {
+  subject: Service.Ledger
+  scope: component("billing")
+  claim: "The payment SDK no longer logs the sandbox key since version 4."
+  fix: "Upgrade the SDK to version 4."
+  relations { supersedes: "teamcode.bug_pattern:payments.sandbox_key_in_logs" }
+  evidence { source: "chat/#payments" quote: "v4 stopped logging the key" }
+}
+"""
+
+
+def test_a_mark_on_a_declaration_hidden_from_the_reviewer_is_not_named(
+    daemon: LiveDaemon,
+) -> None:
+    daemon.add_token("maintainer-bot", "write:candidate,read:summary", roles=["maintainer"])
+    daemon.add_token("dev-reviewer", "review,read:summary", roles=["developer"])
+    code, out, err = memctl(daemon, "maintainer-bot", "propose", stdin=SANDBOX_KEY_FIX)
+    assert code == 0, err
+
+    code, out, err = memctl(
+        daemon,
+        "dev-reviewer",
+        "--json",
+        "review",
+        "approve",
+        proposal_id_of(out),
+        "--into",
+        "bugs.mem",
+    )
+    assert code == 0, err
+    assert json.loads(out)["marked_superseded"] == []
+    bugs = (Path(daemon.workspaces[WS]) / "bugs.mem").read_text()
+    assert "payments.sandbox_key_in_logs {\n  status: superseded\n" in bugs

@@ -306,6 +306,8 @@ async def approve_proposal(
         data = _answer(decision, view)
         if not decision.ok:
             raise _refusal(data, name)
+        # The reviewer learns which marks it may read; a hidden one stays unnamed.
+        data["marked_superseded"] = [i for i in decision.marked_superseded if i not in view.hidden]
         after = await host.reload_held()
     generation = _served_generation(after, decision.declaration_id, decision.merged_into)
     file_id = os.path.relpath(decision.merged_into, store.root)
