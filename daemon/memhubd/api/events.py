@@ -20,6 +20,7 @@ from starlette.responses import StreamingResponse
 
 from memhubd.api.middleware import bearer_token
 from memhubd.auth.identity import Identity
+from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.events import Event, EventStream, rfc3339
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import event_for
@@ -43,7 +44,7 @@ def closing_frame(reason: str, at: float) -> str:
     return f"event: closed\ndata: {text}\n\n"
 
 
-def token_check(request: Request, identity: Identity, tokens: Any) -> Callable[[], bool]:
+def token_check(request: Request, identity: Identity, tokens: TokenStore) -> Callable[[], bool]:
     """A callable telling whether the caller's credentials still hold. The local
     operator without a token has none to lose; everyone else is verified again."""
     secret = bearer_token(request.scope)
@@ -53,7 +54,7 @@ def token_check(request: Request, identity: Identity, tokens: Any) -> Callable[[
 
 
 async def events_endpoint(
-    request: Request, identity: Identity, hub: Hub, tokens: Any
+    request: Request, identity: Identity, hub: Hub, tokens: TokenStore
 ) -> StreamingResponse:
     still_valid = token_check(request, identity, tokens)
 
