@@ -161,17 +161,17 @@ def _bash(prog: str, levels: dict[str, _Level]) -> str:
 }}
 {fn}() {{
   local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="${{COMP_WORDS[COMP_CWORD-1]}}"
-  local path={shlex.quote(prog)} word i skip=0 commands options valued choices
+  local cmdpath={shlex.quote(prog)} word i skip=0 commands options valued choices
   for ((i = 1; i < COMP_CWORD; i++)); do
     word="${{COMP_WORDS[i]}}"
     if ((skip)); then skip=0; continue; fi
-    {fn}_level "$path"
+    {fn}_level "$cmdpath"
     if [[ " $valued " == *" $word "* ]]; then skip=1; continue; fi
-    if [[ " $commands " == *" $word "* ]]; then path="$path $word"; fi
+    if [[ " $commands " == *" $word "* ]]; then cmdpath="$cmdpath $word"; fi
   done
-  {fn}_level "$path"
+  {fn}_level "$cmdpath"
   if ((COMP_CWORD > 1)) && [[ " $valued " == *" $prev "* ]]; then
-    {fn}_choices "$path|$prev"
+    {fn}_choices "$cmdpath|$prev"
     if [[ -n "$choices" ]]; then
       COMPREPLY=($(compgen -W "$choices" -- "$cur"))
     else

@@ -252,3 +252,41 @@ def test_a_reader_that_goes_away_gets_no_traceback() -> None:
     )
     assert done.stdout == "1\n"
     assert done.stderr == ""
+
+
+def _script(shell: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "memctl", "completion", shell],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_completion_runs_through_bashcompinit(tmp_path: object) -> None:
+    script = os.path.join(str(tmp_path), "memctl.zsh")
+    with open(script, "w", encoding="utf-8") as handle:
+        handle.write(_script("zsh"))
+    # What _bash_complete sets up before it calls compgen -F (zsh filters by prefix later).
+    program = f"""
+autoload -U +X compinit && compinit -u -d {tmp_path}/zcompdump
+source {script}
+words=(memctl review list --status ''); CURRENT=5
+COMP_WORDS=("${{words[@]}}"); COMP_CWORD=4
+compgen -F _memctl -- ''
+"""
+    done = subprocess.run(["zsh", "-f", "-c", program], capture_output=True, text=True)
+    assert done.stdout.split() == ["pending", "approved", "rejected", "all"], done.stderr
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completion_follows_the_command_tree(tmp_path: object) -> None:
+    script = os.path.join(str(tmp_path), "memctl.fish")
+    with open(script, "w", encoding="utf-8") as handle:
+        handle.write(_script("fish"))
+    program = f"source {script}; complete -C 'memctl review '; complete -C 'memctl rev'"
+    done = subprocess.run(["fish", "-c", program], capture_output=True, text=True)
+    lines = [line.split("\t")[0] for line in done.stdout.splitlines()]
+    assert lines == ["approve", "diff", "list", "reject", "show", "review"], done.stderr
