@@ -268,3 +268,13 @@ def test_memhubd_into_a_closed_pipe_ends_without_a_traceback() -> None:
         timeout=60,
     )
     assert done.stderr == ""
+
+
+def test_memhubd_completion_covers_its_commands() -> None:
+    code, script = offline("completion", "bash")
+    assert code == 0 and "complete -F _memhubd memhubd" in script
+    program = (
+        f"{script}\nCOMP_WORDS=(memhubd token ''); COMP_CWORD=2; _memhubd; echo ${{COMPREPLY[@]}}"
+    )
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["create", "list", "revoke"], done.stderr
