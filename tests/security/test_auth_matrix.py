@@ -23,14 +23,21 @@ BODIES: dict[str, Any] = {
     "check": {"task": "push main", "candidate": "git push origin main"},
     "workspace_add": {"name": "other", "path": "/nonexistent"},
     "token_create": {"name": "x", "scopes": ["read:summary"], "workspaces": ["*"]},
+    "recall_ingest": {"content": "a note", "room": "general"},
+    "recall_search": {"query": "note"},
+    "recall_taxonomy_edit": {"room": "general", "keywords": ["note"]},
 }
+# Well-formed query strings, for the routes that take their input there.
+QUERIES: dict[str, dict[str, str]] = {"recall_search_get": {"q": "note"}}
 PROTECTED = [r for r in ROUTES if r.scope is not None and r.name != "events"]
 WORKSPACE_ROUTES = [r for r in PROTECTED if "{workspace}" in r.path]
 
 
 def call(client: Any, route: Route) -> Any:
     url = route.url(**PARAMS)
-    return client.request(route.method, url, json=BODIES.get(route.name))
+    return client.request(
+        route.method, url, json=BODIES.get(route.name), params=QUERIES.get(route.name)
+    )
 
 
 def assert_envelope(response: Any, status: int, code: str) -> None:
