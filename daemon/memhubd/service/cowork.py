@@ -148,12 +148,17 @@ def _inbox_error(error: InboxError) -> ProtocolError:
     return ProtocolError(ErrorCode.INVALID, str(error), detail)
 
 
+def push_allowed(hub: Hub, identity: Identity, name: str) -> None:
+    """The scope and grant checks of push, for a door to run before it reads the body."""
+    require_scope(identity, WRITE_RECALL)
+    host_for(hub, identity, name)
+
+
 async def push(
     hub: Hub, identity: Identity, name: str, to: str, content: str, door: str
 ) -> dict[str, Any]:
     """Leave `content` in `to`'s inbox of workspace `name`, for its next drain."""
-    require_scope(identity, WRITE_RECALL)
-    host_for(hub, identity, name)
+    push_allowed(hub, identity, name)
     desk = desk_of(hub)
     recipient = _recipient(desk, identity, name, to)
     if not isinstance(content, str):
