@@ -8,13 +8,16 @@ token records' public views and request fields, never a token string.
 
 from __future__ import annotations
 
-import datetime as dt
 import fcntl
 import json
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
+
+from memhubd.review.audit import AuditLog
+from memhubd.runtime.events import rfc3339
 
 FILE_NAME = "admin.jsonl"
 
@@ -23,12 +26,6 @@ FILE_NAME = "admin.jsonl"
 OK, REFUSED, FAILED = "ok", "refused", "failed"
 
 AuditEntry = dict[str, Any]
-
-
-def audit_time(moment: dt.datetime | None = None) -> str:
-    """RFC 3339 in UTC with milliseconds: `2026-12-01T18:40:00.123Z`."""
-    moment = moment or dt.datetime.now(dt.UTC)
-    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class AdminAudit:
@@ -42,7 +39,7 @@ class AdminAudit:
     ) -> AuditEntry:
         """Append one entry and fsync it. Details that are None are left out."""
         entry: AuditEntry = {
-            "ts": audit_time(),
+            "ts": rfc3339(time.time()),  # as event times: UTC, milliseconds
             "action": action,
             "identity": identity,
             "via": via,
@@ -54,19 +51,7 @@ class AdminAudit:
 
     def entries(self) -> list[AuditEntry]:
         """Every readable entry, oldest first; torn or foreign lines are skipped."""
-        try:
-            lines = self.path.read_bytes().splitlines()
-        except FileNotFoundError:
-            return []
-        out: list[AuditEntry] = []
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict):
-                out.append(entry)
-        return out
+        return AuditLog(str(self.path)).entries()  # the same JSON-lines reading as review's
 
     def _append(self, line: bytes) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
