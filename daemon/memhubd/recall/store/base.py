@@ -192,6 +192,59 @@ class RankedRow:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class NewTriple:
+    """A knowledge-graph edge about to be written (times in epoch seconds)."""
+
+    id: str
+    subject: str
+    predicate: str
+    object: str
+    identity: str
+    valid_from: int | None = None  # None: now
+    confidence: float = 1.0
+    source_drawer: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Triple:
+    """One validity period of a knowledge-graph edge: valid from `valid_from`
+    (inclusive) until `valid_to` (exclusive; None: still valid)."""
+
+    rowid: int
+    id: str
+    subject: str
+    predicate: str
+    object: str
+    valid_from: int | None
+    valid_to: int | None
+    confidence: float
+    source_drawer: str | None
+    identity: str
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class TripleFilter:
+    """Which stored triples to read: exact, case-sensitive matches; `entity` matches the
+    subject or the object; `at` keeps the periods covering that instant."""
+
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None
+    entity: str | None = None
+    at: int | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TripleStats:
+    total: int  # validity periods
+    active: int  # periods valid at the instant asked about
+    entities: frozenset[str]  # distinct subjects and objects
+    predicates: dict[str, int]  # periods per predicate
+
+
 class DrawerStore(abc.ABC):
     """One workspace's drawers, their full-text index, vectors, taxonomy and audit trail.
 
@@ -211,6 +264,10 @@ class DrawerStore(abc.ABC):
 
     @abc.abstractmethod
     def get(self, rowids: Sequence[int]) -> dict[int, Drawer]: ...
+
+    @abc.abstractmethod
+    def sources(self, rowids: Sequence[int]) -> dict[int, str]:
+        """The source file of each of these drawers (cheaper than `get`)."""
 
     @abc.abstractmethod
     def get_by_id(self, drawer_id: str, *, include_deleted: bool = False) -> Drawer | None: ...
@@ -243,6 +300,10 @@ class DrawerStore(abc.ABC):
     @abc.abstractmethod
     def top(self, where: DrawerFilter, limit: int) -> list[Drawer]:
         """Live drawers by importance, then recency."""
+
+    def recent(self, where: DrawerFilter, limit: int) -> list[Drawer]:
+        """Live drawers, newest first (when said, else when stored)."""
+        raise NotImplementedError(f"{type(self).__name__} lists no recent drawers")
 
     @abc.abstractmethod
     def rooms(self, where: DrawerFilter) -> dict[str, int]: ...
@@ -297,6 +358,24 @@ class DrawerStore(abc.ABC):
     def commit_vectors(self, embedder: EmbedderRecord, audit: AuditEntry) -> int:
         """Swap the staged vectors in for every stored one, in one transaction (reindex).
         Returns how many vectors are now stored."""
+
+    # -- knowledge graph ----------------------------------------------------------------
+    @abc.abstractmethod
+    def triples(self, where: TripleFilter, limit: int) -> list[Triple]:
+        """Stored triple periods matching `where`, by valid_from then id (None first)."""
+
+    @abc.abstractmethod
+    def triple_stats(self, now: int) -> TripleStats:
+        """Counts over every stored period (for merging with derived triples)."""
+
+    @abc.abstractmethod
+    def add_triple(self, triple: NewTriple, audit: AuditEntry) -> tuple[Triple, bool]:
+        """Open a validity period for `triple.id` unless one is open; returns the open
+        period and whether it was created now (audited only then)."""
+
+    @abc.abstractmethod
+    def invalidate_triple(self, triple_id: str, at: int, audit: AuditEntry) -> Triple | None:
+        """Close the open period of `triple_id` at `at` (never deletes); None if none is open."""
 
     @abc.abstractmethod
     def close(self) -> None: ...

@@ -109,5 +109,28 @@ _V2 = [
     END""",
 ]
 
-MIGRATIONS: tuple[list[str], ...] = (_V1, _V2)
+# v3: the temporal knowledge graph. One row per validity period: re-adding a triple
+# after its invalidation opens a new period under the same id and keeps the old one,
+# so at most one row per id is open (valid_to IS NULL). Times are epoch seconds.
+_TRIPLES = [
+    """CREATE TABLE triples (
+        rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        predicate TEXT NOT NULL,
+        object TEXT NOT NULL,
+        valid_from INTEGER,
+        valid_to INTEGER,
+        confidence REAL NOT NULL DEFAULT 1.0,
+        source_drawer TEXT,
+        identity TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    )""",
+    "CREATE UNIQUE INDEX triples_open ON triples (id) WHERE valid_to IS NULL",
+    "CREATE INDEX triples_id ON triples (id)",
+    "CREATE INDEX triples_subject ON triples (subject)",
+    "CREATE INDEX triples_object ON triples (object)",
+]
+
+MIGRATIONS: tuple[list[str], ...] = (_V1, _V2, _TRIPLES)
 CURRENT_VERSION = len(MIGRATIONS)

@@ -31,11 +31,15 @@ from memhubd.recall.store.base import (
     EmbedderRecord,
     Existing,
     NewDrawer,
+    NewTriple,
     RankedRow,
     SchemaTooNew,
     StoreError,
     StoreStatus,
     TaxonomyEntry,
+    Triple,
+    TripleFilter,
+    TripleStats,
     VectorsUnavailable,
     WriteOutcome,
 )
@@ -46,6 +50,10 @@ _COLUMNS = (
     "rowid, id, room, content, source_file, source_kind, chunk_index, importance, "
     "content_hash, locator, speaker, said_at, created_at, updated_at, deleted_at, "
     "identity, readers"
+)
+_TRIPLE_COLUMNS = (
+    "rowid, id, subject, predicate, object, valid_from, valid_to, confidence, source_drawer, "
+    "identity, created_at"
 )
 _EMBEDDER_NAME = "embedder_name"
 _EMBEDDER_DIMENSION = "embedder_dimension"
@@ -397,6 +405,19 @@ class SQLiteStore(DrawerStore):
                     out[row[0]] = _drawer(row)
         return out
 
+    def sources(self, rowids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        with self._readers.connection() as connection:
+            for start in range(0, len(rowids), 500):
+                part = list(rowids[start : start + 500])
+                marks = ",".join("?" * len(part))
+                out.update(
+                    connection.execute(
+                        f"SELECT rowid, source_file FROM drawers WHERE rowid IN ({marks})", part
+                    ).fetchall()
+                )
+        return out
+
     def get_by_id(self, drawer_id: str, *, include_deleted: bool = False) -> Drawer | None:
         live = "" if include_deleted else " AND deleted_at IS NULL"
         with self._readers.connection() as connection:
@@ -488,6 +509,16 @@ class SQLiteStore(DrawerStore):
         sql = (
             f"SELECT {', '.join('d.' + c for c in _COLUMNS.split(', '))} FROM drawers d "
             f"WHERE {conditions} ORDER BY d.importance DESC, d.created_at DESC, d.rowid DESC LIMIT ?"
+        )
+        with self._readers.connection() as connection:
+            return [_drawer(row) for row in connection.execute(sql, [*params, limit])]
+
+    def recent(self, where: DrawerFilter, limit: int) -> list[Drawer]:
+        conditions, params = _where(where)
+        sql = (
+            f"SELECT {', '.join('d.' + c for c in _COLUMNS.split(', '))} FROM drawers d "
+            f"WHERE {conditions} ORDER BY coalesce(d.said_at, d.created_at) DESC, d.rowid DESC "
+            "LIMIT ?"
         )
         with self._readers.connection() as connection:
             return [_drawer(row) for row in connection.execute(sql, [*params, limit])]
@@ -728,6 +759,88 @@ class SQLiteStore(DrawerStore):
             detail = {**dict(audit.detail), "vectors": count}
             self._audit(connection, AuditEntry(audit.identity, audit.door, audit.action, detail))
         return int(count)
+
+    # -- knowledge graph ----------------------------------------------------------------
+
+    def triples(self, where: TripleFilter, limit: int) -> list[Triple]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column in ("id", "subject", "predicate", "object"):
+            value = getattr(where, column)
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if where.entity is not None:
+            clauses.append("(subject = ? OR object = ?)")
+            params += [where.entity, where.entity]
+        if where.at is not None:
+            # valid_from inclusive, valid_to exclusive
+            clauses.append("(valid_from IS NULL OR valid_from <= ?)")
+            clauses.append("(valid_to IS NULL OR valid_to > ?)")
+            params += [where.at, where.at]
+        condition = " AND ".join(clauses) or "1"
+        sql = (
+            f"SELECT {_TRIPLE_COLUMNS} FROM triples WHERE {condition} "
+            "ORDER BY coalesce(valid_from, 0), id, rowid LIMIT ?"
+        )
+        with self._readers.connection() as connection:
+            return [Triple(*row) for row in connection.execute(sql, [*params, limit])]
+
+    def triple_stats(self, now: int) -> TripleStats:
+        with self._readers.connection() as connection:
+            total, active = connection.execute(
+                "SELECT count(*), count(*) FILTER (WHERE (valid_from IS NULL OR valid_from <= ?) "
+                "AND (valid_to IS NULL OR valid_to > ?)) FROM triples",
+                (now, now),
+            ).fetchone()
+            entities = connection.execute(
+                "SELECT subject FROM triples UNION SELECT object FROM triples"
+            ).fetchall()
+            predicates = connection.execute(
+                "SELECT predicate, count(*) FROM triples GROUP BY predicate"
+            ).fetchall()
+        entity_names = frozenset(row[0] for row in entities)
+        return TripleStats(total, active, entity_names, dict(predicates))
+
+    def add_triple(self, triple: NewTriple, audit: AuditEntry) -> tuple[Triple, bool]:
+        now = _now()
+        with self._transaction() as connection:
+            row = connection.execute(
+                f"SELECT {_TRIPLE_COLUMNS} FROM triples WHERE id = ? AND valid_to IS NULL",
+                (triple.id,),
+            ).fetchone()
+            if row is not None:
+                return Triple(*row), False
+            row = connection.execute(
+                "INSERT INTO triples (id, subject, predicate, object, valid_from, valid_to, "
+                "confidence, source_drawer, identity, created_at) "
+                f"VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?) RETURNING {_TRIPLE_COLUMNS}",
+                (
+                    triple.id,
+                    triple.subject,
+                    triple.predicate,
+                    triple.object,
+                    triple.valid_from if triple.valid_from is not None else now,
+                    triple.confidence,
+                    triple.source_drawer,
+                    triple.identity,
+                    now,
+                ),
+            ).fetchone()
+            self._audit(connection, audit)
+        return Triple(*row), True
+
+    def invalidate_triple(self, triple_id: str, at: int, audit: AuditEntry) -> Triple | None:
+        with self._transaction() as connection:
+            row = connection.execute(
+                "UPDATE triples SET valid_to = ? WHERE id = ? AND valid_to IS NULL "
+                f"RETURNING {_TRIPLE_COLUMNS}",
+                (at, triple_id),
+            ).fetchone()
+            if row is None:
+                return None
+            self._audit(connection, audit)
+        return Triple(*row)
 
     def close(self) -> None:
         with self._write_lock:

@@ -1,0 +1,517 @@
+"""Knowledge-graph, tunnel and fact-check operations for every door.
+
+Checks scopes and grants, builds what the caller may see (stored triples whose source
+drawer it may read, facts derived from declarations it may read, rooms of workspaces it
+has a grant for), runs the graph engine in worker threads and returns plain data.
+Nothing here knows about HTTP or MCP.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import weakref
+from typing import Any
+
+import anyio
+
+from memhub_protocol import CheckRequest, ErrorCode, ProtocolError
+from memhub_protocol.recall import parse_time
+from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
+from memhubd.auth.identity import Identity
+from memhubd.graph import (
+    Fact,
+    derived_facts,
+    find_tunnels,
+    is_derived_id,
+    merge,
+    stats,
+    timeline,
+    triple_id,
+)
+from memhubd.graph.factcheck import fact_check as check_facts
+from memhubd.graph.factcheck import known_entities
+from memhubd.graph.kg import matches
+from memhubd.recall.shelf import RecallShelf
+from memhubd.recall.store import (
+    AuditEntry,
+    DrawerFilter,
+    DrawerStore,
+    NewTriple,
+    Triple,
+    TripleFilter,
+    TripleStats,
+)
+from memhubd.runtime.hub import Hub
+from memhubd.service.access import (
+    View,
+    check_length,
+    host_for,
+    require_scope,
+    view_of,
+    visible_workspaces,
+)
+
+KG_SCHEMA = "memhub.kg.v1"
+TUNNELS_SCHEMA = "memhub.tunnels.v1"
+FACT_CHECK_SCHEMA = "memhub.fact_check.v1"
+MAX_NAME = 500
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+# Stored periods read for one answer; a graph past this answers from its first ones.
+MAX_SCAN = 10_000
+FACT_CHECK_DRAWERS = 50  # mempal: names of the top 50 drawers are known entities
+_READ = anyio.CapacityLimiter(4)
+_WRITE = anyio.CapacityLimiter(1)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _shelf(hub: Hub) -> RecallShelf:
+    shelf = getattr(hub, "recall", None)
+    if shelf is None:
+        raise ProtocolError(ErrorCode.INTERNAL, "recall is not running in this daemon")
+    return shelf  # type: ignore[no-any-return]
+
+
+def _roles(identity: Identity) -> frozenset[str] | None:
+    return None if identity.sees_everything else identity.roles
+
+
+def _text(value: Any, field: str, *, required: bool = True) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip() and not required):
+        if required:
+            raise ProtocolError(ErrorCode.INVALID, f"'{field}' is required", {"field": field})
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'{field}' must be 1 to {MAX_NAME} characters", {"field": field}
+        )
+    return value.strip()
+
+
+def _limit(value: Any) -> int:
+    if value is None:
+        return DEFAULT_LIMIT
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_LIMIT:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'limit' must be 1 to {MAX_LIMIT}", {"field": "limit"}
+        )
+    return value
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+# --------------------------------------------------------------------------- what a caller sees
+
+
+def _view(hub: Hub, identity: Identity, name: str) -> View | None:
+    """The caller's view of the workspace's snapshot; None while it has not loaded
+    (the graph then answers from stored triples alone)."""
+    snapshot = host_for(hub, identity, name).snapshot
+    return view_of(snapshot, identity) if snapshot is not None else None
+
+
+def _derived(view: View | None) -> list[Fact]:
+    """Facts derived from the declarations the caller may read."""
+    if view is None:
+        return []
+    facts = derived_facts(view.snapshot.workspace)
+    if not view.hidden:
+        return list(facts)
+    return [f for f in facts if f.source_declaration not in view.hidden]
+
+
+def _stored(store: DrawerStore, identity: Identity, triples: list[Triple]) -> list[Fact]:
+    """Stored periods the caller may see: a triple citing a drawer hidden from the caller
+    is hidden with it."""
+    roles = _roles(identity)
+    if roles is None:
+        return [Fact.of(t) for t in triples]
+    hidden: dict[str, bool] = {}
+    for drawer_id in {t.source_drawer for t in triples if t.source_drawer}:
+        drawer = store.get_by_id(drawer_id, include_deleted=True)
+        readers = drawer.readers if drawer is not None else None
+        hidden[drawer_id] = readers is not None and roles.isdisjoint(readers)
+    return [Fact.of(t) for t in triples if not hidden.get(t.source_drawer or "", False)]
+
+
+def _answer(name: str, action: str, facts: list[Fact], **extra: Any) -> dict[str, Any]:
+    return {
+        "schema_version": KG_SCHEMA,
+        "workspace": name,
+        "action": action,
+        "triples": [f.as_dict() for f in facts],
+        **extra,
+    }
+
+
+# --------------------------------------------------------------------------- kg
+
+
+async def kg_add(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    subject: Any,
+    predicate: Any,
+    obj: Any,
+    door: str,
+    *,
+    source_drawer: Any = None,
+    valid_from: Any = None,
+    confidence: Any = None,
+) -> dict[str, Any]:
+    """Add a triple valid from `valid_from` (default now). Adding one that is valid
+    already changes nothing; adding one that was invalidated opens a new period."""
+    require_scope(identity, WRITE_RECALL)
+    host_for(hub, identity, name)
+    s, p, o = _text(subject, "subject"), _text(predicate, "predicate"), _text(obj, "object")
+    assert s is not None and p is not None and o is not None
+    drawer = _text(source_drawer, "source_drawer", required=False)
+    start = parse_time(valid_from, "valid_from")
+    if confidence is None:
+        confidence = 1.0
+    if (
+        not isinstance(confidence, int | float)
+        or isinstance(confidence, bool)
+        or not 0 <= confidence <= 1
+    ):
+        raise ProtocolError(
+            ErrorCode.INVALID, "'confidence' must be between 0 and 1", {"field": "confidence"}
+        )
+    store = _shelf(hub).store(name)
+    roles = _roles(identity)
+
+    def work() -> dict[str, Any]:
+        if drawer is not None:
+            found = store.get_by_id(drawer)
+            if found is None or (
+                roles is not None and found.readers is not None and roles.isdisjoint(found.readers)
+            ):
+                raise ProtocolError(
+                    ErrorCode.NOT_FOUND,
+                    f"no live drawer '{drawer}' to cite",
+                    {"field": "source_drawer", "drawer_id": drawer},
+                )
+        ident = triple_id(s, p, o)
+        new = NewTriple(ident, s, p, o, identity.name, start, float(confidence), drawer)
+        audit = AuditEntry(identity.name, door, "kg_add", {"triple_id": ident})
+        triple, created = store.add_triple(new, audit)
+        message = f"added: ({s}) --[{p}]--> ({o})" if created else "already valid; unchanged"
+        return _answer(name, "add", [Fact.of(triple)], created=created, message=message)
+
+    return await anyio.to_thread.run_sync(work, limiter=_WRITE)
+
+
+async def kg_query(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    *,
+    subject: Any = None,
+    predicate: Any = None,
+    obj: Any = None,
+    as_of: Any = None,
+    active_only: bool = True,
+    limit: Any = None,
+) -> dict[str, Any]:
+    """Triples valid now (default), valid at `as_of`, or all (`active_only=False`);
+    stored and derived together, by confidence then id."""
+    require_scope(identity, READ_SEARCH)
+    view = _view(hub, identity, name)
+    fields = {
+        "subject": _text(subject, "subject", required=False),
+        "predicate": _text(predicate, "predicate", required=False),
+        "object": _text(obj, "object", required=False),
+    }
+    at = parse_time(as_of, "as_of")
+    if at is None and active_only:
+        at = _now()
+    count = _limit(limit)
+    store = _shelf(hub).store(name)
+
+    def work() -> dict[str, Any]:
+        where = TripleFilter(fields["subject"], fields["predicate"], fields["object"], at=at)
+        stored = _stored(store, identity, store.triples(where, MAX_SCAN))
+        derived = [
+            f
+            for f in _derived(view)
+            if matches(f, fields["subject"], fields["predicate"], fields["object"], at)
+        ]
+        facts = merge(stored, derived, count)
+        return _answer(name, "query", facts, as_of=at, active_only=at is not None)
+
+    return await anyio.to_thread.run_sync(work, limiter=_READ)
+
+
+def propose_instead(fact: Fact) -> str:
+    declaration = fact.source_declaration
+    return (
+        f"triple {fact.id} is derived from declaration {declaration} and cannot be "
+        "invalidated through the graph: propose a change instead "
+        f"(memctl propose --supersedes {declaration}, or memory_propose)"
+    )
+
+
+async def kg_invalidate(
+    hub: Hub, identity: Identity, name: str, triple: Any, door: str, *, at: Any = None
+) -> dict[str, Any]:
+    """End the valid period of a stored triple at `at` (default now); never deletes.
+    A derived triple is refused with a CONFLICT that says to propose a change."""
+    require_scope(identity, WRITE_RECALL)
+    view = _view(hub, identity, name)
+    ident = _text(triple, "triple_id")
+    assert ident is not None
+    now = _now()
+    end = parse_time(at, "at")
+    if end is None:
+        end = now
+    if end > now:
+        raise ProtocolError(
+            ErrorCode.INVALID, "'at' cannot be in the future", {"field": "at", "now": now}
+        )
+    if is_derived_id(ident):
+        fact = next((f for f in _derived(view) if f.id == ident), None)
+        if fact is None:
+            raise ProtocolError(ErrorCode.NOT_FOUND, f"no triple '{ident}'", {"triple_id": ident})
+        raise ProtocolError(
+            ErrorCode.CONFLICT,
+            propose_instead(fact),
+            {"triple_id": ident, "derived": True, "declaration_id": fact.source_declaration},
+        )
+    store = _shelf(hub).store(name)
+
+    def work() -> dict[str, Any]:
+        periods = store.triples(TripleFilter(id=ident), MAX_SCAN)
+        open_ = [f for f in _stored(store, identity, periods) if f.valid_to is None]
+        if not open_:
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND,
+                f"triple {ident} not found or already invalidated",
+                {"triple_id": ident},
+            )
+        if open_[0].valid_from is not None and end < open_[0].valid_from:
+            raise ProtocolError(
+                ErrorCode.INVALID,
+                "'at' is before the triple became valid",
+                {"field": "at", "valid_from": open_[0].valid_from},
+            )
+        audit = AuditEntry(identity.name, door, "kg_invalidate", {"triple_id": ident, "at": end})
+        closed = store.invalidate_triple(ident, end, audit)
+        if closed is None:  # closed meanwhile by another writer
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND,
+                f"triple {ident} not found or already invalidated",
+                {"triple_id": ident},
+            )
+        return _answer(name, "invalidate", [Fact.of(closed)], message=f"triple {ident} invalidated")
+
+    return await anyio.to_thread.run_sync(work, limiter=_WRITE)
+
+
+async def kg_timeline(hub: Hub, identity: Identity, name: str, entity: Any) -> dict[str, Any]:
+    """Every period where `entity` is subject or object, oldest first."""
+    require_scope(identity, READ_SEARCH)
+    view = _view(hub, identity, name)
+    wanted = _text(entity, "entity")
+    assert wanted is not None
+    store = _shelf(hub).store(name)
+
+    def work() -> dict[str, Any]:
+        stored = _stored(store, identity, store.triples(TripleFilter(entity=wanted), MAX_SCAN))
+        facts = timeline(stored, _derived(view), wanted)[:MAX_SCAN]
+        return _answer(name, f"timeline for {wanted}", facts, entity=wanted)
+
+    return await anyio.to_thread.run_sync(work, limiter=_READ)
+
+
+async def kg_stats(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    require_scope(identity, READ_SEARCH)
+    view = _view(hub, identity, name)
+    store = _shelf(hub).store(name)
+
+    def work() -> dict[str, Any]:
+        now = _now()
+        if _roles(identity) is None:
+            counted = store.triple_stats(now)
+        else:  # counts over what the caller may see only
+            every = _stored(store, identity, store.triples(TripleFilter(), MAX_SCAN))
+            predicates: dict[str, int] = {}
+            for fact in every:
+                predicates[fact.predicate] = predicates.get(fact.predicate, 0) + 1
+            counted = TripleStats(
+                len(every),
+                sum(1 for f in every if f.valid_at(now)),
+                frozenset(v for f in every for v in (f.subject, f.object)),
+                predicates,
+            )
+        return _answer(name, "stats", [], stats=stats(counted, _derived(view), now))
+
+    return await anyio.to_thread.run_sync(work, limiter=_READ)
+
+
+# --------------------------------------------------------------------------- tunnels
+
+# Rooms of governed memory per caller view: the view's workspace lives as long as the
+# snapshot's cut for that role set, so this never outgrows the cached cuts.
+_GOVERNED: weakref.WeakKeyDictionary[Any, dict[str, set[str]]] = weakref.WeakKeyDictionary()
+
+
+def governed_rooms(view: View) -> dict[str, set[str]]:
+    """Modules and entity symbols of the declarations the caller may read."""
+    cached = _GOVERNED.get(view.workspace)
+    if cached is not None:
+        return cached
+    rooms: dict[str, set[str]] = {}
+    for declaration in view.workspace.declarations:
+        if declaration.module:
+            rooms.setdefault(declaration.module, set()).add("module")
+    for entity in view.workspace.entities():
+        rooms.setdefault(entity.name, set()).add("entity")
+    _GOVERNED[view.workspace] = rooms
+    return rooms
+
+
+def rooms_by_workspace(hub: Hub, identity: Identity, names: list[str]) -> dict[str, Any]:
+    """For each named workspace: its rooms the caller may see, with their kinds.
+    Call from a worker thread (it may open stores)."""
+    shelf = getattr(hub, "recall", None)
+    roles = _roles(identity)
+    out: dict[str, dict[str, set[str]]] = {}
+    for name in names:
+        rooms: dict[str, set[str]] = {}
+        if shelf is not None and shelf.path_of(name).exists():
+            for room in shelf.store(name).rooms(DrawerFilter(roles=roles)):
+                rooms.setdefault(room, set()).add("recall")
+        host = hub.get(name)
+        snapshot = host.snapshot if host is not None else None
+        if snapshot is not None:
+            for room, kinds in governed_rooms(view_of(snapshot, identity)).items():
+                rooms.setdefault(room, set()).update(kinds)
+        out[name] = rooms
+    return out
+
+
+async def tunnels(hub: Hub, identity: Identity) -> dict[str, Any]:
+    """Rooms found in two or more of the workspaces the caller may use."""
+    require_scope(identity, READ_SEARCH)
+    names = visible_workspaces(hub, identity)
+
+    def work() -> dict[str, Any]:
+        found = find_tunnels(rooms_by_workspace(hub, identity, names))
+        return {
+            "schema_version": TUNNELS_SCHEMA,
+            "workspaces": names,
+            "tunnels": [t.as_dict() for t in found],
+        }
+
+    return await anyio.to_thread.run_sync(work, limiter=_READ)
+
+
+# --------------------------------------------------------------------------- fact-check
+
+
+def _symbols(view: View | None) -> list[tuple[str, str]]:
+    """Names of governed entities the caller may read: each symbol's last segment and
+    its aliases, with the declaration id."""
+    if view is None:
+        return []
+    out = []
+    for entity in view.workspace.entities():
+        out.append((entity.name.rsplit(".", 1)[-1], entity.id))
+        aliases = entity.fields.get("aliases")
+        for alias in aliases if isinstance(aliases, list) else []:
+            out.append((str(alias), entity.id))
+    return out
+
+
+def _gate_issues(text: str, pack: dict[str, Any]) -> list[dict[str, Any]]:
+    """One issue per MUST rule the text breaks; rules hidden from the caller as one
+    issue with their count and no id or text (as check reports them)."""
+    sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+    issues = []
+    for item in pack.get("violations", []):
+        phrases = [m.lower() for m in item.get("matched", [])]
+        claims = [s for s in sentences if any(p in s.lower() for p in phrases)]
+        issues.append(
+            {
+                "kind": "must_rule_violation",
+                "declaration_id": item["id"],
+                "rule": item.get("rule"),
+                "reason": item.get("reason"),
+                "matched": item.get("matched", []),
+                "claims": claims,
+                "file": item.get("file"),
+                "line": item.get("line"),
+                "withheld": False,
+            }
+        )
+    withheld = pack.get("withheld") or {}
+    if withheld.get("violations"):
+        issues.append(
+            {
+                "kind": "must_rule_violation",
+                "declaration_id": None,
+                "withheld": True,
+                "count": withheld["violations"],
+                "message": withheld.get("message", ""),
+            }
+        )
+    return issues
+
+
+async def fact_check(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    text: Any,
+    *,
+    room: Any = None,
+    now: Any = None,
+) -> dict[str, Any]:
+    """mempal's three checks over the graph the caller may see, then the compliance gate
+    over the whole text: every MUST rule binds, including those hidden from the caller."""
+    from memhubd.service.reads import check
+
+    require_scope(identity, READ_SEARCH)
+    view = _view(hub, identity, name)
+    if not isinstance(text, str) or not text.strip():
+        raise ProtocolError(ErrorCode.INVALID, "'text' must not be empty", {"field": "text"})
+    check_length(hub, "text", text)
+    scope_room = _text(room, "room", required=False) if room is not None else None
+    if room is not None and scope_room is None:
+        raise ProtocolError(ErrorCode.INVALID, "invalid scope: empty room", {"field": "room"})
+    instant = parse_time(now, "now")
+    if instant is None:
+        instant = _now()
+    if instant < 0:
+        raise ProtocolError(ErrorCode.INVALID, "'now' is before the epoch", {"field": "now"})
+    store = _shelf(hub).store(name)
+    roles = _roles(identity)
+
+    def work() -> dict[str, Any]:
+        stored = _stored(store, identity, store.triples(TripleFilter(), MAX_SCAN))
+        facts = [*stored, *_derived(view)]
+        where = DrawerFilter(rooms=(scope_room,) if scope_room else None, roles=roles)
+        drawers = [(d.id, d.content) for d in store.top(where, FACT_CHECK_DRAWERS)]
+        known = known_entities(facts, _symbols(view), drawers)
+        return check_facts(text, facts, known, instant)
+
+    result = await anyio.to_thread.run_sync(work, limiter=_READ)
+    gate: dict[str, Any] = {"verdict": None, "evaluated": 0}
+    if view is not None:
+        pack, _rendered = await check(hub, identity, name, CheckRequest(task=text, candidate=text))
+        result["issues"].extend(_gate_issues(text, pack))
+        gate = {"verdict": pack["verdict"], "evaluated": len(pack.get("evaluated", []))}
+        if pack.get("withheld"):
+            gate["withheld"] = pack["withheld"]
+    return {
+        "schema_version": FACT_CHECK_SCHEMA,
+        "workspace": name,
+        "room": scope_room,
+        "now": instant,
+        **result,
+        "must_gate": gate,
+    }

@@ -1,0 +1,139 @@
+"""The knowledge graph in the recall store: validity periods with valid_from inclusive
+and valid_to exclusive, invalidation that never deletes, re-adding after invalidation,
+timelines in time order and mempal's stats, merged with derived facts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memhubd.graph import Fact, merge, stats, timeline, triple_id
+from memhubd.graph.kg import matches
+from memhubd.recall.store import (
+    AuditEntry,
+    DrawerStore,
+    NewTriple,
+    TripleFilter,
+    open_store,
+)
+
+AUDIT = AuditEntry("tester", "test", "kg")
+T0 = 1_700_000_000
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[DrawerStore]:
+    opened = open_store(tmp_path / "ws.db")
+    yield opened
+    opened.close()
+
+
+def add(store: DrawerStore, s: str, p: str, o: str, at: int | None = T0, **kw: object) -> Fact:
+    new = NewTriple(triple_id(s, p, o), s, p, o, "tester", at, **kw)  # type: ignore[arg-type]
+    triple, _created = store.add_triple(new, AUDIT)
+    return Fact.of(triple)
+
+
+def facts(store: DrawerStore, **where: object) -> list[Fact]:
+    return [Fact.of(t) for t in store.triples(TripleFilter(**where), 100)]  # type: ignore[arg-type]
+
+
+def test_triple_ids_are_mempals() -> None:
+    ident = triple_id("Alice", "works_at", "Acme")
+    assert ident.startswith("triple_alice_works_at_") and len(ident.rsplit("_", 1)[1]) == 8
+    assert triple_id("!!", "??", "x").startswith("triple_____")  # sanitized, never empty
+    assert triple_id("", "", "x").startswith("triple_x_x_")
+
+
+def test_as_of_includes_valid_from_and_excludes_valid_to(store: DrawerStore) -> None:
+    fact = add(store, "Alice", "works_at", "Acme", T0)
+    store.invalidate_triple(fact.id, T0 + 100, AUDIT)
+    assert facts(store, at=T0 - 1) == []
+    assert [f.id for f in facts(store, at=T0)] == [fact.id]  # the first instant counts
+    assert [f.id for f in facts(store, at=T0 + 99)] == [fact.id]
+    assert facts(store, at=T0 + 100) == []  # the end instant does not
+    (period,) = facts(store)
+    assert (period.valid_from, period.valid_to) == (T0, T0 + 100)
+    assert period.valid_at(T0) and not period.valid_at(T0 + 100)
+
+
+def test_invalidate_never_deletes_and_only_closes_an_open_period(store: DrawerStore) -> None:
+    fact = add(store, "Bob", "reports_to", "Carol")
+    assert store.invalidate_triple(fact.id, T0 + 5, AUDIT) is not None
+    assert store.invalidate_triple(fact.id, T0 + 6, AUDIT) is None  # already closed
+    assert store.invalidate_triple("triple_nobody", T0, AUDIT) is None
+    assert len(facts(store)) == 1 and facts(store)[0].valid_to == T0 + 5
+
+
+def test_re_adding_after_invalidation_opens_a_new_period_and_keeps_the_old(
+    store: DrawerStore,
+) -> None:
+    fact = add(store, "Bob", "reports_to", "Carol", T0)
+    store.invalidate_triple(fact.id, T0 + 10, AUDIT)
+    again = add(store, "Bob", "reports_to", "Carol", T0 + 20)
+    assert again.id == fact.id and again.valid_to is None
+    periods = facts(store, id=fact.id)
+    assert [(f.valid_from, f.valid_to) for f in periods] == [(T0, T0 + 10), (T0 + 20, None)]
+    assert facts(store, at=T0 + 15) == []
+    assert [f.valid_from for f in facts(store, at=T0 + 5)] == [T0]
+    assert [f.valid_from for f in facts(store, at=T0 + 25)] == [T0 + 20]
+
+
+def test_adding_a_valid_triple_again_changes_nothing(store: DrawerStore) -> None:
+    add(store, "Ann", "founder_of", "Acme", T0)
+    triple, created = store.add_triple(
+        NewTriple(triple_id("Ann", "founder_of", "Acme"), "Ann", "founder_of", "Acme", "x", T0 + 9),
+        AUDIT,
+    )
+    assert not created and triple.valid_from == T0
+    assert len(facts(store)) == 1
+    assert [a.action for a in store.audit()] == ["kg"]  # one write, one audit entry
+
+
+def test_timeline_orders_periods_by_time_for_subject_or_object(store: DrawerStore) -> None:
+    late = add(store, "Dan", "manages", "Eve", T0 + 50)
+    early = add(store, "Eve", "works_at", "Acme", T0 + 10)
+    add(store, "Zed", "works_at", "Acme", T0)  # not about Eve
+    store.invalidate_triple(early.id, T0 + 20, AUDIT)
+    derived = Fact("derived_x", "decision:x", "about", "Eve", None, None, source_declaration="d:x")
+    stored = facts(store, entity="Eve")
+    assert [f.id for f in timeline(stored, [derived], "Eve")] == ["derived_x", early.id, late.id]
+
+
+def test_stats_count_stored_and_derived_like_mempal(store: DrawerStore) -> None:
+    one = add(store, "Ann", "works_at", "Acme", T0)
+    add(store, "Bob", "works_at", "Acme", T0)
+    add(store, "Ann", "manages", "Bob", T0)
+    store.invalidate_triple(one.id, T0 + 1, AUDIT)
+    derived = [
+        Fact("derived_a", "decision:a", "about", "Ann", None, None, source_declaration="decision:a"),
+        Fact("derived_b", "decision:b", "supersedes", "a", None, None, source_declaration="d:b",
+             retired=True),
+    ]  # fmt: skip
+    now = T0 + 100
+    answer = stats(store.triple_stats(now), derived, now)
+    assert answer["total"] == 5 and answer["stored"] == 3 and answer["derived"] == 2
+    assert answer["active"] == 3 and answer["expired"] == 2
+    # Ann, Acme, Bob, decision:a, decision:b, a
+    assert answer["entities"] == 6
+    assert answer["top_predicates"][0] == ["works_at", 2]
+    assert len(answer["top_predicates"]) == 4
+
+
+def test_merge_orders_by_confidence_then_id_and_limits(store: DrawerStore) -> None:
+    low = add(store, "Ann", "likes", "Tea", T0, confidence=0.5)
+    high = add(store, "Ann", "likes", "Coffee", T0)
+    derived = Fact("derived_a", "decision:a", "about", "Ann", None, None, source_declaration="d")
+    merged = merge(facts(store), [derived], 10)
+    assert [f.id for f in merged] == sorted([high.id, "derived_a"]) + [low.id]
+    assert len(merge(facts(store), [derived], 2)) == 2
+
+
+def test_matches_is_exact_and_respects_the_instant() -> None:
+    fact = Fact("t", "Ann", "works_at", "Acme", T0, T0 + 10)
+    assert matches(fact, subject="Ann", at=T0) and not matches(fact, subject="ann")
+    assert not matches(fact, at=T0 + 10) and matches(fact, obj="Acme")
+    retired = Fact("d", "x", "about", "y", None, None, source_declaration="x", retired=True)
+    assert matches(retired) and not matches(retired, at=T0)
