@@ -192,38 +192,37 @@ def test_a_body_larger_than_the_head_limit_sent_in_one_write_is_not_mistaken_for
 # -- time -------------------------------------------------------------------------------------
 
 
-def test_a_slowly_trickled_head_is_cut_off_with_408(daemon: LiveDaemon) -> None:
-    lines_sent = 0
+TRICKLES = 100  # 20 s of trickling if nobody cuts it off
+
+
+def trickle(daemon: LiveDaemon, start: bytes, piece: bytes) -> tuple[int, bytes]:
+    """Send `start`, then `piece` every 0.2 s; how many pieces went out, and the answer."""
+    sent = 0
     with connect(daemon) as sock:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n")
+        sock.sendall(start)
         try:
-            for _ in range(100):  # 20 s of trickling if nobody cuts it off
-                sock.sendall(b"x-slow: 1\r\n")
-                lines_sent += 1
+            for _ in range(TRICKLES):
+                sock.sendall(piece)
+                sent += 1
                 time.sleep(0.2)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        raw = read_until_closed(sock)
-    assert lines_sent < 100, "the daemon waited for the whole trickle"
-    if raw:
+        return sent, read_until_closed(sock)
+
+
+def test_a_slowly_trickled_head_is_cut_off_with_408(daemon: LiveDaemon) -> None:
+    start = b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n"
+    sent, raw = trickle(daemon, start, b"x-slow: 1\r\n")
+    assert sent < TRICKLES, "the daemon waited for the whole trickle"
+    if raw:  # a reset may discard the answer the daemon wrote before closing
         assert "not received within" in assert_refused(raw, 408, "request_timeout")["message"]
 
 
 def test_a_slowly_trickled_body_is_cut_off_too(daemon: LiveDaemon) -> None:
     token = b"authorization: Bearer " + daemon.admin_token.encode()
     head = request(f"/v1/workspaces/{WS}/query", token, b"content-length: 100000", method=b"POST")
-    pieces_sent = 0
-    with connect(daemon) as sock:
-        sock.sendall(head)
-        try:
-            for _ in range(100):
-                sock.sendall(b" ")
-                pieces_sent += 1
-                time.sleep(0.2)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        raw = read_until_closed(sock)
-    assert pieces_sent < 100, "the daemon waited for the whole trickled body"
+    sent, raw = trickle(daemon, head, b" ")
+    assert sent < TRICKLES, "the daemon waited for the whole trickled body"
     if raw:
         assert_refused(raw, 408, "request_timeout")
 
