@@ -102,8 +102,13 @@ def _audit(store: TokenStore, action: str, outcome: str, **details: Any) -> None
 
 def _create(args: argparse.Namespace) -> int:
     store = _store(args)
-    asked = {"name": args.name, "scopes": args.scopes, "workspaces": args.workspaces}
-    asked.update({"roles": args.roles, "expires": args.expires})
+    asked = {
+        "name": args.name,
+        "scopes": args.scopes,
+        "workspaces": args.workspaces,
+        "roles": args.roles,
+        "expires": args.expires,
+    }
     try:
         record, secret = store.create(
             args.name,

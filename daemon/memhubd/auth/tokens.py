@@ -391,13 +391,17 @@ class TokenStore:
                 log.warning("bootstrap_secret_revoked_before", token=BOOTSTRAP_NAME)
                 return None
             self._write((*contents.records, record), contents.retired_bootstrap)
-        self.audit.record(
-            "token.create",
-            identity="environment",
-            via="startup",
-            outcome="ok",
-            token=record.as_dict(),
-        )
+        try:
+            self.audit.record(
+                "token.create",
+                identity="environment",
+                via="startup",
+                outcome="ok",
+                token=record.as_dict(),
+            )
+        except OSError as error:
+            # The token is registered; a missing audit line must not stop the daemon.
+            log.error("admin_audit_write_failed", path=str(self.audit.path), error=str(error))
         return record
 
     def _new_record(
