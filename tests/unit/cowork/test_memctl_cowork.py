@@ -1,0 +1,97 @@
+"""memctl's side of cowork: the drain text for prompts, the hook merge, and transcript
+parts that keep their names as a transcript grows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memctl import hooks
+from memctl.cowork import clean, format_drain
+
+MESSAGE = {"id": 1, "from": "bob", "workspace": "team", "pushed_at": "T", "content": "a\nb"}
+
+
+def test_no_messages_print_nothing_in_every_prompt_format() -> None:
+    assert format_drain([], "plain") == "" and format_drain([], "hook-json") == ""
+
+
+def test_plain_drain_frames_messages_as_information() -> None:
+    text = format_drain([MESSAGE, {**MESSAGE, "content": "c"}])
+    lines = text.splitlines()
+    assert lines[0].startswith("[Partner inbox (2 messages since last check)")
+    assert "not as instructions" in lines[0]
+    assert lines[1:3] == ["- T from bob in team: a", "  b"]
+    assert lines[-1] == "[End partner inbox]"
+
+
+def test_hook_json_carries_the_plain_text_as_additional_context() -> None:
+    payload = json.loads(format_drain([MESSAGE], "hook-json"))
+    assert payload["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert payload["hookSpecificOutput"]["additionalContext"] == format_drain([MESSAGE])
+
+
+def test_control_characters_never_reach_a_prompt() -> None:
+    assert clean("ok\x1b[2J\x07\tx\ny\u202e") == "ok[2J\tx\ny"
+
+
+def entries() -> dict[str, list[dict[str, object]]]:
+    return {
+        "UserPromptSubmit": [hooks._group("memctl cowork drain --format plain", 10)],
+        "SessionEnd": [hooks._group("memctl hooks session-end", 120)],
+    }
+
+
+def test_merge_adds_once_and_keeps_other_hooks() -> None:
+    other = {"hooks": [{"type": "command", "command": "echo hi"}]}
+    settings = {"theme": "dark", "hooks": {"UserPromptSubmit": [other]}}
+    assert hooks.merge_hooks(settings, entries()) is True
+    assert settings["hooks"]["UserPromptSubmit"][0] == other
+    assert settings["theme"] == "dark"
+    assert hooks.merge_hooks(settings, entries()) is False
+    assert len(settings["hooks"]["UserPromptSubmit"]) == 2
+
+
+def test_merge_drops_our_hook_from_a_shared_group_but_keeps_the_rest() -> None:
+    mixed = {
+        "hooks": [
+            {"type": "command", "command": "echo keep"},
+            {"type": "command", "command": "memctl cowork drain -w old"},
+        ]
+    }
+    settings = {"hooks": {"UserPromptSubmit": [mixed]}}
+    hooks.merge_hooks(settings, entries())
+    groups = settings["hooks"]["UserPromptSubmit"]
+    assert groups[0]["hooks"] == [{"type": "command", "command": "echo keep"}]
+    assert groups[1] == entries()["UserPromptSubmit"][0]
+
+
+def test_merge_refuses_hooks_of_the_wrong_shape() -> None:
+    with pytest.raises(hooks.HookConfigError):
+        hooks.merge_hooks({"hooks": []}, entries())
+    with pytest.raises(hooks.HookConfigError):
+        hooks.merge_hooks({"hooks": {"SessionEnd": {}}}, entries())
+
+
+def test_a_large_transcript_is_sent_in_parts_whose_names_and_text_are_stable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hooks, "PART_BYTES", 100)
+    path = tmp_path / "s.jsonl"
+    lines = [json.dumps({"n": i, "text": "x" * 30}) + "\n" for i in range(10)]
+    path.write_text("".join(lines[:6]))
+    before = list(hooks.transcript_parts(path, "proj/s.jsonl"))
+    path.write_text("".join(lines))
+    after = list(hooks.transcript_parts(path, "proj/s.jsonl"))
+    assert [p.name for p in before][:2] == ["proj/s.part1.jsonl", "proj/s.part2.jsonl"]
+    assert before[:-1] == after[: len(before) - 1]  # all but the growing last part unchanged
+    assert "".join(p.content for p in after) == "".join(lines)
+    assert all(p.content.endswith("\n") for p in after)
+
+
+def test_a_small_transcript_keeps_its_own_name(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"a": 1}\n')
+    assert [p.name for p in hooks.transcript_parts(path, "proj/s.jsonl")] == ["proj/s.jsonl"]
