@@ -24,7 +24,7 @@ from schemathesis import GenerationMode
 
 from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
 
-EXAMPLES_PER_OPERATION = 8
+EXAMPLES_PER_OPERATION = 6
 WORKSPACE = "team-coding"
 # Left out on purpose: `events` streams for ever (no response to judge), and
 # `workspace_add` would let generated paths such as "/" or "~" be scanned as workspaces.
