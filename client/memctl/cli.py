@@ -14,6 +14,7 @@ from memctl import __version__, commands, render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import ConfigError, resolve_settings
 from memctl.cowork import add_cowork_commands
+from memctl.graph import add_graph_commands
 from memctl.hooks import add_hooks_commands
 from memctl.mcp_bridge import add_mcp_command
 from memctl.recall import add_recall_commands
@@ -227,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_review_commands(sub, common)
     add_recall_commands(sub, common)
     add_cowork_commands(sub, common)
+    add_graph_commands(sub, common)
     add_hooks_commands(sub, common)
     add_completion_command(sub, build_parser)
     return parser

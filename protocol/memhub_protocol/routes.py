@@ -273,6 +273,59 @@ ROUTES: tuple[Route, ...] = (
             Param("since", description="only entries after this RFC 3339 time"),
         ),
     ),
+    # -- knowledge graph (stored and derived triples), tunnels, fact-check
+    Route(
+        "kg_add",
+        "POST",
+        _WS + "/kg/triples",
+        WRITE_RECALL,
+        "Add a triple `{subject, predicate, object, source_drawer?, valid_from?, confidence?}`.",
+    ),
+    Route(
+        "kg_query",
+        "GET",
+        _WS + "/kg/triples",
+        READ_SEARCH,
+        "Triples valid now (or at `as_of`, or all), stored and derived from declarations.",
+        params=(
+            Param("subject", description="exact subject"),
+            Param("predicate", description="exact predicate"),
+            Param("object", description="exact object"),
+            Param("as_of", description="valid at this instant (epoch seconds or ISO 8601)"),
+            Param("all", "boolean", description="every period, expired and retired included"),
+            Param("limit", "integer", 1, 1000, description="most triples (default 100)"),
+        ),
+    ),
+    Route(
+        "kg_invalidate",
+        "POST",
+        _WS + "/kg/triples/{triple_id}/invalidate",
+        WRITE_RECALL,
+        "End a stored triple's validity (body `{at?}`); derived triples are refused.",
+    ),
+    Route(
+        "kg_timeline",
+        "GET",
+        _WS + "/kg/timeline",
+        READ_SEARCH,
+        "Every period where `entity` is subject or object, oldest first.",
+        params=(Param("entity", description="the entity (required)"),),
+    ),
+    Route("kg_stats", "GET", _WS + "/kg/stats", READ_SEARCH, "Knowledge-graph counts."),
+    Route(
+        "tunnels",
+        "GET",
+        "/v1/tunnels",
+        READ_SEARCH,
+        "Rooms (recall rooms, modules, entities) shared by workspaces the caller may use.",
+    ),
+    Route(
+        "fact_check",
+        "POST",
+        _WS + "/fact-check",
+        READ_SEARCH,
+        "Check a draft `{text, room?, now?}` against the graph and the MUST rules.",
+    ),
 )
 
 _BY_NAME = {route.name: route for route in ROUTES}

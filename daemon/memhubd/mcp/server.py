@@ -30,6 +30,7 @@ from memhubd.api.middleware import BodyTooLarge, over_unix_socket
 from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import reset_caller, set_caller, visible_names
 from memhubd.mcp.cowork_tools import register_cowork_tools
+from memhubd.mcp.graph_tools import register_graph_tools
 from memhubd.mcp.origin import rebinding_problem
 from memhubd.mcp.recall_tools import register_recall_tools
 from memhubd.mcp.resources import register_resources
@@ -129,6 +130,7 @@ def build_mcp_server(hub: Hub) -> MemhubMCP:
     register_tools(server, hub)
     register_recall_tools(server, hub)
     register_cowork_tools(server, hub)
+    register_graph_tools(server, hub)
     register_resources(server, hub)
     return server
 

@@ -1,0 +1,173 @@
+"""The knowledge-graph MCP tools, with mempal's argument names under the `memory_`
+prefix: memory_kg (actions add, query, invalidate, timeline, stats), memory_tunnels
+and memory_fact_check.
+
+`wing` (mempal's word) and `workspace` name the same thing. Each tool calls the same
+`service.graph` function as the JSON API; access errors become tool errors.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from memhub_protocol import ErrorCode, ProtocolError
+from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
+from memhubd.mcp.caller import choose_workspace, current_caller
+from memhubd.mcp.tools import READ_ONLY, WRITE, reply, tool_error
+from memhubd.runtime.hub import Hub
+from memhubd.service import graph
+
+DOOR = "mcp"
+ACTIONS = ("add", "query", "invalidate", "timeline", "stats")
+WING = (
+    "Workspace (mempal's wing). Leave it out to use your only workspace; required when "
+    "you may use several."
+)
+
+DESCRIBE = {
+    "memory_kg": (
+        "Temporal knowledge graph. action=add (subject, predicate, object, optional "
+        "source_drawer to cite), query (optional subject/predicate/object; valid triples "
+        "only unless active_only=false; as_of for any past instant), invalidate "
+        "(triple_id: ends its validity, never deletes), timeline (subject: the entity, "
+        "oldest first), stats. Answers include read-only triples derived from governed "
+        "declarations (derived=true, source_declaration): those change only through a "
+        "proposal, never through invalidate."
+    ),
+    "memory_tunnels": (
+        "Rooms shared by several of your workspaces (recall rooms, governed modules or "
+        "entity symbols): where the same topic lives in more than one place."
+    ),
+    "memory_fact_check": (
+        "Before saving a note that states relations between named things, check it: names "
+        "close to a known entity (typo or a different person?), relations that contradict "
+        "a valid triple, facts whose validity has ended, and agreed MUST rules the text "
+        "would break. Read-only and deterministic; each issue cites its triple, drawer or "
+        "declaration. Confirm with the user before saving when it reports anything."
+    ),
+}
+
+
+def _workspace(wing: str, workspace: str) -> str:
+    if wing and workspace and wing != workspace:
+        raise ProtocolError(
+            ErrorCode.INVALID, "'wing' and 'workspace' name different workspaces", {"field": "wing"}
+        )
+    return (workspace or wing).strip()
+
+
+async def _run(hub: Hub, scope: str, requested: str, work: Any) -> dict[str, Any]:
+    try:
+        identity = current_caller()
+        name = choose_workspace(hub, identity, requested, scope)
+        return await work(identity, name)
+    except ProtocolError as error:
+        raise tool_error(error) from None
+
+
+async def _invalidate(hub: Hub, identity: Any, name: str, triple_id: str) -> dict[str, Any]:
+    """mempal's answer: the outcome as a sentence in `action`, the triple in `triples`."""
+    try:
+        return await graph.kg_invalidate(hub, identity, name, triple_id, DOOR)
+    except ProtocolError as error:
+        if error.code is ErrorCode.NOT_FOUND:
+            return {
+                "workspace": name,
+                "action": f"triple {triple_id} not found or already invalidated",
+                "triples": [],
+                "invalidated": False,
+            }
+        if error.code is ErrorCode.CONFLICT and error.detail.get("derived"):
+            return {
+                "workspace": name,
+                "action": error.message,
+                "triples": [],
+                "invalidated": False,
+                "derived": True,
+                "declaration_id": error.detail.get("declaration_id"),
+            }
+        raise
+
+
+def register_graph_tools(server: MCPServer, hub: Hub) -> None:
+    @server.tool(description=DESCRIBE["memory_kg"], annotations=WRITE)
+    async def memory_kg(
+        action: Annotated[str, Field(description="add, query, invalidate, timeline or stats")],
+        subject: Annotated[str, Field(description="subject (timeline: the entity)")] = "",
+        predicate: Annotated[str, Field(description="predicate, e.g. works_at")] = "",
+        object: Annotated[str, Field(description="object")] = "",  # noqa: A002 (mempal's name)
+        triple_id: Annotated[str, Field(description="the triple to invalidate")] = "",
+        active_only: Annotated[bool, Field(description="query: valid triples only")] = True,
+        source_drawer: Annotated[str, Field(description="add: the drawer it rests on")] = "",
+        as_of: Annotated[str, Field(description="query: valid at this instant (ISO 8601)")] = "",
+        limit: Annotated[int, Field(description="query: most triples (1-1000)")] = 100,
+        wing: Annotated[str, Field(description=WING)] = "",
+        workspace: Annotated[str, Field(description="same as wing")] = "",
+    ) -> CallToolResult:
+        if action not in ACTIONS:
+            raise tool_error(ProtocolError(ErrorCode.INVALID, "unsupported kg action"))
+
+        async def work(identity: Any, name: str) -> dict[str, Any]:
+            if action == "add":
+                return await graph.kg_add(
+                    hub,
+                    identity,
+                    name,
+                    subject or None,
+                    predicate or None,
+                    object or None,
+                    DOOR,
+                    source_drawer=source_drawer or None,
+                )
+            if action == "query":
+                return await graph.kg_query(
+                    hub,
+                    identity,
+                    name,
+                    subject=subject or None,
+                    predicate=predicate or None,
+                    obj=object or None,
+                    as_of=as_of or None,
+                    active_only=active_only,
+                    limit=limit,
+                )
+            if action == "invalidate":
+                return await _invalidate(hub, identity, name, triple_id)
+            if action == "timeline":
+                return await graph.kg_timeline(hub, identity, name, subject or None)
+            return await graph.kg_stats(hub, identity, name)
+
+        scope = WRITE_RECALL if action in ("add", "invalidate") else READ_SEARCH
+        return reply(await _run(hub, scope, _workspace(wing, workspace), work))
+
+    @server.tool(description=DESCRIBE["memory_tunnels"], annotations=READ_ONLY)
+    async def memory_tunnels() -> CallToolResult:
+        try:
+            return reply(await graph.tunnels(hub, current_caller()))
+        except ProtocolError as error:
+            raise tool_error(error) from None
+
+    @server.tool(description=DESCRIBE["memory_fact_check"], annotations=READ_ONLY)
+    async def memory_fact_check(
+        text: Annotated[str, Field(description="the draft to check")],
+        wing: Annotated[str, Field(description=WING)] = "",
+        room: Annotated[str, Field(description="only drawers of this room count")] = "",
+        now: Annotated[str, Field(description="check as of this RFC 3339 time")] = "",
+        workspace: Annotated[str, Field(description="same as wing")] = "",
+    ) -> CallToolResult:
+        requested = _workspace(wing, workspace)
+        if room and not requested:
+            raise tool_error(
+                ProtocolError(ErrorCode.INVALID, "invalid scope: room needs wing", {"field": "room"})
+            )
+
+        async def work(identity: Any, name: str) -> dict[str, Any]:
+            return await graph.fact_check(
+                hub, identity, name, text, room=room or None, now=now or None
+            )
+
+        return reply(await _run(hub, READ_SEARCH, requested, work))

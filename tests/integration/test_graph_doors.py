@@ -1,0 +1,330 @@
+"""The knowledge graph through a real daemon: stored triples with validity periods, read-only
+triples derived from `.mem` declarations that follow edits and deletions, role hiding,
+tunnels across three workspaces with different grants, and the same answers through the
+JSON API, MCP and memctl."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+
+TEAM, WRITING, ASSISTANT = "team-coding", "writing", "assistant"
+T0 = 1_700_000_000
+NATS = "decision:queue.nats_jetstream"
+FORCE_RULE = "teamcode.project_rule:git.no_force_push_main"
+SHARED = """module shared.notes
+
+entity Person.Ines {
+  canonical_name: "Ines"
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    root = tmp_path_factory.mktemp("graph")
+    workspaces = copy_examples(root / "ws", [TEAM, WRITING, ASSISTANT])
+    for name in (WRITING, ASSISTANT):
+        (Path(workspaces[name]) / "shared.mem").write_text(SHARED)
+    with start_daemon(root, workspaces) as live:
+        with live.http(live.admin_token, timeout=60) as http:
+            for name in (TEAM, WRITING, ASSISTANT):
+                for room, content in (
+                    ("ledger", f"the {name} ledger drifts by a cent on conversion"),
+                    ("default", f"an unrouted note of {name}"),
+                ):
+                    answer = http.post(
+                        f"/v1/workspaces/{name}/recall/ingest",
+                        json={"content": content, "room": room},
+                    )
+                    assert answer.status_code == 201, answer.text
+        yield live
+
+
+def token(daemon: LiveDaemon, name: str, scopes: str, **grants: Any) -> str:
+    return daemon.tokens.get(name) or daemon.add_token(name, scopes, **grants)
+
+
+def developer(daemon: LiveDaemon) -> str:
+    return token(
+        daemon,
+        "graph-dev",
+        "read:summary,read:search,write:recall",
+        workspaces=[TEAM],
+        roles=["developer"],
+    )
+
+
+def outsider(daemon: LiveDaemon) -> str:
+    """Granted the team workspace but none of the roles that may read its rules."""
+    return token(daemon, "graph-outsider", "read:summary,read:search", workspaces=[TEAM])
+
+
+def api(daemon: LiveDaemon, secret: str, method: str, path: str, **kwargs: Any) -> httpx2.Response:
+    with daemon.http(secret) as http:
+        return http.request(method, path, **kwargs)
+
+
+def kg(path: str) -> str:
+    return f"/v1/workspaces/{TEAM}/kg{path}"
+
+
+@asynccontextmanager
+async def mcp_client(daemon: LiveDaemon, secret: str) -> AsyncIterator[Client]:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+    async with http, Client(streamable_http_client(f"{daemon.url}/mcp", http_client=http)) as c:
+        yield c
+
+
+async def call(daemon: LiveDaemon, secret: str, tool: str, args: dict[str, Any]) -> Any:
+    async with mcp_client(daemon, secret) as client:
+        result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+def memctl(daemon: LiveDaemon, secret: str, *argv: str, stdin: str = "") -> tuple[int, str, str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "memctl", "--url", daemon.url, "--token", secret, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=stdin,
+        env=dict(os.environ),
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError("the daemon did not get there in time")
+
+
+# --------------------------------------------------------------------------- stored triples
+
+
+def test_as_of_answers_at_the_boundaries_and_invalidation_keeps_history(
+    daemon: LiveDaemon,
+) -> None:
+    secret = developer(daemon)
+    body = {"subject": "Ana", "predicate": "works_at", "object": "Harbor", "valid_from": T0}
+    added = api(daemon, secret, "POST", kg("/triples"), json=body)
+    assert added.status_code == 201, added.text
+    ident = added.json()["triples"][0]["id"]
+    closed = api(daemon, secret, "POST", kg(f"/triples/{ident}/invalidate"), json={"at": T0 + 100})
+    assert closed.status_code == 200 and closed.json()["triples"][0]["valid_to"] == T0 + 100
+
+    def at(instant: int) -> list[str]:
+        params = {"subject": "Ana", "as_of": str(instant)}
+        answer = api(daemon, secret, "GET", kg("/triples"), params=params)
+        return [t["id"] for t in answer.json()["triples"]]
+
+    assert (at(T0 - 1), at(T0), at(T0 + 99), at(T0 + 100)) == ([], [ident], [ident], [])
+    assert (
+        api(daemon, secret, "GET", kg("/triples"), params={"subject": "Ana"}).json()["triples"]
+        == []
+    )  # not valid now
+    again = api(daemon, secret, "POST", kg("/triples"), json={**body, "valid_from": T0 + 200})
+    assert again.status_code == 201 and again.json()["triples"][0]["id"] == ident
+    assert (at(T0 + 50), at(T0 + 150), at(T0 + 250)) == ([ident], [], [ident])
+    timeline = api(daemon, secret, "GET", kg("/timeline"), params={"entity": "Harbor"}).json()
+    periods = [(t["valid_from"], t["valid_to"]) for t in timeline["triples"] if t["id"] == ident]
+    assert periods == [(T0, T0 + 100), (T0 + 200, None)]
+    gone = api(daemon, secret, "POST", kg(f"/triples/{ident}/invalidate"), json={"at": T0 + 300})
+    assert gone.status_code == 200
+    twice = api(daemon, secret, "POST", kg(f"/triples/{ident}/invalidate"), json={})
+    assert twice.status_code == 404 and "already invalidated" in twice.json()["error"]["message"]
+
+
+def test_writing_needs_write_recall(daemon: LiveDaemon) -> None:
+    body = {"subject": "A", "predicate": "b", "object": "C"}
+    refused = api(daemon, outsider(daemon), "POST", kg("/triples"), json=body)
+    assert refused.status_code == 403
+    assert refused.json()["error"]["detail"]["required_scope"] == "write:recall"
+    bad = api(daemon, developer(daemon), "POST", kg("/triples"), json={"subject": "A"})
+    assert bad.status_code == 422 and bad.json()["error"]["detail"]["field"] == "predicate"
+
+
+# --------------------------------------------------------------------------- derived triples
+
+
+def test_declared_relations_are_derived_triples_that_cannot_be_invalidated(
+    daemon: LiveDaemon,
+) -> None:
+    secret = developer(daemon)
+    answer = api(daemon, secret, "GET", kg("/triples"), params={"subject": NATS})
+    edges = {(t["predicate"], t["object"]): t for t in answer.json()["triples"]}
+    supersedes = edges[("supersedes", "decision:queue.redis_streams")]
+    assert supersedes["derived"] and supersedes["source_declaration"] == NATS
+    assert edges[("about", "Service.Tidewater")]["derived"]
+    refused = api(daemon, secret, "POST", kg(f"/triples/{supersedes['id']}/invalidate"), json={})
+    assert refused.status_code == 409
+    error = refused.json()["error"]
+    assert "memctl propose --supersedes " + NATS in error["message"]
+    assert error["detail"]["declaration_id"] == NATS
+    code, _out, err = memctl(daemon, secret, "-w", TEAM, "kg", "invalidate", supersedes["id"])
+    assert code == 1 and "propose" in err
+    still = api(daemon, secret, "GET", kg("/triples"), params={"subject": NATS}).json()
+    assert supersedes["id"] in [t["id"] for t in still["triples"]]
+
+
+@pytest.mark.anyio
+async def test_mcp_says_to_propose_instead_of_invalidating_a_derived_triple(
+    daemon: LiveDaemon,
+) -> None:
+    secret = developer(daemon)
+    query = await call(daemon, secret, "memory_kg", {"action": "query", "subject": NATS})
+    derived = next(t for t in query["triples"] if t["predicate"] == "supersedes")
+    answer = await call(
+        daemon, secret, "memory_kg", {"action": "invalidate", "triple_id": derived["id"]}
+    )
+    assert answer["invalidated"] is False and answer["declaration_id"] == NATS
+    assert "propose" in answer["action"] and answer["triples"] == []
+
+
+def test_a_declaration_hidden_from_the_caller_yields_no_derived_triple(
+    daemon: LiveDaemon,
+) -> None:
+    def rule_edges(secret: str) -> list[dict[str, Any]]:
+        answer = api(daemon, secret, "GET", kg("/timeline"), params={"entity": FORCE_RULE})
+        assert answer.status_code == 200, answer.text
+        return answer.json()["triples"]
+
+    assert [t["predicate"] for t in rule_edges(developer(daemon))] == ["about"]
+    assert rule_edges(outsider(daemon)) == []
+    tidewater = api(
+        daemon, outsider(daemon), "GET", kg("/timeline"), params={"entity": "Service.Tidewater"}
+    ).json()
+    assert FORCE_RULE not in json.dumps(tidewater)
+
+
+def test_derived_triples_follow_edits_and_deletions_of_mem_files(daemon: LiveDaemon) -> None:
+    secret = developer(daemon)
+    path = Path(daemon.workspaces[TEAM]) / "graph_probe.mem"
+    subject = "decision:probe.one"
+
+    def objects() -> set[str]:
+        answer = api(daemon, secret, "GET", kg("/triples"), params={"subject": subject})
+        return {t["object"] for t in answer.json()["triples"] if t["predicate"] == "depends_on"}
+
+    def source(target: str) -> str:
+        return (
+            "module teamcode.probe\n\ndecision probe.one {\n"
+            f'  decision: "Probe the graph."\n  depends_on: {target}\n}}\n'
+        )
+
+    path.write_text(source("infra.first"))
+    wait_for(lambda: objects() == {"infra.first"})
+    path.write_text(source("infra.second"))
+    wait_for(lambda: objects() == {"infra.second"})
+    path.unlink()
+    wait_for(lambda: objects() == set())
+    stats = api(daemon, secret, "GET", kg("/stats")).json()["stats"]
+    assert stats["derived"] > 0 and stats["total"] == stats["stored"] + stats["derived"]
+
+
+# --------------------------------------------------------------------------- tunnels
+
+
+def test_tunnels_name_only_workspaces_the_caller_has_a_grant_for(daemon: LiveDaemon) -> None:
+    two = token(daemon, "graph-two", "read:summary,read:search", workspaces=[TEAM, WRITING])
+    one = token(daemon, "graph-one", "read:summary,read:search", workspaces=[WRITING])
+
+    def tunnels(secret: str) -> dict[str, Any]:
+        answer = api(daemon, secret, "GET", "/v1/tunnels")
+        assert answer.status_code == 200, answer.text
+        return {t["room"]: t for t in answer.json()["tunnels"]}
+
+    every = tunnels(daemon.admin_token)
+    assert every["ledger"]["wings"] == [ASSISTANT, TEAM, WRITING]
+    assert every["shared.notes"]["kinds"] == {ASSISTANT: ["module"], WRITING: ["module"]}
+    assert every["Person.Ines"]["kinds"][TEAM] == ["entity"]
+    assert "default" not in every
+    seen_by_two = tunnels(two)
+    assert seen_by_two["ledger"]["wings"] == [TEAM, WRITING]
+    assert seen_by_two["Person.Ines"]["wings"] == [TEAM, WRITING]
+    assert "shared.notes" not in seen_by_two
+    assert ASSISTANT not in json.dumps(seen_by_two)
+    assert tunnels(one) == {}
+    code, out, err = memctl(daemon, two, "tunnels")
+    assert code == 0, err
+    assert "room 'ledger' <-> workspaces: team-coding, writing" in out
+    assert ASSISTANT not in out
+
+
+def test_search_hints_agree_with_the_tunnels(daemon: LiveDaemon) -> None:
+    two = token(daemon, "graph-two", "read:summary,read:search", workspaces=[TEAM, WRITING])
+    with daemon.http(two) as http:
+        answer = http.post("/v1/recall/search", json={"query": "ledger drifts cent conversion"})
+    hits = {h["workspace"]: h for h in answer.json()["hits"] if h["room"] == "ledger"}
+    assert hits[TEAM]["tunnel_hints"] == [WRITING]
+    assert hits[WRITING]["tunnel_hints"] == [TEAM]
+
+
+# --------------------------------------------------------------------------- one answer, three doors
+
+
+@pytest.mark.anyio
+async def test_api_mcp_and_memctl_give_the_same_graph_answers(daemon: LiveDaemon) -> None:
+    secret = developer(daemon)
+    api_query = api(daemon, secret, "GET", kg("/triples"), params={"subject": NATS}).json()
+    mcp_query = await call(daemon, secret, "memory_kg", {"action": "query", "subject": NATS})
+    code, out, err = memctl(daemon, secret, "-w", TEAM, "kg", "query", "--subject", NATS, "--json")
+    assert code == 0, err
+    assert api_query["triples"] == mcp_query["triples"] == json.loads(out)["triples"]
+    assert len(api_query["triples"]) >= 2
+
+    api_stats = api(daemon, secret, "GET", kg("/stats")).json()["stats"]
+    mcp_stats = (await call(daemon, secret, "memory_kg", {"action": "stats"}))["stats"]
+    code, out, err = memctl(daemon, secret, "-w", TEAM, "kg", "stats", "--json")
+    assert api_stats == mcp_stats == json.loads(out)["stats"]
+
+    entity = "Service.Tidewater"
+    api_line = api(daemon, secret, "GET", kg("/timeline"), params={"entity": entity}).json()
+    mcp_line = await call(daemon, secret, "memory_kg", {"action": "timeline", "subject": entity})
+    code, out, err = memctl(daemon, secret, "-w", TEAM, "kg", "timeline", entity, "--json")
+    assert api_line["triples"] == mcp_line["triples"] == json.loads(out)["triples"]
+
+    two = token(daemon, "graph-two", "read:summary,read:search", workspaces=[TEAM, WRITING])
+    api_tunnels = api(daemon, two, "GET", "/v1/tunnels").json()
+    mcp_tunnels = await call(daemon, two, "memory_tunnels", {})
+    code, out, err = memctl(daemon, two, "tunnels", "--json")
+    assert api_tunnels == mcp_tunnels == json.loads(out)
+
+
+@pytest.mark.anyio
+async def test_memctl_and_mcp_add_and_invalidate(daemon: LiveDaemon) -> None:
+    secret = developer(daemon)
+    code, out, err = memctl(daemon, secret, "-w", TEAM, "kg", "add", "Omar", "manages", "Pia")
+    assert code == 0, err
+    assert out.startswith("added: (Omar) --[manages]--> (Pia)")
+    ident = out.split("id: ")[1].strip()
+    again = await call(
+        daemon,
+        secret,
+        "memory_kg",
+        {"action": "add", "subject": "Omar", "predicate": "manages", "object": "Pia"},
+    )
+    assert again["created"] is False and again["triples"][0]["id"] == ident
+    done = await call(daemon, secret, "memory_kg", {"action": "invalidate", "triple_id": ident})
+    assert done["action"] == "invalidate" and done["triples"][0]["valid_to"] is not None
+    missing = await call(daemon, secret, "memory_kg", {"action": "invalidate", "triple_id": ident})
+    assert missing["action"] == f"triple {ident} not found or already invalidated"
