@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -25,12 +26,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# One BLAS thread per search, as the daemon should run (docs/recall.md): a threaded
+# gemv on a busy machine was 30-100x slower than a single-threaded one.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from memhubd.recall.embed import load_embedder
-from memhubd.recall.ids import content_hash, drawer_id
-from memhubd.recall.search import Weights, search
-from memhubd.recall.store import AuditEntry, DrawerFilter, EmbedderRecord, NewDrawer, open_store
+import numpy as np  # noqa: E402
+
+from memhubd.recall.embed import load_embedder  # noqa: E402
+from memhubd.recall.ids import content_hash, drawer_id  # noqa: E402
+from memhubd.recall.search import Weights, search  # noqa: E402
+from memhubd.recall.store import AuditEntry, DrawerFilter, EmbedderRecord, NewDrawer, open_store  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "locomo-dev"
 KS = (1, 5, 10)
@@ -222,27 +227,27 @@ def run(data: Path, variants: bool) -> list[dict[str, Any]]:
     measure(
         plain,
         [
-            ("bm25 only (turn text)", Weights(bm25=1, vector=0, room=0)),
-            ("vectors only (turn text)", Weights(bm25=0, vector=1, room=0)),
-            ("fused, equal weights (turn text)", Weights(bm25=1, vector=1, room=0)),
+            ("1 bm25 only, turn text", Weights(bm25=1, vector=0, room=0, source=0)),
+            ("2 vectors only, turn text", Weights(bm25=0, vector=1, room=0, source=0)),
+            ("3 fused, equal RRF weights", Weights(bm25=1, vector=1, room=0, source=0)),
         ],
     )
-    chosen = (render_speaker, "prev+next", "content+context")
+    chosen = (render_speaker, "prev+next", "content")
     measure(
         chosen,
         [
-            ("bm25 only, neighbours as context", Weights(1, 0, 0, CHOSEN.context)),
-            ("vectors only, neighbours in the vector", Weights(0, 1, 0, CHOSEN.context)),
-            ("fused, tuned (the default weights)", CHOSEN),
+            ("4 bm25 only, neighbours as context", Weights(1, 0, 0, CHOSEN.context, source=0)),
+            ("5 fused, vector weight 0.2", Weights(1, CHOSEN.vector, 0, CHOSEN.context, source=0)),
+            ("6 fused + source boost (defaults)", CHOSEN),
         ],
     )
     if variants:
         for context in ("prev", "prev+next"):
             for vector_text in ("content", "content+context"):
                 grid = [
-                    (f"{context}/{vector_text} ctx={c} vec={v}", Weights(1, v, 0, c))
+                    (f"{context}/{vector_text} ctx={c} vec={v}", Weights(1, v, 0, c, source=0))
                     for c in (0.25, 0.5, 1.0)
-                    for v in (0, 0.25, 0.5, 1.0)
+                    for v in (0, 0.1, 0.2, 0.5)
                 ]
                 measure((render_speaker, context, vector_text), grid)
     return rows

@@ -18,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from memhubd.recall.store import CURRENT_VERSION
 from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recall"
@@ -87,7 +88,7 @@ def test_every_fixture_format_was_ingested(daemon: LiveDaemon) -> None:
     rooms = {r["room"]: r["drawer_count"] for r in status["rooms"]}
     # Rooms: the transcripts' project directories, else the source's directory.
     assert rooms == {"billing": 3, "chatgpt": 3, "deploys": 1, "ledger": 2, "notes": 5}
-    assert status["store_schema_version"] == 1 and status["deleted_count"] == 0
+    assert status["store_schema_version"] == CURRENT_VERSION and status["deleted_count"] == 0
 
 
 def test_a_hit_cites_its_source_and_position(daemon: LiveDaemon) -> None:

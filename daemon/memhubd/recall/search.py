@@ -29,7 +29,8 @@ from memhubd.recall.store import (
 log = structlog.get_logger("memhubd.recall.search")
 
 RRF_K = 60
-MIN_CANDIDATES = 50
+MIN_CANDIDATES = 200  # per retriever; also what fusion and the source boost see
+SOURCE_TOP = 3
 
 # Words that carry no topic: with an OR query they only add noise to BM25.
 STOPWORDS = frozenset(
@@ -49,9 +50,10 @@ class Weights:
     """Per-signal RRF weights (tuned on the LoCoMo dev set: bench/recall_locomo.py)."""
 
     bm25: float = 1.0
-    vector: float = 1.0
+    vector: float = 0.2
     room: float = 0.5
     context: float = CONTEXT_WEIGHT  # a context word's BM25 weight, relative to content
+    source: float = 0.1  # share of its source's best fused scores a candidate gains
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -134,6 +136,8 @@ def search(
     fused, signals = fuse(lists, {"bm25": weights.bm25, "vector": weights.vector})
     if not fused:
         return result
+    if weights.source > 0:
+        _boost_sources(store, fused, weights.source)
     result.boosted_rooms = rooms_for_query(query, store.taxonomy()) if weights.room > 0 else {}
     if result.boosted_rooms:
         # A boost can lift any candidate into the top: every candidate's room is needed.
@@ -150,6 +154,21 @@ def search(
     # A drawer deleted since the retrievers ran is simply left out.
     result.hits = [Hit(drawers[r], fused[r], signals[r]) for r in order if r in drawers]
     return result
+
+
+def _boost_sources(store: DrawerStore, fused: dict[int, float], weight: float) -> None:
+    """Each candidate gains `weight` times the sum of its source's best three fused
+    scores: a conversation that matches in several places is likelier the one asked
+    about (on LoCoMo dev: turn hit@10 +0.015)."""
+    sources = store.sources(list(fused))
+    best: dict[str, list[float]] = {}
+    for rowid, score in fused.items():
+        best.setdefault(sources.get(rowid, ""), []).append(score)
+    totals = {
+        source: sum(sorted(scores, reverse=True)[:SOURCE_TOP]) for source, scores in best.items()
+    }
+    for rowid in fused:
+        fused[rowid] += weight * totals[sources.get(rowid, "")]
 
 
 def _vector_rows(

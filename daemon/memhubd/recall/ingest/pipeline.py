@@ -32,7 +32,9 @@ from memhubd.recall.store import (
 # Cosine at or above which a new drawer is reported as a near-duplicate of a stored
 # one (see docs/recall.md for how it was calibrated on the LoCoMo dev data).
 NEAR_DUPLICATE = 0.95
-NEAR_DUPLICATE_BATCH = 256  # larger batches skip the check (it is a warning only)
+# The check compares each new drawer with every stored one: worth it for a note or a
+# few appended exchanges, not for a bulk import (which would pay it on every file).
+NEAR_DUPLICATE_BATCH = 8
 PREVIEW = 100
 MANUAL = "manual"
 

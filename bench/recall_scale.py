@@ -1,0 +1,165 @@
+"""Recall at scale (not a test; prints numbers): ingest throughput including embedding,
+and search latency and RSS at growing store sizes.
+
+Synthetic text: Zipf-distributed words over a made-up vocabulary, 15-60 words per
+drawer, in chat transcripts of 20 exchanges (ingest) or as drawers written in batches
+(for the larger sizes). Search: 200 queries of 2-6 words, hybrid (BM25 + vectors).
+
+    .venv/bin/python bench/recall_scale.py [--sizes 10000,100000] [--ingest 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# One BLAS thread per search, as the daemon should run (docs/recall.md): a threaded
+# gemv on a busy machine was 30-100x slower than a single-threaded one.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from memhubd.recall.embed import load_embedder  # noqa: E402
+from memhubd.recall.ids import content_hash, drawer_id  # noqa: E402
+from memhubd.recall.ingest import IngestOptions, Ingestor, SourceLock  # noqa: E402
+from memhubd.recall.search import search  # noqa: E402
+from memhubd.recall.store import AuditEntry, DrawerFilter, EmbedderRecord, NewDrawer, open_store  # noqa: E402
+
+SYLLABLES = "ka lo mi ne ru ta shi po ve da gu re so ni ba te fo ly".split()
+QUERIES = 200
+
+
+class Words:
+    """A deterministic Zipf sampler over 20,000 made-up words."""
+
+    def __init__(self, seed: int = 7) -> None:
+        rng = random.Random(seed)
+        self.vocabulary = [
+            "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(20_000)
+        ]
+        ranks = np.arange(1, len(self.vocabulary) + 1)
+        weights = 1 / ranks**1.1
+        self.cumulative = np.cumsum(weights / weights.sum())
+        self.rng = np.random.default_rng(seed)
+
+    def text(self, low: int, high: int) -> str:
+        count = int(self.rng.integers(low, high + 1))
+        picks = np.searchsorted(self.cumulative, self.rng.random(count))
+        return " ".join(self.vocabulary[min(i, len(self.vocabulary) - 1)] for i in picks)
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def transcript(words: Words, exchanges: int) -> str:
+    lines = []
+    for _ in range(exchanges):
+        lines.append(
+            json.dumps({"type": "user", "message": {"role": "user", "content": words.text(8, 25)}})
+        )
+        lines.append(
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "message": {"role": "assistant", "content": words.text(15, 60)},
+                }
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+def measure_ingest(
+    directory: Path, embedder: object, words: Words, chunks: int
+) -> dict[str, float]:
+    store = open_store(directory / "ingest.db")
+    ingestor = Ingestor(store, embedder, SourceLock(directory / "locks"))  # type: ignore[arg-type]
+    options = IngestOptions(workspace="bench", identity="bench", door="bench")
+    files = [transcript(words, 20) for _ in range(chunks // 20)]
+    started = time.perf_counter()
+    written = sum(
+        ingestor.ingest_text(f"s{i}.jsonl", text, options).chunks for i, text in enumerate(files)
+    )
+    seconds = time.perf_counter() - started
+    store.close()
+    return {
+        "chunks": written,
+        "seconds": round(seconds, 2),
+        "chunks_per_s": round(written / seconds),
+    }
+
+
+def grow(store: object, embedder: object, words: Words, start: int, stop: int) -> None:
+    record = EmbedderRecord(embedder.name, embedder.dimension)  # type: ignore[attr-defined]
+    for first in range(start, stop, 5000):
+        texts = [words.text(15, 60) for _ in range(first, min(stop, first + 5000))]
+        drawers = [
+            NewDrawer(
+                id=drawer_id("bench", "default", f"{first + i}\n{t}"),
+                room=f"room{(first + i) % 20}",
+                content=t,
+                source_file=f"synthetic/{(first + i) // 100}",
+                source_kind="text",
+                chunk_index=(first + i) % 100,
+                content_hash=content_hash(t),
+                identity="bench",
+            )
+            for i, t in enumerate(texts)
+        ]
+        vectors = embedder.embed(texts)  # type: ignore[attr-defined]
+        store.write(drawers, vectors, record, AuditEntry("bench", "bench", "ingest"))  # type: ignore[attr-defined]
+
+
+def measure_search(store: object, embedder: object, words: Words) -> dict[str, float]:
+    queries = [words.text(2, 6) for _ in range(QUERIES)]
+    search(store, embedder, queries[0], DrawerFilter(), 10)  # type: ignore[arg-type]  # warm the cache
+    latencies = []
+    for query in queries:
+        started = time.perf_counter()
+        search(store, embedder, query, DrawerFilter(), 10)  # type: ignore[arg-type]
+        latencies.append((time.perf_counter() - started) * 1000)
+    return {
+        "p50_ms": round(statistics.median(latencies), 2),
+        "p99_ms": round(float(np.percentile(latencies, 99)), 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000", help="store sizes to search")
+    parser.add_argument("--ingest", type=int, default=20_000, help="chunks to ingest")
+    args = parser.parse_args(argv)
+    embedder = load_embedder()
+    words = Words()
+    with tempfile.TemporaryDirectory(prefix="recall-scale-") as name:
+        directory = Path(name)
+        if args.ingest:
+            print(
+                json.dumps({"ingest": measure_ingest(directory, embedder, words, args.ingest)}),
+                flush=True,
+            )
+        store = open_store(directory / "search.db")
+        size = 0
+        for target in sorted(int(s) for s in args.sizes.split(",") if s):
+            grow(store, embedder, words, size, target)
+            size = target
+            row = {
+                "drawers": size,
+                **measure_search(store, embedder, words),
+                "max_rss_mb": round(rss_mb()),
+            }
+            print(json.dumps(row), flush=True)
+        store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
