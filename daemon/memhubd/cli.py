@@ -11,11 +11,7 @@ import datetime
 import sys
 from collections.abc import Sequence
 
-from memhub_protocol.commandline import (
-    CommandParser,
-    add_completion_command,
-    exit_quietly_on_closed_stdout,
-)
+from memhub_protocol.commandline import CommandParser, add_completion_command, run_command_line
 from memhubd import __version__, daemon, offline
 
 
@@ -141,19 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    if not arguments:
-        parser.print_help()  # a bare `memhubd` asks what there is
-        return 0
-    args = parser.parse_args(arguments)
-    return exit_quietly_on_closed_stdout(lambda: _run(args))
+    return run_command_line(build_parser(), argv, _run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    handler = getattr(args, "local_handler", None) or args.handler
     try:
-        return int(handler(args))
+        return int(args.handler(args))
     except offline.CommandFailure as failure:
         return offline.report_failure(failure, getattr(args, "json", False))
     except KeyboardInterrupt:

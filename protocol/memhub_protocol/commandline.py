@@ -13,7 +13,7 @@ import difflib
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -55,6 +55,26 @@ def _missing_subcommand(parser: argparse.ArgumentParser, message: str) -> bool:
             names = {action.metavar, action.dest}
             return any(str(name) in message for name in names if name)
     return False
+
+
+def run_command_line(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    run: Callable[[argparse.Namespace], int],
+) -> int:
+    """Parse `argv` (default: the process's arguments) and run the chosen command.
+
+    The program's name alone prints its help and exits 0; a command that needs no
+    daemon (`local_handler`, such as `completion`) runs on its own; everything else
+    goes to `run`. A reader of stdout that goes away early ends the command quietly.
+    """
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if not arguments:
+        parser.print_help()
+        return 0
+    args = parser.parse_args(arguments)
+    local = getattr(args, "local_handler", None)
+    return exit_quietly_on_closed_stdout(lambda: int(local(args)) if local else run(args))
 
 
 def exit_quietly_on_closed_stdout(run: Callable[[], int]) -> int:
