@@ -14,6 +14,7 @@ from memctl import __version__, commands, render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import ConfigError, resolve_settings
 from memctl.cowork import add_cowork_commands
+from memctl.diary import add_diary_commands
 from memctl.graph import add_graph_commands
 from memctl.hooks import add_hooks_commands
 from memctl.mcp_bridge import add_mcp_command
@@ -189,6 +190,19 @@ def _add_review_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     )
     p.add_argument("--reason", default="", help="why this belongs in memory")
     p.add_argument("--supersedes", metavar="ID", help="the type:name id this one corrects")
+    recall = p.add_argument_group("from recall (instead of FILE)")
+    recall.add_argument("--from-drawer", metavar="ID", help="quote this drawer as evidence")
+    recall.add_argument("--type", dest="decl_type", metavar="T", help="memory type")
+    recall.add_argument("--id", dest="decl_name", metavar="NAME", help="declaration name")
+    recall.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        dest="fields",
+        metavar="K=V",
+        help="a field value (repeatable; a.b=v writes a block)",
+    )
+    recall.add_argument("--quote", help="the evidence span: an exact substring of the drawer")
 
     p = _command(sub, common, "review", None, "list, show, approve or reject proposals")
     actions = p.add_subparsers(dest="review_action", metavar="ACTION", required=True)
@@ -228,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_review_commands(sub, common)
     add_recall_commands(sub, common)
     add_cowork_commands(sub, common)
+    add_diary_commands(sub, common)
     add_graph_commands(sub, common)
     add_hooks_commands(sub, common)
     add_completion_command(sub, build_parser)

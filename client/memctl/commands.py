@@ -310,6 +310,8 @@ def _with_issues(call: Callable[[], Any]) -> Any:
 
 
 def cmd_propose(session: Session, args: argparse.Namespace) -> int:
+    if getattr(args, "from_drawer", None):
+        return _propose_from_drawer(session, args)
     source = _proposal_source(args.file)
     if not source.strip():
         raise CommandFailure("the proposal is empty: give one .mem declaration")
@@ -322,6 +324,51 @@ def cmd_propose(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
+def _propose_from_drawer(session: Session, args: argparse.Namespace) -> int:
+    if not args.decl_type or not args.decl_name:
+        raise CommandFailure("propose --from-drawer needs --type T and --id NAME")
+    if args.file != "-" or args.supersedes:
+        raise CommandFailure("propose --from-drawer takes no FILE and no --supersedes")
+    fields: dict[str, str] = {}
+    for pair in args.fields:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise CommandFailure(f"--field takes KEY=VALUE, not {pair!r}")
+        fields[key.strip()] = value
+    body = {"type": args.decl_type, "id": args.decl_name, "fields": fields, "reason": args.reason}
+    if args.quote is not None:
+        body["quote"] = args.quote
+    workspace = session.workspace()
+    payload = _with_issues(
+        lambda: session.client._call(
+            "recall_propose", workspace=workspace, drawer_id=args.from_drawer, body=body
+        )
+    )
+    session.show(
+        payload,
+        lambda p: (
+            render.render_proposed(p) + f"\nevidence from {p['drawer']['citation']}:\n"
+            f'  "{p["drawer"]["quote"]}"'
+        ),
+    )
+    return 0
+
+
+def _drawer_beside(payload: Any) -> str:
+    """The recall drawer a proposal quotes, shown after the proposal and its diff."""
+    drawer = payload.get("recall_drawer") if isinstance(payload, dict) else None
+    if not drawer:
+        return ""
+    head = f"\n\nrecall drawer {drawer['drawer_id']}"
+    if drawer.get("withheld"):
+        return head + ": withheld (you may not read it)"
+    if drawer.get("missing"):
+        return head + ": deleted since the proposal was made"
+    found = "quote found verbatim" if drawer.get("quote_found") else "QUOTE NOT FOUND in it"
+    content = "\n".join("  " + line for line in drawer["content"].splitlines())
+    return f"{head} ({drawer['citation']}; {found}):\n{content}"
+
+
 def cmd_review_list(session: Session, args: argparse.Namespace) -> int:
     payload = session.client.proposals(session.workspace(), status=args.status)
     session.show(payload, render.render_proposals)
@@ -330,7 +377,7 @@ def cmd_review_list(session: Session, args: argparse.Namespace) -> int:
 
 def cmd_review_show(session: Session, args: argparse.Namespace) -> int:
     payload = session.client.proposal(session.workspace(), args.id, into=args.into)
-    session.show(payload, render.render_proposal)
+    session.show(payload, lambda p: render.render_proposal(p) + _drawer_beside(p))
     return 0
 
 

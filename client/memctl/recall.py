@@ -68,10 +68,14 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a.add_argument("--since", help="said at or after (ISO date/time or epoch seconds)")
     a.add_argument("--until", help="said before (ISO date/time or epoch seconds)")
     a.add_argument("--limit", type=int, default=10, help="hits (default 10, at most 100)")
+    a.add_argument("--format", choices=("text", "aaak"), default="text", help="aaak: AAAK only")
 
     a = command(actions, "wake-up", cmd_wake_up, "identity, top drawers, memory map header")
     a.add_argument("--limit", type=int, default=5, help="drawers (default 5)")
     a.add_argument("--budget", type=int, default=4000, help="most characters (default 4000)")
+    a.add_argument("--format", choices=("text", "aaak"), default="text", help="aaak: one zettel")
+    a = command(actions, "compress", cmd_compress, "text as one AAAK zettel (nothing stored)")
+    a.add_argument("text", nargs="+", metavar="TEXT", help="the text; '-' reads stdin")
 
     command(actions, "status", cmd_status, "drawer counts, rooms, embedder, sizes")
     a = command(actions, "delete", cmd_delete, "soft-delete a drawer (audited)")
@@ -227,11 +231,12 @@ def cmd_search(session: Session, args: argparse.Namespace) -> int:
         until=until,
         identities=tuple(args.identity) if args.identity else None,
     )
+    params = {"format": "aaak"} if args.format == "aaak" else None
     if args.all:
-        answer = session.client._call("recall_search_all", body=request.to_json())
+        answer = session.client._call("recall_search_all", body=request.to_json(), params=params)
     else:
-        answer = _ws_call(session, "recall_search", body=request.to_json())
-    session.show(answer, render_search)
+        answer = _ws_call(session, "recall_search", body=request.to_json(), params=params)
+    session.show(answer, (lambda a: a["aaak"]) if params else render_search)
     return 0
 
 
@@ -259,9 +264,18 @@ def render_search(answer: dict[str, Any]) -> str:
 
 
 def cmd_wake_up(session: Session, args: argparse.Namespace) -> int:
-    params = {"limit": str(args.limit), "budget": str(args.budget)}
+    params = {"limit": str(args.limit), "budget": str(args.budget), "format": args.format}
     answer = _ws_call(session, "recall_wake_up", params=params)
     session.show(answer, lambda a: a["text"])
+    return 0
+
+
+def cmd_compress(session: Session, args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    if not text.strip():
+        raise CommandFailure("the text is empty")
+    answer = session.client._call("recall_compress", body={"text": text})
+    session.show(answer, lambda a: a["document"])
     return 0
 
 

@@ -68,6 +68,7 @@ class Route:
 
 
 _WS = "/v1/workspaces/{workspace}"
+_AAAK = Param("format", choices=("json", "aaak"), description="aaak: add the hits as AAAK")
 MAX_LIST_LIMIT = 500  # declarations per page
 MAX_PROPOSALS_LIMIT = 10000
 
@@ -193,13 +194,21 @@ ROUTES: tuple[Route, ...] = (
     ),
     # -- recall: drawers of raw material, searched by BM25 + vectors (memhub_protocol.recall)
     Route("recall_ingest", "POST", _WS + "/recall/ingest", WRITE_RECALL, "Ingest text or files."),
-    Route("recall_search", "POST", _WS + "/recall/search", READ_SEARCH, "Search the drawers."),
+    Route(
+        "recall_search",
+        "POST",
+        _WS + "/recall/search",
+        READ_SEARCH,
+        "Search the drawers.",
+        params=(_AAAK,),
+    ),
     Route(
         "recall_search_get",
         "GET",
         _WS + "/recall/search",
         READ_SEARCH,
         "Search the drawers: `?q=&room=&source_kind=&since=&until=&identity=&limit=`.",
+        params=(_AAAK,),
     ),
     Route(
         "recall_search_all",
@@ -207,6 +216,14 @@ ROUTES: tuple[Route, ...] = (
         "/v1/recall/search",
         READ_SEARCH,
         "Search every workspace the caller may use, or those named in `workspaces`.",
+        params=(_AAAK,),
+    ),
+    Route(
+        "recall_compress",
+        "POST",
+        "/v1/recall/compress",
+        READ_SUMMARY,
+        "Body `{text}` as one AAAK zettel (mempal's compress); nothing is stored.",
     ),
     Route("recall_status", "GET", _WS + "/recall/status", READ_SUMMARY, "Recall store status."),
     Route(
@@ -214,7 +231,37 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         _WS + "/recall/wake-up",
         READ_SUMMARY,
-        "Identity, top drawers and the memory map header: `?limit=&budget=`.",
+        "Identity, top drawers and the memory map header: `?limit=&budget=&format=`.",
+        params=(Param("format", choices=("text", "aaak"), description="aaak: one AAAK zettel"),),
+    ),
+    Route(
+        "recall_propose",
+        "POST",
+        _WS + "/recall/drawers/{drawer_id}/propose",
+        WRITE_CANDIDATE,
+        "Propose a declaration whose evidence quotes this drawer verbatim; body "
+        "`{type, id, fields, quote?, reason?}`. Reviewed like any proposal.",
+    ),
+    Route(
+        "diary_write",
+        "POST",
+        _WS + "/diary",
+        WRITE_RECALL,
+        "Write a diary entry `{type: OBSERVATION|LESSON|PATTERN, content, shared?, importance?}`.",
+    ),
+    Route(
+        "diary_read",
+        "GET",
+        _WS + "/diary",
+        READ_SUMMARY,
+        "Diary entries, newest first: one's own, or another identity's with `review` "
+        "(others see only shared ones).",
+        params=(
+            Param("identity", description="whose diary (default: the caller's)"),
+            Param("type", choices=("OBSERVATION", "LESSON", "PATTERN")),
+            Param("q", description="only entries matching these words, best first"),
+            Param("limit", "integer", 1, 100, description="most entries (default 20)"),
+        ),
     ),
     Route("recall_drawer", "GET", _WS + "/recall/drawers/{drawer_id}", READ_SEARCH, "One drawer."),
     Route(

@@ -20,7 +20,7 @@ from memhub_protocol.recall import (
     TaxonomyEditRequest,
     parse_time,
 )
-from memhubd.api.app import ApiContext, Handler, _json_body, _result
+from memhubd.api.app import ApiContext, Handler, _json_body, _result, query_params
 from memhubd.auth.identity import Identity
 from memhubd.service import recall
 
@@ -60,6 +60,10 @@ def _search_from_params(request: Request) -> SearchRequest:
     return SearchRequest.from_json(data)
 
 
+def _fmt(request: Request, default: str) -> str:
+    return str(query_params(request)["format"] or default)
+
+
 def recall_handlers(context: ApiContext) -> dict[str, Handler]:
     hub = context.hub
 
@@ -78,15 +82,27 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
                 "'workspaces' belongs to POST /v1/recall/search",
                 {"field": "workspaces"},
             )
-        return _result(context, await recall.search_recall(hub, identity, _ws(request), body))
+        fmt = _fmt(request, "json")
+        data = await recall.search_recall(hub, identity, _ws(request), body, fmt)
+        return _result(context, data)
 
     async def search_get(request: Request, identity: Identity) -> Response:
         body = _search_from_params(request)
-        return _result(context, await recall.search_recall(hub, identity, _ws(request), body))
+        fmt = _fmt(request, "json")
+        return _result(context, await recall.search_recall(hub, identity, _ws(request), body, fmt))
 
     async def search_all(request: Request, identity: Identity) -> Response:
         body = SearchRequest.from_json(await _json_body(request))
-        return _result(context, await recall.search_recall(hub, identity, None, body))
+        fmt = _fmt(request, "json")
+        return _result(context, await recall.search_recall(hub, identity, None, body, fmt))
+
+    async def compress(request: Request, identity: Identity) -> Response:
+        body = await _json_body(request)
+        if not isinstance(body, dict) or set(body) != {"text"} or not isinstance(body["text"], str):
+            raise ProtocolError(
+                ErrorCode.INVALID, "the body takes one string 'text'", {"field": "text"}
+            )
+        return _result(context, await recall.compress(identity, body["text"]))
 
     async def status(request: Request, identity: Identity) -> Response:
         return _result(context, await recall.status(hub, identity, _ws(request)))
@@ -94,7 +110,9 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
     async def wake_up(request: Request, identity: Identity) -> Response:
         limit = _int_param(request, "limit", 5)
         budget = _int_param(request, "budget", recall.WAKE_UP_BUDGET)
-        data = await recall.wake_up(hub, identity, _ws(request), min(limit, MAX_LIMIT), budget)
+        data = await recall.wake_up(
+            hub, identity, _ws(request), min(limit, MAX_LIMIT), budget, _fmt(request, "text")
+        )
         return _result(context, data)
 
     async def drawer(request: Request, identity: Identity) -> Response:
@@ -131,6 +149,7 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
         "recall_search": search,
         "recall_search_get": search_get,
         "recall_search_all": search_all,
+        "recall_compress": compress,
         "recall_status": status,
         "recall_wake_up": wake_up,
         "recall_drawer": drawer,

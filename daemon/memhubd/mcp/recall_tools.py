@@ -31,7 +31,9 @@ DESCRIBE = {
     "memory_search": (
         "Search recall: what was said in ingested transcripts, chats and notes (drawers), by "
         "BM25 + embeddings fused with RRF. Every hit has drawer_id, verbatim content, room, "
-        "source_file and a citation: cite them. Rooms boost, they never filter, unless you "
+        "source_file and a citation: cite them. Hits also carry entities, topics, flags, "
+        "emotions and importance_stars (computed from the content, never stored). Rooms "
+        "boost, they never filter, unless you "
         "pass `room`. Only filter by a room you have seen in memory_recall_status."
     ),
     "memory_ingest": (
@@ -79,6 +81,7 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         room: Annotated[str, Field(description="only drawers of this room")] = "",
         top_k: Annotated[int, Field(description="number of hits (1-100)", ge=1, le=100)] = 10,
         workspace: Annotated[str, Field(description="same as wing")] = "",
+        format: Annotated[str, Field(description="json, or aaak: add AAAK")] = "json",  # noqa: A002
     ) -> CallToolResult:
         try:
             identity = current_caller()
@@ -87,7 +90,7 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
             if room:
                 data["room"] = [room]
             request = SearchRequest.from_json(data)
-            return reply(await recall.search_recall(hub, identity, name, request))
+            return reply(await recall.search_recall(hub, identity, name, request, format))
         except ProtocolError as error:
             raise tool_error(error) from None
 
@@ -161,9 +164,10 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         limit: Annotated[int, Field(description="drawers to show (1-50)", ge=1, le=50)] = 5,
         budget: Annotated[int, Field(description="most characters of text", ge=200)] = 4000,
         workspace: Annotated[str, Field(description="same as wing")] = "",
+        format: Annotated[str, Field(description="text, or aaak: one zettel")] = "text",  # noqa: A002
     ) -> CallToolResult:
         async def work(identity: Any, name: str) -> dict[str, Any]:
-            return await recall.wake_up(hub, identity, name, limit, budget)
+            return await recall.wake_up(hub, identity, name, limit, budget, format)
 
         return reply(await _run(hub, READ_SUMMARY, _workspace(wing, workspace), work))
 

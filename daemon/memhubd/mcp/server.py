@@ -30,6 +30,7 @@ from memhubd.api.middleware import BodyTooLarge, over_unix_socket
 from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import reset_caller, set_caller, visible_names
 from memhubd.mcp.cowork_tools import register_cowork_tools
+from memhubd.mcp.diary_tools import register_diary_tools
 from memhubd.mcp.graph_tools import register_graph_tools
 from memhubd.mcp.origin import rebinding_problem
 from memhubd.mcp.recall_tools import register_recall_tools
@@ -130,6 +131,7 @@ def build_mcp_server(hub: Hub) -> MemhubMCP:
     register_tools(server, hub)
     register_recall_tools(server, hub)
     register_cowork_tools(server, hub)
+    register_diary_tools(server, hub)
     register_graph_tools(server, hub)
     register_resources(server, hub)
     return server

@@ -27,7 +27,26 @@ INSTRUCTIONS = (
     "(6) writes are propose-only: memory_propose stages one declaration in the "
     "workspace's review queue (memory_review_list shows the queue) and nothing becomes "
     "memory until a person approves it with `memctl review approve`; never present a "
-    "pending proposal as accepted memory."
+    "pending proposal as accepted memory. "
+    # mempal's protocol, where it fits a governed, shared memory.
+    "Recall keeps what was said (transcripts, notes) as drawers; governed memory is what "
+    "was agreed. (7) verify before asserting: search recall with memory_search before "
+    "stating facts about past work, and when asked why something was done, instead of "
+    "relying on general knowledge or this conversation alone. "
+    "(8) cite everything: a drawer_id with its source_file for what was said, a "
+    "declaration id for what was agreed; an answer you cannot cite is a guess. "
+    "(9) capture firm decisions only (architecture choices, API or naming contracts, a "
+    "bug's root cause and fix, spec changes), never brainstorming or raw chat: "
+    "memory_ingest stores one verbatim with its rationale; memory_propose_from_recall turns "
+    "a drawer into a proposal whose evidence quotes it, and it becomes memory only when a "
+    "person approves it. "
+    "(10) fact-check relations against what is known before ingesting them. "
+    "(11) at the end of a session, write one memory_diary entry (OBSERVATION, LESSON or "
+    "PATTERN) about how you worked; it stays private to you and reviewers unless shared. "
+    "(12) cowork: memory_cowork_push leaves a short message a partner reads at its next "
+    "prompt (not in real time, never to yourself, not for what must persist; on "
+    "inbox_full stop and wait); memory_peek_partner shows a partner's current activity. "
+    "Peek for current state, search for settled history."
 )
 
 # Boundaries and next actions are memdsl 0.5.1's words (an agent moving from memdsl-mcp
@@ -207,7 +226,7 @@ DESCRIBE = {
     "memory_status": (
         "Who you are on this server (token name, scopes, roles) and the health of the "
         "workspaces you may use: declarations, files, load problems. Use first when a "
-        "tool reports an error."
+        "tool reports an error. memory_protocol repeats the server's instructions."
     ),
     "memory_workspaces": (
         "The workspaces you may use, with their health and size. Use to find the value of "

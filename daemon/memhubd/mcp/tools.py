@@ -264,7 +264,10 @@ def _register_daemon(server: MCPServer, hub: Hub) -> None:
             if workspace.strip():
                 await service.workspace(hub, identity, workspace.strip())
             tools = await served_tool_names(server)
-            return reply(payloads.status_payload(data, workspace.strip() or None, tools))
+            payload = payloads.status_payload(data, workspace.strip() or None, tools)
+            # The server's instructions again, for clients that do not show them.
+            payload["memory_protocol"] = text.INSTRUCTIONS
+            return reply(payload)
         except ProtocolError as error:
             raise tool_error(error) from None
 

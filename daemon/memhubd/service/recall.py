@@ -23,10 +23,12 @@ from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import IngestRequest, SearchRequest, TaxonomyEditRequest
 from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, WRITE_RECALL
 from memhubd.auth.identity import Identity
+from memhubd.recall import aaak
 from memhubd.recall.ids import DEFAULT_ROOM
 from memhubd.recall.ingest import IngestOptions, LockTimeout, SourceReport
 from memhubd.recall.search import Hit, search
 from memhubd.recall.shelf import RecallShelf
+from memhubd.recall.signals import analyze
 from memhubd.recall.store import AuditEntry, DrawerFilter, TaxonomyEntry
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import check_length, host_for, require_scope, visible_workspaces
@@ -44,6 +46,9 @@ WAKE_UP_BUDGET = 4000
 WAKE_UP_CUT = 200
 MAP_HEADER_LINES = 12
 REINDEX_BATCH = 256
+FORMATS = ("json", "aaak")
+WAKE_UP_FORMATS = ("text", "aaak")
+COMPRESS_SCHEMA = "memhub.recall.compress.v1"
 # Ingest runs beside searches, not instead of them: one ingest thread at a time.
 _INGEST = anyio.CapacityLimiter(1)
 _SEARCH = anyio.CapacityLimiter(4)
@@ -176,12 +181,22 @@ def _search_names(
     return visible_workspaces(hub, identity)
 
 
+def _format(value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'format' must be one of {', '.join(allowed)}", {"field": "format"}
+        )
+    return value
+
+
 async def search_recall(
-    hub: Hub, identity: Identity, name: str | None, request: SearchRequest
+    hub: Hub, identity: Identity, name: str | None, request: SearchRequest, fmt: str = "json"
 ) -> dict[str, Any]:
     """Search one workspace (`name`), the ones the request names, or every one the
-    caller may use; hits are merged by fused score."""
+    caller may use; hits are merged by fused score. Every hit carries mempal's
+    structured signals; `fmt="aaak"` adds the hits as one AAAK document."""
     require_scope(identity, READ_SEARCH)
+    _format(fmt, FORMATS)
     check_length(hub, "query", request.query)
     names = _search_names(hub, identity, name, request)
     shelf = shelf_of(hub)
@@ -237,6 +252,7 @@ async def search_recall(
             data["tunnel_hints"] = sorted(
                 w for w in tunnels.get(hit.drawer.room, ()) if w != workspace
             )
+            data.update(analyze(hit.drawer.content).as_dict())
             hits.append(data)
         return {
             "schema_version": RESULT_SCHEMA,
@@ -247,11 +263,36 @@ async def search_recall(
             "warnings": warnings,
             "hits": hits,
             "took_ms": round((time.perf_counter() - started) * 1000, 2),
-        }
+        } | ({"aaak": _aaak_hits(names, merged)} if fmt == "aaak" else {})
 
     data = await anyio.to_thread.run_sync(work, limiter=_SEARCH)
     note_search(hub, identity, names, request.query, data["hits"])
     return data
+
+
+def _aaak_hits(names: list[str], merged: list[tuple[str, Hit]]) -> str:
+    """The hits as one AAAK document, one zettel per hit in rank order."""
+    wing = merged[0][0] if merged else ",".join(names)
+    room = merged[0][1].drawer.room if merged else DEFAULT_ROOM
+    texts = [hit.drawer.content for _w, hit in merged] or ["memhub search: no results"]
+    return aaak.encode_many(texts, wing, room, str(int(time.time())), "search").document
+
+
+async def compress(identity: Identity, text: str) -> dict[str, Any]:
+    """mempal's `compress`: `text` as one AAAK zettel (nothing is stored or read)."""
+    require_scope(identity, READ_SUMMARY)
+    if not text.strip():
+        raise ProtocolError(ErrorCode.INVALID, "'text' must not be empty", {"field": "text"})
+
+    def work() -> dict[str, Any]:
+        encoded = aaak.encode(text, "manual", "compress", str(int(time.time())), "cli")
+        return {
+            "schema_version": COMPRESS_SCHEMA,
+            "document": encoded.document,
+            "report": encoded.report.as_dict(),
+        }
+
+    return await anyio.to_thread.run_sync(work, limiter=_SEARCH)
 
 
 def _citation(hit: Hit) -> str:
@@ -338,12 +379,19 @@ def _identity_text(shelf: RecallShelf, name: str) -> str | None:
 
 
 async def wake_up(
-    hub: Hub, identity: Identity, name: str, limit: int = 5, budget: int = WAKE_UP_BUDGET
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    limit: int = 5,
+    budget: int = WAKE_UP_BUDGET,
+    fmt: str = "text",
 ) -> dict[str, Any]:
     """A bounded context refresh: identity text, top drawers by importance then
-    recency, and the governed memory map's header, within `budget` characters."""
+    recency, and the governed memory map's header, within `budget` characters.
+    `fmt="aaak"`: `text` is instead the top drawers as one AAAK zettel (as mempal)."""
     require_scope(identity, READ_SUMMARY)
     host_for(hub, identity, name)
+    _format(fmt, WAKE_UP_FORMATS)
     if not 1 <= limit <= WAKE_UP_LIMIT:
         raise ProtocolError(
             ErrorCode.INVALID, f"'limit' must be 1 to {WAKE_UP_LIMIT}", {"field": "limit"}
@@ -383,6 +431,8 @@ async def wake_up(
         truncated = len(text) > budget
         if truncated:
             text = text[: budget - 3].rstrip() + "..."
+        if fmt == "aaak":
+            text, truncated = _aaak_wake_up(name, drawers), False
         return {
             "schema_version": WAKE_UP_SCHEMA,
             "workspace": name,
@@ -395,6 +445,13 @@ async def wake_up(
         }
 
     return await anyio.to_thread.run_sync(work, limiter=_SEARCH)
+
+
+def _aaak_wake_up(name: str, drawers: list[Any]) -> str:
+    """mempal's wake-up in AAAK: the drawers' contents joined into one zettel."""
+    joined = " ".join(d.content for d in drawers) or "memhub wake-up: no recent drawers"
+    room = drawers[0].room if drawers else DEFAULT_ROOM
+    return aaak.encode(joined, name, room, str(int(time.time())), "wake-up").document
 
 
 async def _map_header(hub: Hub, identity: Identity, name: str) -> str | None:

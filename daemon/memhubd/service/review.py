@@ -252,7 +252,12 @@ async def show_proposal(
             **shown,
         }
 
-    return await run_engine(work)
+    data = await run_engine(work)
+    # A proposal made from recall cites its drawer: the reviewer sees what was said.
+    from memhubd.service.recall_review import drawer_beside
+
+    data["recall_drawer"] = await drawer_beside(hub, identity, name, data["proposal"]["source"])
+    return data
 
 
 def _shown_diff(
