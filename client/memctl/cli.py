@@ -20,11 +20,7 @@ from memctl.hooks import add_hooks_commands
 from memctl.mcp_bridge import add_mcp_command
 from memctl.recall import add_recall_commands
 from memctl.transport import DEFAULT_TIMEOUT, DaemonUnreachable, InvalidTarget
-from memhub_protocol.commandline import (
-    CommandParser,
-    add_completion_command,
-    exit_quietly_on_closed_stdout,
-)
+from memhub_protocol.commandline import CommandParser, add_completion_command, run_command_line
 from memhub_protocol.scopes import parse_scopes
 
 Handler = Callable[[commands.Session, argparse.Namespace], int]
@@ -250,15 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    if not arguments:
-        parser.print_help()  # a bare `memctl` asks what there is
-        return 0
-    args = parser.parse_args(arguments)
-    local = getattr(args, "local_handler", None)
-    # The reader may go away early (`memctl list | head`): no traceback for that.
-    return exit_quietly_on_closed_stdout(lambda: local(args) if local else run(args))
+    return run_command_line(build_parser(), argv, run)
 
 
 def run(args: argparse.Namespace) -> int:
