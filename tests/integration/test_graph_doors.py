@@ -277,6 +277,17 @@ def test_search_hints_agree_with_the_tunnels(daemon: LiveDaemon) -> None:
     hits = {h["workspace"]: h for h in answer.json()["hits"] if h["room"] == "ledger"}
     assert hits[TEAM]["tunnel_hints"] == [WRITING]
     assert hits[WRITING]["tunnel_hints"] == [TEAM]
+    # A recall room named like an entity of another workspace is the same room there.
+    with daemon.http(daemon.admin_token) as http:
+        note = {"content": "Ines signed off the harbour essay", "room": "Person.Ines"}
+        assert http.post(f"/v1/workspaces/{WRITING}/recall/ingest", json=note).status_code == 201
+    with daemon.http(two) as http:
+        answer = http.post("/v1/recall/search", json={"query": "Ines signed harbour essay"})
+    (hit,) = [h for h in answer.json()["hits"] if h["room"] == "Person.Ines"]
+    assert hit["workspace"] == WRITING and hit["tunnel_hints"] == [TEAM]
+    tunnel = next(t for t in api(daemon, two, "GET", "/v1/tunnels").json()["tunnels"]
+                  if t["room"] == "Person.Ines")  # fmt: skip
+    assert tunnel["kinds"] == {TEAM: ["entity"], WRITING: ["recall", "entity"]}
 
 
 # --------------------------------------------------------------------------- one answer, three doors

@@ -32,6 +32,7 @@ from memhubd.graph import (
 from memhubd.graph.factcheck import fact_check as check_facts
 from memhubd.graph.factcheck import known_entities
 from memhubd.graph.kg import matches
+from memhubd.graph.tunnels import tunnel_hints
 from memhubd.recall.shelf import RecallShelf
 from memhubd.recall.store import (
     AuditEntry,
@@ -374,24 +375,36 @@ def governed_rooms(view: View) -> dict[str, set[str]]:
     return rooms
 
 
-def rooms_by_workspace(hub: Hub, identity: Identity, names: list[str]) -> dict[str, Any]:
-    """For each named workspace: its rooms the caller may see, with their kinds.
-    Call from a worker thread (it may open stores)."""
+def rooms_by_workspace(
+    hub: Hub, identity: Identity, names: list[str], wanted: set[str] | None = None
+) -> dict[str, Any]:
+    """For each named workspace: its rooms the caller may see (only `wanted` ones when
+    given), with their kinds. Call from a worker thread (it may open stores)."""
     shelf = getattr(hub, "recall", None)
     roles = _roles(identity)
+    only = tuple(sorted(wanted)) if wanted is not None else None
     out: dict[str, dict[str, set[str]]] = {}
     for name in names:
         rooms: dict[str, set[str]] = {}
-        if shelf is not None and shelf.path_of(name).exists():
-            for room in shelf.store(name).rooms(DrawerFilter(roles=roles)):
+        if shelf is not None and shelf.path_of(name).exists() and only != ():
+            for room in shelf.store(name).rooms(DrawerFilter(rooms=only, roles=roles)):
                 rooms.setdefault(room, set()).add("recall")
         host = hub.get(name)
         snapshot = host.snapshot if host is not None else None
         if snapshot is not None:
             for room, kinds in governed_rooms(view_of(snapshot, identity)).items():
-                rooms.setdefault(room, set()).update(kinds)
+                if wanted is None or room in wanted:
+                    rooms.setdefault(room, set()).update(kinds)
         out[name] = rooms
     return out
+
+
+def tunnel_workspaces(
+    hub: Hub, identity: Identity, names: list[str], wanted: set[str]
+) -> dict[str, set[str]]:
+    """Room -> the workspaces among `names` it is a tunnel between, for the rooms in
+    `wanted` (search hints: the same definition as `tunnels`). Call from a worker thread."""
+    return tunnel_hints(find_tunnels(rooms_by_workspace(hub, identity, names, wanted)))
 
 
 async def tunnels(hub: Hub, identity: Identity) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from memhubd.recall.store import AuditEntry, DrawerFilter, TaxonomyEntry
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import check_length, host_for, require_scope, visible_workspaces
 from memhubd.service.cowork import note_search
+from memhubd.service.graph import tunnel_workspaces
 
 log = structlog.get_logger("memhubd.service.recall")
 
@@ -243,7 +244,10 @@ async def search_recall(
             merged.extend((workspace, hit) for hit in result.hits)
         merged.sort(key=lambda item: (-item[1].fused, item[0], item[1].drawer.rowid))
         merged = merged[: request.limit]
-        tunnels = _tunnels(shelf, every, roles, {hit.drawer.room for _w, hit in merged})
+        # One definition of a tunnel for hints and `tunnels` (recall rooms, modules,
+        # entities; never the fallback room), over the caller's workspaces only.
+        rooms = {hit.drawer.room for _w, hit in merged}
+        tunnels = tunnel_workspaces(hub, identity, every, rooms)
         hits = []
         for workspace, hit in merged:
             data = hit.as_dict()
@@ -299,26 +303,6 @@ def _citation(hit: Hit) -> str:
     drawer = hit.drawer
     source = drawer.source_file or f"mempal://drawer/{drawer.id}"
     return f"{source} ({drawer.locator})" if drawer.locator else source
-
-
-def _tunnels(
-    shelf: RecallShelf, names: list[str], roles: frozenset[str] | None, wanted: set[str]
-) -> dict[str, set[str]]:
-    """Room -> the caller's workspaces holding a drawer in it that the caller may see.
-
-    The fallback room `default` is no tunnel: every workspace has one.
-    """
-    wanted = wanted - {DEFAULT_ROOM}
-    if not wanted:
-        return {}
-    out: dict[str, set[str]] = {}
-    for workspace in names:
-        if not shelf.path_of(workspace).exists():
-            continue
-        rooms = shelf.store(workspace).rooms(DrawerFilter(rooms=tuple(sorted(wanted)), roles=roles))
-        for room in rooms:
-            out.setdefault(room, set()).add(workspace)
-    return out
 
 
 # --------------------------------------------------------------------------- status, wake-up
