@@ -18,7 +18,9 @@ from memhubd.review.proposal import PROPOSAL_LABEL
 SUPERSEDED = "superseded"
 
 
-def _proposed(source: str, workspace: Workspace | None = None) -> Declaration | None:
+def proposed_declaration(source: str, workspace: Workspace) -> Declaration | None:
+    """The one declaration of a proposal's source, typed by `workspace`; None when the
+    source does not parse or holds another number of declarations."""
     try:
         document = parse_text(source, file=PROPOSAL_LABEL)
     except ParseError:
@@ -26,14 +28,13 @@ def _proposed(source: str, workspace: Workspace | None = None) -> Declaration | 
     if len(document.declarations) != 1:
         return None
     raw = document.declarations[0]
-    descriptor = workspace.registry.resolve(raw.kind) if workspace is not None else None
-    return Declaration.from_raw(raw, descriptor)
+    return Declaration.from_raw(raw, workspace.registry.resolve(raw.kind))
 
 
 def superseded_by(source: str, workspace: Workspace) -> list[Declaration]:
     """The declarations of `workspace` the proposal's `supersedes` targets name (memdsl's
     `by_id`: full id or bare name) that do not yet carry an inactive status."""
-    proposed = _proposed(source, workspace)
+    proposed = proposed_declaration(source, workspace)
     if proposed is None:
         return []
     found: list[Declaration] = []

@@ -12,9 +12,8 @@ import os
 from collections import Counter
 from collections.abc import Callable
 
-from memhubd.lang import ParseError, parse_text
 from memhubd.model import Declaration, Workspace
-from memhubd.review.proposal import PROPOSAL_LABEL
+from memhubd.review.marking import proposed_declaration
 from memhubd.review.validation import Issue
 
 
@@ -59,19 +58,14 @@ def suggest_target(root: str, workspace: Workspace, source: str) -> str | None:
     type, then of its subject. None when nothing fits; pass the declarations the caller
     may see, so that a suggestion never points at a hidden one.
     """
-    try:
-        document = parse_text(source, file=PROPOSAL_LABEL)
-    except ParseError:
+    proposed = proposed_declaration(source, workspace)
+    if proposed is None:
         return None
-    if len(document.declarations) != 1:
-        return None
-    raw = document.declarations[0]
-    proposed = Declaration.from_raw(raw, workspace.registry.resolve(raw.kind))
     for target in proposed.relation_targets("supersedes"):
         found = workspace.by_id(target)
         if found is not None and _usable(root, found.file):
             return _relative(root, found.file)
-    module = document.module or raw.module
+    module = proposed.module
     rules: list[Callable[[Declaration], bool]] = []
     if module:
         rules.append(lambda d: d.module == module)

@@ -124,6 +124,17 @@ def test_suggested_target_is_the_superseded_declarations_file(tmp_path: Path) ->
     assert suggest_target(real, workspace, "not a declaration") is None
 
 
+def test_suggested_target_follows_the_module_before_the_type(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.mem").write_text('module ops\nfact one { claim: "x" }\n')
+    (root / "b.mem").write_text('fact two { claim: "y" }\nfact three { claim: "z" }\n')
+    workspace = load(root)
+    source = 'module ops\nfact four { claim: "w" }\n'
+
+    assert suggest_target(str(root.resolve()), workspace, source) == "a.mem"
+
+
 def test_a_workspace_loaded_from_a_relative_path_is_marked_too(
     store: ReviewStore, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
