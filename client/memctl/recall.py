@@ -97,12 +97,13 @@ def _ws_call(session: Session, name: str, **kwargs: Any) -> Any:
 # --------------------------------------------------------------------------- ingest
 
 
-def _sources(args: argparse.Namespace) -> Iterator[tuple[SourceFile, str | None]]:
+def _sources(
+    args: argparse.Namespace, walked: list[SourceFile]
+) -> Iterator[tuple[SourceFile, str | None]]:
     """(source, text) pairs; text is None for a skipped source."""
-    paths = [p for p in args.paths if p != "-"]
     if "-" in args.paths:
         yield SourceFile("-", args.source or "stdin"), sys.stdin.read()
-    for source in walk_sources(paths, args.max_file_bytes):
+    for source in walked:
         if source.skip:
             yield source, None
             continue
@@ -114,11 +115,11 @@ def _sources(args: argparse.Namespace) -> Iterator[tuple[SourceFile, str | None]
 
 
 def _batches(
-    args: argparse.Namespace, skipped: list[dict[str, str]]
+    args: argparse.Namespace, walked: list[SourceFile], skipped: list[dict[str, str]]
 ) -> Iterator[list[UploadedFile]]:
     batch: list[UploadedFile] = []
     size = 0
-    for source, text in _sources(args):
+    for source, text in _sources(args, walked):
         if text is None:
             skipped.append({"source": source.name, "reason": source.skip or "unreadable"})
             continue
@@ -135,16 +136,18 @@ def _batches(
 class _Progress:
     """A one-line bar on stderr when it is a terminal; silent otherwise."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, total: int) -> None:
         self.enabled = enabled
+        self.total = max(total, 1)
         self.done = 0
 
     def advance(self, count: int, chunks: int) -> None:
         self.done += count
         if self.enabled:
-            filled = min(BAR_WIDTH, self.done % (BAR_WIDTH + 1))
+            filled = min(BAR_WIDTH, BAR_WIDTH * self.done // self.total)
             bar = "#" * filled + "." * (BAR_WIDTH - filled)
-            sys.stderr.write(f"\r[{bar}] {self.done} files, {chunks} new chunks")
+            line = f"\r[{bar}] {self.done}/{self.total} files, {chunks} new chunks"
+            sys.stderr.write(line)
             sys.stderr.flush()
 
     def finish(self) -> None:
@@ -160,8 +163,10 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
         "files": 0, "chunks": 0, "duplicates": 0, "replaced": 0,
         "skipped": [], "failed": [], "near_duplicates": [], "lock_wait_ms": None,
     }  # fmt: skip
-    progress = _Progress(sys.stderr.isatty() and not session.as_json)
-    for batch in _batches(args, totals["skipped"]):
+    walked = list(walk_sources([p for p in args.paths if p != "-"], args.max_file_bytes))
+    readable = sum(1 for source in walked if not source.skip) + ("-" in args.paths)
+    progress = _Progress(sys.stderr.isatty() and not session.as_json, readable)
+    for batch in _batches(args, walked, totals["skipped"]):
         request = IngestRequest(
             files=tuple(batch),
             room=args.room,
