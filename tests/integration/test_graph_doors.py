@@ -339,3 +339,18 @@ async def test_memctl_and_mcp_add_and_invalidate(daemon: LiveDaemon) -> None:
     assert done["action"] == "invalidate" and done["triples"][0]["valid_to"] is not None
     missing = await call(daemon, secret, "memory_kg", {"action": "invalidate", "triple_id": ident})
     assert missing["action"] == f"triple {ident} not found or already invalidated"
+
+
+def test_times_out_of_range_or_malformed_are_clear_errors(daemon: LiveDaemon) -> None:
+    secret = developer(daemon)
+    body = {"subject": "A", "predicate": "b", "object": "C"}
+    for value in ("9" * 30, "9" * 5000, "²", "tomorrow"):
+        added = api(daemon, secret, "POST", kg("/triples"), json={**body, "valid_from": value})
+        assert added.status_code == 422, added.text
+        assert added.json()["error"]["detail"]["field"] == "valid_from"
+    asked = api(daemon, secret, "GET", kg("/triples"), params={"as_of": "9" * 40})
+    assert asked.status_code == 422 and asked.json()["error"]["detail"]["field"] == "as_of"
+    nothing = api(daemon, secret, "GET", kg("/timeline"))
+    assert nothing.status_code == 422 and nothing.json()["error"]["detail"]["field"] == "entity"
+    unknown = api(daemon, secret, "POST", kg("/triples"), json={**body, "colour": "red"})
+    assert unknown.status_code == 422 and unknown.json()["error"]["detail"]["field"] == "colour"

@@ -104,6 +104,25 @@ def _now() -> int:
     return int(time.time())
 
 
+# Years 1 to 9999 in epoch seconds: what ISO 8601 can write and SQLite can store.
+_EARLIEST, _LATEST = -62135596800, 253402300799
+
+
+def _time(value: Any, field: str) -> int | None:
+    """Epoch seconds from epoch seconds or ISO 8601 (None for none), within years 1-9999."""
+    try:
+        instant = parse_time(value, field)
+    except ValueError:  # digits int() refuses: '²', or thousands of them
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'{field}' must be epoch seconds or ISO 8601", {"field": field}
+        ) from None
+    if instant is not None and not _EARLIEST <= instant <= _LATEST:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'{field}' is outside the years 1 to 9999", {"field": field}
+        )
+    return instant
+
+
 # --------------------------------------------------------------------------- what a caller sees
 
 
@@ -171,7 +190,7 @@ async def kg_add(
     s, p, o = _text(subject, "subject"), _text(predicate, "predicate"), _text(obj, "object")
     assert s is not None and p is not None and o is not None
     drawer = _text(source_drawer, "source_drawer", required=False)
-    start = parse_time(valid_from, "valid_from")
+    start = _time(valid_from, "valid_from")
     if confidence is None:
         confidence = 1.0
     if (
@@ -227,7 +246,7 @@ async def kg_query(
         "predicate": _text(predicate, "predicate", required=False),
         "object": _text(obj, "object", required=False),
     }
-    at = parse_time(as_of, "as_of")
+    at = _time(as_of, "as_of")
     if at is None and active_only:
         at = _now()
     count = _limit(limit)
@@ -266,7 +285,7 @@ async def kg_invalidate(
     ident = _text(triple, "triple_id")
     assert ident is not None
     now = _now()
-    end = parse_time(at, "at")
+    end = _time(at, "at")
     if end is None:
         end = now
     if end > now:
@@ -496,7 +515,7 @@ async def fact_check(
     scope_room = _text(room, "room", required=False) if room is not None else None
     if room is not None and scope_room is None:
         raise ProtocolError(ErrorCode.INVALID, "invalid scope: empty room", {"field": "room"})
-    instant = parse_time(now, "now")
+    instant = _time(now, "now")
     if instant is None:
         instant = _now()
     if instant < 0:
