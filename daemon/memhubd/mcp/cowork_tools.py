@@ -18,8 +18,7 @@ from pydantic import Field
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
-from memhubd.mcp.caller import choose_workspace, current_caller
-from memhubd.mcp.tools import READ_ONLY, WRITE, reply, tool_error
+from memhubd.mcp.tools import READ_ONLY, WRITE, reply, run_tool, tool_error
 from memhubd.runtime.hub import Hub
 from memhubd.service import cowork
 
@@ -44,15 +43,6 @@ DESCRIBE = {
         "search instead. tool='auto' picks whoever else acted last here."
     ),
 }
-
-
-async def _run(hub: Hub, scope: str, requested: str, work: Any) -> dict[str, Any]:
-    try:
-        identity = current_caller()
-        name = choose_workspace(hub, identity, requested, scope)
-        return await work(identity, name)
-    except ProtocolError as error:
-        raise tool_error(error) from None
 
 
 def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
@@ -84,7 +74,7 @@ def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
             data = await cowork.push(hub, identity, name, target, content, DOOR)
             return {"target_tool": data["to"], **data}
 
-        return reply(await _run(hub, WRITE_RECALL, workspace, work))
+        return reply(await run_tool(hub, cowork.PUSH_SCHEMA, WRITE_RECALL, workspace, work))
 
     @server.tool(description=DESCRIBE["memory_peek_partner"], annotations=READ_ONLY)
     async def memory_peek_partner(
@@ -99,4 +89,4 @@ def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
             data = await cowork.peek(hub, identity, name, tool, limit, since or None)
             return {"partner_tool": data["partner"], **data}
 
-        return reply(await _run(hub, READ_SEARCH, workspace, work))
+        return reply(await run_tool(hub, cowork.PEEK_SCHEMA, READ_SEARCH, workspace, work))
