@@ -226,7 +226,7 @@ DESCRIBE = {
     "memory_status": (
         "Who you are on this server (token name, scopes, roles) and the health of the "
         "workspaces you may use: declarations, files, load problems. Use first when a "
-        "tool reports an error. memory_protocol repeats the server's instructions."
+        "tool reports an error. The answer also repeats the server's instructions."
     ),
     "memory_workspaces": (
         "The workspaces you may use, with their health and size. Use to find the value of "
