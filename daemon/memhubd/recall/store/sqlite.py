@@ -437,13 +437,22 @@ class SQLiteStore(DrawerStore):
         match = fts_query(terms)
         if not match or limit <= 0:
             return []
-        conditions, params = _where(where)
         # bm25() is lower-is-better; the speaker column counts half as much as the text.
-        sql = (
-            "SELECT d.rowid, bm25(drawers_fts, 1.0, 0.5, ?) AS score "
-            "FROM drawers_fts JOIN drawers d ON d.rowid = drawers_fts.rowid "
-            f"WHERE drawers_fts MATCH ? AND {conditions} ORDER BY score, d.rowid LIMIT ?"
-        )
+        if not where.narrows and where.roles is None:
+            # Only live drawers are indexed: without filters the join is not needed, and
+            # skipping it saves a third of the time when a term matches most drawers.
+            sql = (
+                "SELECT rowid, bm25(drawers_fts, 1.0, 0.5, ?) AS score FROM drawers_fts "
+                "WHERE drawers_fts MATCH ? ORDER BY score, rowid LIMIT ?"
+            )
+            params: list[Any] = []
+        else:
+            conditions, params = _where(where)
+            sql = (
+                "SELECT d.rowid, bm25(drawers_fts, 1.0, 0.5, ?) AS score "
+                "FROM drawers_fts JOIN drawers d ON d.rowid = drawers_fts.rowid "
+                f"WHERE drawers_fts MATCH ? AND {conditions} ORDER BY score, d.rowid LIMIT ?"
+            )
         with self._readers.connection() as connection:
             rows = connection.execute(sql, [context_weight, match, *params, limit]).fetchall()
         return [RankedRow(rowid, -float(score)) for rowid, score in rows]
