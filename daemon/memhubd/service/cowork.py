@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import structlog
@@ -29,6 +29,7 @@ from memhubd.cowork import (
     EmptyMessage,
     InboxError,
     InboxFull,
+    InboxStore,
     MessageTooLarge,
     SelfPush,
     is_active,
@@ -51,6 +52,7 @@ AUTO = "auto"
 _INBOX = anyio.CapacityLimiter(2)
 
 Members = Callable[[str], Identity | None]
+T = TypeVar("T")
 
 
 @dataclass
@@ -163,15 +165,14 @@ async def push(
     recipient = _recipient(desk, identity, name, to)
     if not isinstance(content, str):
         raise ProtocolError(ErrorCode.INVALID, "'content' must be a string", {"field": "content"})
-    store = desk.shelf.store(name)
+    shelf = desk.shelf
     try:
-        receipt = await anyio.to_thread.run_sync(
-            store.push, identity.name, recipient, content, limiter=_INBOX
+        receipt = await _in_store(
+            shelf, name, lambda store: store.push(identity.name, recipient, content)
         )
     except InboxError as error:
         raise _inbox_error(error) from None
     log.info("cowork push", workspace=name, sender=identity.name, to=recipient, door=door)
-    size = receipt.bytes_after
     note(hub, identity, name, "push", f"{len(content)} characters", recipient=recipient)
     return {
         "schema_version": PUSH_SCHEMA,
@@ -181,9 +182,14 @@ async def push(
         "message_id": receipt.message_id,
         "pushed_at": _rfc3339(receipt.pushed_at),
         "inbox_count_after": receipt.count_after,
-        "inbox_size_after": size,
-        "limits": store.limits.as_dict(),
+        "inbox_size_after": receipt.bytes_after,
+        "limits": shelf.limits.as_dict(),
     }
+
+
+async def _in_store(shelf: CoworkShelf, name: str, call: Callable[[InboxStore], T]) -> T:
+    """`call` on the workspace's store in a worker thread (opening it is file work too)."""
+    return await anyio.to_thread.run_sync(lambda: call(shelf.store(name)), limiter=_INBOX)
 
 
 # --------------------------------------------------------------------------- drain, status
@@ -194,8 +200,7 @@ async def drain(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
     once: a second drain, even one racing this one, does not get it again."""
     require_scope(identity, READ_SUMMARY)
     host_for(hub, identity, name)
-    store = desk_of(hub).shelf.store(name)
-    messages = await anyio.to_thread.run_sync(store.drain, identity.name, limiter=_INBOX)
+    messages = await _in_store(desk_of(hub).shelf, name, lambda store: store.drain(identity.name))
     return {
         "schema_version": DRAIN_SCHEMA,
         "workspace": name,
@@ -217,8 +222,8 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
     """The caller's own inbox without draining it, and its own undelivered pushes."""
     require_scope(identity, READ_SUMMARY)
     host_for(hub, identity, name)
-    store = desk_of(hub).shelf.store(name)
-    state = await anyio.to_thread.run_sync(store.state, identity.name, limiter=_INBOX)
+    shelf = desk_of(hub).shelf
+    state = await _in_store(shelf, name, lambda store: store.state(identity.name))
     return {
         "schema_version": STATUS_SCHEMA,
         "workspace": name,
@@ -231,7 +236,7 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
             for m in state.previews
         ],
         "sent_undelivered": [{"to": to, "count": count} for to, count in state.sent],
-        "limits": store.limits.as_dict(),
+        "limits": shelf.limits.as_dict(),
     }
 
 
