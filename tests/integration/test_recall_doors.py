@@ -237,3 +237,16 @@ def test_memctl_ingests_a_directory_with_a_summary(daemon: LiveDaemon, tmp_path:
     assert code == 0 and "chunks=0 duplicates=1" in out
     code, out, _ = memctl(daemon, writer, "-w", TEAM, "recall", "search", "ledger export July")
     assert code == 0 and "source: plan.md (section Plan, chars 0-" in out
+
+
+def test_get_search_takes_query_parameters_and_filters(daemon: LiveDaemon) -> None:
+    with daemon.http(team_reader(daemon)) as http:
+        answer = http.get(
+            f"/v1/workspaces/{TEAM}/recall/search",
+            params={"q": "migration invoices deploy", "source_kind": "slack", "limit": "3"},
+        )
+        bad = http.get(f"/v1/workspaces/{TEAM}/recall/search", params={"q": "x", "since": "soon"})
+    assert answer.status_code == 200, answer.text
+    hits = answer.json()["hits"]
+    assert hits and {h["source_kind"] for h in hits} == {"slack"}
+    assert bad.status_code == 422 and bad.json()["error"]["detail"]["field"] == "since"
