@@ -1,0 +1,97 @@
+"""From a drawer to a proposed declaration: the quote is always a verbatim span of the
+drawer, chosen by the claim; the declaration parses back with the evidence block."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memhubd.lang import parse_text
+from memhubd.recall.evidence import (
+    EvidenceError,
+    check_quote,
+    declaration_source,
+    drawer_of,
+    fields_from_pairs,
+    pick_quote,
+    sentences,
+)
+
+DRAWER = (
+    "> Should we go back to Redis?\n"
+    "No. We decided to keep NATS JetStream because replay is built in. "
+    "Redis stays for the rate limiter!  Nothing else changes."
+)
+
+
+def test_the_sentence_sharing_most_words_with_the_claim_is_quoted() -> None:
+    assert pick_quote(DRAWER, "Redis serves the rate limiter") == (
+        "Redis stays for the rate limiter!"
+    )
+    assert pick_quote(DRAWER, "We keep NATS JetStream: replay is built in") == (
+        "We decided to keep NATS JetStream because replay is built in."
+    )
+
+
+def test_without_a_claim_the_first_sentence_is_quoted() -> None:
+    assert pick_quote(DRAWER, "") == "> Should we go back to Redis?"
+
+
+def test_a_neighbour_sharing_words_joins_the_quote_verbatim() -> None:
+    text = "The cache is stale after deploys. The cache keeps old routes.\nUnrelated."
+    assert pick_quote(text, "cache routes stale") == (
+        "The cache is stale after deploys. The cache keeps old routes."
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(content=st.text(min_size=1, max_size=300), claim=st.text(max_size=60))
+def test_a_picked_quote_is_always_a_substring_of_the_drawer(content: str, claim: str) -> None:
+    quote = pick_quote(content, claim)
+    assert quote in content
+    assert all(span.text == content[span.start : span.end] for span in sentences(content))
+
+
+def test_a_given_quote_must_be_verbatim() -> None:
+    assert check_quote(DRAWER, "replay is built in") == "replay is built in"
+    for bad in ("replay is free", "  "):
+        with pytest.raises(EvidenceError) as caught:
+            check_quote(DRAWER, bad)
+        assert caught.value.field == "quote"
+
+
+def test_the_declaration_parses_back_with_its_evidence() -> None:
+    fields = fields_from_pairs(
+        {"subject": "Service.Tidewater", "claim": 'Keep "NATS".', "lifecycle.status": "active"}
+    )
+    text = declaration_source(
+        "fact", "fact:queue.keep_nats", fields, "keep NATS\nJetStream", "drawer_w_r_1234abcd",
+        "claude-code/s.jsonl", "lines 3-9",
+    )  # fmt: skip
+    (declaration,) = parse_text(text).declarations
+    assert declaration.id == "fact:queue.keep_nats"
+    assert declaration.fields["claim"] == 'Keep "NATS".'
+    assert declaration.fields["lifecycle"] == {"status": "active"}
+    evidence = declaration.fields["evidence"]
+    assert evidence["quote"] == "keep NATS\nJetStream"
+    assert evidence["source"] == "recall:drawer_w_r_1234abcd claude-code/s.jsonl (lines 3-9)"
+    assert drawer_of(evidence) == "drawer_w_r_1234abcd"
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "pairs", "field"),
+    [
+        ("fact", "x { }", {}, "id"),
+        ("fa ct", "x", {}, "type"),
+        ("fact", "x", {"evidence.quote": "q"}, "fields"),
+        ("fact", "x", {"bad key": "v"}, "fields"),
+        ("fact", "x", {"a": "v", "a.b": "w"}, "fields"),
+    ],
+)
+def test_what_cannot_be_a_declaration_is_refused(
+    kind: str, name: str, pairs: dict[str, str], field: str
+) -> None:
+    with pytest.raises(EvidenceError) as caught:
+        declaration_source(kind, name, fields_from_pairs(pairs), "q", "drawer_x", "f")
+    assert caught.value.field == field
