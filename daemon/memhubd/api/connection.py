@@ -13,9 +13,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from memhub_protocol import ErrorCode, error_envelope
+
+log = structlog.get_logger("memhubd.connection")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +137,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._write_error(400, ErrorCode.INVALID, "malformed HTTP request")
 
     def _refuse(self, code: ErrorCode, message: str) -> None:
+        log.info("request refused", code=code.value, reason=message, client=self.client)
         self._write_error(code.http_status, code, message)
 
     def _write_error(self, status: int, code: ErrorCode, message: str) -> None:
@@ -173,8 +177,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if not started:
             self.transport.close()  # an idle connection gets no answer, only a close
             return
-        self._write_error(
-            408,
+        self._refuse(
             ErrorCode.REQUEST_TIMEOUT,
             f"request not received within {self.limits.read_timeout_s:g} seconds",
         )
