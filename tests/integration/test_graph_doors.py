@@ -163,6 +163,28 @@ def test_writing_needs_write_recall(daemon: LiveDaemon) -> None:
     assert bad.status_code == 422 and bad.json()["error"]["detail"]["field"] == "predicate"
 
 
+def test_a_triple_citing_a_hidden_drawer_is_hidden_with_it(daemon: LiveDaemon) -> None:
+    with daemon.http(daemon.admin_token) as http:
+        note = {"content": "Quinn leads the ops rotation", "room": "ops", "readers": ["ops"]}
+        ingested = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json=note)
+        drawer = ingested.json()["sources"][0]["drawer_ids"][0]
+        body = {"subject": "Quinn", "predicate": "leads", "object": "Rotation"}
+        added = http.post(kg("/triples"), json={**body, "source_drawer": drawer})
+        assert added.status_code == 201, added.text
+        seen = http.get(kg("/triples"), params={"subject": "Quinn"}).json()["triples"]
+    assert [t["source_drawer"] for t in seen] == [drawer]
+    secret = developer(daemon)
+    assert (
+        api(daemon, secret, "GET", kg("/triples"), params={"subject": "Quinn"}).json()["triples"]
+        == []
+    )
+    cite = {"subject": "Quinn", "predicate": "likes", "object": "Tea", "source_drawer": drawer}
+    refused = api(daemon, secret, "POST", kg("/triples"), json=cite)
+    assert refused.status_code == 404 and refused.json()["error"]["detail"]["field"] == (
+        "source_drawer"
+    )
+
+
 # --------------------------------------------------------------------------- derived triples
 
 

@@ -78,16 +78,22 @@ def _roles(identity: Identity) -> frozenset[str] | None:
     return None if identity.sees_everything else identity.roles
 
 
-def _text(value: Any, field: str, *, required: bool = True) -> str | None:
-    if value is None or (isinstance(value, str) and not value.strip() and not required):
-        if required:
-            raise ProtocolError(ErrorCode.INVALID, f"'{field}' is required", {"field": field})
-        return None
+def _name(value: Any, field: str) -> str:
+    """A required subject, predicate, object, entity or id: 1 to MAX_NAME characters."""
+    if value is None:
+        raise ProtocolError(ErrorCode.INVALID, f"'{field}' is required", {"field": field})
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME:
         raise ProtocolError(
             ErrorCode.INVALID, f"'{field}' must be 1 to {MAX_NAME} characters", {"field": field}
         )
     return value.strip()
+
+
+def _optional_name(value: Any, field: str) -> str | None:
+    """None for an absent or blank value (no filter), else as `_name`."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return _name(value, field)
 
 
 def _limit(value: Any) -> int:
@@ -187,9 +193,8 @@ async def kg_add(
     already changes nothing; adding one that was invalidated opens a new period."""
     require_scope(identity, WRITE_RECALL)
     host_for(hub, identity, name)
-    s, p, o = _text(subject, "subject"), _text(predicate, "predicate"), _text(obj, "object")
-    assert s is not None and p is not None and o is not None
-    drawer = _text(source_drawer, "source_drawer", required=False)
+    s, p, o = _name(subject, "subject"), _name(predicate, "predicate"), _name(obj, "object")
+    drawer = _optional_name(source_drawer, "source_drawer")
     start = _time(valid_from, "valid_from")
     if confidence is None:
         confidence = 1.0
@@ -242,9 +247,9 @@ async def kg_query(
     require_scope(identity, READ_SEARCH)
     view = _view(hub, identity, name)
     fields = {
-        "subject": _text(subject, "subject", required=False),
-        "predicate": _text(predicate, "predicate", required=False),
-        "object": _text(obj, "object", required=False),
+        "subject": _optional_name(subject, "subject"),
+        "predicate": _optional_name(predicate, "predicate"),
+        "object": _optional_name(obj, "object"),
     }
     at = _time(as_of, "as_of")
     if at is None and active_only:
@@ -282,8 +287,7 @@ async def kg_invalidate(
     A derived triple is refused with a CONFLICT that says to propose a change."""
     require_scope(identity, WRITE_RECALL)
     view = _view(hub, identity, name)
-    ident = _text(triple, "triple_id")
-    assert ident is not None
+    ident = _name(triple, "triple_id")
     now = _now()
     end = _time(at, "at")
     if end is None:
@@ -293,7 +297,8 @@ async def kg_invalidate(
             ErrorCode.INVALID, "'at' cannot be in the future", {"field": "at", "now": now}
         )
     if is_derived_id(ident):
-        fact = next((f for f in _derived(view) if f.id == ident), None)
+        derived = await anyio.to_thread.run_sync(_derived, view, limiter=_READ)
+        fact = next((f for f in derived if f.id == ident), None)
         if fact is None:
             raise ProtocolError(ErrorCode.NOT_FOUND, f"no triple '{ident}'", {"triple_id": ident})
         raise ProtocolError(
@@ -335,8 +340,7 @@ async def kg_timeline(hub: Hub, identity: Identity, name: str, entity: Any) -> d
     """Every period where `entity` is subject or object, oldest first."""
     require_scope(identity, READ_SEARCH)
     view = _view(hub, identity, name)
-    wanted = _text(entity, "entity")
-    assert wanted is not None
+    wanted = _name(entity, "entity")
     store = _shelf(hub).store(name)
 
     def work() -> dict[str, Any]:
@@ -512,7 +516,7 @@ async def fact_check(
     if not isinstance(text, str) or not text.strip():
         raise ProtocolError(ErrorCode.INVALID, "'text' must not be empty", {"field": "text"})
     check_length(hub, "text", text)
-    scope_room = _text(room, "room", required=False) if room is not None else None
+    scope_room = _optional_name(room, "room")
     if room is not None and scope_room is None:
         raise ProtocolError(ErrorCode.INVALID, "invalid scope: empty room", {"field": "room"})
     instant = _time(now, "now")
