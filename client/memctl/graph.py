@@ -155,7 +155,9 @@ def cmd_tunnels(session: Session, args: argparse.Namespace) -> int:
     def render(a: dict[str, Any]) -> str:
         if not a["tunnels"]:
             return "no tunnels (need rooms shared across multiple workspaces)"
-        lines = [f"room '{t['room']}' <-> workspaces: {', '.join(t['wings'])}" for t in a["tunnels"]]
+        lines = [
+            f"room '{t['room']}' <-> workspaces: {', '.join(t['wings'])}" for t in a["tunnels"]
+        ]
         lines.append(f"{len(a['tunnels'])} tunnel(s)")
         return "\n".join(lines)
 

@@ -162,7 +162,9 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         requested = _workspace(wing, workspace)
         if room and not requested:
             raise tool_error(
-                ProtocolError(ErrorCode.INVALID, "invalid scope: room needs wing", {"field": "room"})
+                ProtocolError(
+                    ErrorCode.INVALID, "invalid scope: room needs wing", {"field": "room"}
+                )
             )
 
         async def work(identity: Any, name: str) -> dict[str, Any]:
