@@ -202,9 +202,13 @@ def test_events_report_a_reload_after_an_edit(live_daemon: Any) -> None:
         text=True,
     )
     try:
-        time.sleep(1.0)  # let the stream open before the edit
+        # memctl may take a while to start on a busy machine, and an edit made before its
+        # stream opens is never sent to it: edit until it has seen one and exited.
         rules = Path(live_daemon.workspaces[WS]) / "rules.mem"
-        rules.write_text(rules.read_text("utf-8") + "\n# touched\n", "utf-8")
+        deadline = time.monotonic() + 30
+        while follower.poll() is None and time.monotonic() < deadline:
+            rules.write_text(rules.read_text("utf-8") + "\n# touched\n", "utf-8")
+            time.sleep(0.5)
         out, err = follower.communicate(timeout=20)
     finally:
         if follower.poll() is None:
