@@ -92,6 +92,16 @@ def test_recall_never_shows_a_private_entry_to_anyone_else(daemon, entries) -> N
     assert drawer.status_code == 404 and shared.status_code == 200
 
 
+def test_the_writer_also_finds_its_private_entries_in_recall(daemon, entries) -> None:
+    with daemon.http(daemon.tokens["agent-a"]) as http:
+        hits = http.post(
+            f"/v1/workspaces/{WS}/recall/search", json={"query": "ledger migration staging"}
+        ).json()["hits"]
+        drawer = http.get(f"/v1/workspaces/{WS}/recall/drawers/{entries['LESSON']}")
+    assert entries["LESSON"] in {h["drawer_id"] for h in hits}
+    assert drawer.status_code == 200 and drawer.json()["drawer"]["room"] == "agent-a"
+
+
 def test_a_query_reads_the_best_matching_entry_first(daemon, entries) -> None:
     diary = read(daemon, "agent-a", q="ledger migration")
     assert diary["entries"][0]["drawer_id"] == entries["LESSON"]

@@ -63,7 +63,12 @@ def shelf_of(hub: Hub) -> RecallShelf:
 
 
 def _roles(identity: Identity) -> frozenset[str] | None:
-    return None if identity.sees_everything else identity.roles
+    if identity.sees_everything:
+        return None
+    from memhubd.service.diary import private_role  # it imports this module
+
+    # A writer reads its own private diary entries wherever drawers are read.
+    return identity.roles | {private_role(identity.name)}
 
 
 def _visible(identity: Identity, readers: tuple[str, ...] | None) -> bool:
