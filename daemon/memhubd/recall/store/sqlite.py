@@ -202,7 +202,9 @@ class _VectorCache:
         self.identities: list[str] = []
         self.when = np.zeros(0, dtype=np.int64)
         self.readers: list[tuple[str, ...] | None] = []
+        self.restricted: list[int] = []  # positions of drawers that name readers
         self.alive = np.zeros(0, dtype=bool)
+        self._columns: dict[str, np.ndarray] = {}  # filter columns as arrays, built on demand
         self._max_rowid = 0
 
     def refresh(self, dimension: int) -> None:
@@ -256,6 +258,8 @@ class _VectorCache:
             self.kinds.append(kind)
             self.identities.append(identity)
             when.append(at)
+            if readers is not None:
+                self.restricted.append(len(self.readers))
             self.readers.append(tuple(json.loads(readers)) if readers is not None else None)
         if not rowids:
             return
@@ -264,23 +268,31 @@ class _VectorCache:
         self.matrix = np.concatenate([self.matrix, fresh.astype(np.float32, copy=False)])
         self.when = np.concatenate([self.when, np.asarray(when, dtype=np.int64)])
         self.alive = np.concatenate([self.alive, np.ones(len(rowids), dtype=bool)])
+        self._columns.clear()
         self._max_rowid = rowids[-1]
+
+    def _column(self, name: str) -> np.ndarray:
+        column = self._columns.get(name)
+        if column is None:
+            column = self._columns[name] = np.asarray(getattr(self, name), dtype=object)
+        return column
 
     def mask(self, where: DrawerFilter) -> np.ndarray:
         mask = self.alive.copy()
         if where.rooms is not None:
-            mask &= np.isin(np.asarray(self.rooms, dtype=object), list(where.rooms))
+            mask &= np.isin(self._column("rooms"), list(where.rooms))
         if where.source_kinds is not None:
-            mask &= np.isin(np.asarray(self.kinds, dtype=object), list(where.source_kinds))
+            mask &= np.isin(self._column("kinds"), list(where.source_kinds))
         if where.identities is not None:
-            mask &= np.isin(np.asarray(self.identities, dtype=object), list(where.identities))
+            mask &= np.isin(self._column("identities"), list(where.identities))
         if where.since is not None:
             mask &= self.when >= where.since
         if where.until is not None:
             mask &= self.when < where.until
         if where.roles is not None:
             roles = where.roles
-            for index, readers in enumerate(self.readers):
+            for index in self.restricted:
+                readers = self.readers[index]
                 if readers is not None and mask[index] and roles.isdisjoint(readers):
                     mask[index] = False
         return mask
@@ -482,7 +494,8 @@ class SQLiteStore(DrawerStore):
             if not len(cache.rowids):
                 return []
             scores = cache.matrix @ query
-            if where.narrows or where.roles is not None or not cache.alive.all():
+            restricted = where.roles is not None and bool(cache.restricted)
+            if where.narrows or restricted or not cache.alive.all():
                 scores = np.where(cache.mask(where), scores, -np.inf)
             rowids = cache.rowids
         count = min(limit, int(np.isfinite(scores).sum()))
@@ -710,8 +723,10 @@ class SQLiteStore(DrawerStore):
 
     def purge(self, before: int | None, audit: AuditEntry) -> int:
         with self._transaction() as connection:
-            condition = "deleted_at IS NOT NULL" + (" AND deleted_at < ?" if before else "")
-            params = (before,) if before else ()
+            # `before=0` purges what was deleted before 1970 (nothing), never everything.
+            limited = before is not None
+            condition = "deleted_at IS NOT NULL" + (" AND deleted_at < ?" if limited else "")
+            params = (before,) if limited else ()
             connection.execute(
                 f"DELETE FROM vectors WHERE rowid IN (SELECT rowid FROM drawers WHERE {condition})",
                 params,
