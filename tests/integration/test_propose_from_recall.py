@@ -232,7 +232,11 @@ async def test_the_same_through_mcp(daemon: LiveDaemon, drawer) -> None:
     async with mcp_client(daemon, "agent") as client:
         pack = await tool(client, "memory_query", {"query": "rate limiter Redis"})
         status = await tool(client, "memory_status", {})
+        woken = await tool(client, "memory_wake_up", {"format": "aaak"})
+        found = await tool(client, "memory_search", {"query": QUERY, "format": "aaak"})
     assert "fact:tidewater.redis_for_rate_limits" in json.dumps(pack)
+    assert DECISION in aaak.parse(woken["text"]).zettels[0].quote
+    assert len(aaak.parse(found["aaak"]).zettels) == len(found["hits"])
     assert "memory_diary" in status["memory_protocol"]
 
 
