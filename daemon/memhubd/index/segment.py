@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memhubd.index.tokens import field_values, word_tokens
@@ -27,6 +27,9 @@ class PostingTable:
     keys: tuple[str, ...]
     rows: bytes
     width: int
+    # key -> row number, built once with the table so composing an index costs no
+    # Python work per key (a workspace holds thousands of segments).
+    index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def row(self, index: int) -> bytes:
         start = index * self.width
@@ -68,14 +71,29 @@ class Segment:
     constraint_scopes: PostingTable
     when_any: dict[str, tuple[int, ...]]
     supersedes: tuple[str, ...]
+    # Local directories: id / bare name -> local ordinals (file order).
+    local_ids: dict[str, tuple[int, ...]]
+    local_names: dict[str, tuple[int, ...]]
+    # Flags as rows of `nbytes` bytes (same bit layout as the posting rows), so the
+    # workspace's flag bitmaps are spliced from them with byte copies.
+    flag_rows: dict[str, bytes]
+    # kind -> row of the declarations of that kind in the query pool.
+    kind_rows: dict[str, bytes]
+    # (lowercased alias, symbol name) of every symbol declaration, in file order.
+    aliases: tuple[tuple[str, str], ...]
 
     def __len__(self) -> int:
         return len(self.declarations)
+
+    @property
+    def nbytes(self) -> int:
+        return (len(self.declarations) + 7) // 8
 
 
 def build_segment(declarations: Sequence[Any]) -> Segment:
     """Index the declarations of one file (in file order)."""
     postings = _SegmentPostings(len(declarations))
+    nbytes = (len(declarations) + 7) // 8
     in_pool: list[bool] = []
     is_constraint: list[bool] = []
     supersedes: list[str] = []
@@ -89,15 +107,24 @@ def build_segment(declarations: Sequence[Any]) -> Segment:
         is_constraint.append(constraint)
         if pooled or constraint:
             postings.add(decl, local, constraint)
+    roles = tuple(d.runtime_role for d in declarations)
+    high = tuple(str(d.confidence or "") == "high" for d in declarations)
+    kinds = tuple(d.kind for d in declarations)
+    ids = tuple(d.id for d in declarations)
+    names = tuple(d.name for d in declarations)
+    by_kind: dict[str, list[int]] = {}
+    for local, kind in enumerate(kinds):
+        if in_pool[local]:
+            by_kind.setdefault(kind, []).append(local)
     return Segment(
         declarations=tuple(declarations),
-        ids=tuple(d.id for d in declarations),
-        names=tuple(d.name for d in declarations),
-        kinds=tuple(d.kind for d in declarations),
+        ids=ids,
+        names=names,
+        kinds=kinds,
         subjects_of=tuple(d.subject for d in declarations),
         scopes_of=tuple(d.scope for d in declarations),
-        roles=tuple(d.runtime_role for d in declarations),
-        high_confidence=tuple(str(d.confidence or "") == "high" for d in declarations),
+        roles=roles,
+        high_confidence=high,
         in_pool=tuple(in_pool),
         is_constraint=tuple(is_constraint),
         terms=postings.table(postings.terms),
@@ -105,7 +132,44 @@ def build_segment(declarations: Sequence[Any]) -> Segment:
         constraint_scopes=postings.table(postings.scopes),
         when_any={phrase: tuple(found) for phrase, found in postings.triggers.items()},
         supersedes=tuple(supersedes),
+        local_ids=_local_directory(ids),
+        local_names=_local_directory(names),
+        flag_rows={
+            "in_pool": _row(nbytes, in_pool),
+            "is_constraint": _row(nbytes, is_constraint),
+            "high_confidence": _row(nbytes, high),
+            "question": _row(nbytes, [role == "question" for role in roles]),
+        },
+        kind_rows={kind: _row(nbytes, members, ordinals=True) for kind, members in by_kind.items()},
+        aliases=_aliases(declarations),
     )
+
+
+def _row(nbytes: int, values: Sequence[Any], *, ordinals: bool = False) -> bytes:
+    """A bitmap row: flags per local ordinal, or (`ordinals`) the ordinals that are set."""
+    buffer = bytearray(nbytes)
+    for o in values if ordinals else (o for o, flag in enumerate(values) if flag):
+        buffer[o >> 3] |= 0x80 >> (o & 7)
+    return bytes(buffer)
+
+
+def _local_directory(keys: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    found: dict[str, list[int]] = {}
+    for local, key in enumerate(keys):
+        found.setdefault(key, []).append(local)
+    return {key: tuple(locals_) for key, locals_ in found.items()}
+
+
+def _aliases(declarations: Sequence[Any]) -> tuple[tuple[str, str], ...]:
+    # Exactly what Workspace.alias_map reads: symbols of any status, list-valued aliases.
+    out: list[tuple[str, str]] = []
+    for decl in declarations:
+        if decl.runtime_role != "symbol":
+            continue
+        aliases = decl.fields.get("aliases", [])
+        if isinstance(aliases, list):
+            out.extend((str(alias).lower(), decl.name) for alias in aliases)
+    return tuple(out)
 
 
 class _SegmentPostings:
@@ -143,4 +207,9 @@ class _SegmentPostings:
         rows = b"".join(bits.to_bytes(self.width, "big") for bits in postings.values())
         # Interned, so all segments share one string object per distinct key.
         keys = tuple(sys.intern(key) for key in postings)
-        return PostingTable(keys=keys, rows=rows, width=self.width)
+        return PostingTable(
+            keys=keys,
+            rows=rows,
+            width=self.width,
+            index=dict(zip(keys, range(len(keys)), strict=True)),
+        )

@@ -2,17 +2,21 @@
 
 Composition does only workspace-wide bookkeeping (slots, supersession, the pool, which
 segments hold which key); postings stay in the segments and become workspace bitmaps
-per key on first use (LRU-cached), so a query costs what it touches. Nothing here
-scores or layers; that is `query` and `check`.
+per key on first use (LRU-cached), so a query costs what it touches. An index may be
+composed from the previous one (`previous=`): flag bitmaps are spliced with byte
+copies around the segments that changed and the id and name directories are
+copy-on-write layers over the previous ones, so a one-file edit costs that file, not
+the workspace. Nothing here scores or layers; that is `query` and `check`. Nothing
+here mutates a structure an older index can still read.
 """
 
 from __future__ import annotations
 
-import operator
 import threading
 import weakref
+from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -25,9 +29,205 @@ TERM = "terms"
 SUBJECT = "subjects"
 SCOPE = "constraint_scopes"
 _TABLES = (TERM, SUBJECT, SCOPE)
+_FLAGS = ("in_pool", "is_constraint", "high_confidence", "question")
 
 # Memory allowed for cached posting bitmaps, whatever the workspace size.
 CACHE_BYTES = 32 << 20
+
+_GONE: Any = object()  # a key removed in a layer
+
+
+class _Layered:
+    """A read-only mapping: a shared base dict plus a small delta of changes on top.
+
+    `updated` returns a new mapping and never mutates either dict, so older indexes
+    keep reading theirs; the delta is folded into a new base once it holds an eighth
+    of the keys, which keeps lookups two probes and updates amortised O(changes).
+    """
+
+    __slots__ = ("base", "delta")
+
+    def __init__(self, base: dict[str, Any], delta: dict[str, Any] | None = None) -> None:
+        self.base = base
+        self.delta = delta if delta is not None else {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self.delta.get(key, self)
+        if value is self:
+            return self.base.get(key, default)
+        return default if value is _GONE else value
+
+    def updated(self, changes: dict[str, Any]) -> _Layered:
+        if not changes:
+            return self
+        delta = {**self.delta, **changes}
+        if len(delta) <= max(4096, len(self.base) >> 3):
+            return _Layered(self.base, delta)
+        base = dict(self.base)
+        for key, value in delta.items():
+            if value is _GONE:
+                base.pop(key, None)
+            else:
+                base[key] = value
+        return _Layered(base)
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        delta = self.delta
+        for key, value in self.base.items():
+            if key not in delta:
+                yield key, value
+        for key, value in delta.items():
+            if value is not _GONE:
+                yield key, value
+
+
+class _Directory:
+    """key -> slots of the declarations with that key (workspace order), for one of
+    the segments' local directories (`local_ids` or `local_names`).
+
+    Stored as key -> the segments holding it, so slots that move when an earlier
+    file grows or shrinks need no update: they are computed from segment bases.
+    """
+
+    __slots__ = ("_where", "_bases", "_local", "multi")
+
+    def __init__(
+        self,
+        local: str,
+        bases: dict[int, int],
+        segments: Sequence[Segment],
+        previous: _Directory | None = None,
+        removed: Sequence[Segment] = (),
+    ) -> None:
+        self._local = local
+        self._bases = bases
+        where = previous._where if previous is not None else _Layered({})
+        multi = set(previous.multi) if previous is not None else set()
+        changes: dict[str, Any] = {}
+        gone = {id(s) for s in removed}
+        for segment in removed:
+            for key in getattr(segment, local):
+                held = changes.get(key)
+                held = where.get(key, ()) if held is None or held is _GONE else held
+                kept = tuple(s for s in held if id(s) not in gone)
+                changes[key] = kept if kept else _GONE
+        for segment in segments:
+            for key in getattr(segment, local):
+                held = changes.get(key)
+                held = where.get(key, ()) if held is None else (() if held is _GONE else held)
+                changes[key] = (*held, segment)
+        for key, held in changes.items():
+            count = 0 if held is _GONE else sum(len(getattr(s, local)[key]) for s in held)
+            if count > 1:
+                multi.add(key)
+            else:
+                multi.discard(key)
+        self._where = where.updated(changes)
+        # Keys held by more than one declaration (usually few).
+        self.multi = frozenset(multi)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            held = self._where.get(key)
+        except TypeError:  # unhashable input matches nothing
+            return default
+        if held is None:
+            return default
+        local, bases = self._local, self._bases
+        if len(held) == 1:
+            segment = held[0]
+            base = bases[id(segment)]
+            return [base + o for o in getattr(segment, local)[key]]
+        out: list[int] = []
+        for segment in sorted(held, key=lambda s: bases[id(s)]):
+            base = bases[id(segment)]
+            out.extend(base + o for o in getattr(segment, local)[key])
+        return out
+
+    def __getitem__(self, key: str) -> list[int]:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found  # type: ignore[no-any-return]
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return self._where.get(key) is not None  # type: ignore[arg-type]
+        except TypeError:
+            return False
+
+    def keys(self) -> Iterator[str]:
+        return (key for key, _ in self._where.items())
+
+
+class _BySlot(Sequence[Any]):
+    """A per-slot view of one segment attribute (None between segments), computed on
+    access so that composing an index never copies per-declaration lists."""
+
+    __slots__ = ("_segments", "_bases", "_attribute", "_size")
+
+    def __init__(
+        self, segments: tuple[Segment, ...], bases: tuple[int, ...], attribute: str, size: int
+    ) -> None:
+        self._segments = segments
+        self._bases = bases
+        self._attribute = attribute
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, slot: Any) -> Any:
+        if isinstance(slot, slice):
+            return [self[i] for i in range(*slot.indices(self._size))]
+        if slot < 0:
+            slot += self._size
+        if not 0 <= slot < self._size:
+            raise IndexError(slot)
+        number = bisect_right(self._bases, slot) - 1
+        values = getattr(self._segments[number], self._attribute)
+        local = slot - self._bases[number]
+        return values[local] if local < len(values) else None
+
+    def __iter__(self) -> Iterator[Any]:
+        at = 0
+        for base, segment in zip(self._bases, self._segments, strict=True):
+            if base > at:
+                yield from (None,) * (base - at)
+            values = getattr(segment, self._attribute)
+            yield from values
+            at = base + len(values)
+        if self._size > at:
+            yield from (None,) * (self._size - at)
+
+
+class _Splice:
+    """How the previous index's segments map onto the new ones: an unchanged head and
+    tail (the same segment objects) around a changed middle. Bitmaps over the new
+    slots are the old bitmap's head and tail bytes around the middle segments' rows."""
+
+    def __init__(self, old: Sequence[Segment], new: Sequence[Segment], old_nbytes: int) -> None:
+        head = 0
+        limit = min(len(old), len(new))
+        while head < limit and old[head] is new[head]:
+            head += 1
+        tail = 0
+        while tail < limit - head and old[-1 - tail] is new[-1 - tail]:
+            tail += 1
+        self.old_nbytes = old_nbytes
+        self.head_bytes = sum(s.nbytes for s in old[:head])
+        self.tail_bytes = sum(s.nbytes for s in old[len(old) - tail :])
+        self.old_middle = tuple(old[head : len(old) - tail])
+        self.middle = tuple(new[head : len(new) - tail])
+
+    def apply(self, old_bits: int, row_of: Any) -> int:
+        rows = [row_of(s) for s in self.middle]
+        if self.old_nbytes == 0 or (self.head_bytes == 0 and self.tail_bytes == 0):
+            return int.from_bytes(b"".join(rows), "big")
+        data = old_bits.to_bytes(self.old_nbytes, "big")
+        rows.insert(0, data[: self.head_bytes])
+        rows.append(data[self.old_nbytes - self.tail_bytes :])
+        return int.from_bytes(b"".join(rows), "big")
 
 
 class WorkspaceIndex:
@@ -40,98 +240,136 @@ class WorkspaceIndex:
     `pool` is the query pool (active, searchable, not a symbol) and `constraints` the
     active constraints, both without superseded declarations (by id or bare name,
     whatever the superseder's status). Posting bitmaps cover both; callers cut them to
-    the one they mean.
+    the one they mean. `previous`: an index over mostly the same segment objects to
+    update instead of composing from nothing (the answers are the same either way).
     """
 
     def __init__(
         self,
         segments: Sequence[Segment],
-        aliases: dict[str, list[str]],
         superseded_elsewhere: Iterable[str] = (),
+        *,
+        previous: WorkspaceIndex | None = None,
     ) -> None:
         self.segments = tuple(segments)
-        widths = [(len(s) + 7) // 8 * 8 for s in self.segments]
+        widths = [s.nbytes * 8 for s in self.segments]
         self.bases = tuple(accumulate(widths, initial=0))[:-1]
         self.space = OrdinalSpace(sum(widths))
-        self.declarations: list[Any] = self._by_slot("declarations")
-        self.ids_of: list[str] = self._by_slot("ids")
-        self.subjects: list[str | None] = self._by_slot("subjects_of")
-        self.scopes: list[str | None] = self._by_slot("scopes_of")
-        self.ids = _directory(self.ids_of)
-        self.superseded = self._superseded(
-            _directory(self._by_slot("names")), frozenset(superseded_elsewhere)
+        self._base_of = {id(s): base for s, base in zip(self.segments, self.bases, strict=True)}
+        size = self.space.size
+        self.declarations: Sequence[Any] = _BySlot(self.segments, self.bases, "declarations", size)
+        self.ids_of: Sequence[str] = _BySlot(self.segments, self.bases, "ids", size)
+        self.subjects: Sequence[str | None] = _BySlot(
+            self.segments, self.bases, "subjects_of", size
         )
+        self.scopes: Sequence[str | None] = _BySlot(self.segments, self.bases, "scopes_of", size)
+        self.count = sum(len(s) for s in self.segments)
+        if previous is not None:
+            splice = _Splice(previous.segments, self.segments, previous.space.nbytes)
+            kept = {id(s) for s in splice.middle}
+            removed = [s for s in splice.old_middle if id(s) not in kept]
+            moved = {id(s) for s in splice.old_middle}
+            added = [s for s in splice.middle if id(s) not in moved]
+            old_raw, old_kinds = previous._raw, previous._raw_kinds
+            old_ids, old_names = previous.ids, previous._names
+            targets = previous._targets
+        else:
+            splice = _Splice((), self.segments, 0)
+            removed, added = [], list(self.segments)
+            old_raw, old_kinds = dict.fromkeys(_FLAGS, 0), {}
+            old_ids = old_names = None
+            targets = _Layered({})
+        self.ids = _Directory("local_ids", self._base_of, added, old_ids, removed)
+        self._names = _Directory("local_names", self._base_of, added, old_names, removed)
+        # Raw flag bitmaps (before supersession), spliced from the previous index's.
+        self._raw = {
+            flag: splice.apply(old_raw[flag], lambda s, f=flag: s.flag_rows[f]) for flag in _FLAGS
+        }
+        kinds = set(old_kinds).union(*(s.kind_rows for s in splice.middle))
+        self._raw_kinds = {
+            kind: splice.apply(
+                old_kinds.get(kind, 0), lambda s, k=kind: s.kind_rows.get(k) or bytes(s.nbytes)
+            )
+            for kind in kinds
+        }
+        self._raw_kinds = {kind: bits for kind, bits in self._raw_kinds.items() if bits}
+        self._targets = _count_targets(targets, removed, added)
+        self.superseded_elsewhere = frozenset(superseded_elsewhere)
+        self.superseded = self._superseded()
         live = ~self.space.bitmap(self.superseded)
-        self.pool = self._flagged("in_pool") & live
-        self.constraints = self._flagged("is_constraint") & live
-        self.high_confidence = self._flagged("high_confidence") & self.pool
-        roles = self._by_slot("roles")
-        self.questions = self.pool & self.space.bitmap(
-            o for o, role in enumerate(roles) if role == "question"
-        )
-        self.pool_kinds = self._pool_kinds()
+        raw = self._raw
+        self.pool = raw["in_pool"] & live
+        self.constraints = raw["is_constraint"] & live
+        self.high_confidence = raw["high_confidence"] & self.pool
+        self.questions = raw["question"] & self.pool
+        self.pool_kinds = {k: b & self.pool for k, b in self._raw_kinds.items() if b & self.pool}
         self.shared_ids = self.pool & self.space.bitmap(
-            o for slots in self.ids.values() if len(slots) > 1 for o in slots
+            o for key in self.ids.multi for o in self.ids[key]
         )
-        self.aliases = _AliasMatcher(aliases)
+        self._pieces = {
+            table: [getattr(s, table).index for s in self.segments] for table in _TABLES
+        }
         self._rows = {table: [getattr(s, table).rows for s in self.segments] for table in _TABLES}
-        self._widths = [s.terms.width for s in self.segments]
+        self._widths = [s.nbytes for s in self.segments]
         self._byte_bases = [base >> 3 for base in self.bases]
-        self._pieces = {table: self._row_maps(table) for table in _TABLES}
         self._cache: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._cache_limit = max(256, CACHE_BYTES // max(1, self.space.nbytes))
         self._lock = threading.Lock()
+        self._lazy: dict[str, Any] = {}
         self.global_constraints = self.bits(SCOPE, "global") & self.constraints
-        self.when_any = self._triggers()
         # Per-index caches of downstream engines (e.g. compiled rules), dropped with it.
         self.memo: dict[str, dict[Any, Any]] = {}
 
-    def _by_slot(self, attribute: str) -> list[Any]:
-        out: list[Any] = [None] * self.space.size
-        for base, segment in zip(self.bases, self.segments, strict=True):
-            values = getattr(segment, attribute)
-            out[base : base + len(values)] = values
-        return out
-
-    def _row_maps(self, table: str) -> list[dict[str, int]]:
-        """Per segment: key -> row of its posting table (C-speed dict building).
-
-        Which segments hold a key is found when the key is first asked for, so
-        composing an index costs no Python work per posting key.
-        """
-        maps = []
-        for segment in self.segments:
-            keys = getattr(segment, table).keys
-            maps.append(dict(zip(keys, range(len(keys)), strict=True)))
-        return maps
-
-    def _superseded(self, names: dict[str, list[int]], elsewhere: frozenset[str]) -> set[int]:
-        # `elsewhere`: targets of declarations left out of a restricted workspace.
+    def _superseded(self) -> set[int]:
+        # `superseded_elsewhere`: targets of declarations left out of a restricted workspace.
         hidden: set[int] = set()
-        for target in {t for s in self.segments for t in s.supersedes} | elsewhere:
-            hidden.update(self.ids.get(target, ()))
+        ids, names = self.ids, self._names
+        for target in self.superseded_elsewhere.union(key for key, _ in self._targets.items()):
+            hidden.update(ids.get(target, ()))
             hidden.update(names.get(target, ()))
         return hidden
 
-    def _flagged(self, flags: str) -> int:
-        return self.space.bitmap(o for o, flag in enumerate(self._by_slot(flags)) if flag)
+    def _once(self, name: str, build: Any) -> Any:
+        found = self._lazy.get(name)
+        if found is None:
+            with self._lock:
+                found = self._lazy.get(name)
+                if found is None:
+                    found = self._lazy[name] = build()
+        return found
 
-    def _pool_kinds(self) -> dict[str, int]:
-        members: dict[str, list[int]] = {}
-        kinds = self._by_slot("kinds")
-        for o in self.space.members(self.pool):
-            members.setdefault(kinds[o], []).append(o)
-        return {kind: self.space.bitmap(slots) for kind, slots in members.items()}
+    @property
+    def when_any(self) -> dict[str, list[int]]:
+        """`when_any` phrase -> live constraints it triggers (kept as lists: few each).
+
+        Built on first use (checks need it, queries do not), then kept with the index.
+        """
+        return self._once("when_any", self._triggers)  # type: ignore[no-any-return]
 
     def _triggers(self) -> dict[str, list[int]]:
-        """`when_any` phrase -> live constraints it triggers (kept as lists: few each)."""
         out: dict[str, list[int]] = {}
+        superseded = self.superseded
         for base, segment in zip(self.bases, self.segments, strict=True):
             for phrase, found in segment.when_any.items():
-                kept = [base + x for x in found if base + x not in self.superseded]
+                kept = [base + x for x in found if base + x not in superseded]
                 if kept:
                     out.setdefault(phrase, []).extend(kept)
         return out
+
+    @property
+    def aliases(self) -> _AliasMatcher:
+        return self._once("aliases", self._alias_matcher)  # type: ignore[no-any-return]
+
+    def _alias_matcher(self) -> _AliasMatcher:
+        amap: dict[str, list[str]] = {}
+        for segment in self.segments:
+            for alias, name in segment.aliases:
+                amap.setdefault(alias, []).append(name)
+        return _AliasMatcher(amap)
+
+    def warm(self) -> None:
+        """Build what is otherwise built on first use, e.g. off the request path."""
+        _ = self.when_any, self.aliases
 
     def bits(self, table: str, key: str) -> int:
         """Bitmap of the indexed declarations under `key` in one posting table (cached).
@@ -188,6 +426,21 @@ class WorkspaceIndex:
         return self.aliases.match(lowered_query)
 
 
+def _count_targets(
+    targets: _Layered, removed: Sequence[Segment], added: Sequence[Segment]
+) -> _Layered:
+    """`supersedes` target -> how many segments name it, updated for changed segments."""
+    changes: dict[str, Any] = {}
+    for sign, segments in ((-1, removed), (1, added)):
+        for segment in segments:
+            for target in set(segment.supersedes):
+                now = changes.get(target)
+                count = targets.get(target, 0) if now is None else (0 if now is _GONE else now)
+                count += sign
+                changes[target] = count if count > 0 else _GONE
+    return targets.updated(changes)
+
+
 class _AliasMatcher:
     """Finds aliases occurring in a query: scan them all or look up query substrings.
 
@@ -221,27 +474,12 @@ class _AliasMatcher:
         return [self.items[n] for n in sorted(found)]
 
 
-def _concat(parts: Iterable[Sequence[Any]]) -> list[Any]:
-    out: list[Any] = []
-    for part in parts:
-        out.extend(part)
-    return out
-
-
-def _directory(keys: list[str | None]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for slot, key in enumerate(keys):
-        if key is not None:
-            out.setdefault(key, []).append(slot)
-    return out
-
-
 def build_index(ws: Any) -> WorkspaceIndex:
     """Index a workspace: one segment per run of consecutive declarations of a file."""
     with cyclic_gc_paused():
         segments = [build_segment(run) for run in _file_runs(ws.declarations)]
         elsewhere = getattr(ws, "superseded_elsewhere", ())
-        return WorkspaceIndex(segments, ws.alias_map(), elsewhere)
+        return WorkspaceIndex(segments, elsewhere)
 
 
 def _file_runs(declarations: Sequence[Any]) -> Iterable[Sequence[Any]]:
@@ -264,11 +502,27 @@ def adopt_index(ws: Any, index: WorkspaceIndex) -> bool:
     Adopted only when its declarations are exactly `ws.declarations` (same objects,
     same order); otherwise `index_for` builds one as usual. Returns whether it was.
     """
-    mine = [d for d in index.declarations if d is not None]
-    if len(mine) != len(ws.declarations) or not all(map(operator.is_, mine, ws.declarations)):
+    if not _same_declarations(index, ws.declarations):
         return False
     with _LOCK:
         _remember(ws, index)
+    return True
+
+
+def _same_declarations(index: WorkspaceIndex, declarations: Sequence[Any]) -> bool:
+    """The index's declarations are `declarations`: same count, and each segment's
+    first and last declaration are the very objects at their positions (segments are
+    built from runs of the workspace list, so that pins every run in place)."""
+    if index.count != len(declarations):
+        return False
+    at = 0
+    for segment in index.segments:
+        mine = segment.declarations
+        if mine and (
+            mine[0] is not declarations[at] or mine[-1] is not declarations[at + len(mine) - 1]
+        ):
+            return False
+        at += len(mine)
     return True
 
 
@@ -294,6 +548,14 @@ def _remember(ws: Any, index: WorkspaceIndex) -> None:
         except TypeError:  # not weak-referenceable: an id() key could be reused
             return
     _CACHE[id(ws)] = ((len(ws.declarations), len(ws.files)), index)
+
+
+def cached_index(ws: Any) -> WorkspaceIndex | None:
+    """The index `index_for(ws)` would answer from its cache, or None (never builds)."""
+    entry = _CACHE.get(id(ws))
+    if entry is not None and entry[0] == (len(ws.declarations), len(ws.files)):
+        return entry[1]
+    return None
 
 
 def is_indexed(ws: Any) -> bool:

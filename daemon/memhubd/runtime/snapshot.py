@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from memhubd.lang import Document, ParseError, parse_text
@@ -514,11 +515,11 @@ def build_snapshot(
         workspace = previous.workspace
     else:
         workspace = Workspace(
-            declarations=[d for f in files for d in f.typed],
+            declarations=list(chain.from_iterable(f.typed for f in files)),
             files=[f.path for f in files if f.document is not None],
             registry=registry,
         )
-        _index_from_segments(workspace, files)
+        _index_from_segments(workspace, files, previous)
     return Snapshot(
         name=name,
         root=root,
@@ -561,13 +562,17 @@ def _insert_in_order(
     files.insert(at, kept)
 
 
-def _index_from_segments(workspace: Workspace, files: list[SourceFile]) -> None:
-    """Compose the workspace index from per-file segments, so an edit costs one segment."""
-    from memhubd.index.workspace import WorkspaceIndex, adopt_index
+def _index_from_segments(
+    workspace: Workspace, files: list[SourceFile], previous: Snapshot | None
+) -> None:
+    """Compose the workspace index from per-file segments, updating the previous
+    snapshot's index when there is one, so an edit costs its segment, not the workspace."""
+    from memhubd.index.workspace import WorkspaceIndex, adopt_index, cached_index
 
     segments = [f.segment for f in files if f.segment is not None]
-    with cyclic_gc_paused():  # composing allocates ~100k small lists at 100k declarations
-        adopt_index(workspace, WorkspaceIndex(segments, workspace.alias_map()))
+    before = cached_index(previous.workspace) if previous is not None else None
+    with cyclic_gc_paused():
+        adopt_index(workspace, WorkspaceIndex(segments, previous=before))
 
 
 def unchanged(previous: Snapshot, candidate: Snapshot) -> bool:

@@ -51,7 +51,7 @@ def test_an_index_composed_from_reused_segments_can_be_adopted() -> None:
     ws = workspace()
     segments = [build_segment(ws.declarations[:2]), build_segment(ws.declarations[2:])]
 
-    assert adopt_index(ws, WorkspaceIndex(segments, ws.alias_map()))
+    assert adopt_index(ws, WorkspaceIndex(segments))
     assert index_for(ws).segments == tuple(segments)
     # An index over other declaration objects is refused.
     assert not adopt_index(ws, build_index(workspace()))
