@@ -1,0 +1,167 @@
+"""Recall and the agent diary against callers who may not read everything.
+
+A token without roles, one with another role, a token of another workspace and a scoped
+admin probe a real daemon's recall doors (search, drawers, delete, status, wake-up,
+purge, the diary). A drawer whose `readers` exclude the caller is never shown, never
+distinguishable from a drawer that does not exist, and never moves a number the caller
+receives: not a hit's score, not a count beyond the documented `hidden_count`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+
+TEAM, OTHER = "team-coding", "writing"
+AGENT = "read:summary,read:search,write:recall"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    root = tmp_path_factory.mktemp("recall-access")
+    with start_daemon(root, copy_examples(root / "ws", [TEAM, OTHER])) as live:
+        yield live
+
+
+def token(daemon: LiveDaemon, name: str, scopes: str = AGENT, **grants: Any) -> str:
+    return daemon.tokens.get(name) or daemon.add_token(name, scopes, **grants)
+
+
+def ingest(daemon: LiveDaemon, secret: str, workspace: str = TEAM, **body: Any) -> list[str]:
+    with daemon.http(secret) as http:
+        answer = http.post(f"/v1/workspaces/{workspace}/recall/ingest", json=body)
+    assert answer.status_code in (200, 201), answer.text
+    return [i for source in answer.json()["sources"] for i in source.get("drawer_ids", [])]
+
+
+def search(daemon: LiveDaemon, secret: str, query: str) -> dict[str, Any]:
+    with daemon.http(secret) as http:
+        answer = http.post(f"/v1/workspaces/{TEAM}/recall/search", json={"query": query})
+    assert answer.status_code == 200, answer.text
+    return answer.json()  # type: ignore[no-any-return]
+
+
+def comparable(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hits without what changes between two identical searches anyway."""
+    return [{k: v for k, v in hit.items() if k not in ("took_ms",)} for hit in hits]
+
+
+def test_hidden_drawers_never_move_a_visible_hits_scores(daemon: LiveDaemon) -> None:
+    # Given a visible drawer with a rare word, searched by a caller without roles
+    reader = token(daemon, "score-reader", workspaces=[TEAM])
+    writer = token(daemon, "score-writer", workspaces=[TEAM], roles=["vault"])
+    ingest(daemon, reader, content="the okapi lives in the canteen fridge", room="misc")
+    for topic in ("parking rota", "coffee order", "fire drill", "desk move", "badge renewal"):
+        ingest(daemon, reader, content=f"a quiet note about the {topic}", room="misc")
+    before = search(daemon, reader, "okapi")["hits"]
+    # When drawers only `vault` may read start using the word
+    for n in range(6):
+        ingest(
+            daemon,
+            writer,
+            content=f"okapi okapi vault entry {n} about the merger",
+            room="vault",
+            readers=["vault"],
+        )
+    after = search(daemon, reader, "okapi")["hits"]
+    # Then the reader's hits are the same in every field: BM25 weighs a word by how many
+    # drawers hold it, so its raw score is withheld from a caller that cannot see them all
+    assert comparable(after) == comparable(before)
+    assert after and after[0]["signals"]["bm25"]["score"] is None
+    assert "merger" not in str(after)
+    # And a caller that sees everything still gets the score
+    admin = search(daemon, daemon.admin_token, "okapi")["hits"]
+    assert all(
+        isinstance(h["signals"]["bm25"]["score"], float) for h in admin if "bm25" in h["signals"]
+    )
+
+
+def test_a_hidden_drawer_answers_exactly_as_a_missing_one(daemon: LiveDaemon) -> None:
+    writer = token(daemon, "oracle-writer", workspaces=[TEAM], roles=["legal"])
+    reader = token(daemon, "oracle-reader", workspaces=[TEAM])
+    (hidden,) = ingest(
+        daemon, writer, content="settlement terms for the tidewater case", readers=["legal"]
+    )
+    missing = hidden[:-4] + ("0000" if not hidden.endswith("0000") else "1111")
+    with daemon.http(reader) as http:
+        base = f"/v1/workspaces/{TEAM}/recall/drawers/"
+        for method in ("GET", "DELETE"):
+            seen = http.request(method, base + hidden)
+            absent = http.request(method, base + missing)
+            assert seen.status_code == absent.status_code == 404
+            assert seen.json()["error"]["message"].replace(hidden, "X") == absent.json()["error"][
+                "message"
+            ].replace(missing, "X")
+    with daemon.http(writer) as http:  # and the failed delete left it in place
+        assert http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{hidden}").status_code == 200
+
+
+def test_wake_up_never_names_the_daemons_state_directory(daemon: LiveDaemon) -> None:
+    reader = token(daemon, "wake-reader", workspaces=[OTHER])
+    with daemon.http(reader) as http:
+        answer = http.get(f"/v1/workspaces/{OTHER}/recall/wake-up")
+    assert answer.status_code == 200, answer.text
+    assert str(daemon.state_dir) not in answer.text
+    assert "<state dir>/recall/identity/writing.txt" in answer.json()["text"]
+
+
+def test_searching_every_workspace_spans_only_the_granted_ones(daemon: LiveDaemon) -> None:
+    ingest(daemon, daemon.admin_token, OTHER, content="the narwhal chapter needs a new ending")
+    reader = token(daemon, "span-reader", workspaces=[TEAM])
+    with daemon.http(reader) as http:
+        every = http.post("/v1/recall/search", json={"query": "narwhal chapter ending"})
+        named = http.post(
+            "/v1/recall/search", json={"query": "narwhal", "workspaces": [TEAM, OTHER]}
+        )
+    assert every.status_code == 200 and every.json()["workspaces"] == [TEAM]
+    assert "narwhal chapter" not in str(every.json()["hits"]) and OTHER not in every.text
+    assert named.status_code == 403
+
+
+def test_a_scoped_admin_purges_and_reindexes_only_its_own_workspace(daemon: LiveDaemon) -> None:
+    scoped = token(daemon, "scoped-admin", "all", workspaces=[OTHER])
+    with daemon.http(scoped) as http:
+        for path in ("purge", "reindex"):
+            answer = http.post(f"/v1/workspaces/{TEAM}/recall/{path}", json={})
+            assert answer.status_code == 403, answer.text
+            assert answer.json()["error"]["detail"]["available"] == [OTHER]
+
+
+def test_purge_before_the_epoch_removes_nothing_deleted_since(daemon: LiveDaemon) -> None:
+    # Given a drawer soft-deleted just now
+    (drawer,) = ingest(daemon, daemon.admin_token, content="a draft to be deleted, kept a while")
+    with daemon.http(daemon.admin_token) as http:
+        base = f"/v1/workspaces/{TEAM}/recall"
+        assert http.delete(f"{base}/drawers/{drawer}").status_code == 200
+        deleted = http.get(f"{base}/status").json()["deleted_count"]
+        # When an admin purges what was deleted before 1970-01-01
+        answer = http.post(f"{base}/purge", json={"before": 0})
+        # Then nothing is purged (0 is a time, not "no limit")
+        assert answer.status_code == 200 and answer.json()["purged"] == 0, answer.text
+        assert http.get(f"{base}/status").json()["deleted_count"] == deleted
+
+
+def test_a_private_diary_entry_reaches_only_its_writer_and_reviewers(daemon: LiveDaemon) -> None:
+    author = token(daemon, "diarist", workspaces=[TEAM])
+    peer = token(daemon, "diary-peer", workspaces=[TEAM], roles=["dev"])
+    reviewer = token(daemon, "diary-reviewer", "read:summary,review", workspaces=[TEAM])
+    with daemon.http(author) as http:
+        written = http.post(
+            f"/v1/workspaces/{TEAM}/diary",
+            json={"type": "LESSON", "content": "the quokka cache flag must stay off"},
+        )
+    assert written.status_code == 201, written.text
+    drawer = written.json()["drawer_id"]
+    with daemon.http(peer) as http:
+        listed = http.get(f"/v1/workspaces/{TEAM}/diary", params={"identity": "diarist"})
+        searched = http.post(f"/v1/workspaces/{TEAM}/recall/search", json={"query": "quokka"})
+        direct = http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer}")
+    assert listed.status_code == 200 and listed.json()["entries"] == []
+    assert "quokka" not in str(searched.json()["hits"]) and direct.status_code == 404
+    with daemon.http(reviewer) as http:
+        entries = http.get(f"/v1/workspaces/{TEAM}/diary", params={"identity": "diarist"}).json()
+    assert [e["drawer_id"] for e in entries["entries"]] == [drawer]
