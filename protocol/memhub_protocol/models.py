@@ -160,6 +160,9 @@ class QueryRequest(_Model):
     kinds: tuple[str, ...] | None = None
     subject: str | None = None
     limit: int = 8
+    # Opt-in answer budget: MUST is cut (in memdsl's order) to fit; None keeps memdsl's.
+    max_bytes: int | None = None
+    max_must: int | None = None
 
     @classmethod
     def from_json(cls, data: Any) -> QueryRequest:
@@ -177,6 +180,8 @@ class QueryRequest(_Model):
             kinds=_strings(data, "kinds"),
             subject=subject,
             limit=limit,
+            max_bytes=_budget(data, "max_bytes", MIN_BUDGET_BYTES),
+            max_must=_budget(data, "max_must", 0),
         )
 
     @staticmethod
@@ -191,8 +196,28 @@ class QueryRequest(_Model):
                 "kinds": {"type": ["array", "null"], "items": {"type": "string"}},
                 "subject": {"type": ["string", "null"]},
                 "limit": {"type": "integer", "default": 8},
+                "max_bytes": {
+                    "type": ["integer", "null"],
+                    "minimum": MIN_BUDGET_BYTES,
+                    "maximum": MAX_BUDGET,
+                },
+                "max_must": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_BUDGET},
             },
         }
+
+
+# An answer budget below this could not hold a pack's fixed keys.
+MIN_BUDGET_BYTES = 256
+MAX_BUDGET = 1 << 40
+
+
+def _budget(data: dict, name: str, minimum: int) -> int | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_BUDGET:
+        raise _invalid(f"'{name}' must be an integer between {minimum} and {MAX_BUDGET}", name)
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from memhub_protocol.routes import BOOLEAN_WORDS, MAX_PARAM_CHARS, Param
 from memhub_protocol.routes import Route as RouteSpec
 from memhub_protocol.scopes import REVIEW, WRITE_CANDIDATE
 from memhubd import service
+from memhubd.api import cache as http_cache
 from memhubd.api.events import events_endpoint
 from memhubd.api.middleware import ApiMiddleware, BodyTooLarge
 from memhubd.api.openapi import openapi_document
@@ -266,12 +267,16 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
     async def query(request: Request, identity: Identity) -> Response:
         body = QueryRequest.from_json(await _json_body(request))
         as_text = wants_text(request)
-        data, text, view = await service.query(hub, identity, ws(request), body, as_text=as_text)
-        if as_text:
-            response: Response = PlainTextResponse(text)
-            _snapshot_headers(response, view.snapshot)
-            return response
-        return _result(context, data, view)
+        tag = await service.reads.query_tag(hub, identity, ws(request), body, as_text=as_text)
+        unchanged = http_cache.not_modified(request, tag)
+        if unchanged is not None:
+            return unchanged
+        limit = context.max_result_bytes
+        name = ws(request)
+        answer, _view = await service.query(
+            hub, identity, name, body, as_text=as_text, max_result_bytes=limit
+        )
+        return http_cache.answer_response(request, answer, as_text=as_text, hub=hub)
 
     async def check(request: Request, identity: Identity) -> Response:
         body = CheckRequest.from_json(await _json_body(request))

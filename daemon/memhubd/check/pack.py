@@ -9,8 +9,11 @@ them is exactly memdsl's.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from memhubd.query.pack import compact_json
 
 VERDICTS = ("allow", "block", "needs_review")
 
@@ -54,6 +57,35 @@ class CompliancePack:
             "unknowns": [dict(item) for item in self.unknowns],
             **self._withheld_dict(),
         }
+
+    def json_parts(self, piece: Callable[[Any], bytes]) -> list[bytes]:
+        """`as_dict()` as compact JSON in parts to join; `piece(d)` gives
+        `compact_json(constraint_dict(d))`, kept by the caller per snapshot."""
+        head = {
+            "task": self.task,
+            "candidate": self.candidate,
+            "subject": self.subject,
+            "scope": self.scope,
+            "asserted_exceptions": list(self.asserted_exceptions),
+            "verdict": self.verdict,
+        }
+        rules = b",".join([piece(d) for d in self.applicable_must])
+        tail = {
+            "evaluated": [dict(item) for item in self.evaluated],
+            "violations": [dict(item) for item in self.violations],
+            "exceptions_applied": [dict(item) for item in self.exceptions_applied],
+            "unknowns": [dict(item) for item in self.unknowns],
+            **self._withheld_dict(),
+        }
+        return [
+            compact_json(head)[:-1],
+            b',"applicable_must":[',
+            rules,
+            b'],"applicable_constraints":[',
+            rules,
+            b"],",
+            compact_json(tail)[1:],
+        ]
 
     def withheld_message(self) -> str:
         """One line on the findings of rules the caller cannot read; "" when there are none."""
@@ -121,6 +153,11 @@ def constraint_dict(d: Any) -> dict[str, Any]:
     if d.evidence:
         out["evidence"] = d.evidence
     return out
+
+
+def constraint_json(d: Any) -> bytes:
+    """`constraint_dict(d)` as the JSON API encodes it: one piece of an answer."""
+    return compact_json(constraint_dict(d))
 
 
 def rule_ref(d: Any) -> dict[str, Any]:

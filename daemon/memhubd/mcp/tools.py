@@ -8,7 +8,6 @@ by validation) stay payloads with `isError=false`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
@@ -25,6 +24,7 @@ from memhubd.auth.identity import Identity
 from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import choose_workspace, current_caller, describe_error
 from memhubd.runtime.hub import Hub
+from memhubd.service.encoding import Raw, dumps_text
 
 # Recorded as the proposal's `client`, beside the token name as its proposer.
 MCP_CLIENT = "mcp"
@@ -44,7 +44,7 @@ def reply(payload: Payload, *, error: bool = False) -> CallToolResult:
     twice (and validating it on both ends) took a query from 5 to 9 ms at 10k
     declarations. Compact separators for the same reason.
     """
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    body = dumps_text(payload)  # an evidence pack comes as its already-encoded bytes
     return CallToolResult(content=[TextContent(type="text", text=body)], is_error=error)
 
 
@@ -137,6 +137,10 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
         subject: Annotated[str, Field(description="only this subject symbol")] = "",
         limit: int = 8,
         workspace: WorkspaceArg = "",
+        max_bytes: Annotated[
+            int | None, Field(description="cut MUST to fit this many bytes of pack JSON")
+        ] = None,
+        max_must: Annotated[int | None, Field(description="show at most this many MUST")] = None,
     ) -> CallToolResult:
         async def work(identity: Identity, name: str) -> Payload:
             text_ = query.strip()
@@ -151,13 +155,18 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
                     "types": list(types) if types else None,
                     "subject": subject or None,
                     "limit": payloads.clamp(limit, payloads.QUERY_LIMIT),
+                    "max_bytes": max_bytes,
+                    "max_must": max_must,
                 }
             )
-            pack, rendered, view = await service.query(hub, identity, name, request, as_text=True)
+            answer, view = await service.query(hub, identity, name, request, as_text=True)
+            facts = answer.facts()
             vocabulary = None
-            if not payloads.is_match(pack):
+            if not payloads.is_match(facts):
                 vocabulary = await service.vocabulary(view)
-            return payloads.query_payload(pack, rendered, name, vocabulary)
+            payload = payloads.query_payload(facts, answer.text, name, vocabulary)
+            payload["evidence_pack"] = Raw(answer.body)
+            return payload
 
         return reply(await run_tool(hub, payloads.MCP_QUERY, READ_SEARCH, workspace, work))
 

@@ -7,6 +7,7 @@ Key orders, float rounding and Python-repr fragments are part of the memdsl cont
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,36 @@ class EvidencePack:
     def render_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2, ensure_ascii=False)
 
+    def json_parts(
+        self, piece: Callable[[Any], bytes], extra: dict[str, Any] | None = None
+    ) -> list[bytes]:
+        """`as_dict()` (plus `extra` keys at the end) as compact JSON, in parts to join.
+
+        `piece(d)` must give `compact_json(declaration_dict(d))`: a caller keeps those
+        per snapshot, so an answer costs the joining of bytes, not their encoding. The
+        parts' lengths add up to the answer's, so a size limit can be checked before
+        anything is joined.
+        """
+        head = {
+            "schema_version": EVIDENCE_PACK_SCHEMA,
+            "query": self.query,
+            "resolved_subjects": list(self.resolved_subjects),
+        }
+        parts = [compact_json(head)[:-1], b',"must":[']
+        _join_into(parts, [piece(d) for d in self.must])
+        parts.append(b'],"should":[')
+        _join_into(parts, [piece(d) for d in self.should])
+        parts.append(b'],"context":[')
+        _join_into(parts, [_context_piece(piece(s.declaration), s) for s in self.context])
+        tail = {
+            "conflicts": [{"id": d.id, "conflicts_with": t} for d, t in self.conflicts],
+            "missing": list(self.missing),
+            "search_trace": self.trace,
+            **(extra or {}),
+        }
+        parts += [b"],", compact_json(tail)[1:]]
+        return parts
+
     def render_text(self) -> str:
         """The CLI's default rendering (no trailing newline)."""
         lines: list[str] = []
@@ -107,6 +138,28 @@ def declaration_dict(d: Any) -> dict[str, Any]:
     if d.evidence:
         out["evidence"] = d.evidence
     return out
+
+
+def compact_json(value: Any) -> bytes:
+    """The JSON API's encoding: compact, UTF-8, non-ASCII kept as is."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def declaration_json(d: Any) -> bytes:
+    """`declaration_dict(d)` as the JSON API encodes it: one piece of an answer."""
+    return compact_json(declaration_dict(d))
+
+
+def _context_piece(piece: bytes, scored: ScoredDeclaration) -> bytes:
+    # The declaration's object with two more keys: its closing brace gives way to them.
+    score = compact_json(round(float(scored.score), 3))
+    terms = compact_json(list(scored.matched_terms))
+    return b"".join((piece[:-1], b',"score":', score, b',"matched_terms":', terms, b"}"))
+
+
+def _join_into(parts: list[bytes], pieces: list[bytes]) -> None:
+    if pieces:
+        parts.append(b",".join(pieces))
 
 
 def _must_line(d: Any) -> str:

@@ -41,6 +41,8 @@ class Limits:
     max_body_bytes: int = 1024 * 1024
     max_query_chars: int = 65536
     max_result_bytes: int = 8 * 1024 * 1024
+    # Answers kept for repeated queries of one snapshot (LRU by encoded size).
+    response_cache_bytes: int = 64 * 1024 * 1024
     regex_timeout_ms: int = 100
     max_workspaces: int = 64
     max_proposal_bytes: int = 65536

@@ -44,6 +44,16 @@ from memhubd.service.access import (
     visible_workspaces,
 )
 from memhubd.service.cowork import note_check, note_query
+from memhubd.service.encoding import (
+    QueryAnswer,
+    answer_cache,
+    answer_tag,
+    apply_budget,
+    joined_size,
+    pieces,
+    result_too_large,
+    snapshot_serial,
+)
 
 LIST_CLAIM_CHARS = 200
 
@@ -243,18 +253,75 @@ def _hidden_must_note(count: int) -> str:
     )
 
 
-async def query(
-    hub: Hub, identity: Identity, name: str, request: QueryRequest, *, as_text: bool = False
-) -> tuple[dict[str, Any], str, View]:
-    """The EvidencePack as JSON data, and its text rendering when `as_text` (else "")."""
-    from memhubd.query import build_evidence_pack
+def _query_key(view: View, request: QueryRequest, as_text: bool) -> tuple[Any, ...]:
+    # Everything an answer depends on: the snapshot, the role set that cut the view,
+    # and the request. Roles sorted: equal frozensets may iterate in different orders.
+    return (
+        snapshot_serial(view.snapshot),
+        tuple(sorted(view.cut.roles)),
+        request.query,
+        request.types,
+        request.kinds,
+        request.subject,
+        request.limit,
+        request.max_bytes,
+        request.max_must,
+        as_text,
+    )
 
+
+async def query_tag(
+    hub: Hub, identity: Identity, name: str, request: QueryRequest, *, as_text: bool = False
+) -> str:
+    """The entity tag `query` would give its answer, without computing the answer."""
     view = view_for(hub, identity, name, READ_SEARCH)
     check_length(hub, "query", request.query)
+    return answer_tag(_query_key(view, request, as_text))
+
+
+async def query(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    request: QueryRequest,
+    *,
+    as_text: bool = False,
+    max_result_bytes: int | None = None,
+) -> tuple[QueryAnswer, View]:
+    """The EvidencePack as JSON bytes, and its text rendering when `as_text` (else "").
+
+    Answers are joined from per-snapshot pieces and kept in the hub's answer cache.
+    Over `max_result_bytes` (JSON) the request is refused before the answer is joined.
+    """
+    view = view_for(hub, identity, name, READ_SEARCH)
+    check_length(hub, "query", request.query)
+    key = _query_key(view, request, as_text)
+    cache = answer_cache(hub)
+    answer = cache.get(key)
+    if answer is None:
+        answer = await _answer_query(view, request, key, as_text, max_result_bytes)
+        cache.put(key, answer)
+    elif max_result_bytes is not None:
+        _refuse_over(len(answer.text.encode("utf-8") if as_text else answer.body), max_result_bytes)
+    note_query(hub, identity, name, request.query, answer.facts())
+    return answer, view
+
+
+def _refuse_over(size: int, limit: int) -> None:
+    if size > limit:
+        raise result_too_large(limit)
+
+
+async def _answer_query(
+    view: View, request: QueryRequest, key: Any, as_text: bool, max_result_bytes: int | None
+) -> QueryAnswer:
+    from memhubd.query import build_evidence_pack
+    from memhubd.query.pack import declaration_json
+
     kinds = list(request.kinds) if request.kinds is not None else None
     types_ = list(request.types) if request.types is not None else None
 
-    def work() -> tuple[dict[str, Any], str]:
+    def work() -> QueryAnswer:
         pack = build_evidence_pack(
             view.workspace,
             request.query,
@@ -263,20 +330,45 @@ async def query(
             limit=request.limit,
             types=types_,
         )
-        data = pack.as_dict()
-        _trace_additions(view, data)
+        _trace_additions(view, {"search_trace": pack.trace})
+        hidden_must = pack.trace.get("hidden_must_rules", 0)
+        piece = pieces(view.snapshot, "query", declaration_json)
+        extra = None
+        if request.max_bytes is not None or request.max_must is not None:
+            pack, budget = apply_budget(
+                pack, piece, request.max_bytes, request.max_must, hidden_must
+            )
+            extra = {"budget": budget}
+        parts = pack.json_parts(piece, extra)
+        if not as_text and max_result_bytes is not None:
+            _refuse_over(joined_size(parts), max_result_bytes)
         text = pack.render_text() if as_text else ""
-        hidden_must = data.get("search_trace", {}).get("hidden_must_rules", 0)
         if text and hidden_must:
             text += _hidden_must_note(hidden_must)
-        return data, text
+        if text and extra and extra["budget"]["must_omitted"]:
+            text += f"\n\nMORE MUST\n- {extra['budget']['next_step']}"
+        if as_text and max_result_bytes is not None:
+            _refuse_over(len(text.encode("utf-8")), max_result_bytes)
+        return QueryAnswer(
+            key=key,
+            body=b"".join(parts),
+            text=text,
+            tag=answer_tag(key),
+            generation=view.snapshot.generation,
+            health=view.snapshot.health,
+            counts={
+                "must": len(pack.must),
+                "should": len(pack.should),
+                "context": len(pack.context),
+                "conflicts": len(pack.conflicts),
+            },
+            missing=list(pack.missing),
+            excluded_total=int(pack.trace.get("excluded_by_filters_total", 0) or 0),
+        )
 
     if view.hidden:  # the caller's own index and counts may still need building
-        data, text = await run_engine(work)
-    else:
-        data, text = await run_indexed(view.workspace, work)
-    note_query(hub, identity, name, request.query, data)
-    return data, text, view
+        return await run_engine(work)  # type: ignore[no-any-return]
+    return await run_indexed(view.workspace, work)  # type: ignore[no-any-return]
 
 
 # A caller's view of a snapshot never changes, and computing its vocabulary takes

@@ -1,0 +1,290 @@
+"""Answers built from bytes: each declaration's JSON encoded once per snapshot, answers
+joined from those pieces, an opt-in MUST budget, and a bounded cache of whole answers.
+
+It must not decide what an answer contains (the engine and `reads` do), nor keep a
+snapshot alive: pieces live under their snapshot in a WeakKeyDictionary and cached
+answers hold bytes, text and counts only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import secrets
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memhub_protocol import ErrorCode, ProtocolError
+from memhubd.query.pack import compact_json
+from memhubd.runtime.snapshot import Snapshot
+
+Piece = Callable[[Any], bytes]
+
+
+# --- encoding -----------------------------------------------------------------------------
+
+
+class Raw:
+    """A value already encoded as compact JSON, spliced as is by `dumps`."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+def dumps(value: Any) -> bytes:
+    """`compact_json(value)`, where `Raw` values of a top-level dict are spliced in."""
+    if isinstance(value, Raw):
+        return value.data
+    if isinstance(value, dict) and any(type(item) is Raw for item in value.values()):
+        items = [
+            compact_json(key) + b":" + (item.data if type(item) is Raw else compact_json(item))
+            for key, item in value.items()
+        ]
+        return b"{" + b",".join(items) + b"}"
+    return compact_json(value)
+
+
+def dumps_text(value: Any) -> str:
+    """`dumps` as text (MCP answers are text); no bytes round trip without a `Raw`."""
+    if isinstance(value, dict) and any(type(item) is Raw for item in value.values()):
+        return dumps(value).decode("utf-8")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# --- pieces -------------------------------------------------------------------------------
+
+
+class _Pieces:
+    """One snapshot's encoded declarations, per pack shape.
+
+    Keyed by object identity and holding the declaration beside its bytes, so an id
+    can never be reused by another object while its entry exists. Declarations do not
+    reference their snapshot, so these values never keep their key alive.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.shapes: dict[str, dict[int, tuple[Any, bytes]]] = {}
+
+
+_PIECES: weakref.WeakKeyDictionary[Snapshot, _Pieces] = weakref.WeakKeyDictionary()
+_PIECES_LOCK = threading.Lock()
+
+
+def pieces(snapshot: Snapshot, shape: str, encode: Piece) -> Piece:
+    """`encode`, remembered per declaration of `snapshot` (a declaration never changes
+    within one). Bounded: past twice the snapshot's declarations a shape starts over."""
+    with _PIECES_LOCK:
+        store = _PIECES.get(snapshot)
+        if store is None:
+            store = _Pieces(2 * len(snapshot.workspace.declarations) + 1024)
+            _PIECES[snapshot] = store
+        table = store.shapes.setdefault(shape, {})
+    limit = store.limit
+
+    # Unlocked on purpose: dict reads and writes are atomic, and two threads encoding
+    # the same declaration at once both get the same bytes.
+    def piece(declaration: Any) -> bytes:
+        entry = table.get(id(declaration))
+        if entry is not None and entry[0] is declaration:
+            return entry[1]
+        data = encode(declaration)
+        if len(table) >= limit:
+            table.clear()
+        table[id(declaration)] = (declaration, data)
+        return data
+
+    return piece
+
+
+def joined_size(parts: list[bytes]) -> int:
+    return sum(len(part) for part in parts)
+
+
+# --- the MUST budget ----------------------------------------------------------------------
+
+
+def budget_message(omitted: int, hidden: int) -> str:
+    """The next step when MUST rules were left out of an answer ("" when none were)."""
+    if not omitted:
+        return ""
+    rules = "1 more MUST rule applies" if omitted == 1 else f"{omitted} more MUST rules apply"
+    hidden_part = f" (and {hidden} hidden from you may)" if hidden else ""
+    return f"{rules}{hidden_part}: run check before acting"
+
+
+def apply_budget(
+    pack: Any, piece: Piece, max_bytes: int | None, max_must: int | None, hidden: int
+) -> tuple[Any, dict[str, Any]]:
+    """The pack with MUST cut to the budget (memdsl's order kept), and its `budget` key.
+
+    `max_bytes` bounds the compact JSON of the whole pack: MUST keeps the longest
+    prefix that fits beside the other layers. Those are never cut, so a pack whose
+    other layers alone exceed the budget comes with no MUST and may be larger.
+    """
+    must = list(pack.must)
+    total = len(must)
+    keep = total if max_must is None else min(total, max_must)
+
+    def budget(shown: int) -> dict[str, Any]:
+        return {
+            "max_bytes": max_bytes,
+            "max_must": max_must,
+            "must_total": total,
+            "must_shown": shown,
+            "must_omitted": total - shown,
+            "next_step": budget_message(total - shown, hidden),
+        }
+
+    if max_bytes is not None:
+        # The widest `budget` key this answer can carry: the count of one digit more
+        # than any real one, so the final answer never exceeds the estimate.
+        widest = budget(0)
+        widest["next_step"] = budget_message(max(total, 2) * 10, hidden)
+        widest["must_shown"] = widest["must_omitted"]
+        bare = dataclasses.replace(pack, must=[])
+        used = joined_size(bare.json_parts(piece, {"budget": widest}))
+        fitted = 0
+        for declaration in must[:keep]:
+            used += len(piece(declaration)) + (1 if fitted else 0)
+            if used > max_bytes:
+                break
+            fitted += 1
+        keep = fitted
+    return dataclasses.replace(pack, must=must[:keep]), budget(keep)
+
+
+# --- answers and their cache --------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class QueryAnswer:
+    """One query's answer as served: the pack's JSON, its text (when asked for), the
+    counts a cowork note needs, and the snapshot it came from (by number only)."""
+
+    key: Hashable
+    body: bytes
+    text: str
+    tag: str
+    generation: int
+    health: str
+    counts: dict[str, int]
+    missing: list[str]
+    excluded_total: int
+    gzipped: bytes | None = field(default=None)
+
+    @property
+    def cost(self) -> int:
+        return len(self.body) + 2 * len(self.text) + len(self.gzipped or b"") + 512
+
+    def facts(self) -> dict[str, Any]:
+        """The pack's shape for callers that only count or test layers (cowork notes, the
+        MCP payload's status): `range`s have the layers' lengths without their items."""
+        out: dict[str, Any] = {key: range(count) for key, count in self.counts.items()}
+        out["missing"] = self.missing
+        out["search_trace"] = {"excluded_by_filters_total": self.excluded_total}
+        return out
+
+
+# A process-wide nonce in every tag: snapshot numbers start over with the process,
+# so a tag from before a restart must not match an answer of after it.
+_NONCE = secrets.token_hex(4)
+_SERIALS: weakref.WeakKeyDictionary[Snapshot, int] = weakref.WeakKeyDictionary()
+_SERIAL_COUNTER = itertools.count(1)
+
+
+def snapshot_serial(snapshot: Snapshot) -> int:
+    """A number no other snapshot of this process has had (generations restart when a
+    workspace is removed and added again)."""
+    with _PIECES_LOCK:
+        serial = _SERIALS.get(snapshot)
+        if serial is None:
+            serial = next(_SERIAL_COUNTER)
+            _SERIALS[snapshot] = serial
+        return serial
+
+
+def answer_tag(key: Hashable) -> str:
+    """An opaque, quoted entity tag for one answer key."""
+    digest = hashlib.blake2b(repr((_NONCE, key)).encode(), digest_size=12).hexdigest()
+    return f'"{digest}"'
+
+
+class AnswerCache:
+    """Whole answers, least recently used first out, bounded by their encoded size.
+
+    Keys start with a snapshot serial; an answer of a replaced snapshot is never asked
+    for again and simply ages out.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used = 0
+        self._items: OrderedDict[Hashable, QueryAnswer] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> QueryAnswer | None:
+        with self._lock:
+            answer = self._items.get(key)
+            if answer is not None:
+                self._items.move_to_end(key)
+            return answer
+
+    def put(self, key: Hashable, answer: QueryAnswer) -> None:
+        cost = answer.cost
+        if cost > self.max_bytes // 4:
+            return  # one answer must not flush most of the others
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.used -= old.cost
+            self._items[key] = answer
+            self.used += cost
+            while self.used > self.max_bytes and self._items:
+                _key, dropped = self._items.popitem(last=False)
+                self.used -= dropped.cost
+
+    def attach_gzip(self, answer: QueryAnswer, data: bytes) -> None:
+        """Keep `data`, the compressed body, with a cached answer (and count it)."""
+        with self._lock:
+            if answer.gzipped is not None or self._items.get(answer.key) is not answer:
+                return
+            answer.gzipped = data
+            self.used += len(data)
+            while self.used > self.max_bytes and self._items:
+                _key, dropped = self._items.popitem(last=False)
+                self.used -= dropped.cost
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+_CACHES: weakref.WeakKeyDictionary[Any, AnswerCache] = weakref.WeakKeyDictionary()
+
+
+def answer_cache(hub: Any) -> AnswerCache:
+    """The hub's answer cache, sized by `limits.response_cache_bytes`."""
+    with _PIECES_LOCK:
+        cache = _CACHES.get(hub)
+        if cache is None:
+            size = getattr(hub.limits, "response_cache_bytes", 64 * 1024 * 1024)
+            cache = AnswerCache(int(size))
+            _CACHES[hub] = cache
+        return cache
+
+
+def result_too_large(limit: int) -> ProtocolError:
+    """The refusal of an answer larger than `limits.max_result_bytes`."""
+    return ProtocolError(
+        ErrorCode.TOO_LARGE,
+        f"result is larger than {limit} bytes (limits.max_result_bytes); narrow the request",
+        {"limit": limit},
+    )
