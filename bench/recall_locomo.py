@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 
 from memhubd.recall.embed import load_embedder  # noqa: E402
 from memhubd.recall.ids import content_hash, drawer_id  # noqa: E402
+from memhubd.recall.ingest.chunk import said_on  # noqa: E402
 from memhubd.recall.search import Weights, search  # noqa: E402
 from memhubd.recall.store import AuditEntry, DrawerFilter, EmbedderRecord, NewDrawer, open_store  # noqa: E402
 
@@ -130,17 +131,18 @@ def build(
     store = open_store(Path(directory.name) / "c.db")
     contents = [render(t) for t in turns]
 
-    def neighbour(i: int) -> str:
-        return contents[i] if 0 <= i < len(turns) and turns[i].session == turns_at[0] else ""
+    def neighbour(i: int, session: int) -> str:
+        """Turn i's text when it exists and belongs to `session`, else nothing."""
+        return contents[i] if 0 <= i < len(turns) and turns[i].session == session else ""
 
     contexts = []
     for i, turn in enumerate(turns):
-        turns_at = [turn.session]
-        parts = []
-        if context in ("prev", "prev+next"):
-            parts.append(neighbour(i - 1))
-        if context == "prev+next":
-            parts.append(neighbour(i + 1))
+        # As ingest does: the day it was said, then the neighbouring turns.
+        parts = [said_on(turn.said_at)] if context.endswith("+date") else []
+        if context.startswith(("prev", "prev+next")):
+            parts.append(neighbour(i - 1, turn.session))
+        if context.startswith("prev+next"):
+            parts.append(neighbour(i + 1, turn.session))
         contexts.append("\n".join(p for p in parts if p))
     drawers = [
         NewDrawer(
@@ -232,16 +234,25 @@ def run(data: Path, variants: bool) -> list[dict[str, Any]]:
             ("3 fused, equal RRF weights", Weights(bm25=1, vector=1, room=0, source=0)),
         ],
     )
-    chosen = (render_speaker, "prev+next", "content")
     measure(
-        chosen,
+        (render_speaker, "prev+next", "content"),
+        [("4 bm25 only, neighbours as context", Weights(1, 0, 0, CHOSEN.context, source=0))],
+    )
+    measure(
+        (render_speaker, "prev+next+date", "content"),
         [
-            ("4 bm25 only, neighbours as context", Weights(1, 0, 0, CHOSEN.context, source=0)),
-            ("5 fused, vector weight 0.2", Weights(1, CHOSEN.vector, 0, CHOSEN.context, source=0)),
-            ("6 fused + source boost (defaults)", CHOSEN),
+            (
+                "5 bm25 only, + the day said in the context",
+                Weights(1, 0, 0, CHOSEN.context, source=0),
+            ),
+            ("6 fused, vector weight 0.2", Weights(1, CHOSEN.vector, 0, CHOSEN.context, source=0)),
+            ("7 fused + source boost (defaults)", CHOSEN),
         ],
     )
     if variants:
+        bm25 = Weights(1, 0, 0, source=0)
+        measure((render_plain, "none", "content"), [("bm25 only, text without speaker", bm25)])
+        measure((render_dated, "none", "content"), [("bm25 only, speaker and date", bm25)])
         for context in ("prev", "prev+next"):
             for vector_text in ("content", "content+context"):
                 grid = [

@@ -159,3 +159,15 @@ def test_vectors_are_skipped_with_a_warning_when_the_embedder_changed(
     report = other.ingest_content("two", options(), None)
     assert report.chunks == 1 and "reindex" in report.warnings[0]
     assert store.status().vector_count == 1
+
+
+def test_the_day_said_is_searchable_but_not_part_of_the_content(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    from memhubd.recall.store import DrawerFilter
+
+    ingestor.ingest_text("s.jsonl", fixture_text(CLAUDE), options())
+    rows = store.lexical(["june"], DrawerFilter(), 10)
+    found = store.get([r.rowid for r in rows])
+    assert len(found) == 2  # the two exchanges with timestamps; the summary line has none
+    assert all("June" not in d.content for d in found.values())

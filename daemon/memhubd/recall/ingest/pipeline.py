@@ -18,7 +18,7 @@ import numpy as np
 
 from memhubd.recall import rooms as taxonomy_rooms
 from memhubd.recall.ids import DEFAULT_ROOM, LONG_HASH, content_hash, drawer_id
-from memhubd.recall.ingest.chunk import Chunk, chunk
+from memhubd.recall.ingest.chunk import Chunk, chunk, said_on
 from memhubd.recall.ingest.formats import FORMATS, FormatError, Parsed, detect, parse
 from memhubd.recall.ingest.lock import SourceLock
 from memhubd.recall.store import (
@@ -197,7 +197,7 @@ class Ingestor:
             speaker=piece.speaker,
             said_at=piece.said_at,
             readers=options.readers,
-            context=piece.context,
+            context="\n".join(part for part in (said_on(piece.said_at), piece.context) if part),
         )
 
     def _store(
