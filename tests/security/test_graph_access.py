@@ -1,0 +1,145 @@
+"""The knowledge graph, tunnels and fact-check against callers who may not read everything.
+
+A stored triple citing a drawer hidden from the caller, a triple derived from a hidden
+declaration and a tunnel through a hidden entity are probed from a token without roles
+on a real daemon: through add, query, invalidate, stats and tunnels, none of them may be
+shown, counted or named (ids of drawers, declarations or writers included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+from tests.security.test_role_hiding import write_workspace
+
+TEAM, ACL = "team-coding", "acl"
+AGENT = "read:summary,read:search,write:recall"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    root = tmp_path_factory.mktemp("graph-access")
+    workspaces = copy_examples(root / "ws", [TEAM])
+    workspaces[ACL] = str(write_workspace(Path(root) / ACL))
+    with start_daemon(root, workspaces) as live:
+        yield live
+
+
+def token(daemon: LiveDaemon, name: str, scopes: str = AGENT, **grants: Any) -> str:
+    return daemon.tokens.get(name) or daemon.add_token(name, scopes, **grants)
+
+
+def hidden_drawer(daemon: LiveDaemon, writer: str, text: str) -> str:
+    with daemon.http(writer) as http:
+        answer = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={"content": text, "room": "board", "readers": ["board"]},
+        )
+    assert answer.status_code == 201, answer.text
+    return answer.json()["sources"][0]["drawer_ids"][0]  # type: ignore[no-any-return]
+
+
+def test_adding_a_triple_already_stated_from_a_hidden_drawer_names_nothing_of_it(
+    daemon: LiveDaemon,
+) -> None:
+    # Given a triple stated by `board-writer`, citing a drawer only `board` may read
+    writer = token(daemon, "board-writer", workspaces=[TEAM], roles=["board"])
+    drawer = hidden_drawer(daemon, writer, "the board agreed to sell the harbour site")
+    triple = {"subject": "harbour site", "predicate": "sold_to", "object": "Acme"}
+    with daemon.http(writer) as http:
+        stated = http.post(
+            f"/v1/workspaces/{TEAM}/kg/triples",
+            json={**triple, "source_drawer": drawer, "confidence": 0.7},
+        )
+    assert stated.status_code == 201, stated.text
+    # When a caller without the role states the same triple
+    guesser = token(daemon, "triple-guesser", workspaces=[TEAM])
+    with daemon.http(guesser) as http:
+        again = http.post(f"/v1/workspaces/{TEAM}/kg/triples", json=triple)
+        listed = http.get(f"/v1/workspaces/{TEAM}/kg/triples", params={"all": "true"})
+        stats = http.get(f"/v1/workspaces/{TEAM}/kg/stats").json()["stats"]
+    # Then the answer shows none of the stored period: not its drawer, writer or confidence
+    assert again.status_code == 200, again.text
+    assert again.json()["triples"] == []
+    for secret in (drawer, "board-writer", "0.7"):
+        assert secret not in again.text
+    # And the graph the caller reads still holds no trace of it
+    assert "harbour" not in listed.text and stats["stored"] == 0
+    with daemon.http(writer) as http:  # nothing changed for the writer
+        own = http.get(f"/v1/workspaces/{TEAM}/kg/triples", params={"subject": "harbour site"})
+    assert [t["source_drawer"] for t in own.json()["triples"]] == [drawer]
+
+
+def test_a_hidden_drawers_triple_cannot_be_invalidated_or_told_apart(daemon: LiveDaemon) -> None:
+    writer = token(daemon, "board-writer", workspaces=[TEAM], roles=["board"])
+    drawer = hidden_drawer(daemon, writer, "the board named a new treasurer in june")
+    with daemon.http(writer) as http:
+        stated = http.post(
+            f"/v1/workspaces/{TEAM}/kg/triples",
+            json={
+                "subject": "treasurer",
+                "predicate": "is",
+                "object": "Ines",
+                "source_drawer": drawer,
+            },
+        )
+    hidden_id = stated.json()["triples"][0]["id"]
+    guesser = token(daemon, "triple-guesser", workspaces=[TEAM])
+    with daemon.http(guesser) as http:
+        hidden = http.post(f"/v1/workspaces/{TEAM}/kg/triples/{hidden_id}/invalidate", json={})
+        missing = http.post(
+            f"/v1/workspaces/{TEAM}/kg/triples/triple_nope_0000/invalidate", json={}
+        )
+        timeline = http.get(f"/v1/workspaces/{TEAM}/kg/timeline", params={"entity": "treasurer"})
+    assert hidden.status_code == missing.status_code == 404
+    assert drawer not in hidden.text and timeline.json()["triples"] == []
+    with daemon.http(writer) as http:  # still valid for those who may read it
+        own = http.get(f"/v1/workspaces/{TEAM}/kg/triples", params={"subject": "treasurer"})
+    assert [t["valid_to"] for t in own.json()["triples"]] == [None]
+
+
+def test_a_triple_derived_from_a_hidden_declaration_is_never_shown_or_named(
+    daemon: LiveDaemon,
+) -> None:
+    # `pricing.new` (readers: finance) supersedes `pricing.old`: a derived triple
+    with daemon.http(daemon.admin_token) as http:
+        every = http.get(f"/v1/workspaces/{ACL}/kg/triples", params={"all": "true"}).json()
+    derived = [t for t in every["triples"] if "pricing.new" in (t["source_declaration"] or "")]
+    assert derived, every
+    reader = token(daemon, "acl-reader", workspaces=[ACL, TEAM])
+    with daemon.http(reader) as http:
+        listed = http.get(f"/v1/workspaces/{ACL}/kg/triples", params={"all": "true"})
+        stats = http.get(f"/v1/workspaces/{ACL}/kg/stats")
+        refused = http.post(
+            f"/v1/workspaces/{ACL}/kg/triples/{derived[0]['id']}/invalidate", json={}
+        )
+    assert "pricing.new" not in listed.text and "pricing.new" not in stats.text
+    assert stats.json()["stats"]["derived"] == 0
+    # A derived id it may not read is "no triple", not "propose a change to pricing.new"
+    assert refused.status_code == 404 and "pricing.new" not in refused.text
+
+
+def test_a_tunnel_through_a_hidden_entity_is_not_shown(daemon: LiveDaemon) -> None:
+    # Given a recall room in team-coding named as an entity of acl only `ops` may read
+    with daemon.http(daemon.admin_token) as http:
+        answer = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={"content": "notes on the striped launch project", "room": "Project.Zebra"},
+        )
+        assert answer.status_code == 201, answer.text
+        admin = http.get("/v1/tunnels").json()
+    assert "Project.Zebra" in {t["room"] for t in admin["tunnels"]}, admin
+    # Then a caller granted both workspaces without the role sees no such tunnel
+    reader = token(daemon, "tunnel-reader", workspaces=[ACL, TEAM])
+    with daemon.http(reader) as http:
+        tunnels = http.get("/v1/tunnels")
+        hits = http.post(
+            "/v1/recall/search", json={"query": "striped launch project notes"}
+        ).json()["hits"]
+    assert "Project.Zebra" not in {t["room"] for t in tunnels.json()["tunnels"]}
+    assert hits and all(h["tunnel_hints"] == [] for h in hits if h["room"] == "Project.Zebra")
