@@ -39,8 +39,8 @@ class Chunk:
 def said_on(epoch: int | None) -> str:
     """The day a chunk was said, as words BM25 can match ("3 June 2025"); "" if unknown.
 
-    It goes into the drawer's context: on LoCoMo dev it lifted turn hit@10 by 0.02 and
-    session R@5 by 0.013, since questions name months and years.
+    It goes into the drawer's context: on LoCoMo dev it lifted BM25's turn hit@10 by
+    0.017 and session R@5 by 0.016, since questions name months and years.
     """
     if epoch is None:
         return ""
