@@ -152,6 +152,10 @@ def _add_workspace_commands(
     )
     p.add_argument("--subject", help="restrict to a subject symbol")
     p.add_argument("--limit", type=int, default=8, help="maximum hits (default 8)")
+    p.add_argument(
+        "--max-bytes", type=_positive_int, metavar="N", help="cut MUST to fit N bytes of JSON"
+    )
+    p.add_argument("--max-must", type=int, metavar="N", help="show at most N MUST rules")
 
     p = _command(sub, common, "explain", commands.cmd_explain, "one declaration with relations")
     p.add_argument("id", help="declaration id (type:name) or bare name")

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from memctl.transport import DEFAULT_TIMEOUT, Transport, parse_target
 from memhub_protocol import (
@@ -23,6 +21,9 @@ from memhub_protocol import (
     route_by_name,
 )
 from memhub_protocol.models import ApproveRequest, ProposeRequest, RejectRequest
+
+if TYPE_CHECKING:
+    from memctl.transport import Response
 
 TEXT = "text/plain"
 JSON = "application/json"
@@ -56,7 +57,8 @@ class ServerError(ProtocolError):
         self.status = status
 
     @classmethod
-    def from_response(cls, response: httpx.Response) -> ServerError:
+    def from_response(cls, response: Response) -> ServerError:
+        """From a complete answer (the transport's `Response`, or httpx's for streams)."""
         try:
             body = response.json()
         except ValueError:
@@ -186,6 +188,8 @@ class MemhubClient:
             if response.status_code >= 400:
                 response.read()
                 raise ServerError.from_response(response)
+            import httpx  # streams go through httpx (see transport)
+
             try:
                 yield from parse_sse(response.iter_lines())
             except httpx.TransportError as error:

@@ -156,6 +156,8 @@ def cmd_query(session: Session, args: argparse.Namespace) -> int:
         types=tuple(args.types) if args.types else None,
         subject=args.subject,
         limit=args.limit,
+        max_bytes=args.max_bytes,
+        max_must=args.max_must,
     )
     payload = session.client.query(session.workspace(), request, text=not session.as_json)
     _text_or_json(session, payload)

@@ -14,9 +14,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, TextIO
-
-import httpx
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from memctl import __version__
 from memctl.config import ConfigError, resolve_settings
@@ -28,6 +26,9 @@ from memctl.transport import (
     describe_failure,
     parse_target,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 MCP_PATH = "/mcp"
 READ_TIMEOUT = 300.0  # a tool call may take long; the client has its own timeouts
@@ -64,6 +65,8 @@ class Relay:
 
 
 def open_client(target: Target, token: str | None) -> httpx.Client:
+    import httpx  # here, not at the top: every memctl command imports this module
+
     headers = {
         "User-Agent": f"memctl/{__version__} (mcp bridge)",
         "Content-Type": "application/json",
@@ -162,6 +165,8 @@ def _sse_messages(stream: str) -> list[Any]:
 
 def forward(relay: Relay, raw: bytes) -> None:
     """Send one line from stdin to the daemon and write what comes back."""
+    import httpx
+
     try:
         message = json.loads(raw)
     except ValueError as error:

@@ -184,6 +184,14 @@ class QueryRequest(_Model):
             max_must=_budget(data, "max_must", 0),
         )
 
+    def to_json(self) -> dict[str, Any]:
+        out = _Model.to_json(self)
+        # Budget keys only when set: a daemon without answer budgets refuses unknown keys.
+        for key in ("max_bytes", "max_must"):
+            if out[key] is None:
+                del out[key]
+        return out
+
     @staticmethod
     def json_schema() -> dict[str, Any]:
         return {

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LiveDaemon, start_daemon
-from test_query_budget import READER, WS, write_workspace
+
+from tests.integration.conftest import LiveDaemon, start_daemon
+from tests.integration.test_query_budget import READER, WS, write_workspace
 
 QUERY = {"query": "deploy nightly"}
 ROUTE = f"/v1/workspaces/{WS}/query"

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LiveDaemon, start_daemon
+
+from tests.integration.conftest import LiveDaemon, start_daemon
 
 WS = "rules"
 RULES = 30  # global boundaries: every query's MUST holds all of them
@@ -146,7 +147,7 @@ def test_check_still_evaluates_every_rule(daemon) -> None:
 
 @pytest.mark.anyio
 async def test_mcp_memory_query_takes_the_same_budget(daemon) -> None:
-    from test_mcp import mcp_client  # the MCP tests' client helper
+    from tests.integration.test_mcp import mcp_client
 
     async with mcp_client(daemon, daemon.admin_token) as client:
         result = await client.call_tool(
@@ -158,3 +159,21 @@ async def test_mcp_memory_query_takes_the_same_budget(daemon) -> None:
     assert len(pack["must"]) == 5
     assert pack["budget"]["must_omitted"] == RULES - 5
     assert "MORE MUST" in payload["rendered_text"]
+
+
+def test_memctl_query_takes_the_same_budget(daemon) -> None:
+    import subprocess
+    import sys
+
+    argv = ["--url", daemon.socket_url, "-w", WS, "--json", "query", "-q", "deploy nightly"]
+    result = subprocess.run(
+        [sys.executable, "-m", "memctl", *argv, "--max-must", "2", "--max-bytes", "100000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr
+    pack = json.loads(result.stdout)
+    assert len(pack["must"]) == 2
+    assert pack["budget"]["must_omitted"] == RULES - 2
