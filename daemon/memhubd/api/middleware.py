@@ -1,7 +1,7 @@
-"""ASGI middleware around the JSON API: request ids, identity, body limits,
-access log and per-route metrics, and the last line of defence that turns any
-exception into the error envelope. Pure ASGI so that streaming responses
-(server-sent events) pass through untouched.
+"""ASGI middleware around the JSON API: request ids, identity, body limits, access log
+(`runtime.logging.access_log`, cheap per request) and per-route metrics, and the last
+line of defence that turns any exception into the error envelope. Pure ASGI so that
+streaming responses (server-sent events) pass through untouched.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import structlog
 
 from memhub_protocol import ErrorCode, error_envelope
 from memhubd.auth.identity import Identity, local_operator
+from memhubd.runtime.logging import access_log
 
 log = structlog.get_logger("memhubd.access")
 
@@ -124,8 +125,10 @@ class ApiMiddleware:
         metrics = self.context.hub.metrics
         metrics.requests.inc(route, str(status))
         metrics.request_seconds.observe(route, value=seconds)
+        if not access_log.enabled():
+            return
         identity = scope["state"].get("identity")
-        log.info(
+        access_log.write(
             "request",
             request_id=scope["state"]["request_id"],
             method=scope.get("method"),

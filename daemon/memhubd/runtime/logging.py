@@ -3,15 +3,19 @@ rendering JSON lines (not a terminal) or readable console lines (a terminal), wi
 uvicorn's records and every other library's going through the same formatter.
 
 Every record passes a redaction step last, so bearer tokens and `mh_` secrets never
-reach the output. It must not decide what is logged, only how.
+reach the output. The access log (one line per request) has a direct path that writes
+the same JSON line without the processor chain. It must not decide what is logged,
+only how.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import structlog
@@ -87,6 +91,66 @@ def _redact(value: Any, depth: int = 0) -> Any:
 def redact_secrets(_logger: WrappedLogger, _name: str, event_dict: EventDict) -> EventDict:
     """structlog processor: replace secrets in every value, and every value of a secret key."""
     return _redact(event_dict)
+
+
+def _redact_access_value(key: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if _is_secret_item(key, value):
+        return REDACTED
+    # Only a string holding one of these can match a secret pattern: skip the regexes.
+    if "mh_" in value or "=" in value or "bearer" in value.lower():
+        return redact_text(value)
+    return value
+
+
+class AccessLog:
+    """One line per request, as cheap as it can be at the default settings.
+
+    With JSON output the line is the one the processor chain would write (same keys,
+    redaction included), rendered directly onto the handler's stream: the chain took
+    about as long as a cached query. Console output, or logging not configured here,
+    goes through structlog as any other record.
+    """
+
+    def __init__(self, name: str = "memhubd.access") -> None:
+        self.name = name
+        self._logger = logging.getLogger(name)
+        self._handler: logging.StreamHandler[TextIO] | None = None
+
+    def configure(self, handler: logging.StreamHandler[TextIO] | None) -> None:
+        """Write JSON lines straight to `handler`'s stream (None: through structlog)."""
+        self._handler = handler
+
+    def enabled(self) -> bool:
+        return self._logger.isEnabledFor(logging.INFO)
+
+    def write(self, event: str, **fields: Any) -> None:
+        if not self._logger.isEnabledFor(logging.INFO):
+            return
+        handler = self._handler
+        if handler is None or logging.getLogger().handlers != [handler]:
+            structlog.get_logger(self.name).info(event, **fields)
+            return
+        record = {key: _redact_access_value(key, value) for key, value in fields.items()}
+        record.update(
+            event=redact_text(event),
+            level="info",
+            logger=self.name,
+            timestamp=datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        )
+        line = json.dumps(record, default=repr) + handler.terminator
+        handler.acquire()
+        try:
+            handler.stream.write(line)
+            handler.flush()
+        except Exception:
+            handler.handleError(logging.makeLogRecord({"msg": event}))
+        finally:
+            handler.release()
+
+
+access_log = AccessLog()
 
 
 def _uvicorn_access_fields(_logger: WrappedLogger, _name: str, event_dict: EventDict) -> EventDict:
@@ -170,6 +234,7 @@ def configure_logging(
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]
+    access_log.configure(handler if json_output else None)
     root.setLevel(level.upper())
     for name in _UVICORN_LOGGERS:
         # uvicorn's own handlers (if any) would print a second, unredacted copy.
