@@ -280,8 +280,13 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
 
     async def check(request: Request, identity: Identity) -> Response:
         body = CheckRequest.from_json(await _json_body(request))
-        data, text = await service.check(hub, identity, ws(request), body)
-        return PlainTextResponse(text) if wants_text(request) else _result(context, data)
+        limit = None if wants_text(request) else context.max_result_bytes
+        raw, _findings, text = await service.reads.check_encoded(
+            hub, identity, ws(request), body, max_result_bytes=limit
+        )
+        if wants_text(request):
+            return PlainTextResponse(text)
+        return Response(raw, media_type="application/json")
 
     async def lint(request: Request, identity: Identity) -> Response:
         data, text = await service.lint(hub, identity, ws(request))

@@ -196,8 +196,12 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
                     "exceptions": list(exceptions or []),
                 }
             )
-            pack, rendered = await service.check(hub, identity, name, request)
-            return payloads.check_payload(pack, rendered, name)
+            raw, findings, rendered = await service.reads.check_encoded(
+                hub, identity, name, request
+            )
+            payload = payloads.check_payload(findings, rendered, name)
+            payload["compliance_pack"] = Raw(raw)
+            return payload
 
         return reply(await run_tool(hub, payloads.MCP_CHECK, READ_SEARCH, workspace, work))
 

@@ -418,16 +418,52 @@ async def explain(hub: Hub, identity: Identity, name: str, decl_id: str) -> dict
 async def check(
     hub: Hub, identity: Identity, name: str, request: CheckRequest
 ) -> tuple[dict[str, Any], str]:
+    pack, _view = await _compliance_pack(hub, identity, name, request)
+    data = pack.as_dict()
+    note_check(hub, identity, name, request.task, data)
+    return data, pack.render_text()
+
+
+async def check_encoded(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    request: CheckRequest,
+    *,
+    max_result_bytes: int | None = None,
+) -> tuple[bytes, dict[str, Any], str]:
+    """`check` for the doors: the pack's compact JSON joined from per-snapshot pieces
+    (refused over `max_result_bytes` before it is joined), its verdict and findings for
+    callers that read them, and its text."""
+    from memhubd.check.pack import constraint_json
+
+    pack, view = await _compliance_pack(hub, identity, name, request)
+    parts = pack.json_parts(pieces(view.snapshot, "check", constraint_json))
+    if max_result_bytes is not None:
+        _refuse_over(joined_size(parts), max_result_bytes)
+    findings = {
+        "verdict": pack.verdict,
+        "evaluated": pack.evaluated,
+        "violations": pack.violations,
+        "unknowns": pack.unknowns,
+    }
+    note_check(hub, identity, name, request.task, findings)
+    return b"".join(parts), findings, pack.render_text()
+
+
+async def _compliance_pack(
+    hub: Hub, identity: Identity, name: str, request: CheckRequest
+) -> tuple[Any, View]:
     from memhubd.check import check_compliance
 
     view = view_for(hub, identity, name, READ_SEARCH)
     check_length(hub, "task", request.task)
     check_length(hub, "candidate", request.candidate)
 
-    def work() -> tuple[dict[str, Any], str]:
+    def work() -> Any:
         # Every applicable rule of the whole workspace binds the caller, readable or
         # not: hidden ones are judged too and reported as counts (`withheld`).
-        pack = check_compliance(
+        return check_compliance(
             view.snapshot.workspace,
             request.task,
             request.candidate,
@@ -437,13 +473,10 @@ async def check(
             regex_timeout=hub.limits.regex_timeout_ms / 1000.0,
             hidden=view.is_hidden if view.hidden else None,
         )
-        return pack.as_dict(), pack.render_text()
 
     # Guards are user-written regexes: even when bounded in time, matching must never
     # hold up the event loop, so a check always runs in a worker thread.
-    data, text = await run_engine(work)
-    note_check(hub, identity, name, request.task, data)
-    return data, text
+    return await run_engine(work), view
 
 
 async def lint(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
