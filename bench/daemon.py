@@ -6,6 +6,10 @@ A script, not a test: it prints numbers. memdsl is found as in the other
 scripts (`--memdsl-python`, `$MEMDSL_PYTHON`, or the current interpreter).
 
     python bench/daemon.py [--sizes 10k,100k] [--clients 32] [--requests 4000]
+        [--shape spread|dense] [--limit KEY=VALUE ...] [--max-bytes N]
+
+The daemon runs with default settings (log level info, JSON lines to a file, the
+response cache on); `--limit response_cache_bytes=1` measures without the cache.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ def free_port() -> int:
 class Daemon:
     """`memhubd serve` on a copy of a workspace, with an admin token."""
 
-    def __init__(self, workspace: Path, tmp: Path) -> None:
+    def __init__(self, workspace: Path, tmp: Path, settings: dict[str, int] | None = None) -> None:
         self.root = tmp / "ws"
         shutil.copytree(workspace, self.root)
         self.state = tmp / "state"
@@ -81,12 +85,13 @@ class Daemon:
                 str(self.state),
                 "--workspace",
                 f"bench={self.root}",
-                "--log-level",
-                "warning",
+                *self._config(tmp, settings or {}),
             ],
+            # Default settings, access log included: it goes to a file, as in production.
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=open(tmp / "daemon.log", "wb"),  # noqa: SIM115 - the daemon's lifetime
         )
+        self.log = tmp / "daemon.log"
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
@@ -96,7 +101,7 @@ class Daemon:
             except httpx.TransportError:
                 pass
             if self.proc.poll() is not None:
-                raise RuntimeError(self.proc.stderr.read().decode())
+                raise RuntimeError(self.log.read_text(errors="replace"))
             time.sleep(0.2)
         self.headers = {"authorization": f"Bearer {self.token}"}
         # The first query after a load builds the index; do it before measuring.
@@ -106,6 +111,17 @@ class Daemon:
             headers=self.headers,
             timeout=600,
         )
+
+    @staticmethod
+    def _config(tmp: Path, settings: dict[str, int]) -> list[str]:
+        """`--config FILE` with `[limits]` overrides, or nothing for the defaults."""
+        if not settings:
+            return []
+        path = tmp / "memhub.toml"
+        path.write_text(
+            "[limits]\n" + "".join(f"{key} = {value}\n" for key, value in settings.items())
+        )
+        return ["--config", str(path)]
 
     def generation(self) -> int:
         return httpx.get(f"{self.url}/v1/workspaces/bench", headers=self.headers).json()[
@@ -117,7 +133,16 @@ class Daemon:
         self.proc.wait(30)
 
 
-async def _throughput(daemon: Daemon, queries: list[dict], clients: int, total: int) -> dict:
+def query_body(item: dict, max_bytes: int | None) -> dict:
+    body = {"query": item["query"], "limit": item.get("limit", 8)}
+    if max_bytes:
+        body["max_bytes"] = max_bytes
+    return body
+
+
+async def _throughput(
+    daemon: Daemon, queries: list[dict], clients: int, total: int, max_bytes: int | None
+) -> dict:
     latencies: list[float] = []
     errors = 0
     counter = iter(range(total))
@@ -125,8 +150,7 @@ async def _throughput(daemon: Daemon, queries: list[dict], clients: int, total: 
     async def worker(client: httpx.AsyncClient) -> None:
         nonlocal errors
         for n in counter:
-            item = queries[n % len(queries)]
-            body = {"query": item["query"], "limit": item.get("limit", 8)}
+            body = query_body(queries[n % len(queries)], max_bytes)
             started = time.perf_counter()
             response = await client.post("/v1/workspaces/bench/query", json=body)
             latencies.append(time.perf_counter() - started)
@@ -170,12 +194,11 @@ end
 """
 
 
-def wrk_throughput(daemon: Daemon, queries: list[dict], clients: int, seconds: int) -> dict:
+def wrk_throughput(
+    daemon: Daemon, queries: list[dict], clients: int, seconds: int, max_bytes: int | None
+) -> dict:
     """Load from wrk (C, two threads), so that the client does not eat the server's CPU."""
-    bodies = ",".join(
-        "[==[" + json.dumps({"query": q["query"], "limit": q.get("limit", 8)}) + "]==]"
-        for q in queries
-    )
+    bodies = ",".join("[==[" + json.dumps(query_body(q, max_bytes)) + "]==]" for q in queries)
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(_WRK_SCRIPT % (bodies, daemon.token))
     try:
@@ -250,6 +273,28 @@ def reload_latency(daemon: Daemon, rounds: int) -> dict:
     }
 
 
+def answer_sizes(daemon: Daemon, queries: list[dict], max_bytes: int | None) -> dict:
+    """Median and largest answer (JSON bytes, uncompressed) and how many were refused."""
+    sizes, refused = [], 0
+    with httpx.Client(base_url=daemon.url, headers=daemon.headers, timeout=120) as client:
+        for item in queries:
+            response = client.post(
+                "/v1/workspaces/bench/query",
+                json=query_body(item, max_bytes),
+                headers={"accept-encoding": "identity"},
+            )
+            if response.status_code == 413:
+                refused += 1
+            else:
+                sizes.append(len(response.content))
+    return {
+        "queries": len(queries),
+        "median": statistics.median(sizes) if sizes else None,
+        "max": max(sizes) if sizes else None,
+        "refused": refused,
+    }
+
+
 def cli_wall_times(
     daemon: Daemon, memdsl: harness.Interpreter, workspace: Path, query: str, repeat: int
 ) -> dict:
@@ -257,7 +302,8 @@ def cli_wall_times(
         best = float("inf")
         for _ in range(repeat):
             started = time.perf_counter()
-            subprocess.run(args, check=True, capture_output=True)
+            # A refused query (413, exit 1) is timed too: runs with a small result limit.
+            subprocess.run(args, check=False, capture_output=True)
             best = min(best, time.perf_counter() - started)
         return best
 
@@ -299,27 +345,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cli-repeat", type=int, default=5)
     parser.add_argument("--memdsl-python", default=None)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--shape", choices=synth.SHAPES, default="spread")
+    parser.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [limits] setting of the daemon (repeatable); default settings otherwise",
+    )
+    parser.add_argument("--max-bytes", type=int, default=None, help="answer budget per query")
     args = parser.parse_args(argv)
+    settings = {key: int(value) for key, value in (item.split("=", 1) for item in args.limit)}
     memdsl = harness.find_memdsl(args.memdsl_python, ("Workspace",))
     report: dict = {"sizes": {}}
     for label in args.sizes.split(","):
         size = synth.parse_size(label)
-        generated = synth.ensure_workspace(size)
+        generated = synth.ensure_workspace(size, shape=args.shape)
         queries = generated.queries()
         with tempfile.TemporaryDirectory() as tmp:
             print(f"[{label}] starting memhubd ...", file=sys.stderr, flush=True)
-            daemon = Daemon(generated.workspace, Path(tmp))
+            daemon = Daemon(generated.workspace, Path(tmp), settings)
             try:
-                entry: dict = {"reload": reload_latency(daemon, args.reload_rounds)}
+                entry: dict = {"shape": args.shape, "settings": settings}
+                entry["answer_bytes"] = answer_sizes(daemon, queries[:50], args.max_bytes)
+                entry["reload"] = reload_latency(daemon, args.reload_rounds)
                 if size <= 10_000:
                     print(f"[{label}] throughput ...", file=sys.stderr, flush=True)
                     if shutil.which("wrk"):
                         entry["throughput"] = wrk_throughput(
-                            daemon, queries, args.clients, args.seconds
+                            daemon, queries, args.clients, args.seconds, args.max_bytes
                         )
                     else:  # the Python client competes with the server for the two cores
                         entry["throughput"] = anyio.run(
-                            _throughput, daemon, queries, args.clients, args.requests
+                            _throughput,
+                            daemon,
+                            queries,
+                            args.clients,
+                            args.requests,
+                            args.max_bytes,
                         )
                         entry["throughput"]["tool"] = "httpx (install wrk for a fair load)"
                     print(f"[{label}] memctl vs memdsl ...", file=sys.stderr, flush=True)
@@ -339,6 +402,13 @@ def main(argv: list[str] | None = None) -> int:
 def render(report: dict) -> str:
     lines = ["memhubd daemon benchmark (2 cores)", ""]
     for label, entry in report["sizes"].items():
+        sizes = entry["answer_bytes"]
+        settings = ", ".join(f"{k}={v}" for k, v in entry["settings"].items()) or "defaults"
+        median = f"{sizes['median'] / 1024:.0f} KB" if sizes["median"] else "n/a"
+        lines.append(
+            f"{label} ({entry['shape']}, {settings}): median answer {median}, "
+            f"{sizes['refused']} of {sizes['queries']} refused (413)"
+        )
         reload = entry["reload"]
         lines.append(
             f"{label}: write -> served generation: median {harness.fmt_ms(reload['median_ms'] / 1000) if reload['median_ms'] else 'n/a'}"

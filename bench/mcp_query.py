@@ -156,8 +156,14 @@ async def api_client(url: str, token: str, queries: list[dict], calls: int) -> l
     return timings
 
 
+# Set from --max-bytes: the answer budget every call asks for (None: memdsl's answers).
+MAX_BYTES: int | None = None
+
+
 def arguments(item: dict) -> dict:
     args = {"query": item["query"], "limit": item.get("limit", 8)}
+    if MAX_BYTES:
+        args["max_bytes"] = MAX_BYTES
     if item.get("types"):
         args["types"] = item["types"]
     if item.get("subject"):
@@ -201,7 +207,8 @@ def render(report: dict) -> str:
     ]
     head = (
         f"MCP memory_query over loopback TCP, {report['declarations']} declarations "
-        f"(synthetic, seed {report['seed']})"
+        f"(synthetic, {report['shape']}, seed {report['seed']}, "
+        f"max_bytes {report['max_bytes'] or 'none'})"
     )
     table = harness.table(["client", "clients", "calls", "p50 ms", "p99 ms", "calls/s"], rows)
     verdict = "met" if report["goal_met"] else "NOT met"
@@ -216,13 +223,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=400, help="calls per client (default 400)")
     parser.add_argument("--clients", type=int, default=16, help="concurrent clients (default 16)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--shape", choices=synth.SHAPES, default="spread")
+    parser.add_argument("--max-bytes", type=int, default=None, help="answer budget per call")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve)
         return 0
+    global MAX_BYTES
+    MAX_BYTES = args.max_bytes
     size = synth.parse_size(args.size)
-    generated = synth.ensure_workspace(size, args.seed)
+    generated = synth.ensure_workspace(size, args.seed, shape=args.shape)
     queries = generated.queries()
     child, server = start_server(generated.workspace)
     try:
@@ -239,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "mcp_query",
         "declarations": size,
         "seed": args.seed,
+        "shape": args.shape,
+        "max_bytes": args.max_bytes,
         "runs": runs,
         "goal_met": single["p50_ms"] <= GOAL_P50_MS,
     }

@@ -117,13 +117,30 @@ def size_label(size: int) -> str:
     return f"{size // 1000}k" if size % 1000 == 0 else str(size)
 
 
-def cache_root(size: int, seed: int) -> Path:
-    return CACHE_DIR / f"n{size}-s{seed}-v{GENERATOR_VERSION}"
+# Workspace shapes. "spread": many scopes, as a large organisation's memory. "dense": few
+# scopes holding many constraints each, so memdsl's MUST layer (every constraint sharing a
+# scope with a hit) is about a thousand rules and the median answer about 640 KB at 10k.
+SHAPES = ("spread", "dense")
+DENSE_DECLARATIONS_PER_SCOPE = 5_000
 
 
-def ensure_workspace(size: int, seed: int = 1, *, force: bool = False) -> SynthWorkspace:
-    """Return the cached workspace for (size, seed), generating it first when missing."""
-    synth = SynthWorkspace(size, seed, cache_root(size, seed))
+def scope_count(size: int, shape: str) -> int | None:
+    """The scope pool of a shape (None: the generator's own default)."""
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}")
+    return max(2, size // DENSE_DECLARATIONS_PER_SCOPE) if shape == "dense" else None
+
+
+def cache_root(size: int, seed: int, shape: str = "spread") -> Path:
+    suffix = "" if shape == "spread" else f"-{shape}"
+    return CACHE_DIR / f"n{size}-s{seed}-v{GENERATOR_VERSION}{suffix}"
+
+
+def ensure_workspace(
+    size: int, seed: int = 1, *, force: bool = False, shape: str = "spread"
+) -> SynthWorkspace:
+    """Return the cached workspace for (size, seed, shape), generating it first when missing."""
+    synth = SynthWorkspace(size, seed, cache_root(size, seed, shape))
     if synth.meta_file.exists() and not force:
         return synth
     if synth.root.exists():
@@ -131,7 +148,7 @@ def ensure_workspace(size: int, seed: int = 1, *, force: bool = False) -> SynthW
     staging = synth.root.with_name(synth.root.name + f".tmp{os.getpid()}")
     if staging.exists():
         shutil.rmtree(staging)
-    generate(size, seed, staging)
+    generate(size, seed, staging, shape)
     # The rename makes a half-written cache entry impossible to mistake for a finished one.
     try:
         os.replace(staging, synth.root)
@@ -142,9 +159,9 @@ def ensure_workspace(size: int, seed: int = 1, *, force: bool = False) -> SynthW
     return synth
 
 
-def generate(size: int, seed: int, dest: Path) -> dict:
+def generate(size: int, seed: int, dest: Path, shape: str = "spread") -> dict:
     """Write workspace/, queries.json, checks.json and meta.json (written last) into dest."""
-    factory = DeclFactory(random.Random(seed), size)
+    factory = DeclFactory(random.Random(seed), size, scope_count(size, shape))
     decls = factory.build()
     files = _write_workspace(dest / "workspace", decls, random.Random(seed + 17))
     workload_rng = random.Random(seed * 7919 + 3)
@@ -152,7 +169,7 @@ def generate(size: int, seed: int, dest: Path) -> dict:
     checks = synth_workload.make_checks(factory, workload_rng, CHECK_COUNT)
     _write_json(dest / "queries.json", queries)
     _write_json(dest / "checks.json", checks)
-    meta = _stats(size, seed, decls, files, factory)
+    meta = {**_stats(size, seed, decls, files, factory), "shape": shape}
     _write_json(dest / "meta.json", meta)
     return meta
 
@@ -230,9 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1k,10k,100k", help="comma-separated sizes")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--force", action="store_true", help="regenerate even when cached")
+    parser.add_argument("--shape", choices=SHAPES, default="spread", help="workspace shape")
     args = parser.parse_args(argv)
     for size in (parse_size(s) for s in args.sizes.split(",")):
-        synth = ensure_workspace(size, args.seed, force=args.force)
+        synth = ensure_workspace(size, args.seed, force=args.force, shape=args.shape)
         meta = synth.meta()
         print(f"{size_label(size)}: {synth.workspace}")
         print(

@@ -103,11 +103,11 @@ class Decl:
 class DeclFactory:
     """Makes the declarations for one (size, seed); keeps the pools the workloads draw from."""
 
-    def __init__(self, rng: random.Random, size: int) -> None:
+    def __init__(self, rng: random.Random, size: int, scope_count: int | None = None) -> None:
         self.rng = rng
         self.size = size
         self.text = Text(rng)
-        self.scopes = self._scope_pool(max(8, size // (MODULE_SIZE * 2)))
+        self.scopes = self._scope_pool(scope_count or max(8, size // (MODULE_SIZE * 2)))
         self.entity_names: list[str] = []
         self.aliases: list[str] = []
         self.decls: list[Decl] = []
