@@ -134,10 +134,12 @@ def test_an_answer_over_the_result_limit_is_refused_and_a_budget_fits_it(tmp_pat
     root = write_workspace(tmp_path / "ws" / WS)
     with start_daemon(tmp_path, {WS: str(root)}, **{"limits.max_result_bytes": 2000}) as live:
         refused = post(live, QUERY)
+        again = post(live, QUERY)  # refused from the size noted the first time
         fitted = post(live, {**QUERY, "max_bytes": 1900})
 
     assert refused.status_code == 413
     assert refused.json()["error"]["code"] == "too_large"
     assert refused.json()["error"]["detail"] == {"limit": 2000}
+    assert again.status_code == 413 and again.content == refused.content
     assert fitted.status_code == 200
     assert fitted.json()["budget"]["must_omitted"] > 0

@@ -225,11 +225,27 @@ class AnswerCache:
     for again and simply ages out.
     """
 
+    # Sizes of answers refused for their size, so asking again is refused at once.
+    MAX_REFUSALS = 1024
+
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.used = 0
         self._items: OrderedDict[Hashable, QueryAnswer] = OrderedDict()
+        self._refused: OrderedDict[Hashable, int] = OrderedDict()
         self._lock = threading.Lock()
+
+    def refused_size(self, key: Hashable) -> int | None:
+        """The size of the answer for `key` if it was refused as too large, else None."""
+        with self._lock:
+            return self._refused.get(key)
+
+    def note_refusal(self, key: Hashable, size: int) -> None:
+        with self._lock:
+            self._refused[key] = size
+            self._refused.move_to_end(key)
+            while len(self._refused) > self.MAX_REFUSALS:
+                self._refused.popitem(last=False)
 
     def get(self, key: Hashable) -> QueryAnswer | None:
         with self._lock:
@@ -281,10 +297,17 @@ def answer_cache(hub: Any) -> AnswerCache:
         return cache
 
 
-def result_too_large(limit: int) -> ProtocolError:
-    """The refusal of an answer larger than `limits.max_result_bytes`."""
-    return ProtocolError(
-        ErrorCode.TOO_LARGE,
-        f"result is larger than {limit} bytes (limits.max_result_bytes); narrow the request",
-        {"limit": limit},
-    )
+class AnswerTooLarge(ProtocolError):
+    """The refusal of an answer larger than `limits.max_result_bytes`; `size` is its size."""
+
+    def __init__(self, limit: int, size: int) -> None:
+        super().__init__(
+            ErrorCode.TOO_LARGE,
+            f"result is larger than {limit} bytes (limits.max_result_bytes); narrow the request",
+            {"limit": limit},
+        )
+        self.size = size
+
+
+def result_too_large(limit: int, size: int) -> AnswerTooLarge:
+    return AnswerTooLarge(limit, size)

@@ -45,6 +45,7 @@ from memhubd.service.access import (
 )
 from memhubd.service.cowork import note_check, note_query
 from memhubd.service.encoding import (
+    AnswerTooLarge,
     QueryAnswer,
     answer_cache,
     answer_tag,
@@ -298,8 +299,15 @@ async def query(
     key = _query_key(view, request, as_text)
     cache = answer_cache(hub)
     answer = cache.get(key)
+    refused = cache.refused_size(key) if answer is None else None
+    if refused is not None and max_result_bytes is not None:
+        _refuse_over(refused, max_result_bytes)
     if answer is None:
-        answer = await _answer_query(view, request, key, as_text, max_result_bytes)
+        try:
+            answer = await _answer_query(view, request, key, as_text, max_result_bytes)
+        except AnswerTooLarge as error:
+            cache.note_refusal(key, error.size)
+            raise
         cache.put(key, answer)
     elif max_result_bytes is not None:
         _refuse_over(len(answer.text.encode("utf-8") if as_text else answer.body), max_result_bytes)
@@ -309,7 +317,7 @@ async def query(
 
 def _refuse_over(size: int, limit: int) -> None:
     if size > limit:
-        raise result_too_large(limit)
+        raise result_too_large(limit, size)
 
 
 async def _answer_query(
