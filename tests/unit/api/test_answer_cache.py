@@ -1,0 +1,74 @@
+"""The answer cache is bounded by bytes and drops the least recently used answer first;
+`dumps` splices already-encoded values into the API's own encoding."""
+
+from __future__ import annotations
+
+import json
+
+from memhubd.service.encoding import AnswerCache, QueryAnswer, Raw, dumps, dumps_text
+
+
+def answer(key: str, size: int) -> QueryAnswer:
+    return QueryAnswer(
+        key=key,
+        body=b"x" * size,
+        text="",
+        tag=f'"{key}"',
+        generation=1,
+        health="healthy",
+        counts={"must": 0, "should": 0, "context": 0, "conflicts": 0},
+        missing=[],
+        excluded_total=0,
+    )
+
+
+def test_the_least_recently_used_answer_goes_first_when_bytes_run_out() -> None:
+    cache = AnswerCache(max_bytes=10_000)
+    for key in "abcd":
+        cache.put(key, answer(key, 1_500))  # about 2,000 bytes each, with the overhead
+
+    cache.get("a")  # a is now the most recently used
+    cache.put("e", answer("e", 1_500))
+
+    assert cache.used <= cache.max_bytes
+    assert cache.get("b") is None
+    assert all(cache.get(key) is not None for key in "acde")
+
+
+def test_an_answer_larger_than_a_quarter_of_the_cache_is_not_kept() -> None:
+    cache = AnswerCache(max_bytes=10_000)
+
+    cache.put("big", answer("big", 3_000))
+
+    assert cache.get("big") is None and cache.used == 0
+
+
+def test_a_compressed_copy_counts_and_only_for_a_cached_answer() -> None:
+    cache = AnswerCache(max_bytes=10_000)
+    kept, loose = answer("kept", 1_000), answer("loose", 1_000)
+    cache.put("kept", kept)
+    before = cache.used
+
+    cache.attach_gzip(kept, b"z" * 100)
+    cache.attach_gzip(loose, b"z" * 100)
+
+    assert kept.gzipped == b"z" * 100 and cache.used == before + 100
+    assert loose.gzipped is None
+
+
+def test_refusals_are_remembered_within_their_bound() -> None:
+    cache = AnswerCache(max_bytes=10_000)
+    for n in range(AnswerCache.MAX_REFUSALS + 5):
+        cache.note_refusal(n, n)
+
+    assert cache.refused_size(0) is None
+    assert cache.refused_size(AnswerCache.MAX_REFUSALS + 4) == AnswerCache.MAX_REFUSALS + 4
+
+
+def test_raw_values_are_spliced_into_the_api_encoding() -> None:
+    inner = {"must": [{"id": "a", "claim": "é ✓"}], "score": 0.125}
+    payload = {"ok": True, "pack": Raw(dumps(inner)), "text": "naïve"}
+
+    expected = json.dumps({**payload, "pack": inner}, ensure_ascii=False, separators=(",", ":"))
+    assert dumps(payload) == expected.encode("utf-8")
+    assert dumps_text(payload) == expected
