@@ -101,8 +101,11 @@ class _Directory:
     ) -> None:
         self._local = local
         self._bases = bases
-        where = previous._where if previous is not None else _Layered({})
-        multi = set(previous.multi) if previous is not None else set()
+        if previous is None:
+            self._where, self.multi = _fresh_directory(local, segments)
+            return
+        where = previous._where
+        multi = set(previous.multi)
         changes: dict[str, Any] = {}
         gone = {id(s) for s in removed}
         for segment in removed:
@@ -117,8 +120,9 @@ class _Directory:
                 held = where.get(key, ()) if held is None else (() if held is _GONE else held)
                 changes[key] = (*held, segment)
         for key, held in changes.items():
-            count = 0 if held is _GONE else sum(len(getattr(s, local)[key]) for s in held)
-            if count > 1:
+            if held is _GONE:
+                multi.discard(key)
+            elif len(held) > 1 or len(getattr(held[0], local)[key]) > 1:
                 multi.add(key)
             else:
                 multi.discard(key)
@@ -158,6 +162,23 @@ class _Directory:
 
     def keys(self) -> Iterator[str]:
         return (key for key, _ in self._where.items())
+
+
+def _fresh_directory(local: str, segments: Sequence[Segment]) -> tuple[_Layered, frozenset[str]]:
+    """A directory over `segments` alone, with dict operations in C for unique keys."""
+    where: dict[str, tuple[Segment, ...]] = {}
+    multi: set[str] = set()
+    for segment in segments:
+        mine = getattr(segment, local)
+        common = mine.keys() & where.keys()
+        held = {key: where[key] for key in common}
+        where.update(dict.fromkeys(mine, (segment,)))
+        for key, before in held.items():
+            where[key] = (*before, segment)
+        multi.update(common)
+        if len(mine) != len(segment):  # a key held twice within the file
+            multi.update(key for key, found in mine.items() if len(found) > 1)
+    return _Layered(where), frozenset(multi)
 
 
 class _BySlot(Sequence[Any]):
@@ -206,28 +227,39 @@ class _Splice:
     tail (the same segment objects) around a changed middle. Bitmaps over the new
     slots are the old bitmap's head and tail bytes around the middle segments' rows."""
 
-    def __init__(self, old: Sequence[Segment], new: Sequence[Segment], old_nbytes: int) -> None:
+    def __init__(self, old: WorkspaceIndex | None, new: Sequence[Segment]) -> None:
+        segments = old.segments if old is not None else ()
         head = 0
-        limit = min(len(old), len(new))
-        while head < limit and old[head] is new[head]:
+        limit = min(len(segments), len(new))
+        while head < limit and segments[head] is new[head]:
             head += 1
         tail = 0
-        while tail < limit - head and old[-1 - tail] is new[-1 - tail]:
+        while tail < limit - head and segments[-1 - tail] is new[-1 - tail]:
             tail += 1
-        self.old_nbytes = old_nbytes
-        self.head_bytes = sum(s.nbytes for s in old[:head])
-        self.tail_bytes = sum(s.nbytes for s in old[len(old) - tail :])
-        self.old_middle = tuple(old[head : len(old) - tail])
+        self.head, self.tail = head, tail
+        self.old_nbytes = old.space.nbytes if old is not None else 0
+        bases = old.bases if old is not None else ()
+        self.head_bytes = bases[head] >> 3 if head < len(bases) else self.old_nbytes
+        cut = len(segments) - tail
+        self.tail_bytes = self.old_nbytes - (
+            bases[cut] >> 3 if cut < len(bases) else self.old_nbytes
+        )
+        self.old_middle = tuple(segments[head:cut])
         self.middle = tuple(new[head : len(new) - tail])
 
     def apply(self, old_bits: int, row_of: Any) -> int:
         rows = [row_of(s) for s in self.middle]
-        if self.old_nbytes == 0 or (self.head_bytes == 0 and self.tail_bytes == 0):
+        if self.head_bytes == 0 and self.tail_bytes == 0:
             return int.from_bytes(b"".join(rows), "big")
         data = old_bits.to_bytes(self.old_nbytes, "big")
         rows.insert(0, data[: self.head_bytes])
         rows.append(data[self.old_nbytes - self.tail_bytes :])
         return int.from_bytes(b"".join(rows), "big")
+
+    def lists(self, old: list[Any], value_of: Any) -> list[Any]:
+        """A per-segment list of the new index from the old one's (same head and tail)."""
+        middle = [value_of(s) for s in self.middle]
+        return old[: self.head] + middle + (old[len(old) - self.tail :] if self.tail else [])
 
 
 class WorkspaceIndex:
@@ -264,8 +296,8 @@ class WorkspaceIndex:
         )
         self.scopes: Sequence[str | None] = _BySlot(self.segments, self.bases, "scopes_of", size)
         self.count = sum(len(s) for s in self.segments)
+        splice = _Splice(previous, self.segments)
         if previous is not None:
-            splice = _Splice(previous.segments, self.segments, previous.space.nbytes)
             kept = {id(s) for s in splice.middle}
             removed = [s for s in splice.old_middle if id(s) not in kept]
             moved = {id(s) for s in splice.old_middle}
@@ -274,9 +306,8 @@ class WorkspaceIndex:
             old_ids, old_names = previous.ids, previous._names
             targets = previous._targets
         else:
-            splice = _Splice((), self.segments, 0)
             removed, added = [], list(self.segments)
-            old_raw, old_kinds = dict.fromkeys(_FLAGS, 0), {}
+            old_raw, old_kinds = dict.fromkeys((*_FLAGS, "superseded", "global"), 0), {}
             old_ids = old_names = None
             targets = _Layered({})
         self.ids = _Directory("local_ids", self._base_of, added, old_ids, removed)
@@ -293,11 +324,12 @@ class WorkspaceIndex:
             for kind in kinds
         }
         self._raw_kinds = {kind: bits for kind, bits in self._raw_kinds.items() if bits}
-        self._targets = _count_targets(targets, removed, added)
+        self._targets, flipped = _count_targets(targets, removed, added)
         self.superseded_elsewhere = frozenset(superseded_elsewhere)
-        self.superseded = self._superseded()
-        live = ~self.space.bitmap(self.superseded)
         raw = self._raw
+        raw["superseded"] = self._superseded(splice, old_raw["superseded"], flipped)
+        raw["global"] = splice.apply(old_raw["global"], _global_row)
+        live = ~raw["superseded"]
         self.pool = raw["in_pool"] & live
         self.constraints = raw["is_constraint"] & live
         self.high_confidence = raw["high_confidence"] & self.pool
@@ -316,23 +348,56 @@ class WorkspaceIndex:
         self._cache_limit = max(256, CACHE_BYTES // max(1, self.space.nbytes))
         self._lock = threading.Lock()
         self._lazy: dict[str, Any] = {}
-        self.global_constraints = self.bits(SCOPE, "global") & self.constraints
+        self._lazy_lock = threading.RLock()  # a lazy part may need another (when_any: superseded)
+        # The previous index's posting bitmaps, spliced on a miss instead of assembled
+        # from every segment (only the previous cache's ints are kept, not that index).
+        self._inherited = (previous._cache, splice) if previous is not None else None
+        self.global_constraints = raw["global"] & self.constraints
         # Per-index caches of downstream engines (e.g. compiled rules), dropped with it.
         self.memo: dict[str, dict[Any, Any]] = {}
 
-    def _superseded(self) -> set[int]:
-        # `superseded_elsewhere`: targets of declarations left out of a restricted workspace.
-        hidden: set[int] = set()
-        ids, names = self.ids, self._names
-        for target in self.superseded_elsewhere.union(key for key, _ in self._targets.items()):
-            hidden.update(ids.get(target, ()))
-            hidden.update(names.get(target, ()))
-        return hidden
+    def _superseded(self, splice: _Splice, before: int, flipped: set[str]) -> int:
+        """Bitmap of the declarations whose id or bare name some declaration supersedes.
+
+        Spliced for changed segments; in unchanged ones only the declarations under a
+        target that appeared or disappeared can change (`flipped`).
+        """
+        if self.superseded_elsewhere or splice.head_bytes == splice.tail_bytes == 0:
+            return self.space.bitmap(
+                o
+                for target in self.superseded_elsewhere.union(k for k, _ in self._targets.items())
+                for o in (*self.ids.get(target, ()), *self._names.get(target, ()))
+            )
+        hit = self._is_target
+        bits = splice.apply(
+            before,
+            lambda s: _row_of(s.nbytes, [o for o, d in enumerate(s.declarations) if hit(d)]),
+        )
+        top = self.space.width - 1
+        for target in flipped:
+            for o in (*self.ids.get(target, ()), *self._names.get(target, ())):
+                decl = self.declarations[o]
+                if hit(decl):
+                    bits |= 1 << (top - o)
+                else:
+                    bits &= ~(1 << (top - o))
+        return bits
+
+    def _is_target(self, decl: Any) -> bool:
+        targets = self._targets
+        return targets.get(decl.id) is not None or targets.get(decl.name) is not None
+
+    @property
+    def superseded(self) -> set[int]:
+        """Slots of superseded declarations (see `_superseded`)."""
+        return self._once(  # type: ignore[no-any-return]
+            "superseded", lambda: set(self.space.members(self._raw["superseded"]))
+        )
 
     def _once(self, name: str, build: Any) -> Any:
         found = self._lazy.get(name)
         if found is None:
-            with self._lock:
+            with self._lazy_lock, cyclic_gc_paused():
                 found = self._lazy.get(name)
                 if found is None:
                     found = self._lazy[name] = build()
@@ -382,7 +447,11 @@ class WorkspaceIndex:
             if cached is not None:
                 self._cache.move_to_end(cache_key)
                 return cached
-        bits = self._assemble(table, key)
+        old = self._inherited[0].get(cache_key) if self._inherited is not None else None
+        if old is not None:
+            bits = self._inherited[1].apply(old, lambda s: _table_row(s, table, key))  # type: ignore[index]
+        else:
+            bits = self._assemble(table, key)
         with self._lock:
             self._cache[cache_key] = bits
             if len(self._cache) > self._cache_limit:
@@ -426,10 +495,28 @@ class WorkspaceIndex:
         return self.aliases.match(lowered_query)
 
 
+def _table_row(segment: Segment, table: str, key: str) -> bytes:
+    postings = getattr(segment, table)
+    row = postings.index.get(key)
+    return bytes(segment.nbytes) if row is None else postings.row(row)  # type: ignore[no-any-return]
+
+
+def _global_row(segment: Segment) -> bytes:
+    return _table_row(segment, SCOPE, "global")
+
+
+def _row_of(nbytes: int, ordinals: Iterable[int]) -> bytes:
+    buffer = bytearray(nbytes)
+    for o in ordinals:
+        buffer[o >> 3] |= 0x80 >> (o & 7)
+    return bytes(buffer)
+
+
 def _count_targets(
     targets: _Layered, removed: Sequence[Segment], added: Sequence[Segment]
-) -> _Layered:
-    """`supersedes` target -> how many segments name it, updated for changed segments."""
+) -> tuple[_Layered, set[str]]:
+    """`supersedes` target -> how many segments name it, updated for changed segments;
+    and the targets that appeared or disappeared."""
     changes: dict[str, Any] = {}
     for sign, segments in ((-1, removed), (1, added)):
         for segment in segments:
@@ -438,7 +525,8 @@ def _count_targets(
                 count = targets.get(target, 0) if now is None else (0 if now is _GONE else now)
                 count += sign
                 changes[target] = count if count > 0 else _GONE
-    return targets.updated(changes)
+    flipped = {t for t, now in changes.items() if (now is _GONE) != (targets.get(t) is None)}
+    return targets.updated(changes), flipped
 
 
 class _AliasMatcher:

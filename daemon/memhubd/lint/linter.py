@@ -2,11 +2,16 @@
 
 Workspace-wide checks run around the per-declaration ones in memdsl's emission
 order, then one stable sort by (file, line, code). Lint reports; it never fixes.
+`lint_files` gives the same answer and reuses the per-declaration diagnostics of
+files that did not change since a previous lint (`LintReuse`), as long as every
+name those files looked up is still known or unknown as it was.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
 from operator import attrgetter
 
 from memhubd.lint.declaration_checks import KnownNames, check_declaration
@@ -21,6 +26,51 @@ _SORT_KEY = attrgetter("file", "line", "code")
 
 def lint(ws: Workspace, today: dt.date | None = None) -> list[Diagnostic]:
     """Every diagnostic for `ws`, sorted by (file, line, code); `today` defaults to now."""
+    return lint_files(ws, [ws.declarations], today)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class _FileLint:
+    declarations: Sequence[Declaration]  # the very objects checked
+    diagnostics: list[Diagnostic]
+    lookups: dict[str, bool]  # every name the checks looked up -> was it known
+
+
+@dataclass(frozen=True, slots=True)
+class LintReuse:
+    """Per-file declaration diagnostics of one lint. Holds no workspace or snapshot."""
+
+    today: dt.date
+    files: dict[int, _FileLint]  # id(declarations sequence) -> its results
+
+
+class _Recording:
+    """KnownNames that remembers each answer, so a later lint can tell whether it holds."""
+
+    __slots__ = ("known", "seen")
+
+    def __init__(self, known: KnownNames) -> None:
+        self.known = known
+        self.seen: dict[str, bool] = {}
+
+    def __contains__(self, text: object) -> bool:
+        found = text in self.known
+        if isinstance(text, str):
+            self.seen[text] = found
+        return found
+
+
+def lint_files(
+    ws: Workspace,
+    files: Sequence[Sequence[Declaration]],
+    today: dt.date | None = None,
+    previous: LintReuse | None = None,
+) -> tuple[list[Diagnostic], LintReuse]:
+    """`lint(ws)` where `files` split `ws.declarations` (in order) into per-file runs.
+
+    A run that is the same object as one linted in `previous`, on the same day, keeps
+    its diagnostics when every name it looked up resolves as it did then.
+    """
     if today is None:
         today = dt.date.today()
     known = KnownNames(ws.known_names(), ws.known_symbols())
@@ -32,12 +82,28 @@ def lint(ws: Workspace, today: dt.date | None = None) -> list[Diagnostic]:
     _check_duplicate_ids(ws.declarations, out)
     _check_duplicate_content(ws.declarations, out)
     _report_ambiguous_aliases(ambiguous, located, out)
-    for decl in ws.declarations:
-        check_declaration(decl, known, today, out)
+    reusable = previous.files if previous is not None and previous.today == today else {}
+    done: dict[int, _FileLint] = {}
+    for run in files:
+        before = reusable.get(id(run))
+        if (
+            before is not None
+            and before.declarations is run
+            and all((name in known) == was for name, was in before.lookups.items())
+        ):
+            out.extend(before.diagnostics)
+            done[id(run)] = before
+            continue
+        recording = _Recording(known)
+        mine: list[Diagnostic] = []
+        for decl in run:
+            check_declaration(decl, recording, today, mine)  # type: ignore[arg-type]
+        out.extend(mine)
+        done[id(run)] = _FileLint(run, mine, recording.seen)
     _check_unmarked_supersedes(superseded, located, out)
     _check_module_sizes(ws.declarations, out)
     out.sort(key=_SORT_KEY)
-    return out
+    return out, LintReuse(today, done)
 
 
 def _diagnostic(

@@ -30,6 +30,7 @@ from memhubd.runtime.snapshot import (
     SourceProblem,
     WorkspaceUnavailable,
     build_snapshot,
+    persist,
     unchanged,
 )
 
@@ -98,6 +99,8 @@ class WorkspaceHost:
                 policy=hub.watch_settings.save_policy,
                 pending=self._pending,
                 trusted=trusted,
+                # A start restores what an earlier run saved; later builds reuse `previous`.
+                cache=hub.cache if previous is None else None,
             )
 
         try:
@@ -211,7 +214,12 @@ class Hub:
         self.limits = limits  # memhubd.runtime.config.Limits
         self.hosts: dict[str, WorkspaceHost] = {}
         self.build_limiter = anyio.CapacityLimiter(1)
+        # Lint and lazily built index parts are computed on their own limiter: a reload
+        # never queues behind a lint, and a lint of a snapshot already replaced is skipped.
+        self.warm_limiter = anyio.CapacityLimiter(1)
         self.recall: Any = None  # memhubd.recall.shelf.RecallShelf, opened by the server
+        # memhubd.runtime.cache.ParseCache in the state dir, opened by the server; None: off.
+        self.cache: Any = None
         self.cowork: Any = None  # memhubd.service.cowork.CoworkDesk, opened by the server
         self._tg: TaskGroup | None = None
         # Where workspaces added or removed at run time are remembered
@@ -264,19 +272,35 @@ class Hub:
         )
 
     def warm(self, snapshot: Snapshot) -> None:
-        """Compute lint and the index off the request path, right after a swap."""
+        """Compute lint and the index off the request path, right after a swap.
+
+        Runs beside reloads, not before the next one; a snapshot that is no longer
+        served by the time its turn comes is not linted at all (edits in a burst).
+        """
         if self._tg is None:
             return
+
+        def current() -> bool:
+            host = self.hosts.get(snapshot.name)
+            return host is not None and host.snapshot is snapshot
 
         def work() -> None:
             from memhubd.index.workspace import index_for
 
-            index_for(snapshot.workspace)
-            snapshot.diagnostics()
+            if not current():
+                return
+            index_for(snapshot.workspace).warm()
+            if self.cache is not None:
+                try:
+                    persist(snapshot, self.cache)
+                except OSError as error:  # a full disk costs the next start a parse, no more
+                    log.warning("parse cache not saved", workspace=snapshot.name, error=str(error))
+            if current():
+                snapshot.diagnostics()
 
         async def run() -> None:
             try:
-                await anyio.to_thread.run_sync(work, limiter=self.build_limiter)
+                await anyio.to_thread.run_sync(work, limiter=self.warm_limiter)
             except Exception:
                 log.exception("warming failed", workspace=snapshot.name)
 

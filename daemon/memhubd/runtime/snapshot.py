@@ -20,7 +20,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -144,6 +144,10 @@ class Snapshot:
     recheck_at: float | None = None
     _lint_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _lint_cache: list[Any] = field(default_factory=list, repr=False, compare=False)
+    # Per-file lint results to reuse: the previous snapshot's (`lint_from`, dropped once
+    # this one is linted) and this one's, for the next (never a snapshot reference).
+    _lint_from: list[Any] = field(default_factory=list, repr=False, compare=False)
+    _lint_reuse: list[Any] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def problems(self) -> list[SourceProblem]:
@@ -168,10 +172,22 @@ class Snapshot:
         if not self._lint_cache:
             with self._lint_lock:
                 if not self._lint_cache:
-                    from memhubd.lint import lint
+                    from memhubd.lint import lint_files
 
-                    self._lint_cache.append(lint(self.workspace))
+                    runs = [f.typed for f in self.files if f.typed]
+                    before = self._lint_from[0] if self._lint_from else None
+                    found, reuse = lint_files(self.workspace, runs, previous=before)
+                    self._lint_reuse.append(reuse)
+                    self._lint_from.clear()
+                    self._lint_cache.append(found)
         return self._lint_cache[0]
+
+    def lint_reuse(self) -> Any:
+        """What the next snapshot's lint may reuse: this one's results, or (not linted
+        yet) what this one would have reused."""
+        if self._lint_reuse:
+            return self._lint_reuse[0]
+        return self._lint_from[0] if self._lint_from else None
 
 
 class WorkspaceUnavailable(Exception):
@@ -269,6 +285,7 @@ def _serve(
     stat: tuple[int, int, int] | None,
     rules: _SaveRules,
     real_root: str,
+    saved: Saved | None = None,
 ) -> SourceFile | None:
     """What to serve for `path`, whose disk stat is `stat` (None: missing); None for
     nothing. Raises Refused."""
@@ -279,7 +296,7 @@ def _serve(
             return before
         if stat is None:
             return None
-    loaded = _load_file(path, before, real_root)
+    loaded = _load_file(path, before, real_root, saved)
     if loaded is None:  # gone between the stat and the read
         if _has_declarations(before) and rules.hold_vanished(path, None):
             return before
@@ -387,7 +404,14 @@ def _load_registry(
 # --- files and snapshots ------------------------------------------------------------------
 
 
-def _load_file(path: str, previous: SourceFile | None, real_root: str) -> SourceFile | None:
+# (path, digest, text) -> (document, typed declarations, segment, registry) saved by an
+# earlier run for exactly these bytes, or None.
+Saved = Callable[[str, str, str], "tuple[Any, ...] | None"]
+
+
+def _load_file(
+    path: str, previous: SourceFile | None, real_root: str, saved: Saved | None = None
+) -> SourceFile | None:
     """Read and parse `path` (None if it is gone). Raises Refused."""
     found = read_confined(path, real_root)
     if found is None:
@@ -396,6 +420,10 @@ def _load_file(path: str, previous: SourceFile | None, real_root: str) -> Source
     digest = _digest(data)
     if previous is not None and previous.digest == digest:
         return dataclasses.replace(previous, stat=stat)
+    if previous is None and saved is not None:
+        restored = _restore(path, digest, data, stat, saved)
+        if restored is not None:
+            return restored
     last_good = previous.document if previous is not None else None
     try:
         text = data.decode("utf-8")
@@ -411,6 +439,23 @@ def _load_file(path: str, previous: SourceFile | None, real_root: str) -> Source
         problem = SourceProblem("parse_error", path, error.line, error.column, error.message)
         return _broken(previous, path, digest, last_good, problem, stat)
     return SourceFile(path, digest, document, None, text, stat)
+
+
+def _restore(
+    path: str, digest: str, data: bytes, stat: tuple[int, int, int], saved: Saved
+) -> SourceFile | None:
+    """The file as a previous run parsed, typed and indexed the same bytes, if saved."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # parsed (and reported) as usual
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    entry = saved(path, digest, text)
+    if entry is None:
+        return None
+    document, typed, segment, registry = entry
+    return SourceFile(path, digest, document, None, text, stat, typed, registry, segment)
 
 
 def _broken(
@@ -439,6 +484,7 @@ def build_snapshot(
     policy: SavePolicy | None = None,
     pending: Mapping[str, Pending] | None = None,
     trusted: bool = False,
+    cache: Any = None,
 ) -> Snapshot:
     """The next snapshot of `root`, reusing whatever did not change since `previous`.
 
@@ -446,6 +492,8 @@ def build_snapshot(
     last *built* snapshot's when `previous` is an older one kept because nothing
     changed. `trusted`: the caller wrote the changes itself, whole, so they are served
     without waiting for them to settle (missing files still get their grace period).
+    `cache`: a `memhubd.runtime.cache.ParseCache` that files not known to `previous`
+    are restored from when it holds their exact bytes (same types).
     Raises WorkspaceUnavailable when there is no usable registry at all.
     """
     started = time.perf_counter()
@@ -469,9 +517,9 @@ def build_snapshot(
         assert registry_state.problem is not None
         raise WorkspaceUnavailable(registry_state.problem)
     known = {f.path: f for f in previous.files} if previous is not None else {}
+    saved = _saved_lookup(cache, root, registry_state) if cache is not None else None
     files: list[SourceFile] = []
     refused: list[SourceProblem] = []
-    reparsed = 0
     root_problem = None
     if not os.path.isdir(root):
         # A vanished root is far more often a checkout or sync in progress than a
@@ -481,28 +529,10 @@ def build_snapshot(
         rules.pending.update(held)
         known = {}
     walked = _walk(root) if root_problem is None else []
-    walked_real: set[str] | None = None
-    for path in walked:
-        before = known.pop(path, None)
-        try:
-            stat, link_target = observe(path, real_root)
-            if link_target is not None:
-                # A link to another source of this workspace would serve it twice.
-                if walked_real is None:
-                    walked_real = {
-                        os.path.join(real_root, os.path.relpath(p, root)) for p in walked
-                    }
-                if link_target in walked_real:
-                    continue
-            loaded = _serve(path, before, stat, rules, real_root)
-        except Refused as refusal:
-            refused.append(SourceProblem(refusal.kind, path, 0, 0, refusal.message))
-            continue
-        if loaded is None:
-            continue
-        if before is None or loaded.digest != before.digest:
-            reparsed += 1
-        files.append(loaded)
+    with cyclic_gc_paused():  # parsing or restoring allocates millions of objects that stay
+        files, reparsed = _serve_walked(
+            walked, known, files, refused, rules, root, real_root, saved
+        )
     for path, before in known.items():  # served last time, not found by this walk
         if _serve(path, before, None, rules, real_root) is not None:
             _insert_in_order(files, before, previous.files if previous else ())
@@ -520,6 +550,7 @@ def build_snapshot(
             registry=registry,
         )
         _index_from_segments(workspace, files, previous)
+    inherited = previous.lint_reuse() if previous is not None else None
     return Snapshot(
         name=name,
         root=root,
@@ -534,7 +565,77 @@ def build_snapshot(
         refused=tuple(refused),
         pending=rules.pending,
         recheck_at=rules.recheck_at,
+        _lint_from=[inherited] if inherited is not None else [],
     )
+
+
+def _saved_lookup(cache: Any, root: str, registry_state: RegistryState) -> Saved:
+    from memhubd.runtime.cache import registry_key
+
+    types = registry_key(registry_state.fingerprint)
+    registry = registry_state.registry
+    assert registry is not None
+
+    def lookup(path: str, digest: str, text: str) -> tuple[Any, ...] | None:
+        entry = cache.get(root, path, digest, types, text, registry)
+        return None if entry is None else (*entry, registry)
+
+    return lookup
+
+
+def persist(snapshot: Snapshot, cache: Any) -> int:
+    """Save the parsed state of every file `snapshot` serves as on disk (not a last good
+    parse kept for broken bytes) into `cache`; prune what it no longer uses."""
+    from memhubd.runtime.cache import registry_key
+
+    types = registry_key(snapshot.registry_state.fingerprint)
+    files = [
+        (f.path, f.digest, f.document, f.segment)
+        for f in snapshot.files
+        if f.problem is None
+        and f.document is not None
+        and f.segment is not None
+        and f.typed_with is snapshot.workspace.registry
+    ]
+    return int(cache.put_many(snapshot.root, types, files))
+
+
+def _serve_walked(
+    walked: list[str],
+    known: dict[str, SourceFile],
+    files: list[SourceFile],
+    refused: list[SourceProblem],
+    rules: _SaveRules,
+    root: str,
+    real_root: str,
+    saved: Saved | None,
+) -> tuple[list[SourceFile], int]:
+    """What to serve for each walked path (popping it from `known`), and how many
+    files were parsed or restored anew."""
+    reparsed = 0
+    walked_real: set[str] | None = None
+    for path in walked:
+        before = known.pop(path, None)
+        try:
+            stat, link_target = observe(path, real_root)
+            if link_target is not None:
+                # A link to another source of this workspace would serve it twice.
+                if walked_real is None:
+                    walked_real = {
+                        os.path.join(real_root, os.path.relpath(p, root)) for p in walked
+                    }
+                if link_target in walked_real:
+                    continue
+            loaded = _serve(path, before, stat, rules, real_root, saved)
+        except Refused as refusal:
+            refused.append(SourceProblem(refusal.kind, path, 0, 0, refusal.message))
+            continue
+        if loaded is None:
+            continue
+        if before is None or loaded.digest != before.digest:
+            reparsed += 1
+        files.append(loaded)
+    return files, reparsed
 
 
 def _same_declarations(previous: Snapshot, files: list[SourceFile], registry: Any) -> bool:

@@ -1,0 +1,153 @@
+"""The persisted parse cache: a restart restores files it saved, re-parses the ones that
+changed while it was down, and never trusts an entry it did not write whole."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memhubd.query import build_evidence_pack
+from memhubd.runtime.cache import ParseCache
+from memhubd.runtime.snapshot import Snapshot, build_snapshot, persist
+
+SOURCES = {
+    "a.mem": (
+        'fact deploy.day { claim: "Deploy on tuesdays." subject: User '
+        'evidence { source: "t" quote: "q" } }\n'
+        'entity User { aliases: ["me", "myself"] }\n'
+    ),
+    "sub/b.mem": (
+        "module team.rules\n"
+        'boundary no.force { claim: "Never force push main." scope: global '
+        'guard { when_any: ["push"] deny_any: ["--force"] } '
+        'evidence { source: "t" quote: "q" } supersedes: deploy.day }\n'
+    ),
+}
+
+
+def make_workspace(root: Path) -> Path:
+    root.mkdir()
+    (root / "memdsl.json").write_text(
+        json.dumps({"schema_version": "memdsl.workspace.v1", "schemas": []})
+    )
+    for path, text in SOURCES.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return root
+
+
+def answers(snapshot: Snapshot) -> dict[str, object]:
+    ws = snapshot.workspace
+    return {
+        "declarations": [(d.file, d.id, d.line, d.column, d.module) for d in ws.declarations],
+        "query": build_evidence_pack(ws, "deploy push me").as_dict(),
+        "lint": [d.as_dict() for d in snapshot.diagnostics()],
+    }
+
+
+def entries(state: Path) -> list[Path]:
+    return sorted(state.glob("*/*.entry"))
+
+
+@pytest.fixture
+def saved(tmp_path: Path) -> tuple[Path, Path, Snapshot]:
+    root = make_workspace(tmp_path / "ws")
+    state = tmp_path / "state"
+    first = build_snapshot("w", str(root), None, cache=ParseCache(state))
+    assert persist(first, ParseCache(state)) == 2
+    return root, state, first
+
+
+def test_a_restart_restores_every_file_and_answers_the_same(
+    saved: tuple[Path, Path, Snapshot],
+) -> None:
+    root, state, first = saved
+    cache = ParseCache(state)
+
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    assert (cache.hits, cache.misses, cache.refused) == (2, 0, 0)
+    assert answers(again) == answers(first)
+
+
+def test_a_file_changed_while_down_is_parsed_again(saved: tuple[Path, Path, Snapshot]) -> None:
+    root, state, _first = saved
+    (root / "a.mem").write_text(SOURCES["a.mem"].replace("tuesdays", "fridays"))
+    cache = ParseCache(state)
+
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert "fridays" in again.workspace.by_id("deploy.day").claim_text  # type: ignore[union-attr]
+    assert answers(again) == answers(build_snapshot("w", str(root), None))
+    # Saving again prunes the entry of the old bytes.
+    assert persist(again, cache) == 1
+    assert len(entries(state)) == 2
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[:-1] + bytes([data[-1] ^ 1]),  # one flipped bit in the payload
+        lambda data: data[: len(data) // 2],  # truncated
+        lambda data: data[:4] + (99).to_bytes(2, "big") + data[6:],  # another format version
+        lambda data: b"",
+    ],
+)
+def test_a_damaged_entry_is_ignored_and_the_file_parsed(
+    saved: tuple[Path, Path, Snapshot], damage, caplog: pytest.LogCaptureFixture
+) -> None:
+    root, state, first = saved
+    for entry in entries(state):
+        entry.write_bytes(damage(entry.read_bytes()))
+    cache = ParseCache(state)
+
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    assert cache.hits == 0
+    assert cache.refused == 2
+    assert answers(again) == answers(first)
+
+
+def test_another_state_dirs_cache_is_not_trusted(
+    saved: tuple[Path, Path, Snapshot], tmp_path: Path
+) -> None:
+    root, state, first = saved
+    # Another daemon (its own secret) saved entries for the same files ...
+    other = tmp_path / "other"
+    build = build_snapshot("w", str(root), None)
+    persist(build, ParseCache(other))
+    # ... and they are copied over ours, names and all.
+    for entry in sorted(other.glob("*/*.entry")):
+        shutil.copy(entry, state / entry.parent.name / entry.name)
+    cache = ParseCache(state)
+
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    assert (cache.hits, cache.refused) == (0, 2)
+    assert answers(again) == answers(first)
+
+
+def test_an_entry_is_never_served_for_another_file(saved: tuple[Path, Path, Snapshot]) -> None:
+    root, state, _first = saved
+    # Swap the two entries' names: both are sealed by us, but for other paths.
+    first_entry, second_entry = entries(state)
+    a, b = first_entry.read_bytes(), second_entry.read_bytes()
+    first_entry.write_bytes(b)
+    second_entry.write_bytes(a)
+    cache = ParseCache(state)
+
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    assert (cache.hits, cache.refused) == (0, 2)
+    assert answers(again) == answers(build_snapshot("w", str(root), None))
+
+
+def test_the_cache_directory_and_its_secret_are_private(saved: tuple[Path, Path, Snapshot]) -> None:
+    _root, state, _first = saved
+    assert state.stat().st_mode & 0o777 == 0o700
+    assert (state / "key").stat().st_mode & 0o777 == 0o600
+    assert all(entry.stat().st_mode & 0o077 == 0 for entry in entries(state))
