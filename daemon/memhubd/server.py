@@ -30,6 +30,7 @@ from memhubd import __version__
 from memhubd.api import ApiContext, build_app
 from memhubd.api.connection import ConnectionLimits, GuardedHttpToolsProtocol
 from memhubd.auth.tokens import TokenStore
+from memhubd.runtime.cache import ParseCache
 from memhubd.runtime.config import ConfigError, DaemonConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
 from memhubd.runtime.state import StateDir, merge_workspaces
@@ -208,6 +209,7 @@ async def run_daemon(
     hub = Hub(watch=watch, membership=membership, limits=config.limits)
     hub.recall = open_recall_shelf(state.recall_dir, config.recall)
     hub.cowork = open_cowork(state.path / "cowork", tokens)
+    hub.cache = ParseCache(state.path / "parse-cache")
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
