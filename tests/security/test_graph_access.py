@@ -3,11 +3,14 @@
 A stored triple citing a drawer hidden from the caller, a triple derived from a hidden
 declaration and a tunnel through a hidden entity are probed from a token without roles
 on a real daemon: through add, query, invalidate, stats and tunnels, none of them may be
-shown, counted or named (ids of drawers, declarations or writers included).
+shown, counted or named (ids of drawers, declarations or writers included). A long
+draft's fact-check stays bounded by the near names, not every pair of names.
 """
 
 from __future__ import annotations
 
+import random
+import string
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -143,3 +146,32 @@ def test_a_tunnel_through_a_hidden_entity_is_not_shown(daemon: LiveDaemon) -> No
         ).json()["hits"]
     assert "Project.Zebra" not in {t["room"] for t in tunnels.json()["tunnels"]}
     assert hits and all(h["tunnel_hints"] == [] for h in hits if h["room"] == "Project.Zebra")
+
+
+def test_fact_check_compares_a_name_only_with_known_names_near_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A long draft against a big graph once compared every pair of names (minutes of a
+    # worker thread per request): the work must follow the near pairs, not the product.
+    from memhubd.graph import factcheck
+
+    rng = random.Random(3)
+
+    def name() -> str:
+        return "".join(rng.choices(string.ascii_lowercase, k=9)).capitalize()
+
+    known = {name(): {"source_drawer": "d"} for _ in range(2000)}
+    typo = next(iter(known))[:-1] + "q"  # one edit from a known name
+    draft = " ".join([typo, *(name() for _ in range(1000))])
+    calls = 0
+    measured = factcheck.edit_distance
+
+    def counting(left: str, right: str, ceiling: int = factcheck.MAX_DISTANCE) -> int:
+        nonlocal calls
+        calls += 1
+        return measured(left, right, ceiling)
+
+    monkeypatch.setattr(factcheck, "edit_distance", counting)
+    result = factcheck.fact_check(draft, [], known, 0)
+    assert [i["mentioned"] for i in result["issues"]] == [typo]
+    assert calls < 1000, calls  # the product is 2,000,000
