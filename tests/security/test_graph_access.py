@@ -175,3 +175,26 @@ def test_fact_check_compares_a_name_only_with_known_names_near_it(
     result = factcheck.fact_check(draft, [], known, 0)
     assert [i["mentioned"] for i in result["issues"]] == [typo]
     assert calls < 1000, calls  # the product is 2,000,000
+
+
+def test_a_triple_stays_hidden_once_its_hidden_drawer_is_purged(daemon: LiveDaemon) -> None:
+    # Given a triple citing a drawer only `board` may read
+    writer = token(daemon, "board-writer", workspaces=[TEAM], roles=["board"])
+    drawer = hidden_drawer(daemon, writer, "the board will close the lisbon office in may")
+    triple = {"subject": "lisbon office", "predicate": "closes_in", "object": "May"}
+    with daemon.http(writer) as http:
+        added = http.post(
+            f"/v1/workspaces/{TEAM}/kg/triples", json={**triple, "source_drawer": drawer}
+        )
+    assert added.status_code == 201, added.text
+    # When the drawer is deleted and purged for good
+    with daemon.http(daemon.admin_token) as http:
+        assert http.delete(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer}").status_code == 200
+        assert http.post(f"/v1/workspaces/{TEAM}/recall/purge", json={}).json()["purged"] >= 1
+    # Then a caller without the role still sees nothing of the triple: an unknown
+    # drawer's readers are unknown, so it is hidden, never shown by default
+    reader = token(daemon, "purge-reader", workspaces=[TEAM])
+    with daemon.http(reader) as http:
+        listed = http.get(f"/v1/workspaces/{TEAM}/kg/triples", params={"all": "true"})
+        timeline = http.get(f"/v1/workspaces/{TEAM}/kg/timeline", params={"entity": "May"})
+    assert "lisbon" not in listed.text and timeline.json()["triples"] == []
