@@ -41,8 +41,6 @@ class Limits:
     max_body_bytes: int = 1024 * 1024
     max_query_chars: int = 65536
     max_result_bytes: int = 8 * 1024 * 1024
-    # Answers kept for repeated queries of one snapshot (LRU by encoded size).
-    response_cache_bytes: int = 64 * 1024 * 1024
     regex_timeout_ms: int = 100
     max_workspaces: int = 64
     max_proposal_bytes: int = 65536
@@ -50,6 +48,8 @@ class Limits:
     max_headers: int = 100
     read_timeout_s: int = 10
     keep_alive_timeout_s: int = 5
+    # Answers kept for repeated queries of one snapshot (LRU by encoded size).
+    response_cache_bytes: int = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
