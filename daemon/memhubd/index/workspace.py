@@ -35,14 +35,16 @@ _FLAGS = ("in_pool", "is_constraint", "high_confidence", "question")
 CACHE_BYTES = 32 << 20
 
 _GONE: Any = object()  # a key removed in a layer
+_FOLD_MIN = 256  # a delta this small is never folded into a new base
 
 
 class _Layered:
     """A read-only mapping: a shared base dict plus a small delta of changes on top.
 
     `updated` returns a new mapping and never mutates either dict, so older indexes
-    keep reading theirs; the delta is folded into a new base once it holds an eighth
-    of the keys, which keeps lookups two probes and updates amortised O(changes).
+    keep reading theirs; the delta is folded into a new base once it holds a 32nd
+    of the keys, which keeps lookups two probes and updates amortised O(changes), and
+    bounds what the base still holds of replaced segments to a few percent.
     """
 
     __slots__ = ("base", "delta")
@@ -61,7 +63,7 @@ class _Layered:
         if not changes:
             return self
         delta = {**self.delta, **changes}
-        if len(delta) <= max(4096, len(self.base) >> 3):
+        if len(delta) <= max(_FOLD_MIN, len(self.base) >> 5):
             return _Layered(self.base, delta)
         base = dict(self.base)
         for key, value in delta.items():

@@ -9,6 +9,7 @@ a fresh composition, and every query and check over it must equal the linear sca
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from random_workspaces import check_arguments, query_arguments, workspaces
 from memhubd.check import check_compliance
 from memhubd.check.reference import check_compliance_linear
 from memhubd.index import adopt_index, build_segment, index_for
+from memhubd.index import workspace as index_module
 from memhubd.index.workspace import SCOPE, SUBJECT, TERM, WorkspaceIndex
 from memhubd.model import Workspace
 from memhubd.query import build_evidence_pack
@@ -104,8 +106,21 @@ def _state(ix: WorkspaceIndex) -> dict[str, Any]:
     edits(),
     st.lists(query_arguments(), min_size=1, max_size=2),
     st.lists(check_arguments(), min_size=1, max_size=2),
+    st.booleans(),
 )
 def test_index_updated_per_edit_equals_a_fresh_composition(
+    ws: Workspace,
+    steps: list[tuple[str, int, Files]],
+    queries: list[dict[str, Any]],
+    checks: list[dict[str, Any]],
+    fold_every_time: bool,
+) -> None:
+    # Directories are layers over a shared base, folded once the layer grows: both ways.
+    with mock.patch.object(index_module, "_FOLD_MIN", 0 if fold_every_time else 256):
+        _edit_and_compare(ws, steps, queries, checks)
+
+
+def _edit_and_compare(
     ws: Workspace,
     steps: list[tuple[str, int, Files]],
     queries: list[dict[str, Any]],

@@ -1,0 +1,194 @@
+"""Restart and edit benchmarks: a daemon's cold start against a warm start from its
+persisted parse cache, and a one-file edit until a query serves it, with RSS.
+
+A script, not a test: it prints numbers. For each size it serves a generated
+workspace (`synth`) with a real `memhubd serve` and default settings:
+
+* cold: an empty state dir; time from process start to the first query answered;
+* warm: the same state dir again (the first run saved the parse cache);
+* edit: `--edits` times, append one declaration to one file (0.3 s apart) and time
+  until a query returns it (write -> served, watcher included);
+* query: p50 of the workload's queries against the warm daemon; RSS after all that.
+
+    python bench/restart.py [--sizes 10k,100k,1m] [--edits 20] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import synth  # noqa: E402
+from soak import rss_mb  # noqa: E402
+
+from daemon import BIN, free_port  # noqa: E402
+
+
+class Served:
+    """`memhubd serve` over `root` with `state`; `started_s`: start -> first answer."""
+
+    def __init__(self, root: Path, state: Path, token: str) -> None:
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.headers = {"authorization": f"Bearer {token}"}
+        self.socket = str(Path(tempfile.mkdtemp(prefix="mhr-")) / "d.sock")
+        begun = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [
+                str(BIN / "memhubd"),
+                "serve",
+                "--port",
+                self.url.rsplit(":", 1)[1],
+                "--socket",
+                self.socket,
+                "--state-dir",
+                str(state),
+                "--workspace",
+                f"bench={root}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(state.parent / "daemon.log", "ab"),  # noqa: SIM115 - the daemon's lifetime
+        )
+        deadline = time.monotonic() + 1800
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("daemon exited; see daemon.log")
+            try:
+                answer = self.query("warm up")
+                if answer.status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        self.started_s = time.perf_counter() - begun
+
+    def query(self, text: str) -> httpx.Response:
+        return httpx.post(
+            f"{self.url}/v1/workspaces/bench/query",
+            json={"query": text, "limit": 8},
+            headers=self.headers,
+            timeout=600,
+        )
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(60)
+        shutil.rmtree(Path(self.socket).parent, ignore_errors=True)
+
+
+def token(state: Path) -> str:
+    created = subprocess.run(
+        [str(BIN / "memhubd"), "token", "create", "bench", "--scopes", "all", "--roles", "*"]
+        + ["--state-dir", str(state), "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return str(json.loads(created.stdout)["token"])
+
+
+def wait_for_cache(state: Path, files: int, timeout_s: float = 1800) -> None:
+    """The cache is written off the request path after the first load: wait for it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if len(list((state / "parse-cache").glob("*/*.entry"))) >= files:
+            return
+        time.sleep(0.5)
+
+
+def edit_to_served(daemon: Served, root: Path, edits: int) -> list[float]:
+    """Append one uniquely worded declaration; time until a query returns it."""
+    target = sorted(root.rglob("*.mem"))[len(list(root.rglob("*.mem"))) // 2]
+    original = target.read_text(encoding="utf-8")
+    seen = []
+    try:
+        for n in range(edits):
+            word = f"zqx{n}restartbench"
+            text = original + (
+                f'\nfact bench.edit_{n} {{ claim: "{word} marks this edit." '
+                f'evidence {{ source: "bench" quote: "q" }} }}\n'
+            )
+            temporary = target.with_suffix(".tmp")
+            temporary.write_text(text, encoding="utf-8")
+            written = time.perf_counter()
+            temporary.replace(target)
+            while time.perf_counter() - written < 60:
+                if f"bench.edit_{n}" in daemon.query(word).text:
+                    seen.append(time.perf_counter() - written)
+                    break
+                time.sleep(0.002)
+            time.sleep(0.3)
+    finally:
+        target.write_text(original, encoding="utf-8")
+    return seen
+
+
+def query_p50(daemon: Served, workload: list[dict], count: int) -> float:
+    times = []
+    for item in workload[:count]:
+        begun = time.perf_counter()
+        daemon.query(item["query"]).raise_for_status()
+        times.append(time.perf_counter() - begun)
+    return statistics.median(times)
+
+
+def run(size: int, edits: int, queries: int) -> dict:
+    data = synth.ensure_workspace(size)
+    with tempfile.TemporaryDirectory(prefix="mh-restart-") as tmp:
+        root = Path(tmp) / "ws"
+        shutil.copytree(data.workspace, root)
+        state = Path(tmp) / "state"
+        secret = token(state)
+        files = len(list(root.rglob("*.mem")))
+        cold = Served(root, state, secret)
+        wait_for_cache(state, files)
+        cold.stop()
+        warm = Served(root, state, secret)
+        try:
+            served = edit_to_served(warm, root, edits)
+            p50 = query_p50(warm, data.queries(), queries)
+            rss = rss_mb(warm.proc.pid)
+        finally:
+            warm.stop()
+    return {
+        "size": size,
+        "cold_s": cold.started_s,
+        "warm_s": warm.started_s,
+        "edit_median_ms": statistics.median(served) * 1000 if served else None,
+        "edit_max_ms": max(served) * 1000 if served else None,
+        "query_p50_ms": p50 * 1000,
+        "rss_mb": rss,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10k,100k")
+    parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args(argv)
+    for size in (synth.parse_size(s) for s in args.sizes.split(",")):
+        r = run(size, args.edits, args.queries)
+        edit = "n/a" if r["edit_median_ms"] is None else f"{r['edit_median_ms']:.0f} ms"
+        print(
+            f"{synth.size_label(size)}: cold start {r['cold_s']:.2f} s, warm start "
+            f"{r['warm_s']:.2f} s, edit -> served median {edit} "
+            f"(max {r['edit_max_ms'] or 0:.0f} ms), query p50 {r['query_p50_ms']:.1f} ms, "
+            f"RSS {r['rss_mb']:.0f} MiB",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
