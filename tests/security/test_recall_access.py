@@ -165,3 +165,77 @@ def test_a_private_diary_entry_reaches_only_its_writer_and_reviewers(daemon: Liv
     with daemon.http(reviewer) as http:
         entries = http.get(f"/v1/workspaces/{TEAM}/diary", params={"identity": "diarist"}).json()
     assert [e["drawer_id"] for e in entries["entries"]] == [drawer]
+
+
+def test_ingest_never_quotes_a_hidden_drawer_as_a_near_duplicate(daemon: LiveDaemon) -> None:
+    # Given a drawer only `board` may read
+    board = token(daemon, "near-board", workspaces=[TEAM], roles=["board"])
+    secret = "The acquisition of Northwind closes on March 3 for 41 million euros."
+    (hidden,) = ingest(daemon, board, content=secret, room="deals", readers=["board"])
+    # When a caller without the role ingests a near copy (the same words, reordered)
+    guesser = token(daemon, "near-guesser", workspaces=[TEAM])
+    with daemon.http(guesser) as http:
+        answer = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={
+                "content": "For 41 million euros the acquisition of Northwind closes on March 3."
+            },
+        )
+    # Then nothing in the answer names or quotes the hidden drawer
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["near_duplicates"] == []
+    assert hidden not in answer.text and "Northwind closes on March 3 for" not in answer.text
+    # While a caller that may read it is told about the near copy
+    with daemon.http(board) as http:
+        again = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={
+                "content": "For 41 million euros, the acquisition of Northwind closes on March 3."
+            },
+        )
+    assert hidden in {n["similar_drawer_id"] for n in again.json()["near_duplicates"]}
+
+
+def test_exact_content_of_a_hidden_drawer_is_no_duplicate_oracle(daemon: LiveDaemon) -> None:
+    board = token(daemon, "dup-board", workspaces=[TEAM], roles=["board"])
+    secret = "the vault door code is 4417"
+    (hidden,) = ingest(daemon, board, content=secret, room="vault", readers=["board"])
+    guesser = token(daemon, "dup-guesser", workspaces=[TEAM])
+    with daemon.http(guesser) as http:
+        right = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest", json={"content": secret, "room": "vault"}
+        ).json()
+        wrong = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={"content": "the vault door code is 4418", "room": "vault"},
+        ).json()
+    # A right guess is stored as a wrong one is, a new drawer of the caller's own, never
+    # answered "unchanged" (its id takes the long form, as on a hash clash)
+    for answer in (right, wrong):
+        assert (answer["chunks"], answer["duplicates"]) == (1, 0), answer
+        assert answer["sources"][0]["status"] == "ingested"
+    assert hidden not in right["sources"][0]["drawer_ids"]
+    with daemon.http(board) as http:  # the hidden drawer is untouched
+        assert http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{hidden}").status_code == 200
+
+
+def test_reingesting_a_file_name_never_replaces_drawers_hidden_from_the_caller(
+    daemon: LiveDaemon,
+) -> None:
+    # Given a file uploaded with readers, cited by its name
+    board = token(daemon, "file-board", workspaces=[TEAM], roles=["board"])
+    upload = {"name": "plans/q3.md", "content": "# Q3\nclose the lisbon office quietly"}
+    (hidden,) = ingest(daemon, board, files=[upload], readers=["board"])
+    # When a caller without the role uploads another file of the same name
+    guesser = token(daemon, "file-guesser", workspaces=[TEAM])
+    with daemon.http(guesser) as http:
+        answer = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={"files": [{"name": "plans/q3.md", "content": "# Q3\nmy own plan"}]},
+        )
+    # Then its file is stored beside the hidden one, which it neither replaced nor learnt of
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["replaced"] == 0 and answer.json()["chunks"] == 1
+    with daemon.http(board) as http:
+        kept = http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{hidden}")
+    assert kept.status_code == 200 and "lisbon" in kept.json()["drawer"]["content"]
