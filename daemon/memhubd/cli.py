@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 from collections.abc import Sequence
 
@@ -136,7 +137,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Thread-count variables BLAS libraries read once, when numpy is first imported.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def single_threaded_blas() -> None:
+    """Default every BLAS library to one thread, unless the operator chose otherwise.
+
+    The daemon runs many small matrix products (a query against a workspace's vectors)
+    from several request threads at once; a threaded BLAS then oversubscribes the
+    cores and was measured 30-100x slower under load. It must run before numpy is
+    imported, so it is the first thing `main` does (`memhubd serve`, the container
+    and the systemd unit all come through here). OPENBLAS_CORETYPE is never touched.
+    """
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    single_threaded_blas()
     return run_command_line(build_parser(), argv, _run)
 
 
