@@ -144,12 +144,18 @@ async def tool_error(client: Client, name: str, arguments: dict[str, Any]) -> st
 # --- listings ---------------------------------------------------------------------------
 
 
-async def test_lists_eleven_described_tools_that_take_a_workspace(daemon) -> None:
+# Tools whose answer spans every workspace the caller may use, so they name none.
+CROSS_WORKSPACE_TOOLS = {"memory_tunnels"}
+
+
+async def test_lists_described_tools_that_take_a_workspace(daemon) -> None:
     async with mcp_client(daemon, team_reader(daemon)) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) >= set(TOOLS) | {"memory_propose"}
     for tool in tools.values():
         assert len(tool.description or "") > 60, tool.name
+        if tool.name in CROSS_WORKSPACE_TOOLS:
+            continue
         assert "workspace" in tool.input_schema["properties"], tool.name
         assert "workspace" not in tool.input_schema.get("required", []), tool.name
 
