@@ -143,3 +143,24 @@ def test_no_cowork_door_opens_on_a_workspace_without_a_grant(daemon: LiveDaemon)
     for answer in answers:
         assert answer.status_code == 403, answer.text
         assert "o-insider" not in answer.text
+
+
+def test_a_scoped_admin_learns_nothing_of_tokens_beyond_its_grants(daemon: LiveDaemon) -> None:
+    # A token beyond an admin's grants is one it may not list: a refused push explains
+    # it exactly as a name that does not exist
+    scoped = token(daemon, "s-admin", "all", workspaces=[TEAM])
+    token(daemon, "s-elsewhere", workspaces=[OTHER])
+    token(daemon, "s-ops-mute", "read:search", workspaces=[TEAM], roles=["ops"])
+    names = ("s-elsewhere", "s-ops-mute", "s-ghost")
+    answers = [push(daemon, scoped, to, "hello") for to in names]
+    assert {a.status_code for a in answers} == {404}
+    messages = {
+        a.json()["error"]["message"].replace(to, "X") for a, to in zip(answers, names, strict=True)
+    }
+    assert messages == {"cannot push to 'X': no live token named 'X'"}, messages
+    # While a full admin is told why
+    with daemon.http(daemon.admin_token) as http:
+        full = http.post(
+            f"/v1/workspaces/{TEAM}/cowork/push", json={"to": "s-elsewhere", "content": "hello"}
+        )
+    assert full.status_code == 404 and "has no grant for workspace" in full.text
