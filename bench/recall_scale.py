@@ -93,9 +93,8 @@ def measure_ingest(
     options = IngestOptions(workspace="bench", identity="bench", door="bench")
     files = [transcript(words, 20) for _ in range(chunks // 20)]
     started = time.perf_counter()
-    written = sum(
-        ingestor.ingest_text(f"s{i}.jsonl", text, options).chunks for i, text in enumerate(files)
-    )
+    reports = ingestor.ingest_texts(((f"s{i}.jsonl", t) for i, t in enumerate(files)), options)
+    written = sum(report.chunks for report in reports)
     seconds = time.perf_counter() - started
     store.close()
     return {

@@ -651,13 +651,18 @@ class SQLiteStore(DrawerStore):
                 ).fetchone()
                 if row:
                     replaced.append(row[0])
-            for index, drawer in enumerate(drawers):
-                cursor = connection.execute(
-                    "INSERT INTO drawers (id, room, content, source_file, source_kind, "
-                    "chunk_index, importance, content_hash, locator, speaker, said_at, "
-                    "created_at, updated_at, identity, readers, context) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (id) DO NOTHING",
+            # One statement for all rows (executemany keeps the loop in C). AUTOINCREMENT
+            # and the held write lock make the rows above the current maximum exactly
+            # the ones this statement inserted; an id already stored (written meanwhile
+            # by another source) is skipped: one drawer per id.
+            before = connection.execute("SELECT coalesce(max(rowid), 0) FROM drawers").fetchone()[0]
+            connection.executemany(
+                "INSERT INTO drawers (id, room, content, source_file, source_kind, "
+                "chunk_index, importance, content_hash, locator, speaker, said_at, "
+                "created_at, updated_at, identity, readers, context) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (id) DO NOTHING",
+                [
                     (
                         drawer.id,
                         drawer.room,
@@ -675,16 +680,23 @@ class SQLiteStore(DrawerStore):
                         drawer.identity,
                         json.dumps(list(drawer.readers)) if drawer.readers is not None else None,
                         drawer.context or None,
-                    ),
-                )
-                if cursor.rowcount != 1:
-                    continue  # written meanwhile by another source: one drawer per id
-                inserted.append(drawer.id)
-                if vectors is not None:
-                    connection.execute(
-                        "INSERT INTO vectors (rowid, vector) VALUES (?, ?)",
-                        (cursor.lastrowid, np.asarray(vectors[index], dtype="<f4").tobytes()),
                     )
+                    for drawer in drawers
+                ],
+            )
+            written = connection.execute(
+                "SELECT rowid, id FROM drawers WHERE rowid > ? ORDER BY rowid", (before,)
+            ).fetchall()
+            inserted = [drawer_id for _rowid, drawer_id in written]
+            if vectors is not None and written:
+                position: dict[str, int] = {}
+                for index, drawer in enumerate(drawers):
+                    position.setdefault(drawer.id, index)  # a repeated id: the first was kept
+                blobs = np.asarray(vectors, dtype="<f4")
+                connection.executemany(
+                    "INSERT INTO vectors (rowid, vector) VALUES (?, ?)",
+                    [(rowid, blobs[position[i]].tobytes()) for rowid, i in written],
+                )
             self._audit(connection, audit)
         return WriteOutcome(tuple(inserted), tuple(replaced))
 
