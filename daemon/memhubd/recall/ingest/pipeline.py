@@ -185,7 +185,9 @@ class Ingestor:
             for report, drawers in group:
                 if drawers:
                     probe = SourceReport(report.source)
-                    new, _stale = self._plan(probe, drawers, True, options.roles)
+                    # (without the caller's roles: a hidden drawer embedded later is
+                    # only slower, never wrong)
+                    new, _stale = self._plan(probe, drawers, True)
                     texts.update(dict.fromkeys(d.content for d in new))
             if texts and self._embed_allowed():
                 batch = list(texts)
