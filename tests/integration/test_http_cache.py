@@ -118,6 +118,9 @@ def test_large_answers_are_gzipped_when_accepted(daemon) -> None:
         zipped.close()
 
     assert zipped.headers["content-encoding"] == "gzip"
+    assert zipped.headers["etag"] == plain.headers["etag"][:-1] + '-gzip"'
+    unchanged = post(daemon, QUERY, **{"if-none-match": zipped.headers["etag"]})
+    assert unchanged.status_code == 304
     assert len(raw) < len(plain.content)
     assert gzip.decompress(raw) == plain.content
     # httpx decodes it as any client would: the same JSON.

@@ -25,20 +25,28 @@ CACHE_CONTROL = "private, no-cache"
 VARY = "Accept, Accept-Encoding, Authorization"
 
 
-def _tags(header: str) -> set[str]:
-    # Weak comparison (RFC 9110 13.1.2): W/ prefixes are ignored.
-    return {part.strip().removeprefix("W/") for part in header.split(",") if part.strip()}
+# The compressed form is another representation, so its tag differs (RFC 9110 8.8.3);
+# either one names the same answer for If-None-Match.
+GZIP_TAG_SUFFIX = '-gzip"'
+
+
+def _base_tag(tag: str) -> str:
+    return tag[: -len(GZIP_TAG_SUFFIX)] + '"' if tag.endswith(GZIP_TAG_SUFFIX) else tag
 
 
 def not_modified(request: Request, tag: str) -> Response | None:
-    """A 304 when the request's `If-None-Match` names `tag` (or `*`), else None."""
+    """A 304 when the request's `If-None-Match` names `tag` (or `*`), else None.
+
+    The 304 carries the tag the client sent, that of the form (plain or gzip) it has.
+    """
     header = request.headers.get("if-none-match")
     if not header:
         return None
-    tags = _tags(header)
-    if tag not in tags and "*" not in tags:
-        return None
-    return Response(status_code=304, headers=_validators(tag))
+    for part in header.split(","):
+        sent = part.strip().removeprefix("W/")  # weak comparison (RFC 9110 13.1.2)
+        if sent == "*" or _base_tag(sent) == tag:
+            return Response(status_code=304, headers=_validators(tag if sent == "*" else sent))
+    return None
 
 
 def accepts_gzip(request: Request) -> bool:
@@ -62,6 +70,7 @@ def answer_response(request: Request, answer: QueryAnswer, *, as_text: bool, hub
     if len(body) >= GZIP_MIN_BYTES and accepts_gzip(request):
         body = _gzipped(hub, answer, body, as_text)
         headers["content-encoding"] = "gzip"
+        headers["etag"] = answer.tag[:-1] + GZIP_TAG_SUFFIX
     return Response(body, media_type=media_type, headers=headers)
 
 
