@@ -13,12 +13,6 @@ from collections.abc import Callable, Sequence
 from memctl import __version__, commands, render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import ConfigError, resolve_settings
-from memctl.cowork import add_cowork_commands
-from memctl.diary import add_diary_commands
-from memctl.graph import add_graph_commands
-from memctl.hooks import add_hooks_commands
-from memctl.mcp_bridge import add_mcp_command
-from memctl.recall import add_recall_commands
 from memctl.transport import DEFAULT_TIMEOUT, DaemonUnreachable, InvalidTarget
 from memhub_protocol.commandline import CommandParser, add_completion_command, run_command_line
 from memhub_protocol.scopes import parse_scopes
@@ -226,7 +220,9 @@ def _add_review_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     a.add_argument("--reason", required=True, help="why (recorded in the audit log)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, only_here: bool = False) -> argparse.ArgumentParser:
+    """memctl's parser; `only_here`: only the commands defined in this module, without
+    importing the other command modules (a third of a short command's time)."""
     common = _global_options()
     parser = CommandParser(
         prog="memctl",
@@ -238,6 +234,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_daemon_commands(sub, common)
     _add_workspace_commands(sub, common)
+    if only_here:
+        _add_review_commands(sub, common)
+        return parser
+    from memctl.cowork import add_cowork_commands
+    from memctl.diary import add_diary_commands
+    from memctl.graph import add_graph_commands
+    from memctl.hooks import add_hooks_commands
+    from memctl.mcp_bridge import add_mcp_command
+    from memctl.recall import add_recall_commands
+
     add_mcp_command(sub, [common])
     _add_review_commands(sub, common)
     add_recall_commands(sub, common)
@@ -250,7 +256,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_command_line(build_parser(), argv, run)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(only_here=True)
+    if _command_word(arguments) not in _command_names(parser):
+        parser = build_parser()  # help, --version, or a command of another module
+    return run_command_line(parser, argv, run)
+
+
+# Global options that take a value: the word after one is not the command.
+_VALUE_OPTIONS = frozenset({"--url", "--token", "-w", "--workspace", "--timeout"})
+
+
+def _command_word(arguments: Sequence[str]) -> str | None:
+    skip = False
+    for word in arguments:
+        if skip:
+            skip = False
+        elif word in _VALUE_OPTIONS:
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def _command_names(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
 
 
 def run(args: argparse.Namespace) -> int:
