@@ -239,3 +239,22 @@ def test_reingesting_a_file_name_never_replaces_drawers_hidden_from_the_caller(
     with daemon.http(board) as http:
         kept = http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{hidden}")
     assert kept.status_code == 200 and "lisbon" in kept.json()["drawer"]["content"]
+
+
+def test_a_writer_still_replaces_its_own_file_written_for_readers_it_lacks(
+    daemon: LiveDaemon,
+) -> None:
+    # An agent may ingest for a role it does not hold; its own re-ingest still replaces
+    agent = token(daemon, "write-only-agent", workspaces=[TEAM])
+    first = {"name": "logs/session.md", "content": "# Session\nstep one done"}
+    ingest(daemon, agent, files=[first], readers=["finance"])
+    with daemon.http(agent) as http:
+        answer = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={
+                "files": [{"name": "logs/session.md", "content": "# Session\nstep two done"}],
+                "readers": ["finance"],
+            },
+        )
+    assert answer.status_code == 201, answer.text
+    assert (answer.json()["chunks"], answer.json()["replaced"]) == (1, 1), answer.text
