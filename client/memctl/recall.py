@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +23,7 @@ from memhub_protocol.recall import (
     MAX_FILES_PER_REQUEST,
     SOURCE_KINDS,
     IngestRequest,
+    ReindexRequest,
     SearchRequest,
     SourceFile,
     TaxonomyEditRequest,
@@ -32,7 +34,11 @@ from memhub_protocol.recall import (
 
 # Uploads stay under the daemon's default body limit ([limits] max_body_bytes, 1 MiB).
 BATCH_BYTES = 900 * 1024
+FILE_OVERHEAD = 40  # a file's JSON keys and punctuation, roughly
+PART_OVERHEAD = 80  # and a part's upload id and numbers
 BAR_WIDTH = 30
+# Drawers re-embedded per reindex request: a few seconds of work, then progress.
+REINDEX_STEP = 2000
 
 
 # --------------------------------------------------------------------------- parser
@@ -58,6 +64,14 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a.add_argument("--readers", help="comma-separated roles that may see these drawers")
     a.add_argument("--source", help="citation for stdin (default 'stdin')")
     a.add_argument("--max-file-bytes", type=int, default=DEFAULT_MAX_FILE_BYTES, metavar="N")
+    a.add_argument(
+        "--request-bytes",
+        type=int,
+        default=BATCH_BYTES,
+        metavar="N",
+        help="largest upload per request; larger files go in parts (default fits the "
+        "daemon's default [limits] max_body_bytes)",
+    )
 
     a = command(actions, "search", cmd_search, "hybrid search of the drawers")
     a.add_argument("text", nargs="+", help="what to look for")
@@ -117,20 +131,71 @@ def _sources(
 def _batches(
     args: argparse.Namespace, walked: list[SourceFile], skipped: list[dict[str, str]]
 ) -> Iterator[list[UploadedFile]]:
+    """Requests' worth of files; a file too large for one request is sent alone, as
+    numbered parts of one upload that the daemon joins before ingesting it."""
+    budget = args.request_bytes
     batch: list[UploadedFile] = []
     size = 0
     for source, text in _sources(args, walked):
         if text is None:
             skipped.append({"source": source.name, "reason": source.skip or "unreadable"})
             continue
-        weight = len(json.dumps(text)) + len(source.name) + 40
-        if batch and (size + weight > BATCH_BYTES or len(batch) >= MAX_FILES_PER_REQUEST):
+        weight = len(json.dumps(text)) + len(source.name) + FILE_OVERHEAD
+        if weight > budget:
+            if batch:
+                yield batch
+                batch, size = [], 0
+            pieces = split_text(text, budget - len(source.name) - FILE_OVERHEAD - PART_OVERHEAD)
+            upload = secrets.token_hex(8)
+            for number, piece in enumerate(pieces):
+                yield [UploadedFile(source.name, piece, upload, number, len(pieces))]
+            continue
+        if batch and (size + weight > budget or len(batch) >= MAX_FILES_PER_REQUEST):
             yield batch
             batch, size = [], 0
         batch.append(UploadedFile(source.name, text))
         size += weight
     if batch:
         yield batch
+
+
+def split_text(text: str, budget: int) -> list[str]:
+    """`text` cut into pieces whose JSON string form is at most `budget` characters,
+    at line ends where it can be (a longer line is cut inside)."""
+    budget = max(budget, 64)
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in text.splitlines(keepends=True):
+        weight = len(json.dumps(line))
+        while weight > budget:  # a line longer than a piece: cut it by characters
+            cut = _fitting(line, budget)
+            if current:
+                pieces.append("".join(current))
+                current, size = [], 0
+            pieces.append(line[:cut])
+            line = line[cut:]
+            weight = len(json.dumps(line))
+        if current and size + weight > budget:
+            pieces.append("".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += weight
+    if current:
+        pieces.append("".join(current))
+    return pieces or [""]
+
+
+def _fitting(line: str, budget: int) -> int:
+    """The longest prefix length of `line` whose JSON form fits `budget` (at least 1)."""
+    low, high = 1, len(line)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(json.dumps(line[:middle])) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 class _Progress:
@@ -189,7 +254,8 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
             totals[key].extend(answer[key])
         if answer.get("lock_wait_ms") is not None:
             totals["lock_wait_ms"] = max(totals["lock_wait_ms"] or 0, answer["lock_wait_ms"])
-        progress.advance(len(batch), totals["chunks"])
+        whole = sum(1 for f in batch if f.part == f.parts - 1)
+        progress.advance(whole, totals["chunks"])
     progress.finish()
     totals["dry_run"] = args.dry_run
     session.show(totals, _render_ingest)
@@ -363,9 +429,29 @@ def _render_taxonomy(answer: dict[str, Any]) -> str:
 
 
 def cmd_reindex(session: Session, args: argparse.Namespace) -> int:
-    if sys.stderr.isatty():
-        print("re-embedding every drawer (the daemon answers when done) ...", file=sys.stderr)
-    answer = _ws_call(session, "recall_reindex")
+    """Re-embed in steps of REINDEX_STEP drawers, so progress can be shown; the daemon
+    swaps the new vectors in when the last step is done."""
+    show = sys.stderr.isatty() and not session.as_json
+    after, drawers, seconds = 0, 0, 0.0
+    while True:
+        request = ReindexRequest(after=after, limit=REINDEX_STEP)
+        answer = _ws_call(session, "recall_reindex", body=request.to_json())
+        drawers += answer["drawers"]
+        seconds += answer["seconds"]
+        after = answer["next"]
+        if show:
+            total = max(answer["total"], drawers, 1)
+            filled = min(BAR_WIDTH, BAR_WIDTH * drawers // total)
+            bar = "#" * filled + "." * (BAR_WIDTH - filled)
+            sys.stderr.write(f"\r[{bar}] {drawers}/{total} drawers re-embedded")
+            sys.stderr.flush()
+        if answer["done"]:
+            break
+    if show:
+        sys.stderr.write("\n")
+    answer = {**answer, "drawers": drawers, "seconds": round(seconds, 3)}
+    for key in ("next", "done", "total"):
+        answer.pop(key, None)
     session.show(
         answer,
         lambda a: (

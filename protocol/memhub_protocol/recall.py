@@ -8,6 +8,7 @@ directories); depends on nothing of the daemon.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -108,6 +109,34 @@ def parse_time(value: Any, field: str = "time") -> int | None:
 class UploadedFile:
     name: str  # the citation: a path relative to what the caller ingested
     content: str
+    # A file too large for one request body comes as parts 0..parts-1 of one `upload`
+    # (an id the client chooses), in order; the daemon ingests it when the last arrives.
+    upload: str | None = None
+    part: int = 0
+    parts: int = 1
+
+
+MAX_PARTS = 10_000
+_UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+
+
+def _uploaded(item: Any) -> UploadedFile:
+    if not isinstance(item, dict):
+        raise _invalid("each file must be an object {name, content}", "files")
+    name = _string(item, "name", required=True)
+    text = item.get("content")
+    if not isinstance(text, str):
+        raise _invalid("each file needs a string 'content'", "files")
+    if set(item) - {"name", "content", "upload", "part", "parts"}:
+        raise _invalid("a file takes only name, content, upload, part and parts", "files")
+    if item.get("upload") is None and item.get("part") is None and item.get("parts") is None:
+        return UploadedFile(str(name), text)
+    upload = item.get("upload")
+    if not isinstance(upload, str) or not _UPLOAD_ID.fullmatch(upload):
+        raise _invalid("'upload' must be 8 to 64 letters, digits, '-' or '_'", "upload")
+    parts = _integer(item, "parts", 1, 1, MAX_PARTS)
+    part = _integer(item, "part", 0, 0, parts - 1)
+    return UploadedFile(str(name), text, upload, part, parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,15 +162,7 @@ class IngestRequest:
         raw_files = data.get("files") or []
         if not isinstance(raw_files, list) or len(raw_files) > MAX_FILES_PER_REQUEST:
             raise _invalid(f"'files' must be a list of at most {MAX_FILES_PER_REQUEST}", "files")
-        files = []
-        for item in raw_files:
-            if not isinstance(item, dict):
-                raise _invalid("each file must be an object {name, content}", "files")
-            name = _string(item, "name", required=True)
-            text = item.get("content")
-            if not isinstance(text, str):
-                raise _invalid("each file needs a string 'content'", "files")
-            files.append(UploadedFile(str(name), text))
+        files = [_uploaded(item) for item in raw_files]
         if (content is None) == (not files):
             raise _invalid("give exactly one of 'content' or 'files'", "content")
         dry_run = data.get("dry_run", False)
@@ -170,8 +191,15 @@ class IngestRequest:
         if self.content is not None:
             out["content"] = self.content
         else:
-            out["files"] = [{"name": f.name, "content": f.content} for f in self.files]
+            out["files"] = [_file_json(f) for f in self.files]
         return {key: value for key, value in out.items() if value is not None}
+
+
+def _file_json(upload: UploadedFile) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": upload.name, "content": upload.content}
+    if upload.upload is not None:
+        out.update(upload=upload.upload, part=upload.part, parts=upload.parts)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +284,35 @@ class TaxonomyEditRequest:
             "display_name": self.display_name,
             "remove": self.remove,
         }
+
+
+MAX_REINDEX_STEP = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexRequest:
+    """A reindex in one call (no fields), or one step of it: re-embed at most `limit`
+    live drawers whose row number is above `after` (0 starts over); the step that
+    reaches the end swaps the new vectors in. Steps let a client show progress."""
+
+    after: int | None = None
+    limit: int | None = None
+
+    FIELDS = ("after", "limit")
+
+    @classmethod
+    def from_json(cls, data: Any) -> ReindexRequest:
+        data = _object(data, cls.FIELDS)
+        if data.get("after") is None and data.get("limit") is None:
+            return cls()
+        after = _integer(data, "after", 0, 0, 2**62)
+        limit = _integer(data, "limit", 2000, 1, MAX_REINDEX_STEP)
+        return cls(after, limit)
+
+    def to_json(self) -> dict[str, Any]:
+        if self.after is None and self.limit is None:
+            return {}
+        return {"after": self.after or 0, "limit": self.limit}
 
 
 def looks_binary(head: bytes) -> bool:

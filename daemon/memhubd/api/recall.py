@@ -16,6 +16,7 @@ from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import (
     MAX_LIMIT,
     IngestRequest,
+    ReindexRequest,
     SearchRequest,
     TaxonomyEditRequest,
     parse_time,
@@ -142,7 +143,8 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
         return _result(context, data)
 
     async def reindex(request: Request, identity: Identity) -> Response:
-        return _result(context, await recall.reindex(hub, identity, _ws(request), DOOR))
+        body = ReindexRequest.from_json(await _json_body(request))
+        return _result(context, await recall.reindex(hub, identity, _ws(request), DOOR, body))
 
     return {
         "recall_ingest": ingest,

@@ -17,6 +17,7 @@ from memhubd.recall.ingest.lock import DEFAULT_TIMEOUT_S, SourceLock
 from memhubd.recall.ingest.pipeline import NEAR_DUPLICATE, Embeds, Ingestor
 from memhubd.recall.search import DEFAULT_WEIGHTS, Weights
 from memhubd.recall.store import DrawerStore, open_store
+from memhubd.recall.uploads import PartAssembler
 
 log = structlog.get_logger("memhubd.recall")
 
@@ -46,6 +47,8 @@ class RecallShelf:
         self._embedder: Embeds | None = None
         self._embedder_error: str | None = None
         self._embedder_loaded = False
+        # Files uploaded in parts, until their last part: at most four files' worth.
+        self.uploads = PartAssembler(self.settings.max_file_bytes, 4 * self.settings.max_file_bytes)
 
     def path_of(self, workspace: str) -> Path:
         return self.directory / f"{workspace}.db"

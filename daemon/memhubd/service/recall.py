@@ -20,7 +20,12 @@ import numpy as np
 import structlog
 
 from memhub_protocol import ErrorCode, ProtocolError
-from memhub_protocol.recall import IngestRequest, SearchRequest, TaxonomyEditRequest
+from memhub_protocol.recall import (
+    IngestRequest,
+    ReindexRequest,
+    SearchRequest,
+    TaxonomyEditRequest,
+)
 from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, WRITE_RECALL
 from memhubd.auth.identity import Identity
 from memhubd.recall import aaak
@@ -30,6 +35,7 @@ from memhubd.recall.search import Hit, search
 from memhubd.recall.shelf import RecallShelf
 from memhubd.recall.signals import analyze
 from memhubd.recall.store import AuditEntry, DrawerFilter, TaxonomyEntry
+from memhubd.recall.uploads import PartError
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import check_length, host_for, require_scope, visible_workspaces
 from memhubd.service.cowork import note_search
@@ -47,6 +53,8 @@ WAKE_UP_BUDGET = 4000
 WAKE_UP_CUT = 200
 MAP_HEADER_LINES = 12
 REINDEX_BATCH = 256
+# The status of a file part kept until its upload's last part (not yet a file).
+PART_RECEIVED = "part_received"
 FORMATS = ("json", "aaak")
 WAKE_UP_FORMATS = ("text", "aaak")
 COMPRESS_SCHEMA = "memhub.recall.compress.v1"
@@ -118,21 +126,37 @@ async def ingest(
                     request.source or "content",
                 )
             ]
-        reports = []
-        for upload in request.files:
-            if len(upload.content.encode("utf-8")) > shelf.settings.max_file_bytes:
-                reports.append(
-                    SourceReport(
-                        upload.name, "skipped", f"larger than {shelf.settings.max_file_bytes} bytes"
-                    )
-                )
+        limit = shelf.settings.max_file_bytes
+        early: dict[int, SourceReport] = {}  # reports settled before ingest
+        texts: dict[int, str] = {}
+        for i, upload in enumerate(request.files):
+            if upload.upload is None:
+                if len(upload.content.encode("utf-8")) > limit:
+                    early[i] = SourceReport(upload.name, "skipped", f"larger than {limit} bytes")
+                else:
+                    texts[i] = upload.content
                 continue
-            reports.append(
-                _guarded(
-                    lambda u=upload: ingestor.ingest_text(u.name, u.content, options), upload.name
+            # One caller's upload of one file into one workspace: nobody else adds to it.
+            key = (name, identity.name, upload.upload, upload.name)
+            try:
+                whole = shelf.uploads.add(key, upload.part, upload.parts, upload.content)
+            except PartError as error:
+                early[i] = SourceReport(upload.name, "failed", str(error))
+                continue
+            if whole is None:
+                early[i] = SourceReport(
+                    upload.name, PART_RECEIVED, f"part {upload.part + 1} of {upload.parts}"
                 )
+            else:
+                texts[i] = whole
+        # The files go through one batch ingest: their chunks are embedded together,
+        # each file still in its own transaction under its own lock.
+        stored = iter(
+            ingestor.ingest_texts(
+                ((request.files[i].name, text) for i, text in texts.items()), options, _guarded
             )
-        return reports
+        )
+        return [early[i] if i in early else next(stored) for i in range(len(request.files))]
 
     reports = await anyio.to_thread.run_sync(work, limiter=_INGEST)
     return ingest_summary(name, request.dry_run, reports)
@@ -155,7 +179,7 @@ def ingest_summary(name: str, dry_run: bool, reports: list[SourceReport]) -> dic
         "schema_version": INGEST_SCHEMA,
         "workspace": name,
         "dry_run": dry_run,
-        "files": len(reports),
+        "files": sum(1 for r in reports if r.status != PART_RECEIVED),
         "chunks": sum(r.chunks for r in reports),
         "duplicates": sum(r.duplicates for r in reports),
         "replaced": sum(r.replaced for r in reports),
@@ -546,12 +570,24 @@ async def taxonomy_edit(
     return await taxonomy(hub, identity, name)
 
 
-async def reindex(hub: Hub, identity: Identity, name: str, door: str) -> dict[str, Any]:
+async def reindex(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    door: str,
+    request: ReindexRequest | None = None,
+) -> dict[str, Any]:
     """Re-embed every live drawer with the running embedder and swap the vectors in
-    at once; until it commits, search keeps using the old vectors (or none)."""
+    at once; until it commits, search keeps using the old vectors (or none).
+
+    With `request.limit`, one step: the live drawers above row `request.after` (0
+    starts over), at most `limit` of them, are re-embedded aside; the answer says
+    where the next step starts, and the step that reaches the end swaps them in.
+    """
     require_scope(identity, ADMIN)
     host_for(hub, identity, name)
     shelf = shelf_of(hub)
+    step = request if request is not None and request.limit is not None else None
 
     def work() -> dict[str, Any]:
         from memhubd.recall.ingest import record_of
@@ -565,24 +601,41 @@ async def reindex(hub: Hub, identity: Identity, name: str, door: str) -> dict[st
             )
         store = shelf.store(name)
         started = time.perf_counter()
-        first = True
+        after = (step.after or 0) if step is not None else 0
+        budget = step.limit if step is not None else None
+        first = after == 0
         total = 0
-        for batch in store.iter_live(REINDEX_BATCH):
+        last = after
+        done = True
+        size = min(REINDEX_BATCH, budget) if budget is not None else REINDEX_BATCH
+        for batch in store.iter_live(size, after):
+            if budget is not None:
+                batch = batch[: budget - total]
             vectors = embedder.embed([d.content for d in batch])
             store.stage_vectors([d.rowid for d in batch], vectors, first=first)
             first = False
             total += len(batch)
+            last = batch[-1].rowid
+            if budget is not None and total >= budget:
+                # The step is full: done only if no live drawer follows.
+                done = next(iter(store.iter_live(1, last)), None) is None
+                break
         if first:
             store.stage_vectors([], np.zeros((0, record.dimension), np.float32), first=True)
-        audit = _audit(identity, door, "reindex", embedder=record.name, dimension=record.dimension)
-        count = store.commit_vectors(record, audit)
-        return {
+        answer: dict[str, Any] = {
             "workspace": name,
             "drawers": total,
-            "vectors": count,
             "embedder": {"name": record.name, "dimension": record.dimension},
-            "seconds": round(time.perf_counter() - started, 3),
         }
+        if step is not None:
+            answer.update(next=last, done=done, total=store.status().drawer_count)
+        if done:
+            audit = _audit(
+                identity, door, "reindex", embedder=record.name, dimension=record.dimension
+            )
+            answer["vectors"] = store.commit_vectors(record, audit)
+        answer["seconds"] = round(time.perf_counter() - started, 3)
+        return answer
 
     return await anyio.to_thread.run_sync(work, limiter=_INGEST)
 

@@ -177,18 +177,16 @@ class Ingestor:
         options: IngestOptions,
         run: Callable[[Callable[[], SourceReport], str], SourceReport],
     ) -> list[SourceReport]:
-        # Embed, in one call, what each file's plan says is new right now; the plan is
-        # made again under the file's lock, and anything new by then is embedded there.
+        # Embed, in one call, every chunk whose drawer id is not stored yet (a guess at
+        # what each file's plan will find new: the plan is made under the file's lock,
+        # and whatever it finds new that was not guessed is embedded there).
         self._vectors = {}
         if not options.dry_run and self.embedder is not None:
             texts: dict[str, None] = {}
-            for report, drawers in group:
+            for _report, drawers in group:
                 if drawers:
-                    probe = SourceReport(report.source)
-                    # (without the caller's roles: a hidden drawer embedded later is
-                    # only slower, never wrong)
-                    new, _stale = self._plan(probe, drawers, True)
-                    texts.update(dict.fromkeys(d.content for d in new))
+                    known = self.store.find([d.id for d in drawers])
+                    texts.update(dict.fromkeys(d.content for d in drawers if d.id not in known))
             if texts and self._embed_allowed():
                 batch = list(texts)
                 vectors = np.asarray(self.embedder.embed(batch), dtype=np.float32)
@@ -334,6 +332,17 @@ class Ingestor:
         """The drawers to write and the stored rows they supersede."""
         stored = self.store.chunks_of_source(report.source) if replace_stale else {}
         known = self.store.find([d.id for d in drawers])
+        hidden: set[int] = set()
+        if options.roles is not None:
+            # Others' drawers the caller may not read stay out of its plan: replacing
+            # them would delete what it cannot see, and "duplicate" would tell them apart.
+            rows = self.store.get([e.rowid for e in (*stored.values(), *known.values())])
+            hidden = {
+                rowid
+                for rowid, d in rows.items()
+                if d.identity != options.identity and not _readable(d.readers, options.roles)
+            }
+            stored = {i: e for i, e in stored.items() if e.rowid not in hidden}
         new: list[NewDrawer] = []
         stale: list[int] = []
         seen: set[str] = set()

@@ -321,8 +321,8 @@ class DrawerStore(abc.ABC):
     def audit(self, limit: int = 100) -> list[AuditEntry]: ...
 
     @abc.abstractmethod
-    def iter_live(self, batch: int) -> Iterator[list[Drawer]]:
-        """Every live drawer, in rowid order, `batch` at a time."""
+    def iter_live(self, batch: int, after: int = 0) -> Iterator[list[Drawer]]:
+        """Every live drawer with a rowid above `after`, in rowid order, `batch` at a time."""
 
     # -- writes -----------------------------------------------------------------------
     @abc.abstractmethod

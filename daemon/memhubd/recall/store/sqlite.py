@@ -610,8 +610,8 @@ class SQLiteStore(DrawerStore):
             for seq, at, identity, door, action, detail in rows
         ]
 
-    def iter_live(self, batch: int) -> Iterator[list[Drawer]]:
-        last = 0
+    def iter_live(self, batch: int, after: int = 0) -> Iterator[list[Drawer]]:
+        last = after
         while True:
             with self._readers.connection() as connection:
                 rows = connection.execute(

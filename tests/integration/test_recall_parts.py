@@ -1,0 +1,159 @@
+"""Recall through a real daemon: a file larger than a request body uploaded in parts,
+and reindex in steps with memctl's progress display."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+
+TEAM = "team-coding"
+BODY_LIMIT = 16 * 1024
+
+
+def transcript(exchanges: int) -> str:
+    lines = []
+    for n in range(exchanges):
+        question = f"exchange {n}: why does batch {n} of the ledger import drift " + "x" * 150
+        answer = f"answer {n}: the rounding of batch {n} happens before conversion " + "y" * 150
+        lines.append(json.dumps({"type": "user", "message": {"role": "user", "content": question}}))
+        lines.append(
+            json.dumps({"type": "assistant", "message": {"role": "assistant", "content": answer}})
+        )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    root = tmp_path_factory.mktemp("recall-parts")
+    workspaces = copy_examples(root / "ws", [TEAM])
+    with start_daemon(root, workspaces, **{"limits.max_body_bytes": BODY_LIMIT}) as live:
+        yield live
+
+
+def memctl(daemon: LiveDaemon, *argv: str, **kwargs: object) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "memctl", "--url", daemon.url, "--token", daemon.admin_token, *argv],
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+        **kwargs,  # type: ignore[call-overload]
+    )
+
+
+def test_a_file_larger_than_a_request_is_uploaded_in_parts(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    text = transcript(120)
+    assert len(text) > 3 * BODY_LIMIT
+    big = tmp_path / "bigroom" / "session.jsonl"
+    big.parent.mkdir()
+    big.write_text(text)
+    done = memctl(
+        daemon, "recall", "ingest", str(big), "-w", TEAM, "--room", "bigroom",
+        "--request-bytes", str(BODY_LIMIT // 2),
+        "--json", capture_output=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["files"] == 1 and summary["chunks"] == 120 and not summary["failed"]
+    with daemon.http(daemon.admin_token) as http:
+        status = http.get(f"/v1/workspaces/{TEAM}/recall/status").json()
+        answer = http.post(
+            f"/v1/workspaces/{TEAM}/recall/search",
+            json={"query": "exchange 77 batch 77", "limit": 3, "room": "bigroom"},
+        ).json()
+    # One source, chunked as a whole: exchanges are numbered across the parts' seams.
+    assert {r["room"]: r["drawer_count"] for r in status["rooms"]}["bigroom"] == 120
+    top = answer["hits"][0]
+    assert top["content"].count("exchange 77:") == 1 and top["chunk_index"] == 77
+
+
+def test_without_parts_the_daemon_refuses_the_file(daemon: LiveDaemon, tmp_path: Path) -> None:
+    with daemon.http(daemon.admin_token) as http:
+        answer = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={"files": [{"name": "whole.jsonl", "content": transcript(120)}]},
+        )
+    assert answer.status_code == 413
+
+
+def test_parts_out_of_order_fail_and_store_nothing(daemon: LiveDaemon) -> None:
+    part = {"name": "odd.txt", "content": "second half\n", "upload": "u-out-of-order"}
+    with daemon.http(daemon.admin_token) as http:
+        answer = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={"files": [{**part, "part": 1, "parts": 2}]},
+        )
+        assert answer.status_code in (200, 201), answer.text
+        body = answer.json()
+        assert (
+            body["failed"][0]["source"] == "odd.txt" and "in order" in body["failed"][0]["reason"]
+        )
+        first = {**part, "content": "first half\n", "part": 0, "parts": 2}
+        body = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"files": [first]}).json()
+        assert body["files"] == 0 and body["chunks"] == 0
+        assert body["sources"][0]["status"] == "part_received"
+        body = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={"files": [{**part, "part": 1, "parts": 2}]},
+        ).json()
+        assert body["files"] == 1 and body["chunks"] == 1
+        drawer = body["sources"][0]["drawer_ids"][0]
+        answer = http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer}").json()
+    assert "first half\nsecond half" in json.dumps(answer).replace("\\n", "\n"), answer
+
+
+def test_reindex_in_steps_covers_every_drawer(daemon: LiveDaemon) -> None:
+    with daemon.http(daemon.admin_token, timeout=60) as http:
+        total = http.get(f"/v1/workspaces/{TEAM}/recall/status").json()["drawer_count"]
+        after, seen, steps = 0, 0, 0
+        while True:
+            answer = http.post(
+                f"/v1/workspaces/{TEAM}/recall/reindex", json={"after": after, "limit": 7}
+            ).json()
+            steps += 1
+            seen += answer["drawers"]
+            after = answer["next"]
+            assert answer["total"] == total
+            if answer["done"]:
+                break
+            assert "vectors" not in answer  # nothing swapped in before the last step
+        assert seen == total and steps >= total // 7
+        assert answer["vectors"] == total
+        bad = http.post(f"/v1/workspaces/{TEAM}/recall/reindex", json={"limit": 0})
+        assert bad.status_code == 422 and "limit" in bad.text
+
+
+def test_memctl_reindex_shows_progress_on_a_terminal(daemon: LiveDaemon) -> None:
+    leader, follower = pty.openpty()
+    try:
+        done = memctl(
+            daemon, "recall", "reindex", "-w", TEAM, stdout=subprocess.PIPE, stderr=follower
+        )
+        os.close(follower)
+        follower = -1
+        shown = b""
+        while True:
+            try:
+                data = os.read(leader, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            shown += data
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert done.returncode == 0, shown
+    assert b"drawers re-embedded" in shown and b"[####" in shown
+    assert done.stdout.startswith("reindex complete:")
