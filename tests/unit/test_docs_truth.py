@@ -1,0 +1,156 @@
+"""The user documents name everything the code serves: a mechanical check that cannot drift.
+
+Every route of the route table (method, path and scope) is a row of docs/api.md; every
+MCP tool the server registers is named in docs/mcp-clients.md; every memctl command,
+subcommand and option is in docs/memctl.md; every configuration key is in
+docs/configuration.md. The lists come from the code itself (the route table, the MCP
+server built offline, memctl's parser, the config checkers), so a new route, tool,
+command or key fails here until it is documented. This test must not start a daemon or
+touch the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import anyio
+import pytest
+
+from memctl.cli import build_parser
+from memhub_protocol.routes import ROUTES
+from memhubd.mcp.server import build_mcp_server
+from memhubd.runtime import config
+from memhubd.runtime.hub import Hub
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+PLACEHOLDER = re.compile(r"\{[^}]*\}")
+# memctl's options that every command shares; documented once under "Connecting".
+GLOBAL_OPTIONS = {"-h", "--help", "--url", "--token", "-w", "--workspace", "--json", "--timeout"}
+
+
+def read(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def code_spans(text: str) -> set[str]:
+    return set(re.findall(r"`([^`\n]+)`", text))
+
+
+def api_rows() -> list[tuple[set[str], str, str]]:
+    """(methods, path with `{}` placeholders, scope cell) of each row of api.md's tables."""
+    rows = []
+    for line in read("api.md").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[1].startswith("`/"):
+            continue
+        methods = {method.strip() for method in cells[0].split(",")}
+        rows.append((methods, PLACEHOLDER.sub("{}", cells[1].strip("`")), cells[2]))
+    return rows
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda route: route.name)
+def test_every_route_is_a_row_of_api_md_with_its_scope(route):
+    path = PLACEHOLDER.sub("{}", route.path)
+    rows = [row for row in api_rows() if route.method in row[0] and row[1] == path]
+    assert rows, f"docs/api.md has no row for {route.method} {route.path} ({route.name})"
+    scope = route.scope or "–"
+    assert any(scope in cell for _methods, _path, cell in rows), (
+        f"docs/api.md: {route.method} {route.path} does not say its scope {scope!r}"
+    )
+
+
+def test_api_md_lists_no_route_the_table_lacks():
+    served = {(route.method, PLACEHOLDER.sub("{}", route.path)) for route in ROUTES}
+    for methods, path, _scope in api_rows():
+        for method in methods:
+            assert (method, path) in served | {("POST", "/mcp")}, (
+                f"docs/api.md documents {method} {path}, which the route table does not serve"
+            )
+
+
+def served_tools() -> list[str]:
+    server = build_mcp_server(Hub())
+
+    async def names() -> list[str]:
+        return [tool.name for tool in await server.list_tools()]
+
+    return anyio.run(names)
+
+
+def test_every_mcp_tool_is_named_in_mcp_clients_md():
+    tools = served_tools()
+    assert "memory_query" in tools and len(tools) > 9
+    documented = code_spans(read("mcp-clients.md"))
+    missing = [name for name in tools if name not in documented]
+    assert not missing, f"docs/mcp-clients.md does not name these MCP tools: {missing}"
+
+
+def memctl_commands() -> dict[str, list[str]]:
+    """Each command path (`recall ingest`) and its own options."""
+    found: dict[str, list[str]] = {}
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    options = [
+                        option
+                        for other in sub._actions
+                        for option in other.option_strings
+                        if option not in GLOBAL_OPTIONS
+                    ]
+                    found[f"{prefix}{name}"] = options
+                    walk(sub, f"{prefix}{name} ")
+
+    walk(build_parser(), "")
+    return found
+
+
+def test_every_memctl_command_and_option_is_in_memctl_md():
+    commands = memctl_commands()
+    assert "recall ingest" in commands and "completion" in commands
+    text = read("memctl.md")
+    spans = code_spans(text)
+    missing = [
+        command
+        for command in commands
+        if not any(span == command or span.startswith(command + " ") for span in spans)
+    ]
+    assert not missing, f"docs/memctl.md does not show these commands: {missing}"
+    words = set(re.findall(r"(?<![\w-])(-{1,2}[a-z][\w-]*)", text))
+    unlisted = sorted(
+        f"{command} {option}"
+        for command, options in commands.items()
+        for option in options
+        if option not in words
+    )
+    assert not unlisted, f"docs/memctl.md does not mention these options: {unlisted}"
+
+
+def config_keys() -> list[str]:
+    keys = list(config._TOP)
+    for table, checks in config._TABLES.items():
+        keys += [f"[{table}] {key}" for key in checks]
+    return keys + ["[workspaces]", "[recall] watch"]  # watch: a workspace table's recall key
+
+
+def test_every_config_key_is_in_configuration_md():
+    text = read("configuration.md")
+    sections = {"": text}
+    for match in re.finditer(r"^### `\[([\w.]+)\]`$", text, re.MULTILINE):
+        rest = text[match.end() :]
+        following = re.search(r"^##", rest, re.MULTILINE)
+        sections[match.group(1)] = rest[: following.start() if following else len(rest)]
+    missing = []
+    for key in config_keys():
+        table, _, name = key.rpartition(" ")
+        if not table and name.startswith("["):
+            table, name = name, ""
+        section = sections.get(table.strip("[]"), "") if table else text
+        if name and f"`{name}`" not in section and f"{name} =" not in section:
+            missing.append(key)
+        if not name and table.strip("[]") not in sections:
+            missing.append(key)
+    assert not missing, f"docs/configuration.md does not describe these keys: {missing}"
