@@ -332,17 +332,6 @@ class Ingestor:
         """The drawers to write and the stored rows they supersede."""
         stored = self.store.chunks_of_source(report.source) if replace_stale else {}
         known = self.store.find([d.id for d in drawers])
-        hidden: set[int] = set()
-        if options.roles is not None:
-            # Others' drawers the caller may not read stay out of its plan: replacing
-            # them would delete what it cannot see, and "duplicate" would tell them apart.
-            rows = self.store.get([e.rowid for e in (*stored.values(), *known.values())])
-            hidden = {
-                rowid
-                for rowid, d in rows.items()
-                if d.identity != options.identity and not _readable(d.readers, options.roles)
-            }
-            stored = {i: e for i, e in stored.items() if e.rowid not in hidden}
         new: list[NewDrawer] = []
         stale: list[int] = []
         seen: set[str] = set()
