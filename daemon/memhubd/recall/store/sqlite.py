@@ -204,6 +204,11 @@ class _VectorCache:
         self.readers: list[tuple[str, ...] | None] = []
         self.restricted: list[int] = []  # positions of drawers that name readers
         self.alive = np.zeros(0, dtype=bool)
+        # Each row's source file as a code into `source_names` (one string per source,
+        # not per drawer): the source boost reads it without a query.
+        self.source_codes = np.zeros(0, dtype=np.int32)
+        self.source_names: list[str] = []
+        self._source_code: dict[str, int] = {}
         self._columns: dict[str, np.ndarray] = {}  # filter columns as arrays, built on demand
         self._max_rowid = 0
 
@@ -241,7 +246,7 @@ class _VectorCache:
     def _append_new(self) -> None:
         cursor = self._connection.execute(
             "SELECT d.rowid, v.vector, d.room, d.source_kind, d.identity, "
-            "coalesce(d.said_at, d.created_at), d.readers "
+            "coalesce(d.said_at, d.created_at), d.readers, d.source_file "
             "FROM drawers d JOIN vectors v ON v.rowid = d.rowid "
             "WHERE d.rowid > ? AND d.deleted_at IS NULL ORDER BY d.rowid",
             (self._max_rowid,),
@@ -249,7 +254,8 @@ class _VectorCache:
         rowids: list[int] = []
         blobs: list[bytes] = []
         when: list[int] = []
-        for rowid, blob, room, kind, identity, at, readers in cursor:
+        codes: list[int] = []
+        for rowid, blob, room, kind, identity, at, readers, source in cursor:
             if len(blob) != self.dimension * 4:
                 continue  # a vector of another width cannot be compared; reindex fixes it
             rowids.append(rowid)
@@ -261,6 +267,11 @@ class _VectorCache:
             if readers is not None:
                 self.restricted.append(len(self.readers))
             self.readers.append(tuple(json.loads(readers)) if readers is not None else None)
+            code = self._source_code.get(source)
+            if code is None:
+                code = self._source_code[source] = len(self.source_names)
+                self.source_names.append(source)
+            codes.append(code)
         if not rowids:
             return
         fresh = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rowids), self.dimension)
@@ -268,8 +279,25 @@ class _VectorCache:
         self.matrix = np.concatenate([self.matrix, fresh.astype(np.float32, copy=False)])
         self.when = np.concatenate([self.when, np.asarray(when, dtype=np.int64)])
         self.alive = np.concatenate([self.alive, np.ones(len(rowids), dtype=bool)])
+        self.source_codes = np.concatenate([self.source_codes, np.asarray(codes, np.int32)])
         self._columns.clear()
         self._max_rowid = rowids[-1]
+
+    def sources(self, rowids: Sequence[int]) -> dict[int, str]:
+        """The source files of those `rowids` this cache holds (call under `lock`).
+        A stale cache is still right: a drawer's source never changes and rowids are
+        never reused; rows it lacks are simply not answered."""
+        if not len(self.rowids) or not len(rowids):
+            return {}
+        wanted = np.asarray(rowids, dtype=np.int64)
+        at = np.searchsorted(self.rowids, wanted)  # rowids are appended in ascending order
+        at[at >= len(self.rowids)] = 0
+        found = self.rowids[at] == wanted
+        names = self.source_names
+        return {
+            int(r): names[c]
+            for r, c in zip(wanted[found], self.source_codes[at[found]], strict=True)
+        }
 
     def _column(self, name: str) -> np.ndarray:
         column = self._columns.get(name)
@@ -418,7 +446,9 @@ class SQLiteStore(DrawerStore):
         return out
 
     def sources(self, rowids: Sequence[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
+        with self._vectors.lock:
+            out = self._vectors.sources(rowids)
+        rowids = [r for r in rowids if r not in out]  # drawers without a vector
         with self._readers.connection() as connection:
             for start in range(0, len(rowids), 500):
                 part = list(rowids[start : start + 500])
@@ -495,10 +525,11 @@ class SQLiteStore(DrawerStore):
                 return []
             scores = cache.matrix @ query
             restricted = where.roles is not None and bool(cache.restricted)
-            if where.narrows or restricted or not cache.alive.all():
+            masked = where.narrows or restricted or not cache.alive.all()
+            if masked:
                 scores = np.where(cache.mask(where), scores, -np.inf)
             rowids = cache.rowids
-        count = min(limit, int(np.isfinite(scores).sum()))
+        count = min(limit, int(np.isfinite(scores).sum()) if masked else len(scores))
         if count <= 0:
             return []
         top = np.argpartition(-scores, count - 1)[:count] if count < len(scores) else None
