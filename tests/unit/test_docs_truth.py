@@ -1,8 +1,8 @@
 """The user documents name everything the code serves: a mechanical check that cannot drift.
 
-Every route of the route table (method, path and scope) is a row of docs/api.md; every
-MCP tool the server registers is named in docs/mcp-clients.md; every memctl command,
-subcommand and option is in docs/memctl.md; every configuration key is in
+Every route of the route table (method, path, scope and query parameters) is a row of
+docs/api.md; every MCP tool the server registers is named in docs/mcp-clients.md; every
+memctl command, subcommand and option is in docs/memctl.md; every configuration key is in
 docs/configuration.md. The lists come from the code itself (the route table, the MCP
 server built offline, memctl's parser, the config checkers), so a new route, tool,
 command or key fails here until it is documented. This test must not start a daemon or
@@ -59,6 +59,20 @@ def test_every_route_is_a_row_of_api_md_with_its_scope(route):
     assert any(scope in cell for _methods, _path, cell in rows), (
         f"docs/api.md: {route.method} {route.path} does not say its scope {scope!r}"
     )
+
+
+@pytest.mark.parametrize("route", [r for r in ROUTES if r.params], ids=lambda route: route.name)
+def test_every_query_parameter_is_named_in_its_route_row(route):
+    path = PLACEHOLDER.sub("{}", route.path)
+    text = " ".join(
+        line
+        for line in read("api.md").splitlines()
+        if line.startswith("|")
+        and route.method in line.split("|")[1]
+        and f"`{path}`" in PLACEHOLDER.sub("{}", line)
+    )
+    missing = [param.name for param in route.params if param.name not in text]
+    assert not missing, f"docs/api.md: {route.method} {route.path} does not name {missing}"
 
 
 def test_api_md_lists_no_route_the_table_lacks():
