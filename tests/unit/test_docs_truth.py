@@ -84,21 +84,39 @@ def test_api_md_lists_no_route_the_table_lacks():
             )
 
 
-def served_tools() -> list[str]:
+def served_tools() -> dict[str, list[str]]:
+    """Each tool the MCP server registers, with its argument names."""
     server = build_mcp_server(Hub())
 
-    async def names() -> list[str]:
-        return [tool.name for tool in await server.list_tools()]
+    async def listing() -> dict[str, list[str]]:
+        return {
+            tool.name: list((tool.input_schema or {}).get("properties", {}))
+            for tool in await server.list_tools()
+        }
 
-    return anyio.run(names)
+    return anyio.run(listing)
 
 
 def test_every_mcp_tool_is_named_in_mcp_clients_md():
-    tools = served_tools()
+    tools = list(served_tools())
     assert "memory_query" in tools and len(tools) > 9
     documented = code_spans(read("mcp-clients.md"))
     missing = [name for name in tools if name not in documented]
     assert not missing, f"docs/mcp-clients.md does not name these MCP tools: {missing}"
+
+
+def test_every_mcp_tool_argument_is_in_its_row_of_mcp_clients_md():
+    rows: dict[str, str] = {}  # the first row of each tool: the tool table's
+    for line in read("mcp-clients.md").splitlines():
+        if match := re.match(r"\s*\| `(memory_\w+)` \|", line):
+            rows.setdefault(match.group(1), line)
+    missing = [
+        f"{tool}.{argument}"
+        for tool, arguments in served_tools().items()
+        for argument in arguments
+        if argument not in ("workspace", "wing") and f"`{argument}`" not in rows.get(tool, "")
+    ]
+    assert not missing, f"docs/mcp-clients.md's tool table does not name: {missing}"
 
 
 def memctl_commands() -> dict[str, list[str]]:
