@@ -105,6 +105,24 @@ def parse_time(value: Any, field: str = "time") -> int | None:
     raise _invalid(f"'{field}' must be epoch seconds or an ISO 8601 date/time", field)
 
 
+def _in_years(instant: int, field: str) -> int:
+    if not EARLIEST_TIME <= instant <= LATEST_TIME:
+        raise _invalid(f"'{field}' is outside the years 1 to 9999", field)
+    return instant
+
+
+# A list of names, or one comma-separated string of them.
+_NAMES_SCHEMA: dict[str, Any] = {
+    "type": ["array", "string", "null"],
+    "items": {"type": "string", "pattern": "\\S"},
+    "maxItems": 100,
+}
+_TIME_SCHEMA: dict[str, Any] = {
+    "type": ["integer", "string", "null"],
+    "description": "epoch seconds or an ISO 8601 date/time (UTC when it names no zone)",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class UploadedFile:
     name: str  # the citation: a path relative to what the caller ingested
@@ -154,6 +172,38 @@ class IngestRequest:
     readers: tuple[str, ...] | None = None
 
     FIELDS = ("content", "files", "room", "source", "importance", "format", "dry_run", "readers")
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        file = {
+            "type": "object",
+            "required": ["name", "content"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "content": {"type": "string"},
+                "upload": {"type": "string", "pattern": "^[A-Za-z0-9_-]{8,64}$"},
+                "part": {"type": "integer", "minimum": 0, "maximum": MAX_PARTS - 1},
+                "parts": {"type": "integer", "minimum": 1, "maximum": MAX_PARTS},
+            },
+            "description": "a file; one too large for a request comes as `parts` numbered "
+            "parts (from 0, in order) of one `upload`",
+        }
+        return {
+            "type": "object",
+            "description": "exactly one of `content` (one drawer) or `files`",
+            "additionalProperties": False,
+            "properties": {
+                "content": {"type": ["string", "null"]},
+                "files": {"type": "array", "items": file, "maxItems": MAX_FILES_PER_REQUEST},
+                "room": {"type": ["string", "null"]},
+                "source": {"type": ["string", "null"]},
+                "importance": {"type": "integer", "minimum": 0, "maximum": 5, "default": 0},
+                "format": {"type": "string", "enum": list(FORMATS), "default": "auto"},
+                "dry_run": {"type": "boolean", "default": False},
+                "readers": _NAMES_SCHEMA,
+            },
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> IngestRequest:
@@ -215,6 +265,27 @@ class SearchRequest:
 
     FIELDS = ("query", "limit", "room", "source_kind", "since", "until", "identity", "workspaces")
 
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["query"],
+            "additionalProperties": False,
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 10},
+                "room": _NAMES_SCHEMA,
+                "source_kind": {
+                    "type": ["array", "string", "null"],
+                    "items": {"type": "string", "enum": list(SOURCE_KINDS)},
+                },
+                "since": _TIME_SCHEMA,
+                "until": _TIME_SCHEMA,
+                "identity": _NAMES_SCHEMA,
+                "workspaces": {**_NAMES_SCHEMA, "description": "cross-workspace route only"},
+            },
+        }
+
     @classmethod
     def from_json(cls, data: Any) -> SearchRequest:
         data = _object(data, cls.FIELDS)
@@ -261,6 +332,20 @@ class TaxonomyEditRequest:
 
     FIELDS = ("room", "keywords", "display_name", "remove")
 
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["room"],
+            "additionalProperties": False,
+            "properties": {
+                "room": {"type": "string", "minLength": 1},
+                "keywords": {**_NAMES_SCHEMA, "description": "required unless `remove`"},
+                "display_name": {"type": ["string", "null"]},
+                "remove": {"type": "boolean", "default": False},
+            },
+        }
+
     @classmethod
     def from_json(cls, data: Any) -> TaxonomyEditRequest:
         data = _object(data, cls.FIELDS)
@@ -299,6 +384,18 @@ class ReindexRequest:
     limit: int | None = None
 
     FIELDS = ("after", "limit")
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "description": "empty: the whole reindex in one call; else one step",
+            "additionalProperties": False,
+            "properties": {
+                "after": {"type": ["integer", "null"], "minimum": 0, "maximum": 2**62},
+                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_REINDEX_STEP},
+            },
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> ReindexRequest:

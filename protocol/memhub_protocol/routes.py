@@ -54,7 +54,7 @@ class Route:
     path: str
     scope: str | None  # None: no token needed
     summary: str
-    request_model: str | None = None  # name of a memhub_protocol.models class
+    request_model: str | None = None  # a class in memhub_protocol.models or .recall
     params: tuple[Param, ...] = ()  # query parameters
 
     def url(self, **params: str) -> str:
@@ -193,13 +193,21 @@ ROUTES: tuple[Route, ...] = (
         "RejectRequest",
     ),
     # -- recall: drawers of raw material, searched by BM25 + vectors (memhub_protocol.recall)
-    Route("recall_ingest", "POST", _WS + "/recall/ingest", WRITE_RECALL, "Ingest text or files."),
+    Route(
+        "recall_ingest",
+        "POST",
+        _WS + "/recall/ingest",
+        WRITE_RECALL,
+        "Ingest text or files.",
+        request_model="IngestRequest",
+    ),
     Route(
         "recall_search",
         "POST",
         _WS + "/recall/search",
         READ_SEARCH,
         "Search the drawers.",
+        request_model="SearchRequest",
         params=(_AAAK,),
     ),
     Route(
@@ -216,6 +224,7 @@ ROUTES: tuple[Route, ...] = (
         "/v1/recall/search",
         READ_SEARCH,
         "Search every workspace the caller may use, or those named in `workspaces`.",
+        request_model="SearchRequest",
         params=(_AAAK,),
     ),
     Route(
@@ -285,8 +294,16 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/recall/taxonomy",
         WRITE_RECALL,
         "Set (or with `remove`, drop) one room's keywords.",
+        request_model="TaxonomyEditRequest",
     ),
-    Route("recall_reindex", "POST", _WS + "/recall/reindex", ADMIN, "Re-embed every drawer."),
+    Route(
+        "recall_reindex",
+        "POST",
+        _WS + "/recall/reindex",
+        ADMIN,
+        "Re-embed every drawer: in one call, or in steps `{after, limit}` that report progress.",
+        request_model="ReindexRequest",
+    ),
     # -- cowork: inboxes between identities sharing a workspace, and partner peek
     Route(
         "cowork_push",

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 import memhub_protocol.models as models
+import memhub_protocol.recall as recall_models
 from memhub_protocol import ROUTES
 from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
 
@@ -50,6 +51,10 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "ProposeRequest": {"source": FACT, "reason": "r", "client": "c", "supersedes": "x:y"},
     "ApproveRequest": {"into": "memory/new.mem"},
     "RejectRequest": {"reason": "no"},
+    "IngestRequest": {"content": "a note", "room": "r", "source": "s", "readers": ["dev"]},
+    "SearchRequest": {"query": "deploy", "room": ["r"], "identity": ["admin"], "since": "2024"},
+    "TaxonomyEditRequest": {"room": "r", "keywords": ["k"], "display_name": "R"},
+    "ReindexRequest": {},
 }
 
 
@@ -81,7 +86,7 @@ def url_of(route_name: str) -> str:
 
 def string_fields(model: str) -> list[tuple[str, bool]]:
     """(field, is_list) for every string or list-of-strings property of a model."""
-    schema = getattr(models, model).json_schema()
+    schema = (getattr(models, model, None) or getattr(recall_models, model)).json_schema()
     fields = []
     for name, prop in schema["properties"].items():
         kinds = prop.get("type")

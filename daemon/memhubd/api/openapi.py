@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import memhub_protocol.models as models
+import memhub_protocol.recall as recall_models
 from memhub_protocol import ROUTES
 from memhub_protocol.routes import Route
 from memhubd import __version__
@@ -74,7 +75,10 @@ def openapi_document() -> dict[str, Any]:
         else:
             operation["security"] = []
         if route.request_model:
-            schemas[route.request_model] = getattr(models, route.request_model).json_schema()
+            model = getattr(models, route.request_model, None) or getattr(
+                recall_models, route.request_model
+            )
+            schemas[route.request_model] = model.json_schema()
             operation["requestBody"] = {
                 "required": True,
                 "content": {
