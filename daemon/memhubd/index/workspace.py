@@ -15,9 +15,9 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_right
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any
 
 from memhubd.index.bitmaps import OrdinalSpace
@@ -36,6 +36,7 @@ CACHE_BYTES = 32 << 20
 
 _GONE: Any = object()  # a key removed in a layer
 _FOLD_MIN = 256  # a delta this small is never folded into a new base
+_RARE = 64  # a posting key held by at most this many files lists them
 
 
 class _Layered:
@@ -183,6 +184,61 @@ def _fresh_directory(local: str, segments: Sequence[Segment]) -> tuple[_Layered,
     return _Layered(where), frozenset(multi)
 
 
+class _Holders:
+    """Which segments hold each key of one posting table, so that a key held by a few
+    files is assembled from those alone. A key once held by more than `_RARE` files is
+    assembled by scanning every segment (its bitmap is then cached and carried over
+    edits); counts say whether a key exists at all."""
+
+    __slots__ = ("counts", "rare")
+
+    def __init__(self, counts: _Layered, rare: _Layered) -> None:
+        self.counts = counts
+        self.rare = rare
+
+    @classmethod
+    def fresh(cls, table: str, segments: Sequence[Segment]) -> _Holders:
+        counts = Counter(chain.from_iterable(getattr(s, table).keys for s in segments))
+        few = {key for key, count in counts.items() if count <= _RARE}
+        rare: dict[str, tuple[Segment, ...]] = {}
+        for segment in segments:
+            for key in getattr(segment, table).index.keys() & few:  # set operations in C
+                rare[key] = (*rare.get(key, ()), segment)
+        return cls(_Layered(dict(counts)), _Layered(rare))
+
+    def updated(self, table: str, removed: Sequence[Segment], added: Sequence[Segment]) -> _Holders:
+        counts: dict[str, Any] = {}
+        rare: dict[str, Any] = {}
+        gone = {id(s) for s in removed}
+        for sign, segments in ((-1, removed), (1, added)):
+            for segment in segments:
+                for key in getattr(segment, table).keys:
+                    before = counts.get(key)
+                    before = self.counts.get(key, 0) if before is None else before
+                    after = (0 if before is _GONE else before) + sign
+                    counts[key] = after if after > 0 else _GONE
+                    held = rare.get(key)
+                    if held is None:
+                        held = self.rare.get(key)
+                        if held is None:
+                            if sign < 0 or (before not in (0, _GONE)):
+                                continue  # held by many files: scanned, not listed
+                            held = ()
+                        else:
+                            held = tuple(x for x in held if id(x) not in gone)
+                    elif held is _GONE:
+                        if sign < 0 or (before not in (0, _GONE)):
+                            continue
+                        held = ()
+                    if sign > 0:
+                        held = (*held, segment)
+                    rare[key] = held if held and len(held) <= _RARE else _GONE
+        for key, count in counts.items():
+            if count is _GONE:
+                rare[key] = _GONE
+        return _Holders(self.counts.updated(counts), self.rare.updated(rare))
+
+
 class _BySlot(Sequence[Any]):
     """A per-slot view of one segment attribute (None between segments), computed on
     access so that composing an index never copies per-declaration lists."""
@@ -257,11 +313,6 @@ class _Splice:
         rows.insert(0, data[: self.head_bytes])
         rows.append(data[self.old_nbytes - self.tail_bytes :])
         return int.from_bytes(b"".join(rows), "big")
-
-    def lists(self, old: list[Any], value_of: Any) -> list[Any]:
-        """A per-segment list of the new index from the old one's (same head and tail)."""
-        middle = [value_of(s) for s in self.middle]
-        return old[: self.head] + middle + (old[len(old) - self.tail :] if self.tail else [])
 
 
 class WorkspaceIndex:
@@ -345,6 +396,12 @@ class WorkspaceIndex:
         }
         self._rows = {table: [getattr(s, table).rows for s in self.segments] for table in _TABLES}
         self._widths = [s.nbytes for s in self.segments]
+        self._holders = {
+            t: _Holders.fresh(t, self.segments)
+            if previous is None
+            else previous._holders[t].updated(t, removed, added)
+            for t in _TABLES
+        }
         self._byte_bases = [base >> 3 for base in self.bases]
         self._cache: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._cache_limit = max(256, CACHE_BYTES // max(1, self.space.nbytes))
@@ -461,7 +518,21 @@ class WorkspaceIndex:
         return bits
 
     def _assemble(self, table: str, key: str) -> int:
-        buffer: bytearray | None = None
+        holders = self._holders[table]
+        held = holders.rare.get(key)
+        if held is None and holders.counts.get(key) is None:
+            return 0
+        if held is not None:
+            buffer = bytearray(self.space.nbytes)
+            base_of = self._base_of
+            for segment in held:
+                postings = getattr(segment, table)
+                width = postings.width
+                row = postings.index[key]
+                start = base_of[id(segment)] >> 3
+                buffer[start : start + width] = postings.rows[row * width : (row + 1) * width]
+            return int.from_bytes(buffer, "big")
+        buffer: bytearray | None = None  # type: ignore[no-redef]
         rows, widths, starts = self._rows[table], self._widths, self._byte_bases
         for number, row_of in enumerate(self._pieces[table]):
             row = row_of.get(key)

@@ -115,8 +115,12 @@ def test_index_updated_per_edit_equals_a_fresh_composition(
     checks: list[dict[str, Any]],
     fold_every_time: bool,
 ) -> None:
-    # Directories are layers over a shared base, folded once the layer grows: both ways.
-    with mock.patch.object(index_module, "_FOLD_MIN", 0 if fold_every_time else 256):
+    # Directories are layers over a shared base, folded once the layer grows, and keys of
+    # a few files list them while others are scanned: both ways each.
+    with (
+        mock.patch.object(index_module, "_FOLD_MIN", 0 if fold_every_time else 256),
+        mock.patch.object(index_module, "_RARE", 1 if fold_every_time else 64),
+    ):
         _edit_and_compare(ws, steps, queries, checks)
 
 
