@@ -1,0 +1,173 @@
+"""Recall administration for every door: delete, purge, taxonomy and reindex.
+
+Split from service/recall.py (which keeps ingest, search, status and wake-up, and
+still answers to these names). Checks scopes and grants first, runs the store in
+worker threads and returns plain data; it must not speak SQL or parse sources.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import numpy as np
+
+from memhub_protocol import ErrorCode, ProtocolError
+from memhub_protocol.recall import ReindexRequest, TaxonomyEditRequest
+from memhub_protocol.scopes import ADMIN, READ_SUMMARY, WRITE_RECALL
+from memhubd.auth.identity import Identity
+from memhubd.recall.store import TaxonomyEntry
+from memhubd.runtime.hub import Hub
+from memhubd.service.access import host_for, require_scope
+from memhubd.service.recall import _INGEST, _SEARCH, _audit, _name, _visible, shelf_of
+
+REINDEX_BATCH = 256
+
+
+async def delete(
+    hub: Hub, identity: Identity, name: str, drawer_id: str, door: str
+) -> dict[str, Any]:
+    """Soft-delete one drawer (audited); it stops being served at once."""
+    require_scope(identity, WRITE_RECALL)
+    host_for(hub, identity, name)
+    shelf = shelf_of(hub)
+
+    def work() -> dict[str, Any]:
+        store = shelf.store(name)
+        drawer = store.get_by_id(drawer_id)
+        if drawer is None or not _visible(identity, drawer.readers):
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND, f"no live drawer '{drawer_id}'", {"drawer_id": drawer_id}
+            )
+        audit = _audit(identity, door, "delete", drawer_id=drawer_id, source=drawer.source_file)
+        removed = store.soft_delete(drawer_id, audit)
+        if removed is None:
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND, f"no live drawer '{drawer_id}'", {"drawer_id": drawer_id}
+            )
+        return {
+            "workspace": name,
+            "drawer_id": drawer_id,
+            "deleted": True,
+            "message": f"drawer {drawer_id} soft-deleted (purge removes it for good)",
+            "room": removed.room,
+            "source_file": removed.source_file,
+            "preview": removed.content[:100],
+        }
+
+    return await anyio.to_thread.run_sync(work, limiter=_INGEST)
+
+
+async def purge(
+    hub: Hub, identity: Identity, name: str, before: int | None, door: str
+) -> dict[str, Any]:
+    """Remove soft-deleted drawers for good (all, or those deleted before `before`)."""
+    require_scope(identity, ADMIN)
+    host_for(hub, identity, name)
+    shelf = shelf_of(hub)
+    audit = _audit(identity, door, "purge", before=before)
+    purged = await anyio.to_thread.run_sync(shelf.store(name).purge, before, audit, limiter=_INGEST)
+    return {"workspace": name, "before": before, "purged": purged}
+
+
+async def taxonomy(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
+    require_scope(identity, READ_SUMMARY)
+    host_for(hub, identity, name)
+    entries = await anyio.to_thread.run_sync(shelf_of(hub).store(name).taxonomy, limiter=_SEARCH)
+    return {"workspace": name, "entries": [e.as_dict() for e in entries]}
+
+
+async def taxonomy_edit(
+    hub: Hub, identity: Identity, name: str, request: TaxonomyEditRequest, door: str
+) -> dict[str, Any]:
+    require_scope(identity, WRITE_RECALL)
+    host_for(hub, identity, name)
+    room = _name(request.room, "room") or ""
+    store = shelf_of(hub).store(name)
+
+    def work() -> None:
+        if request.remove:
+            if not store.remove_taxonomy(
+                room, _audit(identity, door, "taxonomy_remove", room=room)
+            ):
+                raise ProtocolError(ErrorCode.NOT_FOUND, f"no taxonomy entry for room '{room}'")
+            return
+        entry = TaxonomyEntry(
+            room, tuple(k.strip() for k in request.keywords), request.display_name
+        )
+        audit = _audit(identity, door, "taxonomy_edit", room=room, keywords=list(entry.keywords))
+        store.set_taxonomy(entry, audit)
+
+    await anyio.to_thread.run_sync(work, limiter=_INGEST)
+    return await taxonomy(hub, identity, name)
+
+
+async def reindex(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    door: str,
+    request: ReindexRequest | None = None,
+) -> dict[str, Any]:
+    """Re-embed every live drawer with the running embedder and swap the vectors in
+    at once; until it commits, search keeps using the old vectors (or none).
+
+    With `request.limit`, one step: the live drawers above row `request.after` (0
+    starts over), at most `limit` of them, are re-embedded aside; the answer says
+    where the next step starts, and the step that reaches the end swaps them in.
+    """
+    require_scope(identity, ADMIN)
+    host_for(hub, identity, name)
+    shelf = shelf_of(hub)
+    step = request if request is not None and request.limit is not None else None
+
+    def work() -> dict[str, Any]:
+        from memhubd.recall.ingest import record_of
+
+        embedder = shelf.embedder()
+        record = record_of(embedder)
+        if embedder is None or record is None:
+            raise ProtocolError(
+                ErrorCode.CONFLICT,
+                "no embedder is running: " + (shelf.embedder_error or "vectors are off"),
+            )
+        store = shelf.store(name)
+        started = time.perf_counter()
+        after = (step.after or 0) if step is not None else 0
+        budget = step.limit if step is not None else None
+        first = after == 0
+        total = 0
+        last = after
+        done = True
+        size = min(REINDEX_BATCH, budget) if budget is not None else REINDEX_BATCH
+        for batch in store.iter_live(size, after):
+            if budget is not None:
+                batch = batch[: budget - total]
+            vectors = embedder.embed([d.content for d in batch])
+            store.stage_vectors([d.rowid for d in batch], vectors, first=first)
+            first = False
+            total += len(batch)
+            last = batch[-1].rowid
+            if budget is not None and total >= budget:
+                # The step is full: done only if no live drawer follows.
+                done = next(iter(store.iter_live(1, last)), None) is None
+                break
+        if first:
+            store.stage_vectors([], np.zeros((0, record.dimension), np.float32), first=True)
+        answer: dict[str, Any] = {
+            "workspace": name,
+            "drawers": total,
+            "embedder": {"name": record.name, "dimension": record.dimension},
+        }
+        if step is not None:
+            answer.update(next=last, done=done, total=store.status().drawer_count)
+        if done:
+            audit = _audit(
+                identity, door, "reindex", embedder=record.name, dimension=record.dimension
+            )
+            answer["vectors"] = store.commit_vectors(record, audit)
+        answer["seconds"] = round(time.perf_counter() - started, 3)
+        return answer
+
+    return await anyio.to_thread.run_sync(work, limiter=_INGEST)
