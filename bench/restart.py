@@ -10,7 +10,10 @@ workspace (`synth`) with a real `memhubd serve` and default settings:
   until a query returns it (write -> served, watcher included);
 * query: p50 of the workload's queries against the warm daemon; RSS after all that.
 
-    python bench/restart.py [--sizes 10k,100k,1m] [--edits 20] [--queries 200]
+`--in-process` measures the builder alone instead: the first snapshot parsed and then
+restored from a parse cache, and the next snapshot after each one-file edit.
+
+    python bench/restart.py [--sizes 10k,100k,1m] [--edits 20] [--queries 200] [--in-process]
 """
 
 from __future__ import annotations
@@ -171,13 +174,55 @@ def run(size: int, edits: int, queries: int) -> dict:
     }
 
 
+def in_process(size: int, edits: int) -> None:
+    """`build_snapshot` timings without a daemon: cold, from the cache, per edit."""
+    from memhubd.runtime.cache import ParseCache
+    from memhubd.runtime.snapshot import build_snapshot, persist
+
+    data = synth.ensure_workspace(size)
+    with tempfile.TemporaryDirectory(prefix="mh-restart-") as tmp:
+        root = Path(tmp) / "ws"
+        shutil.copytree(data.workspace, root)
+        cache = ParseCache(Path(tmp) / "parse-cache")
+        begun = time.perf_counter()
+        snapshot = build_snapshot("bench", str(root), None, cache=cache)
+        cold = time.perf_counter() - begun
+        persist(snapshot, cache)
+        begun = time.perf_counter()
+        build_snapshot("bench", str(root), None, cache=ParseCache(Path(tmp) / "parse-cache"))
+        warm = time.perf_counter() - begun
+        target = sorted(root.rglob("*.mem"))[len(list(root.rglob("*.mem"))) // 2]
+        original = target.read_text(encoding="utf-8")
+        times = []
+        for n in range(edits):
+            target.write_text(
+                original + f'\nfact bench.edit_{n} {{ claim: "edit {n}" '
+                f'evidence {{ source: "bench" quote: "q" }} }}\n',
+                encoding="utf-8",
+            )
+            begun = time.perf_counter()
+            snapshot = build_snapshot("bench", str(root), snapshot, trusted=True)
+            times.append(time.perf_counter() - begun)
+            time.sleep(0.3)
+    print(
+        f"{synth.size_label(size)} in process: first snapshot parsed {cold:.2f} s, "
+        f"restored from the cache {warm:.2f} s, next snapshot after a one-file edit "
+        f"median {statistics.median(times) * 1000:.0f} ms (max {max(times) * 1000:.0f} ms)",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10k,100k")
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--in-process", action="store_true", help="the builder alone")
     args = parser.parse_args(argv)
     for size in (synth.parse_size(s) for s in args.sizes.split(",")):
+        if args.in_process:
+            in_process(size, args.edits)
+            continue
         r = run(size, args.edits, args.queries)
         edit = "n/a" if r["edit_median_ms"] is None else f"{r['edit_median_ms']:.0f} ms"
         print(
