@@ -70,6 +70,9 @@ def test_snapshots_are_freed_after_many_edit_and_query_cycles(tmp_path: Path) ->
     notes = root / "notes.mem"
     (root / "rules.mem").write_text(SOURCE, encoding="utf-8")
     notes.write_text("", encoding="utf-8")
+    # Objects other tests left alive in this process (module-scoped daemons, caches)
+    # are not this daemon's: count only what appears beyond them.
+    snapshots_before, workspaces_before = live(Snapshot), live(Workspace)
     with start_daemon(tmp_path, {WS: str(root)}) as daemon:
         agent = daemon.add_token("agent", "read:summary,read:search", workspaces=[WS])
         ops = daemon.add_token("ops", "read:summary,read:search", workspaces=[WS], roles=["ops"])
@@ -84,6 +87,6 @@ def test_snapshots_are_freed_after_many_edit_and_query_cycles(tmp_path: Path) ->
             for secret in (agent, ops, daemon.admin_token):
                 read_everything(daemon, secret, n)
         assert generation(daemon) > CYCLES
-        assert live(Snapshot) <= BOUND
+        assert live(Snapshot) - snapshots_before <= BOUND
         # Each live snapshot's whole workspace plus what each role set may read of it.
-        assert live(Workspace) <= BOUND * 3
+        assert live(Workspace) - workspaces_before <= BOUND * 3
