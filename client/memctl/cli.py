@@ -248,8 +248,8 @@ def build_parser(*, only_here: bool = False) -> argparse.ArgumentParser:
     _add_review_commands(sub, common)
     add_recall_commands(sub, common)
     add_cowork_commands(sub, common)
-    add_diary_commands(sub, common)
     add_graph_commands(sub, common)
+    add_diary_commands(sub, common)
     add_hooks_commands(sub, common)
     add_completion_command(sub, build_parser)
     return parser

@@ -427,17 +427,17 @@ def _other_slash(request: Request) -> str | None:
 
 def build_app(context: ApiContext) -> Starlette:
     from memhubd.api.cowork import cowork_handlers  # it imports this module
-    from memhubd.api.graph import graph_handlers  # it imports this module
     from memhubd.api.diary import diary_handlers  # it imports this module
+    from memhubd.api.graph import graph_handlers  # it imports this module
     from memhubd.api.recall import recall_handlers  # it imports this module
     from memhubd.api.recall_review import recall_review_handlers  # it imports this module
 
     handlers = _handlers(context)
     handlers.update(recall_handlers(context))
     handlers.update(cowork_handlers(context))
+    handlers.update(graph_handlers(context))
     handlers.update(diary_handlers(context))
     handlers.update(recall_review_handlers(context))
-    handlers.update(graph_handlers(context))
     routes: list[Any] = []
     for spec in ROUTES:
         path = spec.path.replace("{file_id}", "{file_id:path}").replace(

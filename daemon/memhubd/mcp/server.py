@@ -131,8 +131,8 @@ def build_mcp_server(hub: Hub) -> MemhubMCP:
     register_tools(server, hub)
     register_recall_tools(server, hub)
     register_cowork_tools(server, hub)
-    register_diary_tools(server, hub)
     register_graph_tools(server, hub)
+    register_diary_tools(server, hub)
     register_resources(server, hub)
     return server
 
