@@ -10,6 +10,9 @@ new bytes are served once they have stopped changing (see `SavePolicy`). Nothing
 is read from outside the workspace's real path, whatever symbolic links say.
 Nothing here touches the network or the event loop: building runs in a worker
 thread, and waiting for a file to settle is the caller's job (`recheck_at`).
+The index of the next snapshot is updated from the previous one's, and a first build
+may restore files from the persisted parse cache (`memhubd.runtime.cache`); lint
+reuses the previous snapshot's per-file results (`Snapshot.diagnostics`).
 """
 
 from __future__ import annotations
