@@ -315,7 +315,8 @@ def render_search(answer: dict[str, Any]) -> str:
     lines: list[str] = [f"warning: {w}" for w in answer.get("warnings", [])]
     for hit in answer["hits"]:
         signals = " ".join(
-            f"{name} #{s['rank']} ({s['score']:.3g})" for name, s in hit["signals"].items()
+            f"{name} #{s['rank']}" + (f" ({s['score']:.3g})" if s["score"] is not None else "")
+            for name, s in hit["signals"].items()
         )
         lines.append(
             f"[{hit['fused_score']:.4f}] {hit['workspace']}/{hit['room']} {hit['drawer_id']}"

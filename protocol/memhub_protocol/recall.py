@@ -83,17 +83,24 @@ def _names(data: dict[str, Any], field: str) -> tuple[str, ...] | None:
     return tuple(v.strip() for v in value)
 
 
+# Years 1 to 9999 in epoch seconds: what ISO 8601 writes and an SQLite integer holds.
+EARLIEST_TIME, LATEST_TIME = -62135596800, 253402300799
+
+
 def parse_time(value: Any, field: str = "time") -> int | None:
     """Epoch seconds from an integer, a digit string, or an ISO 8601 date/time
-    (UTC when it names no zone); None for None or ""."""
+    (UTC when it names no zone), within the years 1 to 9999; None for None or ""."""
     if value is None or value == "":
         return None
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        return _in_years(value, field)
     if isinstance(value, str):
         text = value.strip()
         if text.lstrip("-").isdigit():
-            return int(text)
+            try:
+                return _in_years(int(text), field)
+            except ValueError:  # digits int() refuses: '²', or thousands of them
+                pass
         try:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:

@@ -16,6 +16,9 @@ from memhubd.graph.facts import Fact
 
 MAX_DISTANCE = 2
 MIN_NAME = 3
+# Longer "names" are never checked for near misses: their deletion variants grow with the
+# square of their length, and no entity name is that long.
+MAX_INDEXED_NAME = 64
 _TRAILING = ".,;:?!)]\"'"
 _ARTICLES = ("the", "a", "an")
 # Capitalised words that start sentences, not names: mempal's extractor has no such
@@ -129,15 +132,33 @@ def _citation(fact: Fact) -> dict[str, Any]:
     }
 
 
+def _deletions(name: str) -> set[str]:
+    """`name` with up to MAX_DISTANCE letters deleted. Two names within MAX_DISTANCE
+    edits share one of these (each edit is a deletion on one side or on both)."""
+    out = frontier = {name}
+    for _ in range(MAX_DISTANCE):
+        frontier = {word[:i] + word[i + 1 :] for word in frontier for i in range(len(word))}
+        out = out | frontier
+    return out
+
+
 def _name_conflicts(
     mentioned: Sequence[str], known: Mapping[str, dict[str, Any]]
 ) -> list[dict[str, Any]]:
     issues = []
+    # Comparing every mentioned name with every known one took minutes for a long draft
+    # against a big graph: only names sharing a deletion variant can be close enough.
+    index: dict[str, list[str]] = {}
+    for candidate in known:
+        if len(candidate) <= MAX_INDEXED_NAME:
+            for variant in _deletions(candidate):
+                index.setdefault(variant, []).append(candidate)
     for name in mentioned:
-        if name in known:
+        if name in known or len(name) > MAX_INDEXED_NAME:
             continue
         best: tuple[int, str] | None = None
-        for candidate in known:
+        near = {c for variant in _deletions(name) for c in index.get(variant, ())}
+        for candidate in near:
             distance = edit_distance(name, candidate)
             if distance <= MAX_DISTANCE and (best is None or (distance, candidate) < best):
                 best = (distance, candidate)
@@ -189,8 +210,11 @@ def fact_check(
     issues = _name_conflicts(mentioned, known)
     contradictions: list[dict[str, Any]] = []
     stale: list[dict[str, Any]] = []
+    pairs: dict[tuple[str, str], list[Fact]] = {}  # one pass over the graph, not one per claim
+    for fact in facts:
+        pairs.setdefault((fact.subject, fact.object), []).append(fact)
     for claim in claims:
-        between = [f for f in facts if f.subject == claim.subject and f.object == claim.object]
+        between = pairs.get((claim.subject, claim.object), [])
         clashing = INCOMPATIBLE.get(claim.predicate, frozenset())
         for fact in between:
             if fact.valid_at(now) and fact.predicate in clashing:

@@ -22,7 +22,7 @@ import structlog
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, WRITE_RECALL
-from memhubd.auth.identity import Identity
+from memhubd.auth.identity import Identity, grants_beyond
 from memhubd.cowork import (
     Activity,
     CoworkShelf,
@@ -127,6 +127,10 @@ def _recipient(desk: CoworkDesk, sender: Identity, name: str, to: str) -> str:
         why = f"token '{to}' lacks read:summary, so it could never drain its inbox"
     if why is None:
         return to
+    if member is not None and grants_beyond(sender, member.scopes, member.workspaces, member.roles):
+        # An admin knows only the tokens within its own grants (the admin model): any
+        # other is explained as if it did not exist.
+        why = f"no live token named '{to}'"
     detail: dict[str, Any] = {"to": to, "workspace": name, "reason": "unknown_recipient"}
     if sender.has_scope(ADMIN):
         raise ProtocolError(ErrorCode.NOT_FOUND, f"cannot push to '{to}': {why}", detail)

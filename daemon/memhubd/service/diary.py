@@ -121,6 +121,9 @@ async def write(
         importance=DEFAULT_IMPORTANCE[kind] if importance is None else importance,
         readers=None if shared else (private_role(identity.name),),
         near_duplicate=shelf.settings.near_duplicate,
+        # A drawer another identity left in this room, hidden from the writer, is no
+        # duplicate of its entry (the answer would tell it exists).
+        roles=None if identity.sees_everything else identity.roles | {private_role(identity.name)},
     )
     entry = f"{kind}: {text}"
 

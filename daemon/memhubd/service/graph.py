@@ -158,7 +158,8 @@ def _stored(store: DrawerStore, identity: Identity, triples: list[Triple]) -> li
     hidden: dict[str, bool] = {}
     for drawer_id in {t.source_drawer for t in triples if t.source_drawer}:
         drawer = store.get_by_id(drawer_id, include_deleted=True)
-        readers = drawer.readers if drawer is not None else None
+        # A purged drawer's readers are unknown: its triples stay hidden (fail closed).
+        readers = drawer.readers if drawer is not None else ()
         hidden[drawer_id] = readers is not None and roles.isdisjoint(readers)
     return [Fact.of(t) for t in triples if not hidden.get(t.source_drawer or "", False)]
 
@@ -225,7 +226,10 @@ async def kg_add(
         audit = AuditEntry(identity.name, door, "kg_add", {"triple_id": ident})
         triple, created = store.add_triple(new, audit)
         message = f"added: ({s}) --[{p}]--> ({o})" if created else "already valid; unchanged"
-        return _answer(name, "add", [Fact.of(triple)], created=created, message=message)
+        # The period already valid may cite a drawer hidden from the caller: its drawer,
+        # writer and confidence stay hidden (the caller named the triple, nothing more).
+        shown = _stored(store, identity, [triple])
+        return _answer(name, "add", shown, created=created, message=message)
 
     return await anyio.to_thread.run_sync(work, limiter=_WRITE)
 

@@ -112,6 +112,7 @@ async def ingest(
         dry_run=request.dry_run,
         readers=request.readers,
         near_duplicate=shelf.settings.near_duplicate,
+        roles=_roles(identity),
     )
 
     def work() -> list[SourceReport]:
@@ -277,6 +278,10 @@ async def search_recall(
         hits = []
         for workspace, hit in merged:
             data = hit.as_dict()
+            if roles is not None and "bm25" in data["signals"]:
+                # BM25 weighs a term by how many drawers hold it, hidden ones included:
+                # its raw score would tell this caller whether hidden drawers use a word.
+                data["signals"]["bm25"]["score"] = None
             data["workspace"] = workspace
             data["citation"] = _citation(hit)
             data["tunnel_hints"] = sorted(
@@ -419,7 +424,8 @@ async def wake_up(
         ident = _identity_text(shelf, name)
         lines = [
             "## Identity",
-            ident or f"(no identity text: write {shelf.directory}/identity/{name}.txt)",
+            # The state directory's path is the operator's business, not every reader's.
+            ident or f"(no identity text: write <state dir>/recall/identity/{name}.txt)",
         ]
         lines += ["", f"## Recent recall ({name})"]
         items = []

@@ -96,7 +96,7 @@ def _json_lines(text: str) -> list[tuple[int, dict[str, Any]]] | None:
             continue
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth: not ours
             return None
         if not isinstance(value, dict):
             return None
@@ -107,7 +107,7 @@ def _json_lines(text: str) -> list[tuple[int, dict[str, Any]]] | None:
 def _json_document(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: not ours
         return None
 
 
@@ -199,6 +199,8 @@ def _need_lines(text: str, kind: str) -> list[tuple[int, dict[str, Any]]]:
                     value = json.loads(line)
                 except ValueError as error:
                     raise FormatError(f"line {number} is not JSON: {error}") from None
+                except RecursionError:
+                    raise FormatError(f"line {number} is nested too deeply") from None
                 if not isinstance(value, dict):
                     raise FormatError(f"line {number} is not a JSON object")
         raise FormatError(f"no {kind} lines")

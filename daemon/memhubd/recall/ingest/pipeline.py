@@ -66,6 +66,9 @@ class IngestOptions:
     dry_run: bool = False
     readers: tuple[str, ...] | None = None
     near_duplicate: float = NEAR_DUPLICATE
+    # The ingesting caller's roles (None: it may read every drawer). A drawer it may not
+    # read is never replaced, counted as a duplicate or quoted as a near-duplicate.
+    roles: frozenset[str] | None = None
 
 
 @dataclass(slots=True)
@@ -295,18 +298,20 @@ class Ingestor:
         lock_key: str | None = None,
     ) -> SourceReport:
         if options.dry_run:
-            new, _replace = self._plan(report, drawers, replace_stale)
+            new, _replace = self._plan(report, drawers, replace_stale, options)
             report.status, report.chunks = "dry_run", len(new)
             report.drawer_ids = [d.id for d in new]
             return report
         with self.locks.hold(lock_key or report.source) as waited:
             report.lock_wait_ms = waited
-            new, stale = self._plan(report, drawers, replace_stale)
+            new, stale = self._plan(report, drawers, replace_stale, options)
             if not new and not stale:
                 report.status = "unchanged"
                 return report
             vectors, record = self._embed(report, new)
-            self._near_duplicates(report, new, vectors, record, options.near_duplicate)
+            self._near_duplicates(
+                report, new, vectors, record, options.near_duplicate, options.roles
+            )
             audit = AuditEntry(
                 options.identity,
                 options.door,
@@ -327,11 +332,26 @@ class Ingestor:
         return report
 
     def _plan(
-        self, report: SourceReport, drawers: list[NewDrawer], replace_stale: bool
+        self,
+        report: SourceReport,
+        drawers: list[NewDrawer],
+        replace_stale: bool,
+        options: IngestOptions,
     ) -> tuple[list[NewDrawer], list[int]]:
         """The drawers to write and the stored rows they supersede."""
         stored = self.store.chunks_of_source(report.source) if replace_stale else {}
         known = self.store.find([d.id for d in drawers])
+        hidden: set[int] = set()
+        if options.roles is not None:
+            # Others' drawers the caller may not read stay out of its plan: replacing
+            # them would delete what it cannot see, and "duplicate" would tell them apart.
+            rows = self.store.get([e.rowid for e in (*stored.values(), *known.values())])
+            hidden = {
+                rowid
+                for rowid, d in rows.items()
+                if d.identity != options.identity and not _readable(d.readers, options.roles)
+            }
+            stored = {i: e for i, e in stored.items() if e.rowid not in hidden}
         new: list[NewDrawer] = []
         stale: list[int] = []
         seen: set[str] = set()
@@ -341,8 +361,11 @@ class Ingestor:
                 report.duplicates += 1
                 continue
             existing = known.get(drawer.id)
-            if existing is not None and existing.content_hash != drawer.content_hash:
-                # An 8-hex-digit clash with different content: use the long form.
+            if existing is not None and (
+                existing.content_hash != drawer.content_hash or existing.rowid in hidden
+            ):
+                # An 8-hex-digit clash with different content, or the same drawer hidden
+                # from the caller: use the long form.
                 drawer = replace(drawer, id=_long_id(drawer))
                 existing = self.store.find([drawer.id]).get(drawer.id)
             if previous is not None:
@@ -395,6 +418,7 @@ class Ingestor:
         vectors: np.ndarray | None,
         record: EmbedderRecord | None,
         threshold: float,
+        roles: frozenset[str] | None = None,
     ) -> None:
         if vectors is None or record is None or len(new) > NEAR_DUPLICATE_BATCH:
             return
@@ -408,8 +432,8 @@ class Ingestor:
         similar = self.store.get([m[0] for _d, m in candidates if m])
         for drawer, match in candidates:
             other = similar.get(match[0]) if match else None
-            if other is None or other.id == drawer.id:
-                continue
+            if other is None or other.id == drawer.id or not _readable(other.readers, roles):
+                continue  # a hidden drawer is never named or quoted
             report.near_duplicates.append(
                 {
                     "drawer_id": drawer.id,
@@ -418,6 +442,10 @@ class Ingestor:
                     "preview": other.content[:PREVIEW],
                 }
             )
+
+
+def _readable(readers: tuple[str, ...] | None, roles: frozenset[str] | None) -> bool:
+    return roles is None or readers is None or not roles.isdisjoint(readers)
 
 
 def _long_id(drawer: NewDrawer) -> str:
