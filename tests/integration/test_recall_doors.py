@@ -250,3 +250,29 @@ def test_get_search_takes_query_parameters_and_filters(daemon: LiveDaemon) -> No
     hits = answer.json()["hits"]
     assert hits and {h["source_kind"] for h in hits} == {"slack"}
     assert bad.status_code == 422 and bad.json()["error"]["detail"]["field"] == "since"
+
+
+def test_only_the_writer_or_a_reviewer_deletes_a_drawer(daemon: LiveDaemon) -> None:
+    # given a note written by one agent, readable by the whole team
+    alice = token(daemon, "alice-w", "write:recall,read:search", workspaces=[TEAM])
+    bob = token(daemon, "bob-w", "write:recall,read:search", workspaces=[TEAM])
+    reviewer = token(daemon, "rev-w", "review,write:recall", workspaces=[TEAM])
+    base = f"/v1/workspaces/{TEAM}/recall"
+    with daemon.http(alice) as http:
+        made = http.post(f"{base}/ingest", json={"content": "alice: the canary runs at 5%"})
+        first = made.json()["sources"][0]["drawer_ids"][0]
+        made = http.post(f"{base}/ingest", json={"content": "alice: rollbacks need two people"})
+        second = made.json()["sources"][0]["drawer_ids"][0]
+
+    # when a teammate tries to delete it, it is refused; the writer and a reviewer may
+    with daemon.http(bob) as http:
+        refused = http.delete(f"{base}/drawers/{first}")
+    with daemon.http(alice) as http:
+        own = http.delete(f"{base}/drawers/{first}")
+    with daemon.http(reviewer) as http:
+        moderated = http.delete(f"{base}/drawers/{second}")
+
+    # then
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["error"]["detail"]["required_scope"] == "review"
+    assert own.status_code == 200 and moderated.status_code == 200

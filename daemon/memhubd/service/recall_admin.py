@@ -15,7 +15,7 @@ import numpy as np
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import ReindexRequest, TaxonomyEditRequest
-from memhub_protocol.scopes import ADMIN, READ_SUMMARY, WRITE_RECALL
+from memhub_protocol.scopes import ADMIN, READ_SUMMARY, REVIEW, WRITE_RECALL
 from memhubd.auth.identity import Identity
 from memhubd.recall.store import TaxonomyEntry
 from memhubd.runtime.hub import Hub
@@ -39,6 +39,17 @@ async def delete(
         if drawer is None or not _visible(identity, drawer.readers):
             raise ProtocolError(
                 ErrorCode.NOT_FOUND, f"no live drawer '{drawer_id}'", {"drawer_id": drawer_id}
+            )
+        # What an identity said is its own record: a teammate may not erase it (a diary
+        # entry shared with the team included); reviewers and admins moderate.
+        if drawer.identity != identity.name and not (
+            identity.has_scope(REVIEW) or identity.has_scope(ADMIN)
+        ):
+            raise ProtocolError(
+                ErrorCode.FORBIDDEN,
+                f"drawer '{drawer_id}' was written by '{drawer.identity}': only its writer, "
+                "a reviewer or an admin may delete it",
+                {"drawer_id": drawer_id, "required_scope": REVIEW},
             )
         audit = _audit(identity, door, "delete", drawer_id=drawer_id, source=drawer.source_file)
         removed = store.soft_delete(drawer_id, audit)
