@@ -7,9 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import LiveDaemon, copy_examples, start_daemon
-
 from memhubd.auth.tokens import TokenStore
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
 
 WS = "team-coding"
 EXTRA = (
