@@ -85,8 +85,14 @@ class Terminal:
 
 def make_run_command() -> list[str]:
     """What `make run` runs once installed, from the Makefile itself."""
+    # Under `make test` this is a nested make: without --no-print-directory it would
+    # announce the directory it enters before the recipe.
     recipe = subprocess.run(
-        ["make", "-n", "-o", "install", "run"], cwd=REPO, capture_output=True, text=True, check=True
+        ["make", "--no-print-directory", "-n", "-o", "install", "run"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     assert recipe[0].endswith("/memhubd") and recipe[1] == "run-examples", recipe
     return [str(VENV_BIN / "memhubd"), *recipe[1:]]
