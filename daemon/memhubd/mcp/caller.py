@@ -61,6 +61,15 @@ def choose_workspace(hub: Hub, identity: Identity, requested: str, scope: str) -
     raise ProtocolError(ErrorCode.INVALID, message, {"field": "workspace", "available": visible})
 
 
+def wing_or_workspace(wing: str, workspace: str) -> str:
+    """The workspace a mempal-style tool names: `wing` (mempal's word) or `workspace`."""
+    if wing and workspace and wing != workspace:
+        raise ProtocolError(
+            ErrorCode.INVALID, "'wing' and 'workspace' name different workspaces", {"field": "wing"}
+        )
+    return (workspace or wing).strip()
+
+
 def only_workspace(hub: Hub, identity: Identity, scope: str) -> str:
     """For memdsl's single-workspace resources: the caller's one workspace, or an error."""
     service.require_scope(identity, scope)

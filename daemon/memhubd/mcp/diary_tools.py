@@ -17,8 +17,7 @@ from pydantic import Field
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SUMMARY, WRITE_CANDIDATE, WRITE_RECALL
 from memhubd.mcp import payloads
-from memhubd.mcp.caller import choose_workspace, current_caller
-from memhubd.mcp.tools import MCP_CLIENT, WRITE, reply, tool_error
+from memhubd.mcp.tools import MCP_CLIENT, WRITE, reply, run_tool, tool_error
 from memhubd.runtime.hub import Hub
 from memhubd.service import diary, recall_review
 
@@ -42,15 +41,6 @@ DESCRIBE = {
         "approves it."
     ),
 }
-
-
-async def _run(hub: Hub, scope: str, requested: str, work: Any) -> dict[str, Any]:
-    try:
-        identity = current_caller()
-        name = choose_workspace(hub, identity, requested, scope)
-        return await work(identity, name)
-    except ProtocolError as error:
-        raise tool_error(error) from None
 
 
 def register_diary_tools(server: MCPServer, hub: Hub) -> None:
@@ -81,7 +71,7 @@ def register_diary_tools(server: MCPServer, hub: Hub) -> None:
             )
 
         scope = WRITE_RECALL if action == "write" else READ_SUMMARY
-        return reply(await _run(hub, scope, workspace.strip(), work))
+        return reply(await run_tool(hub, None, scope, workspace.strip(), work))
 
     @server.tool(description=DESCRIBE["memory_propose_from_recall"], annotations=WRITE)
     async def memory_propose_from_recall(
@@ -115,4 +105,4 @@ def register_diary_tools(server: MCPServer, hub: Hub) -> None:
                 "drawer": data["drawer"],
             }
 
-        return reply(await _run(hub, WRITE_CANDIDATE, workspace.strip(), work))
+        return reply(await run_tool(hub, None, WRITE_CANDIDATE, workspace.strip(), work))

@@ -16,8 +16,8 @@ from pydantic import Field
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
-from memhubd.mcp.caller import choose_workspace, current_caller
-from memhubd.mcp.tools import READ_ONLY, WRITE, reply, tool_error
+from memhubd.mcp.caller import current_caller, wing_or_workspace
+from memhubd.mcp.tools import READ_ONLY, WRITE, reply, run_tool, tool_error
 from memhubd.runtime.hub import Hub
 from memhubd.service import graph
 
@@ -50,23 +50,6 @@ DESCRIBE = {
         "declaration. Confirm with the user before saving when it reports anything."
     ),
 }
-
-
-def _workspace(wing: str, workspace: str) -> str:
-    if wing and workspace and wing != workspace:
-        raise ProtocolError(
-            ErrorCode.INVALID, "'wing' and 'workspace' name different workspaces", {"field": "wing"}
-        )
-    return (workspace or wing).strip()
-
-
-async def _run(hub: Hub, scope: str, requested: str, work: Any) -> dict[str, Any]:
-    try:
-        identity = current_caller()
-        name = choose_workspace(hub, identity, requested, scope)
-        return await work(identity, name)
-    except ProtocolError as error:
-        raise tool_error(error) from None
 
 
 async def _invalidate(hub: Hub, identity: Any, name: str, triple_id: str) -> dict[str, Any]:
@@ -142,7 +125,7 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
             return await graph.kg_stats(hub, identity, name)
 
         scope = WRITE_RECALL if action in ("add", "invalidate") else READ_SEARCH
-        return reply(await _run(hub, scope, _workspace(wing, workspace), work))
+        return reply(await run_tool(hub, None, scope, wing_or_workspace(wing, workspace), work))
 
     @server.tool(description=DESCRIBE["memory_tunnels"], annotations=READ_ONLY)
     async def memory_tunnels() -> CallToolResult:
@@ -159,7 +142,7 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         now: Annotated[str, Field(description="check as of this RFC 3339 time")] = "",
         workspace: Annotated[str, Field(description="same as wing")] = "",
     ) -> CallToolResult:
-        requested = _workspace(wing, workspace)
+        requested = wing_or_workspace(wing, workspace)
         if room and not requested:
             raise tool_error(
                 ProtocolError(
@@ -172,4 +155,4 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
                 hub, identity, name, text, room=room or None, now=now or None
             )
 
-        return reply(await _run(hub, READ_SEARCH, requested, work))
+        return reply(await run_tool(hub, None, READ_SEARCH, requested, work))

@@ -17,8 +17,8 @@ from pydantic import Field
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import IngestRequest, SearchRequest, TaxonomyEditRequest
 from memhub_protocol.scopes import READ_SUMMARY, WRITE_RECALL
-from memhubd.mcp.caller import choose_workspace, current_caller
-from memhubd.mcp.tools import READ_ONLY, WRITE, reply, tool_error
+from memhubd.mcp.caller import current_caller, wing_or_workspace
+from memhubd.mcp.tools import READ_ONLY, WRITE, reply, run_tool, tool_error
 from memhubd.runtime.hub import Hub
 from memhubd.service import recall
 
@@ -56,23 +56,6 @@ DESCRIBE = {
 }
 
 
-def _workspace(wing: str, workspace: str) -> str:
-    if wing and workspace and wing != workspace:
-        raise ProtocolError(
-            ErrorCode.INVALID, "'wing' and 'workspace' name different workspaces", {"field": "wing"}
-        )
-    return (workspace or wing).strip()
-
-
-async def _run(hub: Hub, scope: str, requested: str, work: Any) -> dict[str, Any]:
-    try:
-        identity = current_caller()
-        name = choose_workspace(hub, identity, requested, scope)
-        return await work(identity, name)
-    except ProtocolError as error:
-        raise tool_error(error) from None
-
-
 def register_recall_tools(server: MCPServer, hub: Hub) -> None:
     @server.tool(description=DESCRIBE["memory_search"], annotations=READ_ONLY)
     async def memory_search(
@@ -85,7 +68,7 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
     ) -> CallToolResult:
         try:
             identity = current_caller()
-            name = _workspace(wing, workspace) or None
+            name = wing_or_workspace(wing, workspace) or None
             data: dict[str, Any] = {"query": query, "limit": top_k}
             if room:
                 data["room"] = [room]
@@ -117,7 +100,9 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
             summary = await recall.ingest(hub, identity, name, request, DOOR)
             return _ingest_answer(summary)
 
-        return reply(await _run(hub, WRITE_RECALL, _workspace(wing, workspace), work))
+        return reply(
+            await run_tool(hub, None, WRITE_RECALL, wing_or_workspace(wing, workspace), work)
+        )
 
     @server.tool(description=DESCRIBE["memory_delete"], annotations=WRITE)
     async def memory_delete(
@@ -134,7 +119,9 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
                 message = f"drawer {drawer_id} not found or already deleted"
                 return {"drawer_id": drawer_id, "deleted": False, "message": message}
 
-        return reply(await _run(hub, WRITE_RECALL, _workspace(wing, workspace), work))
+        return reply(
+            await run_tool(hub, None, WRITE_RECALL, wing_or_workspace(wing, workspace), work)
+        )
 
     @server.tool(description=DESCRIBE["memory_taxonomy"], annotations=WRITE)
     async def memory_taxonomy(
@@ -156,7 +143,7 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
             return {"action": action, **data}
 
         scope = READ_SUMMARY if action == "list" else WRITE_RECALL
-        return reply(await _run(hub, scope, _workspace(wing, workspace), work))
+        return reply(await run_tool(hub, None, scope, wing_or_workspace(wing, workspace), work))
 
     @server.tool(description=DESCRIBE["memory_wake_up"], annotations=READ_ONLY)
     async def memory_wake_up(
@@ -169,7 +156,9 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         async def work(identity: Any, name: str) -> dict[str, Any]:
             return await recall.wake_up(hub, identity, name, limit, budget, format)
 
-        return reply(await _run(hub, READ_SUMMARY, _workspace(wing, workspace), work))
+        return reply(
+            await run_tool(hub, None, READ_SUMMARY, wing_or_workspace(wing, workspace), work)
+        )
 
     @server.tool(description=DESCRIBE["memory_recall_status"], annotations=READ_ONLY)
     async def memory_recall_status(
@@ -179,7 +168,9 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         async def work(identity: Any, name: str) -> dict[str, Any]:
             return await recall.status(hub, identity, name)
 
-        return reply(await _run(hub, READ_SUMMARY, _workspace(wing, workspace), work))
+        return reply(
+            await run_tool(hub, None, READ_SUMMARY, wing_or_workspace(wing, workspace), work)
+        )
 
 
 def _ingest_answer(summary: dict[str, Any]) -> dict[str, Any]:

@@ -52,15 +52,19 @@ def tool_error(error: ProtocolError) -> ToolError:
     return ToolError(describe_error(error))
 
 
-async def run_tool(hub: Hub, schema: str, scope: str, requested: str, work: Work) -> Payload:
-    """Resolve caller and workspace, run `work`, and turn protocol errors into tool errors."""
+async def run_tool(hub: Hub, schema: str | None, scope: str, requested: str, work: Work) -> Payload:
+    """Resolve caller and workspace, run `work`, and turn protocol errors into tool errors.
+
+    With a memdsl payload `schema`, a workspace that has not loaded answers memdsl's
+    `unavailable` payload; without one (memhub's own tools) it is a tool error too.
+    """
     name = requested
     try:
         identity = current_caller()
         name = choose_workspace(hub, identity, requested, scope)
         return await work(identity, name)
     except ProtocolError as error:
-        if error.code is ErrorCode.WORKSPACE_UNAVAILABLE:
+        if schema is not None and error.code is ErrorCode.WORKSPACE_UNAVAILABLE:
             return payloads.unavailable(schema, error, name)
         raise tool_error(error) from None
 
