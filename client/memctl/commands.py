@@ -70,6 +70,20 @@ class Session:
         )
 
 
+def add_command(
+    parent: argparse._SubParsersAction,
+    name: str,
+    handler: Any,
+    summary: str,
+    *,
+    common: argparse.ArgumentParser,
+) -> argparse.ArgumentParser:
+    """A subcommand with the shared options, its summary as help and description."""
+    parser = parent.add_parser(name, parents=[common], help=summary, description=summary)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
 def workspace_names(payload: Any) -> list[str]:
     items = payload.get("workspaces", []) if isinstance(payload, dict) else payload
     if not isinstance(items, list):

@@ -17,9 +17,10 @@ import sys
 import threading
 import unicodedata
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
-from memctl.commands import CommandFailure, Session, workspace_names
+from memctl.commands import CommandFailure, Session, add_command, workspace_names
 
 DRAIN_TIMEOUT = 3.0  # seconds per request; the whole drain gets a little more
 DRAIN_GRACE = 2.0
@@ -31,12 +32,7 @@ PREVIEW_LINES = 3
 
 
 def add_cowork_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    def command(
-        parent: argparse._SubParsersAction, name: str, handler: Any, summary: str
-    ) -> argparse.ArgumentParser:
-        parser = parent.add_parser(name, parents=[common], help=summary, description=summary)
-        parser.set_defaults(handler=handler)
-        return parser
+    command = partial(add_command, common=common)
 
     p = sub.add_parser(
         "cowork", parents=[common], help="cowork: messages between identities of a workspace"

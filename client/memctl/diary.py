@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from typing import Any
 
-from memctl.commands import CommandFailure, Session
+from memctl.commands import CommandFailure, Session, add_command
 
 TYPES = ("OBSERVATION", "LESSON", "PATTERN")
 
@@ -24,12 +25,7 @@ def _entry_type(text: str) -> str:
 
 
 def add_diary_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    def command(
-        parent: argparse._SubParsersAction, name: str, handler: Any, summary: str
-    ) -> argparse.ArgumentParser:
-        parser = parent.add_parser(name, parents=[common], help=summary, description=summary)
-        parser.set_defaults(handler=handler)
-        return parser
+    command = partial(add_command, common=common)
 
     p = sub.add_parser(
         "diary", parents=[common], help="the agent diary: observations, lessons, patterns"

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from typing import Any
 
-from memctl.commands import CommandFailure, Session
+from memctl.commands import CommandFailure, Session, add_command
 
 
 def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    def command(
-        parent: argparse._SubParsersAction, name: str, handler: Any, summary: str
-    ) -> argparse.ArgumentParser:
-        parser = parent.add_parser(name, parents=[common], help=summary, description=summary)
-        parser.set_defaults(handler=handler)
-        return parser
+    command = partial(add_command, common=common)
 
     p = sub.add_parser("kg", parents=[common], help="the temporal knowledge graph")
     actions = p.add_subparsers(dest="kg_action", metavar="ACTION", required=True)

@@ -12,10 +12,11 @@ import json
 import secrets
 import sys
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from memctl.client import ServerError
-from memctl.commands import CommandFailure, Session
+from memctl.commands import CommandFailure, Session, add_command
 from memhub_protocol import ErrorCode
 from memhub_protocol.recall import (
     DEFAULT_MAX_FILE_BYTES,
@@ -45,12 +46,7 @@ REINDEX_STEP = 2000
 
 
 def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    def command(
-        parent: argparse._SubParsersAction, name: str, handler: Any, summary: str
-    ) -> argparse.ArgumentParser:
-        parser = parent.add_parser(name, parents=[common], help=summary, description=summary)
-        parser.set_defaults(handler=handler)
-        return parser
+    command = partial(add_command, common=common)
 
     p = sub.add_parser("recall", parents=[common], help="recall: ingest and search what was said")
     actions = p.add_subparsers(dest="recall_action", metavar="ACTION", required=True)
