@@ -7,11 +7,21 @@ the contract gives (`memhubd.query.reference`), by construction and by property 
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
 from typing import Any
 
 from memhubd.index import workspace as lexical
 from memhubd.index.tokens import word_tokens
-from memhubd.query.layers import EXCLUDED_SHOWN, Retrieval, assemble_pack, subject_hits
+from memhubd.query.layers import (
+    EXCLUDED_SHOWN,
+    MustLayer,
+    Retrieval,
+    assemble_pack,
+    must_layer,
+    subject_hits,
+)
 from memhubd.query.pack import EvidencePack, ScoredDeclaration
 from memhubd.query.ranking import Ranking
 from memhubd.query.terms import query_terms
@@ -67,7 +77,7 @@ def build_evidence_pack(
                 ix.declarations[o]
                 for o in ix.space.ordered(ranking.touched & candidates & ix.questions)
             ],
-            must=[ix.declarations[o] for o in _must(ix, [o for o, _ in hits])],
+            must=_must_layer(ix, _must(ix, [o for o, _ in hits])),
         )
     )
 
@@ -104,7 +114,7 @@ def _scored(
     return ScoredDeclaration(decl, score, sorted(matched))
 
 
-def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> list[int]:
+def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> int:
     """Constraints sharing an id, scope or subject with a hit, plus every global one."""
     bits = ix.global_constraints
     same_id = []
@@ -117,4 +127,29 @@ def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> list[int]:
             bits |= ix.constraint_bits(lexical.SUBJECT, subject)
     if same_id:
         bits |= ix.space.bitmap(same_id)
-    return ix.space.ordered(bits)
+    return bits  # type: ignore[no-any-return]
+
+
+# MUST layers by their bitmap, per index (so per snapshot and view): with few scopes
+# most queries meet one of a few sets, of hundreds of rules each. Bounded per index;
+# an index that is replaced takes its layers with it.
+MUST_LAYERS_PER_INDEX = 256
+_LAYERS: weakref.WeakKeyDictionary[Any, OrderedDict[int, MustLayer]] = weakref.WeakKeyDictionary()
+_LAYERS_LOCK = threading.Lock()
+
+
+def _must_layer(ix: lexical.WorkspaceIndex, bits: int) -> MustLayer:
+    with _LAYERS_LOCK:
+        layers = _LAYERS.get(ix)
+        if layers is None:
+            layers = _LAYERS[ix] = OrderedDict()
+        layer = layers.get(bits)
+        if layer is not None:
+            layers.move_to_end(bits)
+            return layer
+    layer = must_layer(ix.declarations[o] for o in ix.space.ordered(bits))
+    with _LAYERS_LOCK:
+        layer = layers.setdefault(bits, layer)
+        while len(layers) > MUST_LAYERS_PER_INDEX:
+            layers.popitem(last=False)
+    return layer

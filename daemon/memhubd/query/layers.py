@@ -6,6 +6,7 @@ find those inputs; this module must not look at the workspace.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,36 @@ from memhubd.query.pack import EvidencePack, ScoredDeclaration
 
 # How many filter-excluded matches the trace lists (the total is always reported).
 EXCLUDED_SHOWN = 5
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MustLayer:
+    """A MUST layer with what assembling a pack asks of it, worked out once.
+
+    A retriever that meets the same MUST set again (few scopes, many rules: most
+    queries do) hands the same object back, so the per-rule work (ids, names,
+    `conflicts_with` targets) is not redone per query and `declarations`, the same
+    tuple each time, can key caches of its encoded forms.
+    """
+
+    declarations: tuple[Any, ...]
+    ids: frozenset[str]
+    identities: frozenset[str]  # ids and names, as CONFLICT matches targets
+    subjects: frozenset[Any]
+    relations: tuple[tuple[Any, str], ...]  # (rule, conflicts_with target), in order
+
+
+def must_layer(declarations: Iterable[Any]) -> MustLayer:
+    """The MUST layer of `declarations` (in workspace order)."""
+    items = tuple(declarations)
+    ids = frozenset(d.id for d in items)
+    return MustLayer(
+        declarations=items,
+        ids=ids,
+        identities=ids | {d.name for d in items},
+        subjects=frozenset(d.subject for d in items),
+        relations=tuple((d, t) for d in items for t in _conflict_targets(d)),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +55,7 @@ class Retrieval:
     `EXCLUDED_SHOWN`; only looked for when the filters removed something) and
     `excluded_total` how many there are; `questions` are the question declarations
     among the scored candidates, in workspace order; `must` is the MUST layer in
-    workspace order.
+    workspace order, as declarations or as a `MustLayer`.
     """
 
     query: str
@@ -37,7 +68,7 @@ class Retrieval:
     excluded: list[ScoredDeclaration]
     excluded_total: int
     questions: list[Any]
-    must: list[Any]
+    must: Sequence[Any] | MustLayer
 
 
 def subject_hits(matched_aliases: list[tuple[str, list[str]]], subject: str | None) -> list[str]:
@@ -50,42 +81,54 @@ def subject_hits(matched_aliases: list[tuple[str, list[str]]], subject: str | No
 
 def assemble_pack(r: Retrieval) -> EvidencePack:
     """Layer a retrieval: SHOULD and CONTEXT from hits, CONFLICT, MISSING, trace."""
-    must_ids = {d.id for d in r.must}
+    must = r.must if isinstance(r.must, MustLayer) else must_layer(r.must)
     should = [
         s.declaration
         for s in r.hits
-        if s.declaration.id not in must_ids and s.declaration.runtime_role == "guidance"
+        if s.declaration.id not in must.ids and s.declaration.runtime_role == "guidance"
     ]
-    taken = must_ids | {d.id for d in should}
+    should_ids = {d.id for d in should}
     context = [
         s
         for s in r.hits
-        if s.declaration.id not in taken and s.declaration.runtime_role == "assertion"
+        if s.declaration.id not in must.ids
+        and s.declaration.id not in should_ids
+        and s.declaration.runtime_role == "assertion"
     ]
-    selected = r.must + should + [s.declaration for s in context]
+    others = should + [s.declaration for s in context]
     return EvidencePack(
         query=r.query,
-        must=list(r.must),
+        must=must.declarations,
         should=should,
         context=context,
-        conflicts=_conflicts(selected),
-        missing=_missing(r, selected),
+        conflicts=_conflicts(must, others),
+        missing=_missing(r, must, others),
         resolved_subjects=sorted(set(subject_hits(r.matched_aliases, r.subject))),
         trace=_trace(r),
     )
 
 
-def _conflicts(selected: list[Any]) -> list[tuple[Any, str]]:
-    identities = {d.id for d in selected} | {d.name for d in selected}
-    out = []
-    for d in selected:
-        for target in d.relations().get("conflicts_with", []):
-            if target in identities or target.split(":", 1)[-1] in identities:
-                out.append((d, target))
+def _conflict_targets(d: Any) -> list[str]:
+    return d.relations().get("conflicts_with", [])  # type: ignore[no-any-return]
+
+
+def _conflicts(must: MustLayer, others: list[Any]) -> list[tuple[Any, str]]:
+    """`conflicts_with` relations of the selected declarations (MUST, then `others`)
+    whose target is selected too, by id, name, or the part after the first colon."""
+    extra = {d.id for d in others} | {d.name for d in others}
+
+    def selected(target: str) -> bool:
+        tail = target.split(":", 1)[-1]
+        known = must.identities
+        return target in known or target in extra or tail in known or tail in extra
+
+    out = [(d, target) for d, target in must.relations if selected(target)]
+    for d in others:
+        out.extend((d, target) for target in _conflict_targets(d) if selected(target))
     return out
 
 
-def _missing(r: Retrieval, selected: list[Any]) -> list[str]:
+def _missing(r: Retrieval, must: MustLayer, others: list[Any]) -> list[str]:
     out = []
     if not r.hits:
         # The term list is shown as a Python list repr, quotes and all.
@@ -95,7 +138,11 @@ def _missing(r: Retrieval, selected: list[Any]) -> list[str]:
                 f"{r.excluded_total} declaration(s) matched the query but "
                 "were excluded by type/subject filters"
             )
-    if r.subject and not any(d.subject == r.subject for d in selected):
+    if (
+        r.subject
+        and r.subject not in must.subjects
+        and not any(d.subject == r.subject for d in others)
+    ):
         out.append(f"no declarations found for subject '{r.subject}'")
     out.extend(f"question [{d.id}]: {d.claim_text}" for d in r.questions)
     return out

@@ -7,7 +7,7 @@ Key orders, float rounding and Python-repr fragments are part of the memdsl cont
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ class EvidencePack:
     """MUST / SHOULD / CONTEXT / CONFLICT / MISSING for one query, plus its search trace."""
 
     query: str
-    must: list[Any] = field(default_factory=list)
+    must: Sequence[Any] = field(default_factory=list)
     should: list[Any] = field(default_factory=list)
     context: list[ScoredDeclaration] = field(default_factory=list)
     conflicts: list[tuple[Any, str]] = field(default_factory=list)

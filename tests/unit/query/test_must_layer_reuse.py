@@ -1,0 +1,59 @@
+"""The MUST layer is worked out once per distinct set of rules and reused, without
+changing any answer: CONFLICT and MISSING still depend on the query's own hits."""
+
+from __future__ import annotations
+
+from workspace_loading import Loader
+
+from memhubd.query import build_evidence_pack
+from memhubd.query.reference import build_evidence_pack_linear
+
+RULES = """
+    boundary rule.freeze { rule: "Freeze deploys during audits" scope: release
+                           conflicts_with: "fact:deploy.friday" }
+    boundary rule.review { rule: "Every deploy is reviewed" scope: release }
+    fact deploy.tuesday { claim: "Deploys happen on Tuesday" scope: release }
+    fact deploy.friday { claim: "Hotfix deploys happen on Friday" scope: release
+                         conflicts_with: rule.review }
+    fact audit.window { claim: "Audits run in March" scope: release }
+"""
+
+
+def test_queries_meeting_the_same_must_set_share_one_layer(load: Loader) -> None:
+    # Given two questions whose hits share one scope
+    ws = load(RULES)
+
+    # When both are asked
+    first = build_evidence_pack(ws, "tuesday")
+    second = build_evidence_pack(ws, "audits march")
+
+    # Then their MUST layers are one object, in workspace order
+    assert first.must is second.must
+    assert [d.id for d in first.must] == ["boundary:rule.freeze", "boundary:rule.review"]
+
+
+def test_conflicts_of_a_reused_must_layer_follow_each_querys_hits(load: Loader) -> None:
+    ws = load(RULES)
+
+    # Given a MUST layer first met by a query that does not select the Friday fact
+    without = build_evidence_pack(ws, "tuesday")
+    # When a query selecting it meets the same layer
+    with_friday = build_evidence_pack(ws, "friday hotfix")
+
+    # Then only the second answer lists the rule's conflict with that fact, and the
+    # fact's own conflict with a MUST rule comes after the MUST layer's
+    assert without.must is with_friday.must
+    assert [(d.id, t) for d, t in without.conflicts] == []
+    assert [(d.id, t) for d, t in with_friday.conflicts] == [
+        ("boundary:rule.freeze", "fact:deploy.friday"),
+        ("fact:deploy.friday", "rule.review"),
+    ]
+
+
+def test_reused_layers_answer_as_the_linear_reference_does(load: Loader) -> None:
+    ws = load(RULES)
+    for query in ["tuesday", "friday hotfix", "audits", "tuesday", "deploys", "friday"]:
+        for subject in (None, "Nobody"):
+            fast = build_evidence_pack(ws, query, subject=subject)
+            slow = build_evidence_pack_linear(ws, query, subject=subject)
+            assert fast.as_dict() == slow.as_dict()
