@@ -145,6 +145,102 @@ def test_static_ignores_unknown_tokens(static: Embedder) -> None:
     assert not static.embed(["\u2603"]).any()
 
 
+# Whitespace the segmenter does not cut at, characters the normalizer drops, splits or
+# rewrites, words the tokenizer matches before normalizing, and a word too long to split.
+TRICKY_TEXTS = [
+    "Naïve CAFÉ résumé, Ångström — ΟΔΟΣ Σίσυφος ΣΑΣ",
+    "東京タワーに行きました。 北京 and 서울",
+    "a\u00a0non-breaking\u2003em space\u200bzero\u2028line\u0085next",
+    "vertical\x0btab form\x0cfeed nul\x00byte \ufffd replacement \x1funit",
+    "tab\tnew\nline\r\ncarriage\rreturn   many    spaces",
+    "[UNK] x[UNK]y [PAD]z [unk] [ PAD ]",
+    "e\u0301 \u0301accent alone, combining\u0327 \u0327",
+    "🚀 rocket 👩‍💻 coder ∑∫√ math (parens) [brackets] {braces} 'quotes' \"double\"",
+    "x" * 150 + " " + "ab" * 60 + "." + "word " * 3,
+    "https://example.com/a_b?c=d&e=f#frag user@example.org C++ C# .NET node.js",
+    " leading and trailing whitespace \n\t",
+]
+
+
+def fixture_texts() -> list[str]:
+    """Every text fixture of the recall tests, whole and line by line."""
+    texts = []
+    for path in sorted((Path(__file__).parents[2] / "fixtures" / "recall").rglob("*")):
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # a binary fixture (e.g. an image) is never embedded
+        texts += [text, *text.splitlines()]
+    return texts
+
+
+def whole_text_tokenizer() -> tokenizers.Tokenizer:
+    """The vendored tokenizer as the embedder runs it: no truncation, no padding."""
+    tokenizer = tokenizers.Tokenizer.from_file(str(VENDORED_DIR / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def test_static_segment_ids_are_the_tokenizers_ids_for_each_whole_text() -> None:
+    # The embedder tokenizes a text as its whitespace-free segments, remembered across
+    # calls; the ids must be exactly those of the tokenizer reading the whole text.
+    texts = [*fixture_texts(), *TRICKY_TEXTS]
+    assert len(texts) > 100
+    tokenizer = whole_text_tokenizer()
+    segments = static_model._SegmentIds(tokenizer)
+    for batch in (texts, texts[::-1]):  # the second pass is answered from the memo
+        for text, ids in zip(batch, segments.ids(batch), strict=True):
+            expected = tokenizer.encode(text, add_special_tokens=False).ids
+            assert np.frombuffer(ids, dtype="<u4").tolist() == expected, text
+
+
+def test_static_segment_memo_stays_bounded_and_correct_when_emptied() -> None:
+    tokenizer = whole_text_tokenizer()
+    segments = static_model._SegmentIds(tokenizer, limit=5)
+    texts = ["one two three", "four five six seven", "one eight", "nine ten one two"]
+    for text, ids in zip(texts, [segments.ids([t])[0] for t in texts], strict=True):
+        expected = tokenizer.encode(text, add_special_tokens=False).ids
+        assert np.frombuffer(ids, dtype="<u4").tolist() == expected, text
+        assert len(segments._ids) <= 5
+
+
+def test_static_embeddings_of_fixtures_equal_whole_text_pooling(static: Embedder) -> None:
+    # The reference: each text tokenized whole, its rows summed and normalised.
+    texts = [*fixture_texts(), *TRICKY_TEXTS, ""]
+    tables = static_model.StaticEmbedder(VENDORED_DIR, "reference")._tables.get()
+    expected = np.zeros((len(texts), 256), dtype=np.float32)
+    for row, text in enumerate(texts):
+        if text.strip():
+            cut = text[: static_model.MAX_CHARS]
+            ids = tables.tokenizer.encode(cut, add_special_tokens=False).ids  # type: ignore[attr-defined]
+            expected[row] = tables.vectors[ids[: static_model.MAX_TOKENS]].sum(axis=0)
+    static_model.normalise_rows(expected)
+    assert np.array_equal(static.embed(texts), expected)
+
+
+def test_a_tokenizer_that_joins_across_whitespace_reads_each_text_whole(tmp_path: Path) -> None:
+    # Byte-level BPE keeps a word's leading space in its token ("Ġbeta"): cutting the text
+    # at spaces would change its ids, so such a tokenizer is never given segments.
+    vocab = {"[UNK]": 0, "alpha": 1, "\u0120beta": 2, "beta": 3}
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    assert not static_model._reads_segments(tokenizer)
+    rows = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], dtype=np.float32)
+    folder = write_tiny_model(tmp_path / "bytelevel", {"embeddings": rows}, hidden_dim=2)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    model = load_embedder(EmbedderSettings(model=str(folder)))
+    got = model.embed(["alpha beta"])
+    np.testing.assert_allclose(got, [[1 / np.sqrt(2), 1 / np.sqrt(2)]], atol=1e-6)
+
+
+def test_the_vendored_tokenizer_is_read_in_segments() -> None:
+    tokenizer = tokenizers.Tokenizer.from_file(str(VENDORED_DIR / "tokenizer.json"))
+    assert static_model._reads_segments(tokenizer)
+
+
 def test_static_loads_once_under_concurrent_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
     loads = []
     real = static_model._load_tables

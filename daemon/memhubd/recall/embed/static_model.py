@@ -8,8 +8,8 @@ all-MiniLM-L6-v2 by tools/distill_embedder.py; any local folder of the same form
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +28,26 @@ SUMS_FILE = "SHA256SUMS"
 # 512 tokens of ordinary prose.
 MAX_TOKENS = 512
 MAX_CHARS = MAX_TOKENS * 8
-# Texts per tokenizer call, and texts per padded gather: the gathered block is at most
-# GROUP x MAX_TOKENS x dimension floats (16 MB at 256-d).
+# Texts tokenized together (their ids are held at once: ~2 MB for 4,096 chat exchanges),
+# texts per call of the tokenizer when it reads whole texts, and texts per padded gather:
+# the gathered block is at most GROUP x MAX_TOKENS x dimension floats (16 MB at 256-d).
+TOKENIZE_CHUNK = 4096
 POOL_CHUNK = 256
 GROUP = 32
+# Token ids of whitespace-free segments are remembered across calls: most segments of a
+# text were seen before (words follow Zipf's law), and a dict lookup costs a small part of
+# the tokenizer's per-text work (encoding 4,096 chat exchanges whole took 8x longer). The
+# memo is emptied when it would pass this many entries (about 15 MB).
+SEGMENT_CACHE = 100_000
+# Where a text is cut into segments. Each of these is whitespace to the normalizers and
+# pre-tokenizers named below, which treat the two sides of whitespace independently, so a
+# text's ids are exactly its segments' ids joined (tests/unit/recall/test_embedders.py
+# checks it on every fixture). Any other tokenizer reads each text whole.
+_SEGMENT = re.compile(r"[^ \t\n\r]+")
+_SEGMENTING_NORMALIZERS = (None, "BertNormalizer")
+_SEGMENTING_PRE_TOKENIZERS = ("BertPreTokenizer", "Whitespace", "WhitespaceSplit")
+_ID_TYPE = np.dtype("<u4")
+_ID_BYTES = _ID_TYPE.itemsize
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +58,37 @@ class _Tables:
     # tokens).
     vectors: np.ndarray
     pad_id: int
+    # The memo of segments' ids; None when the tokenizer must read each text whole.
+    segments: _SegmentIds | None
+
+
+class _SegmentIds:
+    """The tokenizer's ids for whitespace-free segments, remembered (bounded).
+
+    Concurrent embed calls share it without a lock: entries are only ever added, and a
+    full memo is replaced by a new one while callers keep the one they started with.
+    """
+
+    def __init__(self, tokenizer: object, limit: int = SEGMENT_CACHE) -> None:
+        self._tokenizer = tokenizer
+        self._limit = limit
+        self._ids: dict[str, bytes] = {}
+
+    def ids(self, texts: Sequence[str]) -> list[bytes]:
+        """Each text's token ids (little-endian uint32 bytes), exactly as the tokenizer
+        gives them for the whole text."""
+        known = self._ids
+        segmented = [_SEGMENT.findall(text) for text in texts]
+        missing = list({s: None for segments in segmented for s in segments if s not in known})
+        if missing:
+            if len(known) + len(missing) > self._limit:
+                known = {}
+            encodings = self._tokenizer.encode_batch_fast(  # type: ignore[attr-defined]
+                missing, add_special_tokens=False
+            )
+            known.update(zip(missing, (_as_bytes(e.ids) for e in encodings), strict=True))
+            self._ids = known
+        return [b"".join([known[s] for s in segments]) for segments in segmented]
 
 
 class StaticEmbedder:
@@ -79,43 +126,58 @@ class StaticEmbedder:
         check_texts(texts)
         tables = self._tables.get()
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(texts), POOL_CHUNK):
-            chunk = texts[start : start + POOL_CHUNK]
-            out[start : start + len(chunk)] = _pool(tables, chunk, self.dimension)
+        for start in range(0, len(texts), TOKENIZE_CHUNK):
+            ids, counts = _token_ids(tables, texts[start : start + TOKENIZE_CHUNK])
+            out[start : start + len(counts)] = _pool(tables, ids, counts, self.dimension)
         return out
 
 
-def _pool(tables: _Tables, texts: Sequence[str], dimension: int) -> np.ndarray:
-    """Tokenize all texts in one call, then sum token rows per text, in padded groups.
+def _token_ids(tables: _Tables, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The first MAX_TOKENS token ids of every text, end to end, and each text's count."""
+    cut = [text[:MAX_CHARS] for text in texts]
+    if tables.segments is not None:
+        encoded = tables.segments.ids(cut)
+    else:
+        encoded = []
+        for start in range(0, len(cut), POOL_CHUNK):
+            encodings = tables.tokenizer.encode_batch_fast(  # type: ignore[attr-defined]
+                cut[start : start + POOL_CHUNK], add_special_tokens=False
+            )
+            encoded += [_as_bytes(encoding.ids) for encoding in encodings]
+    limit = MAX_TOKENS * _ID_BYTES
+    encoded = [
+        b"" if is_blank(text) else ids[:limit] for text, ids in zip(texts, encoded, strict=True)
+    ]
+    counts = np.fromiter(map(len, encoded), dtype=np.intp, count=len(encoded)) // _ID_BYTES
+    return np.frombuffer(b"".join(encoded), dtype=_ID_TYPE), counts
+
+
+def _pool(tables: _Tables, ids: np.ndarray, counts: np.ndarray, dimension: int) -> np.ndarray:
+    """Sum each text's token rows, in padded groups, and normalise.
 
     Texts are sorted by token count and gathered GROUP at a time into a rectangular id
     matrix padded with a zero row, so one `vectors[matrix].sum(axis=1)` does a whole group
     with little padding. (`np.add.reduceat` over ragged rows is several times slower.)
     """
-    encodings = tables.tokenizer.encode_batch_fast(  # type: ignore[attr-defined]
-        [text[:MAX_CHARS] for text in texts], add_special_tokens=False
-    )
-    id_lists = [
-        [] if is_blank(text) else encoding.ids[:MAX_TOKENS]
-        for text, encoding in zip(texts, encodings, strict=True)
-    ]
-    counts = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+    starts = np.cumsum(counts) - counts
+    # One more id, the padding row, that every padded cell of a matrix points to.
+    ids = np.append(ids, np.array([tables.pad_id], dtype=ids.dtype))
     order = np.argsort(counts, kind="stable")
     order = order[counts[order] > 0]
-    out = np.zeros((len(texts), dimension), dtype=np.float32)
+    out = np.zeros((len(counts), dimension), dtype=np.float32)
     for start in range(0, order.size, GROUP):
         rows = order[start : start + GROUP]
         lengths = counts[rows]
         width = int(lengths[-1])  # sorted ascending: the last row is the longest
-        matrix = np.full((rows.size, width), tables.pad_id, dtype=np.int64)
-        matrix[np.arange(width) < lengths[:, None]] = np.fromiter(
-            itertools.chain.from_iterable(id_lists[i] for i in rows),
-            dtype=np.int64,
-            count=int(lengths.sum()),
-        )
+        columns = np.arange(width)
+        positions = np.where(columns < lengths[:, None], starts[rows][:, None] + columns, -1)
         # A sum, not a mean: they differ by a positive factor, which normalising removes.
-        out[rows] = tables.vectors[matrix].sum(axis=1, dtype=np.float32)
+        out[rows] = tables.vectors[ids[positions]].sum(axis=1, dtype=np.float32)
     return normalise_rows(out)
+
+
+def _as_bytes(ids: Sequence[int]) -> bytes:
+    return np.asarray(ids, dtype=_ID_TYPE).tobytes()
 
 
 def _read_config(folder: Path) -> dict[str, object]:
@@ -160,7 +222,28 @@ def _load_tables(folder: Path, dimension: int, verify: bool) -> _Tables:
     if unk_id is not None:
         vectors[unk_id] = 0
     vectors = np.concatenate([vectors, np.zeros((1, vectors.shape[1]), vectors.dtype)])
-    return _Tables(tokenizer=tokenizer, vectors=vectors, pad_id=vectors.shape[0] - 1)
+    segments = _SegmentIds(tokenizer) if _reads_segments(tokenizer) else None
+    return _Tables(tokenizer, vectors, pad_id=vectors.shape[0] - 1, segments=segments)
+
+
+def _reads_segments(tokenizer: object) -> bool:
+    """True when the tokenizer's ids for a text are its whitespace-free segments' ids
+    joined: a normalizer and pre-tokenizer that never join across whitespace, and added
+    tokens without whitespace that strip none."""
+    config = json.loads(tokenizer.to_str())  # type: ignore[attr-defined]
+    normalizer = (config.get("normalizer") or {}).get("type")
+    pre_tokenizer = (config.get("pre_tokenizer") or {}).get("type")
+    added = config.get("added_tokens") or []
+    return (
+        normalizer in _SEGMENTING_NORMALIZERS
+        and pre_tokenizer in _SEGMENTING_PRE_TOKENIZERS
+        and all(
+            not token.get("lstrip")
+            and not token.get("rstrip")
+            and _SEGMENT.fullmatch(str(token.get("content", ""))) is not None
+            for token in added
+        )
+    )
 
 
 def _token_vectors(tensors: dict[str, np.ndarray], folder: Path) -> np.ndarray:
