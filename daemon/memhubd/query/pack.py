@@ -61,14 +61,18 @@ class EvidencePack:
         return json.dumps(self.as_dict(), indent=2, ensure_ascii=False)
 
     def json_parts(
-        self, piece: Callable[[Any], bytes], extra: dict[str, Any] | None = None
+        self,
+        piece: Callable[[Any], bytes],
+        extra: dict[str, Any] | None = None,
+        must_section: Callable[[Sequence[Any]], bytes] | None = None,
     ) -> list[bytes]:
         """`as_dict()` (plus `extra` keys at the end) as compact JSON, in parts to join.
 
         `piece(d)` must give `compact_json(declaration_dict(d))`: a caller keeps those
         per snapshot, so an answer costs the joining of bytes, not their encoding. The
         parts' lengths add up to the answer's, so a size limit can be checked before
-        anything is joined.
+        anything is joined. `must_section(must)`, when given, must equal
+        `join_pieces(must, piece)`: a caller may keep it for a MUST layer met again.
         """
         head = {
             "schema_version": EVIDENCE_PACK_SCHEMA,
@@ -76,7 +80,9 @@ class EvidencePack:
             "resolved_subjects": list(self.resolved_subjects),
         }
         parts = [compact_json(head)[:-1], b',"must":[']
-        _join_into(parts, [piece(d) for d in self.must])
+        must = must_section(self.must) if must_section else join_pieces(self.must, piece)
+        if must:
+            parts.append(must)
         parts.append(b'],"should":[')
         _join_into(parts, [piece(d) for d in self.should])
         parts.append(b'],"context":[')
@@ -90,14 +96,19 @@ class EvidencePack:
         parts += [b"],", compact_json(tail)[1:]]
         return parts
 
-    def render_text(self) -> str:
-        """The CLI's default rendering (no trailing newline)."""
+    def render_text(self, must_section: Callable[[Sequence[Any]], str] | None = None) -> str:
+        """The CLI's default rendering (no trailing newline).
+
+        `must_section(must)`, when given, must equal `must_text(must)` (a caller may
+        keep it for a MUST layer met again).
+        """
         lines: list[str] = []
         if self.resolved_subjects:
             lines.append(f"# resolved subjects: {', '.join(self.resolved_subjects)}")
         lines.append("MUST")
-        lines.extend(_must_line(d) for d in self.must)
-        if not self.must:
+        if self.must:
+            lines.append(must_section(self.must) if must_section else must_text(self.must))
+        else:
             lines.append("- (no constraints apply)")
         lines += ["", "SHOULD"]
         lines.extend(f"- [{d.id}] {d.claim_text}" for d in self.should)
@@ -155,6 +166,16 @@ def _context_piece(piece: bytes, scored: ScoredDeclaration) -> bytes:
     score = compact_json(round(float(scored.score), 3))
     terms = compact_json(list(scored.matched_terms))
     return b"".join((piece[:-1], b',"score":', score, b',"matched_terms":', terms, b"}"))
+
+
+def join_pieces(declarations: Sequence[Any], piece: Callable[[Any], bytes]) -> bytes:
+    """The declarations' pieces, comma-separated: the inside of a JSON array."""
+    return b",".join([piece(d) for d in declarations])
+
+
+def must_text(must: Sequence[Any]) -> str:
+    """The MUST lines of the text rendering."""
+    return "\n".join([_must_line(d) for d in must])
 
 
 def _join_into(parts: list[bytes], pieces: list[bytes]) -> None:

@@ -16,15 +16,16 @@ import secrets
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhubd.query.pack import compact_json
 from memhubd.runtime.snapshot import Snapshot
 
 Piece = Callable[[Any], bytes]
+Section = TypeVar("Section", bytes, str)
 
 
 # --- encoding -----------------------------------------------------------------------------
@@ -73,20 +74,30 @@ class _Pieces:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.shapes: dict[str, dict[int, tuple[Any, bytes]]] = {}
+        # Joined sections (a MUST layer's JSON or text) by (shape, id of the tuple),
+        # holding the tuple; least recently used first out past SECTION_BYTES.
+        self.sections: OrderedDict[tuple[str, int], tuple[Any, Any]] = OrderedDict()
+        self.section_bytes = 0
 
 
 _PIECES: weakref.WeakKeyDictionary[Snapshot, _Pieces] = weakref.WeakKeyDictionary()
 _PIECES_LOCK = threading.Lock()
 
 
-def pieces(snapshot: Snapshot, shape: str, encode: Piece) -> Piece:
-    """`encode`, remembered per declaration of `snapshot` (a declaration never changes
-    within one). Bounded: past twice the snapshot's declarations a shape starts over."""
+def _store(snapshot: Snapshot) -> _Pieces:
     with _PIECES_LOCK:
         store = _PIECES.get(snapshot)
         if store is None:
             store = _Pieces(2 * len(snapshot.workspace.declarations) + 1024)
             _PIECES[snapshot] = store
+        return store
+
+
+def pieces(snapshot: Snapshot, shape: str, encode: Piece) -> Piece:
+    """`encode`, remembered per declaration of `snapshot` (a declaration never changes
+    within one). Bounded: past twice the snapshot's declarations a shape starts over."""
+    store = _store(snapshot)
+    with _PIECES_LOCK:
         table = store.shapes.setdefault(shape, {})
     limit = store.limit
 
@@ -103,6 +114,47 @@ def pieces(snapshot: Snapshot, shape: str, encode: Piece) -> Piece:
         return data
 
     return piece
+
+
+# Per snapshot: a dense workspace's answers share a few MUST layers of hundreds of KB.
+SECTION_BYTES = 32 * 1024 * 1024
+# Shorter sections are joined again: cheap, and not worth an entry.
+SECTION_MIN_ITEMS = 32
+
+
+def sections(
+    snapshot: Snapshot, shape: str, join: Callable[[Sequence[Any]], Section]
+) -> Callable[[Sequence[Any]], Section]:
+    """`join`, remembered per tuple of declarations of `snapshot` (the engine hands the
+    same tuple back for a MUST layer met again). Lists, which could change, and short
+    tuples are joined every time."""
+    store = _store(snapshot)
+
+    def section(items: Sequence[Any]) -> Section:
+        if type(items) is not tuple or len(items) < SECTION_MIN_ITEMS:
+            return join(items)
+        key = (shape, id(items))
+        with _PIECES_LOCK:
+            entry = store.sections.get(key)
+            if entry is not None and entry[0] is items:
+                store.sections.move_to_end(key)
+                return entry[1]  # type: ignore[no-any-return]
+        data = join(items)
+        cost = len(data) + 64
+        if cost > SECTION_BYTES // 4:
+            return data
+        with _PIECES_LOCK:
+            old = store.sections.pop(key, None)
+            if old is not None:
+                store.section_bytes -= len(old[1]) + 64
+            store.sections[key] = (items, data)
+            store.section_bytes += cost
+            while store.section_bytes > SECTION_BYTES:
+                _key, (_items, dropped) = store.sections.popitem(last=False)
+                store.section_bytes -= len(dropped) + 64
+        return data
+
+    return section
 
 
 def joined_size(parts: list[bytes]) -> int:

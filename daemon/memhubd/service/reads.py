@@ -53,6 +53,7 @@ from memhubd.service.encoding import (
     joined_size,
     pieces,
     result_too_large,
+    sections,
     snapshot_serial,
 )
 
@@ -324,7 +325,7 @@ async def _answer_query(
     view: View, request: QueryRequest, key: Any, as_text: bool, max_result_bytes: int | None
 ) -> QueryAnswer:
     from memhubd.query import build_evidence_pack
-    from memhubd.query.pack import declaration_json
+    from memhubd.query.pack import declaration_json, join_pieces, must_text
 
     kinds = list(request.kinds) if request.kinds is not None else None
     types_ = list(request.types) if request.types is not None else None
@@ -347,10 +348,11 @@ async def _answer_query(
                 pack, piece, request.max_bytes, request.max_must, hidden_must
             )
             extra = {"budget": budget}
-        parts = pack.json_parts(piece, extra)
+        must_json = sections(view.snapshot, "query", lambda must: join_pieces(must, piece))
+        parts = pack.json_parts(piece, extra, must_json)
         if not as_text and max_result_bytes is not None:
             _refuse_over(joined_size(parts), max_result_bytes)
-        text = pack.render_text() if as_text else ""
+        text = pack.render_text(sections(view.snapshot, "text", must_text)) if as_text else ""
         if text and hidden_must:
             text += _hidden_must_note(hidden_must)
         if text and extra and extra["budget"]["must_omitted"]:
