@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,11 +68,18 @@ class WorkspaceHost:
         self._pending: Mapping[str, Pending] = {}
         self._recheck_at: float | None = None
         self._recheck_changed = anyio.Event()
+        # A build that failed may have been told of changes it never served: the next
+        # one walks the whole workspace rather than trust a list of changed paths.
+        self._walk_next = True
 
-    async def reload(self) -> Snapshot | None:
-        """Build and swap in the next snapshot if anything changed; return what is served."""
+    async def reload(self, changed: Iterable[str] | None = None) -> Snapshot | None:
+        """Build and swap in the next snapshot if anything changed; return what is served.
+
+        `changed`: the only source paths that changed since the last reload (besides
+        those held back); None looks at every file.
+        """
         async with self._reload_lock:
-            return await self._reload_locked(trusted=False)
+            return await self._reload_locked(trusted=False, changed=changed)
 
     def reloads_held(self) -> anyio.Lock:
         """Hold off every other reload, e.g. across a write to the sources and its reload."""
@@ -86,10 +93,15 @@ class WorkspaceHost:
         """
         return await self._reload_locked(trusted=True)
 
-    async def _reload_locked(self, *, trusted: bool) -> Snapshot | None:
+    async def _reload_locked(
+        self, *, trusted: bool, changed: Iterable[str] | None = None
+    ) -> Snapshot | None:
         hub = self._hub
         previous = self.snapshot
         started = time.perf_counter()
+        if self._walk_next:
+            changed = None
+        self._walk_next = True  # until this build has succeeded
 
         def build() -> Snapshot:
             return build_snapshot(
@@ -101,6 +113,7 @@ class WorkspaceHost:
                 trusted=trusted,
                 # A start restores what an earlier run saved; later builds reuse `previous`.
                 cache=hub.cache if previous is None else None,
+                changed=changed,
             )
 
         try:
@@ -120,6 +133,7 @@ class WorkspaceHost:
             return previous
         finally:
             self.last_reload_at = time.time()
+        self._walk_next = False
         hub.metrics.reload_seconds.observe(self.name, value=time.perf_counter() - started)
         self._pending = candidate.pending
         self._schedule_recheck(candidate.recheck_at)
@@ -147,7 +161,7 @@ class WorkspaceHost:
                     await changed.wait()  # a newer build set another time, or stop()
                 continue
             self._recheck_at = None
-            await self.reload()
+            await self.reload(changed=())  # the held-back paths, which every build looks at
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -259,8 +273,8 @@ class Hub:
 
         settings = self.watch_settings
 
-        async def on_change(_changed: Any) -> None:
-            await host.reload()
+        async def on_change(changed: set[Path] | None) -> None:
+            await host.reload(None if changed is None else [str(path) for path in changed])
 
         await watch_workspace(
             Path(host.root),

@@ -23,7 +23,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -145,6 +145,9 @@ class Snapshot:
     # (`time.monotonic()`); the next build takes `pending` back in.
     pending: Mapping[str, Pending] = field(default_factory=dict)
     recheck_at: float | None = None
+    # Whether a walk found a symbolic link among the sources: which of them are served
+    # then depends on the others, so every change is settled by a walk.
+    has_links: bool = False
     _lint_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _lint_cache: list[Any] = field(default_factory=list, repr=False, compare=False)
     # Per-file lint results to reuse: the previous snapshot's (`lint_from`, dropped once
@@ -488,6 +491,7 @@ def build_snapshot(
     pending: Mapping[str, Pending] | None = None,
     trusted: bool = False,
     cache: Any = None,
+    changed: Iterable[str] | None = None,
 ) -> Snapshot:
     """The next snapshot of `root`, reusing whatever did not change since `previous`.
 
@@ -497,6 +501,10 @@ def build_snapshot(
     without waiting for them to settle (missing files still get their grace period).
     `cache`: a `memhubd.runtime.cache.ParseCache` that files not known to `previous`
     are restored from when it holds their exact bytes (same types).
+    `changed`: the only source paths that may differ from `previous` (a watcher's
+    events); with it, only those and the held-back ones are looked at instead of
+    walking the workspace, unless something only a walk settles turns up (a new
+    directory, a link, a refused source). None walks everything.
     Raises WorkspaceUnavailable when there is no usable registry at all.
     """
     started = time.perf_counter()
@@ -531,14 +539,29 @@ def build_snapshot(
         files = list(previous.files) if previous is not None else []
         rules.pending.update(held)
         known = {}
-    walked = _walk(root) if root_problem is None else []
-    with cyclic_gc_paused():  # parsing or restoring allocates millions of objects that stay
-        files, reparsed = _serve_walked(
-            walked, known, files, refused, rules, root, real_root, saved
-        )
-    for path, before in known.items():  # served last time, not found by this walk
-        if _serve(path, before, None, rules, real_root) is not None:
-            _insert_in_order(files, before, previous.files if previous else ())
+    served = None
+    has_links = previous is not None and previous.has_links
+    if (
+        changed is not None
+        and previous is not None
+        and previous.root_problem is None
+        and root_problem is None
+        and not has_links
+    ):
+        with cyclic_gc_paused():
+            served = _serve_changed(changed, held, previous, rules, root, real_root)
+    if served is not None:
+        files, refused, reparsed = served
+    else:
+        walked = _walk(root) if root_problem is None else []
+        with cyclic_gc_paused():  # parsing or restoring allocates millions of objects that stay
+            files, reparsed, walked_links = _serve_walked(
+                walked, known, files, refused, rules, root, real_root, saved
+            )
+        has_links = walked_links if root_problem is None else has_links
+        for path, before in known.items():  # served last time, not found by this walk
+            if _serve(path, before, None, rules, real_root) is not None:
+                _insert_in_order(files, before, previous.files if previous else ())
     registry = registry_state.registry
     with cyclic_gc_paused():
         files = [f.with_types(registry).with_segment() for f in files]
@@ -568,6 +591,7 @@ def build_snapshot(
         refused=tuple(refused),
         pending=rules.pending,
         recheck_at=rules.recheck_at,
+        has_links=has_links,
         _lint_from=[inherited] if inherited is not None else [],
     )
 
@@ -612,16 +636,18 @@ def _serve_walked(
     root: str,
     real_root: str,
     saved: Saved | None,
-) -> tuple[list[SourceFile], int]:
-    """What to serve for each walked path (popping it from `known`), and how many
-    files were parsed or restored anew."""
+) -> tuple[list[SourceFile], int, bool]:
+    """What to serve for each walked path (popping it from `known`), how many files
+    were parsed or restored anew, and whether any path was a symbolic link."""
     reparsed = 0
+    has_links = False
     walked_real: set[str] | None = None
     for path in walked:
         before = known.pop(path, None)
         try:
             stat, link_target = observe(path, real_root)
             if link_target is not None:
+                has_links = True
                 # A link to another source of this workspace would serve it twice.
                 if walked_real is None:
                     walked_real = {
@@ -638,7 +664,102 @@ def _serve_walked(
         if before is None or loaded.digest != before.digest:
             reparsed += 1
         files.append(loaded)
-    return files, reparsed
+    return files, reparsed, has_links
+
+
+def _serve_changed(
+    changed: Iterable[str],
+    held: Mapping[str, Pending],
+    previous: Snapshot,
+    rules: _SaveRules,
+    root: str,
+    real_root: str,
+) -> tuple[list[SourceFile], list[SourceProblem], int] | None:
+    """`previous.files` with only `changed` and held-back paths looked at again: what
+    to serve, what is refused, and how many files were parsed anew. None when only a
+    walk can tell (a new directory, a link, a source refused now or before); `rules`
+    are then as they were."""
+    known = {f.path: (i, f) for i, f in enumerate(previous.files)}
+    refused_paths = {p.file for p in previous.refused}
+    looks: list[tuple[str, SourceFile | None, tuple[int, int, int] | None]] = []
+    for path in sorted({os.fspath(p) for p in changed}.union(held)):
+        if not _is_source_under(path, root) or path in refused_paths:
+            if path in refused_paths:
+                return None
+            continue
+        entry = known.get(path)
+        try:
+            stat, link_target = observe(path, real_root)
+        except Refused:
+            return None
+        if link_target is not None or (entry is None and stat is not None and os.path.isdir(path)):
+            return None
+        looks.append((path, entry[1] if entry else None, stat))
+    kept = (dict(rules.pending), list(rules.deadlines))
+    served: dict[str, SourceFile | None] = {}
+    reparsed = 0
+    for path, before, stat in looks:
+        try:
+            loaded = _serve(path, before, stat, rules, real_root)
+        except Refused:
+            rules.pending, rules.deadlines = kept
+            return None
+        served[path] = loaded
+        if loaded is not None and (before is None or loaded.digest != before.digest):
+            reparsed += 1
+    added = sorted(p for p, f in served.items() if f is not None and p not in known)
+    files = _spliced(previous.files, served, added)
+    if files is None:
+        rules.pending, rules.deadlines = kept
+        return None
+    return files, list(previous.refused), reparsed
+
+
+def _is_source_under(path: str, root: str) -> bool:
+    # What `_walk` would list, for a path named the way `os.walk(root)` names it.
+    return (
+        path.startswith(root + os.sep)
+        and path.endswith(".mem")
+        and not os.path.basename(path).startswith(".#")
+        and os.path.normpath(path) == path
+    )
+
+
+def _spliced(
+    before: tuple[SourceFile, ...], served: dict[str, SourceFile | None], added: list[str]
+) -> list[SourceFile] | None:
+    """`before` with the files in `served` replaced (None: dropped) and `added` put
+    where a walk lists them: among the files of their directory, by name (a walk lists
+    one directory's files together, sorted). None for a file in a directory that
+    serves nothing yet, whose place only a walk knows."""
+    after: dict[str, list[str]] = {}  # anchor path -> new paths listed right after it
+    first: dict[str, list[str]] = {}  # anchor path -> new paths listed right before it
+    if added:
+        siblings: dict[str, list[str]] = {}
+        for source in before:
+            siblings.setdefault(os.path.dirname(source.path), []).append(source.path)
+        for path in added:
+            same = siblings.get(os.path.dirname(path))
+            if not same:
+                return None
+            name = os.path.basename(path)
+            lower = [p for p in same if os.path.basename(p) < name]
+            if lower:
+                after.setdefault(lower[-1], []).append(path)
+            else:
+                first.setdefault(same[0], []).append(path)
+    files: list[SourceFile] = []
+    for source in before:
+        path = source.path
+        files.extend(served[p] for p in first.get(path, ()))  # type: ignore[misc]
+        if path in served:
+            replacement = served[path]
+            if replacement is not None:
+                files.append(replacement)
+        else:
+            files.append(source)
+        files.extend(served[p] for p in after.get(path, ()))  # type: ignore[misc]
+    return files
 
 
 def _same_declarations(previous: Snapshot, files: list[SourceFile], registry: Any) -> bool:

@@ -73,6 +73,12 @@ def workspace_signature(root: Path) -> Signature:
     return tuple(sorted(entries))
 
 
+def _entries(signature: Signature) -> dict[str, tuple[int, int]] | None:
+    if signature is None:
+        return None
+    return {relpath: (mtime, size) for relpath, mtime, size in signature}
+
+
 def _root_identity(root: Path) -> tuple[int, int] | None:
     try:
         info = root.stat()
@@ -121,7 +127,9 @@ class _WorkspaceWatch:
         self.on_change = on_change
         self.stop_event = stop_event
         self.lock = anyio.Lock()  # one on_change at a time, in order
-        self.signature: Signature = None
+        # What the sources looked like at the last on_change: relative path -> (mtime_ns,
+        # size), None while the root is missing. The re-scan compares a walk with it.
+        self.entries: dict[str, tuple[int, int]] | None = None
         self.known_dirs: frozenset[Path] = frozenset()
         self.failed = False  # the last on_change raised: the next re-scan retries
         self.watched_identity: tuple[int, int] | None = None
@@ -131,21 +139,41 @@ class _WorkspaceWatch:
         self._remember(await anyio.to_thread.run_sync(workspace_signature, self.root))
 
     def _remember(self, signature: Signature) -> None:
-        self.signature = signature
+        self.entries = _entries(signature)
         dirs = {self.root}
         for relpath, _, _ in signature or ():
             dirs.update((self.root / relpath).parents)
         self.known_dirs = frozenset(d for d in dirs if d.is_relative_to(self.root))
 
+    def _update(self, paths: set[Path]) -> bool:
+        """Take the current stat of `paths` into `entries`, so that a batch costs its
+        files rather than a walk; False when only a walk will do (root was missing)."""
+        if self.entries is None or not self.root.is_dir():
+            return False
+        dirs = set(self.known_dirs)
+        for path in paths:
+            relpath = os.path.relpath(path, self.root)
+            try:
+                info = os.stat(path)
+            except OSError:
+                self.entries.pop(relpath, None)
+                continue
+            self.entries[relpath] = (info.st_mtime_ns, info.st_size)
+            # A directory that held sources is never forgotten here: its deletion then
+            # costs a full re-read, which is always correct.
+            dirs.update(d for d in path.parents if d.is_relative_to(self.root))
+        self.known_dirs = frozenset(dirs)
+        return True
+
     async def deliver(self, paths: set[Path] | None) -> None:
         async with self.lock:
-            signature = await anyio.to_thread.run_sync(workspace_signature, self.root)
-            await self._call(paths, signature)
+            # The sources' state is taken before the call: a change made while on_change
+            # runs differs from it, so the next re-scan catches what the events might miss.
+            if paths is None or not self._update(paths):
+                self._remember(await anyio.to_thread.run_sync(workspace_signature, self.root))
+            await self._call(paths)
 
-    async def _call(self, paths: set[Path] | None, signature: Signature) -> None:
-        # The signature is taken before the call: a change made while on_change runs
-        # differs from it, so the next re-scan catches what the events might miss.
-        self._remember(signature)
+    async def _call(self, paths: set[Path] | None) -> None:
         try:
             await self.on_change(paths)
             self.failed = False
@@ -160,9 +188,10 @@ class _WorkspaceWatch:
             await anyio.sleep(interval_s)
             signature = await anyio.to_thread.run_sync(workspace_signature, self.root)
             async with self.lock:
-                if signature != self.signature or self.failed:
+                if _entries(signature) != self.entries or self.failed:
                     log.info("workspace_rescan_found_changes", root=str(self.root))
-                    await self._call(None, signature)
+                    self._remember(signature)
+                    await self._call(None)
 
     # ----------------------------------------------------------------- events
 

@@ -259,3 +259,41 @@ def test_signature_covers_sources_only(workspace: Path) -> None:
     assert workspace_signature(workspace) == before
     assert [entry[0] for entry in before or ()] == ["a.mem", os.path.join("sub", "b.mem")]
     assert workspace_signature(workspace / "absent") is None
+
+
+async def test_a_batch_costs_its_paths_not_a_walk(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    walks = []
+
+    def counted(root: Path) -> Any:
+        walks.append(root)
+        return workspace_signature(root)
+
+    monkeypatch.setattr(watcher, "workspace_signature", counted)
+    async with watching(workspace) as handler:
+        await until_watching(workspace, handler)
+        before = len(walks)
+
+        # When batches of events are delivered
+        (workspace / "sub" / "new.mem").write_text('fact n { claim: "new" }\n')
+        assert await next_call(handler) == {workspace / "sub" / "new.mem"}
+        (workspace / "a.mem").unlink()
+        assert await next_call(handler) == {workspace / "a.mem"}
+
+        # Then only their paths were looked at
+        assert len(walks) == before
+
+
+async def test_the_rescan_agrees_with_what_batches_reported(workspace: Path) -> None:
+    async with watching(workspace, rescan_interval_s=0.2) as handler:
+        await until_watching(workspace, handler)
+
+        # Given edits reported as batches of paths
+        (workspace / "sub" / "new.mem").write_text('fact n { claim: "new" }\n')
+        (workspace / "a.mem").unlink()
+        while not await no_call_within(handler, 0.5):
+            pass
+
+        # Then the periodic re-scan finds nothing more
+        assert await no_call_within(handler, 1.0)
