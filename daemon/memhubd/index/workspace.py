@@ -17,7 +17,7 @@ import weakref
 from bisect import bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate, chain
+from itertools import accumulate, chain, compress, repeat
 from typing import Any
 
 from memhubd.index.bitmaps import OrdinalSpace
@@ -31,12 +31,16 @@ SCOPE = "constraint_scopes"
 _TABLES = (TERM, SUBJECT, SCOPE)
 _FLAGS = ("in_pool", "is_constraint", "high_confidence", "question")
 
-# Memory allowed for cached posting bitmaps, whatever the workspace size.
-CACHE_BYTES = 32 << 20
+# Memory allowed for cached posting bitmaps, whatever the workspace size: counted in
+# bytes, so a 1M-declaration workspace (125 KB a bitmap) keeps 1,000 of them and a
+# 100k one 10,000, enough for the vocabulary a query workload touches.
+CACHE_BYTES = 128 << 20
+_ENTRY_OVERHEAD = 100  # an int's header, the key tuple and the OrderedDict node, roughly
 
 _GONE: Any = object()  # a key removed in a layer
 _FOLD_MIN = 256  # a delta this small is never folded into a new base
 _RARE = 64  # a posting key held by at most this many files lists them
+_MISSING_ROW = -1  # what a segment's posting index answers for a key it does not hold
 
 
 class _Layered:
@@ -404,7 +408,8 @@ class WorkspaceIndex:
         }
         self._byte_bases = [base >> 3 for base in self.bases]
         self._cache: OrderedDict[tuple[str, str], int] = OrderedDict()
-        self._cache_limit = max(256, CACHE_BYTES // max(1, self.space.nbytes))
+        self._cache_bytes = 0
+        self._cache_budget = CACHE_BYTES
         self._lock = threading.Lock()
         self._lazy: dict[str, Any] = {}
         self._lazy_lock = threading.RLock()  # a lazy part may need another (when_any: superseded)
@@ -512,9 +517,11 @@ class WorkspaceIndex:
         else:
             bits = self._assemble(table, key)
         with self._lock:
-            self._cache[cache_key] = bits
-            if len(self._cache) > self._cache_limit:
-                self._cache.popitem(last=False)
+            if cache_key not in self._cache:
+                self._cache[cache_key] = bits
+                self._cache_bytes += _cost(bits)
+                while self._cache_bytes > self._cache_budget and len(self._cache) > 1:
+                    self._cache_bytes -= _cost(self._cache.popitem(last=False)[1])
         return bits
 
     def _assemble(self, table: str, key: str) -> int:
@@ -532,18 +539,21 @@ class WorkspaceIndex:
                 start = base_of[id(segment)] >> 3
                 buffer[start : start + width] = postings.rows[row * width : (row + 1) * width]
             return int.from_bytes(buffer, "big")
-        buffer: bytearray | None = None  # type: ignore[no-redef]
+        # A key common to many files: which segments hold it is asked of every
+        # segment's table in one C loop, and only those holding it are copied.
+        pieces = self._pieces[table]
+        found = list(map(dict.get, pieces, repeat(key), repeat(-1)))
+        held_at = list(compress(range(len(found)), map(_MISSING_ROW.__ne__, found)))
+        if not held_at:
+            return 0
+        buffer = bytearray(self.space.nbytes)
         rows, widths, starts = self._rows[table], self._widths, self._byte_bases
-        for number, row_of in enumerate(self._pieces[table]):
-            row = row_of.get(key)
-            if row is None:
-                continue
-            if buffer is None:
-                buffer = bytearray(self.space.nbytes)
+        for number in held_at:
             width = widths[number]
             start = starts[number]
+            row = found[number]
             buffer[start : start + width] = rows[number][row * width : (row + 1) * width]
-        return 0 if buffer is None else int.from_bytes(buffer, "big")
+        return int.from_bytes(buffer, "big")
 
     def constraint_bits(self, table: str, key: str) -> int:
         return self.bits(table, key) & self.constraints
@@ -566,6 +576,11 @@ class WorkspaceIndex:
     def match_aliases(self, lowered_query: str) -> list[tuple[str, list[str]]]:
         """(alias, symbols) of every alias that is a substring of the query, map order."""
         return self.aliases.match(lowered_query)
+
+
+def _cost(bits: int) -> int:
+    """Bytes a cached bitmap holds, roughly."""
+    return (bits.bit_length() >> 3) + _ENTRY_OVERHEAD
 
 
 def _table_row(segment: Segment, table: str, key: str) -> bytes:

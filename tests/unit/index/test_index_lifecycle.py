@@ -59,7 +59,7 @@ def test_an_index_composed_from_reused_segments_can_be_adopted() -> None:
 
 def test_posting_bitmaps_stay_correct_when_the_cache_evicts() -> None:
     ix = build_index(workspace())
-    ix._cache_limit = 1
+    ix._cache_budget = 1  # bytes: one bitmap at a time
     expected = {t: ix.bits(TERM, t) for t in ("deploy", "tuesday", "again", "later")}
 
     for term in ["tuesday", "deploy", "later", "again", "deploy"]:

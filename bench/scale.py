@@ -1,0 +1,130 @@
+"""Query and check latency at scale, in one process: load a generated workspace once (from
+a parse cache kept beside it when there is one), then time the workload's queries and
+checks, optionally under cProfile. memhub only; answers are not compared here.
+
+The parse cache lives in bench/.cache/<workspace>-parse-cache and is written on the first
+run (at 1M declarations parsing takes minutes, restoring about a third of that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import pstats
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import synth
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def load(size: int) -> object:
+    """The workspace's first snapshot, restored from the parse cache (saved if new)."""
+    from memhubd.runtime.cache import ParseCache
+    from memhubd.runtime.snapshot import build_snapshot, persist
+
+    data = synth.ensure_workspace(size)
+    cache_dir = data.root.parent / f"{data.root.name}-parse-cache"
+    fresh = not cache_dir.exists()
+    cache = ParseCache(cache_dir)
+    started = time.perf_counter()
+    snapshot = build_snapshot("bench", str(data.workspace), None, cache=cache)
+    took = time.perf_counter() - started
+    how = "parsed" if fresh else "restored from the parse cache"
+    print(f"loaded {len(snapshot.workspace.declarations)} declarations ({how}) in {took:.1f} s")
+    if fresh:
+        started = time.perf_counter()
+        persist(snapshot, cache)
+        print(f"parse cache saved in {time.perf_counter() - started:.1f} s")
+    return snapshot
+
+
+def timed(label: str, call, items: list[dict], profile: cProfile.Profile | None) -> None:
+    """Wall and CPU time per call: on a shared machine the CPU time is the figure to compare."""
+    wall, cpu = [], []
+    for item in items:
+        if profile is not None:
+            profile.enable()
+        started, started_cpu = time.perf_counter(), time.process_time()
+        call(item)
+        cpu.append(time.process_time() - started_cpu)
+        wall.append(time.perf_counter() - started)
+        if profile is not None:
+            profile.disable()
+    print(f"{label}: n {len(wall)}, {_percentiles(wall)} wall, {_percentiles(cpu)} cpu", flush=True)
+
+
+def _percentiles(times: list[float]) -> str:
+    ordered = sorted(times)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return f"p50 {statistics.median(ordered) * 1000:.2f} ms / p99 {p99 * 1000:.2f} ms"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="100k")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--checks", type=int, default=200)
+    parser.add_argument("--passes", type=int, default=2, help="times the workload is run")
+    parser.add_argument(
+        "--profile", type=int, metavar="N", help="profile the last pass, print its top N"
+    )
+    args = parser.parse_args(argv)
+
+    from memhubd.check import check_compliance
+    from memhubd.index.workspace import index_for
+    from memhubd.query import build_evidence_pack
+
+    size = synth.parse_size(args.size)
+    snapshot = load(size)
+    ws = snapshot.workspace  # type: ignore[attr-defined]
+    index_for(ws)
+    gc.collect()
+    print(f"RSS after load {rss_mib():.0f} MiB, peak {peak_mib():.0f} MiB", flush=True)
+    workload = synth.ensure_workspace(size)
+    queries = workload.queries()[: args.queries]
+    checks = workload.checks()[: args.checks]
+    profile = cProfile.Profile() if args.profile else None
+
+    def query(q: dict) -> object:
+        return build_evidence_pack(
+            ws, q["query"], subject=q["subject"], limit=q["limit"], types=q["types"]
+        )
+
+    def check(c: dict) -> object:
+        return check_compliance(
+            ws,
+            c["task"],
+            c["candidate"],
+            subject=c["subject"],
+            scope=c["scope"],
+            exceptions=c["exceptions"] or None,
+        )
+
+    for number in range(1, args.passes + 1):
+        traced = profile if number == args.passes else None  # the last pass is profiled
+        timed(f"pass {number} query", query, queries, traced)
+        timed(f"pass {number} check", check, checks, traced)
+    print(f"RSS at the end {rss_mib():.0f} MiB, peak {peak_mib():.0f} MiB")
+    if profile is not None:
+        pstats.Stats(profile, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
+        pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(args.profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
