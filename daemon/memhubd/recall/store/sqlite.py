@@ -2,8 +2,9 @@
 
 One writer connection behind a lock (SQLite's own lock and busy timeout serialise
 writers of other processes); readers use a small pool of their own connections and
-never wait for a writer. Vectors are float32 blobs, searched exactly with numpy over
-an in-memory copy that follows other connections' commits via `PRAGMA data_version`.
+never wait for a writer. Vectors are float32 blobs, searched with numpy over an
+in-memory index (`recall.vectors`: exact below 20,000 vectors, IVF above) that follows
+other connections' commits via `PRAGMA data_version`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from memhubd.recall.store.base import (
     VectorsUnavailable,
     WriteOutcome,
 )
+from memhubd.recall.vectors import VectorIndex
 
 BUSY_TIMEOUT_MS = 30_000
 READERS = 4
@@ -58,6 +60,7 @@ _TRIPLE_COLUMNS = (
 _EMBEDDER_NAME = "embedder_name"
 _EMBEDDER_DIMENSION = "embedder_dimension"
 _VECTOR_EPOCH = "vector_epoch"  # bumped when vectors vanish other than by soft delete
+_LOAD_BATCH = 50_000  # vectors read per step, bounding the bytes held twice while loading
 
 
 def _now() -> int:
@@ -175,6 +178,39 @@ class _Readers:
             self._all.clear()
 
 
+class _Column:
+    """One text column of the cached rows as small integer codes, one string per
+    distinct value: a million rows cost 4 MB, not a million string objects."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._code: dict[str, int] = {}
+        self._parts: list[np.ndarray] = []
+        self._codes: np.ndarray | None = np.zeros(0, np.int32)
+
+    def extend(self, values: list[str]) -> None:
+        codes = np.empty(len(values), np.int32)
+        for i, value in enumerate(values):
+            code = self._code.get(value)
+            if code is None:
+                code = self._code[value] = len(self.names)
+                self.names.append(value)
+            codes[i] = code
+        self._parts.append(codes)
+        self._codes = None
+
+    @property
+    def codes(self) -> np.ndarray:
+        if self._codes is None:
+            self._codes = np.concatenate(self._parts) if self._parts else np.zeros(0, np.int32)
+            self._parts = [self._codes]
+        return self._codes
+
+    def isin(self, values: Sequence[str]) -> np.ndarray:
+        wanted = [self._code[v] for v in values if v in self._code]
+        return np.isin(self.codes, np.asarray(wanted, np.int32))
+
+
 class _VectorCache:
     """Live drawers' vectors and the columns filters need, as numpy arrays.
 
@@ -194,22 +230,19 @@ class _VectorCache:
         self._reset(0)
 
     def _reset(self, dimension: int) -> None:
+        if hasattr(self, "index"):
+            self.index.close()
         self.dimension = dimension
         self.rowids = np.zeros(0, dtype=np.int64)
-        self.matrix = np.zeros((0, dimension), dtype=np.float32)
-        self.rooms: list[str] = []
-        self.kinds: list[str] = []
-        self.identities: list[str] = []
+        self.index = VectorIndex(dimension)
+        self.rooms = _Column()
+        self.kinds = _Column()
+        self.identities = _Column()
+        # The source boost reads each candidate's source file here without a query.
+        self.sources_of = _Column()
         self.when = np.zeros(0, dtype=np.int64)
-        self.readers: list[tuple[str, ...] | None] = []
-        self.restricted: list[int] = []  # positions of drawers that name readers
+        self.readers: dict[int, tuple[str, ...]] = {}  # by position, drawers naming readers
         self.alive = np.zeros(0, dtype=bool)
-        # Each row's source file as a code into `source_names` (one string per source,
-        # not per drawer): the source boost reads it without a query.
-        self.source_codes = np.zeros(0, dtype=np.int32)
-        self.source_names: list[str] = []
-        self._source_code: dict[str, int] = {}
-        self._columns: dict[str, np.ndarray] = {}  # filter columns as arrays, built on demand
         self._max_rowid = 0
 
     def refresh(self, dimension: int) -> None:
@@ -229,6 +262,7 @@ class _VectorCache:
         else:
             self._mask_deleted()
         self._append_new()
+        self.index.maybe_build()
         self._data_version = version
         self._checked_at = started
 
@@ -251,36 +285,29 @@ class _VectorCache:
             "WHERE d.rowid > ? AND d.deleted_at IS NULL ORDER BY d.rowid",
             (self._max_rowid,),
         )
-        rowids: list[int] = []
-        blobs: list[bytes] = []
-        when: list[int] = []
-        codes: list[int] = []
-        for rowid, blob, room, kind, identity, at, readers, source in cursor:
-            if len(blob) != self.dimension * 4:
-                continue  # a vector of another width cannot be compared; reindex fixes it
-            rowids.append(rowid)
-            blobs.append(blob)
-            self.rooms.append(room)
-            self.kinds.append(kind)
-            self.identities.append(identity)
-            when.append(at)
-            if readers is not None:
-                self.restricted.append(len(self.readers))
-            self.readers.append(tuple(json.loads(readers)) if readers is not None else None)
-            code = self._source_code.get(source)
-            if code is None:
-                code = self._source_code[source] = len(self.source_names)
-                self.source_names.append(source)
-            codes.append(code)
-        if not rowids:
+        while rows := cursor.fetchmany(_LOAD_BATCH):
+            self._append(rows)
+
+    def _append(self, rows: list[tuple[Any, ...]]) -> None:
+        width = self.dimension * 4
+        # A vector of another width cannot be compared; reindex fixes it.
+        rows = [row for row in rows if len(row[1]) == width]
+        if not rows:
             return
-        fresh = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rowids), self.dimension)
+        first = len(self.rowids)
+        rowids, blobs, rooms, kinds, identities, when, readers, sources = zip(*rows, strict=True)
+        for offset, names in enumerate(readers):
+            if names is not None:
+                self.readers[first + offset] = tuple(json.loads(names))
+        self.rooms.extend(list(rooms))
+        self.kinds.extend(list(kinds))
+        self.identities.extend(list(identities))
+        self.sources_of.extend(list(sources))
+        fresh = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), self.dimension)
         self.rowids = np.concatenate([self.rowids, np.asarray(rowids, dtype=np.int64)])
-        self.matrix = np.concatenate([self.matrix, fresh.astype(np.float32, copy=False)])
+        self.index.add(fresh)
         self.when = np.concatenate([self.when, np.asarray(when, dtype=np.int64)])
-        self.alive = np.concatenate([self.alive, np.ones(len(rowids), dtype=bool)])
-        self.source_codes = np.concatenate([self.source_codes, np.asarray(codes, np.int32)])
-        self._columns.clear()
+        self.alive = np.concatenate([self.alive, np.ones(len(rows), dtype=bool)])
         self._max_rowid = rowids[-1]
 
     def sources(self, rowids: Sequence[int]) -> dict[int, str]:
@@ -293,39 +320,33 @@ class _VectorCache:
         at = np.searchsorted(self.rowids, wanted)  # rowids are appended in ascending order
         at[at >= len(self.rowids)] = 0
         found = self.rowids[at] == wanted
-        names = self.source_names
+        names = self.sources_of.names
         return {
             int(r): names[c]
-            for r, c in zip(wanted[found], self.source_codes[at[found]], strict=True)
+            for r, c in zip(wanted[found], self.sources_of.codes[at[found]], strict=True)
         }
-
-    def _column(self, name: str) -> np.ndarray:
-        column = self._columns.get(name)
-        if column is None:
-            column = self._columns[name] = np.asarray(getattr(self, name), dtype=object)
-        return column
 
     def mask(self, where: DrawerFilter) -> np.ndarray:
         mask = self.alive.copy()
         if where.rooms is not None:
-            mask &= np.isin(self._column("rooms"), list(where.rooms))
+            mask &= self.rooms.isin(list(where.rooms))
         if where.source_kinds is not None:
-            mask &= np.isin(self._column("kinds"), list(where.source_kinds))
+            mask &= self.kinds.isin(list(where.source_kinds))
         if where.identities is not None:
-            mask &= np.isin(self._column("identities"), list(where.identities))
+            mask &= self.identities.isin(list(where.identities))
         if where.since is not None:
             mask &= self.when >= where.since
         if where.until is not None:
             mask &= self.when < where.until
         if where.roles is not None:
             roles = where.roles
-            for index in self.restricted:
-                readers = self.readers[index]
-                if readers is not None and mask[index] and roles.isdisjoint(readers):
+            for index, readers in self.readers.items():
+                if mask[index] and roles.isdisjoint(readers):
                     mask[index] = False
         return mask
 
     def close(self) -> None:
+        self.index.close()
         self._connection.close()
 
 
@@ -523,19 +544,23 @@ class SQLiteStore(DrawerStore):
             cache.refresh(embedder.dimension)
             if not len(cache.rowids):
                 return []
-            scores = cache.matrix @ query
-            restricted = where.roles is not None and bool(cache.restricted)
+            restricted = where.roles is not None and bool(cache.readers)
             masked = where.narrows or restricted or not cache.alive.all()
-            if masked:
-                scores = np.where(cache.mask(where), scores, -np.inf)
+            allowed = cache.mask(where) if masked else None
+            positions, scores = cache.index.search(query, allowed, limit)
             rowids = cache.rowids
-        count = min(limit, int(np.isfinite(scores).sum()) if masked else len(scores))
-        if count <= 0:
-            return []
-        top = np.argpartition(-scores, count - 1)[:count] if count < len(scores) else None
-        order = top if top is not None else np.arange(len(scores))
-        order = order[np.lexsort((rowids[order], -scores[order]))][:count]
-        return [RankedRow(int(rowids[i]), float(scores[i])) for i in order]
+        return [RankedRow(int(rowids[p]), float(s)) for p, s in zip(positions, scores, strict=True)]
+
+    def settle_vectors(self, timeout: float | None = None) -> bool:
+        """Load every committed vector and wait for the index build this starts, if any
+        (benchmarks measure the built index, not the exact scan that serves meanwhile)."""
+        embedder = self.embedder()
+        if embedder is None:
+            return True
+        with self._vectors.lock:
+            self._vectors.refresh(embedder.dimension)
+            index = self._vectors.index
+        return index.wait_built(timeout)
 
     def most_similar(
         self, vectors: np.ndarray, embedder: EmbedderRecord
@@ -548,13 +573,11 @@ class SQLiteStore(DrawerStore):
             cache.refresh(embedder.dimension)
             if not cache.alive.any():
                 return [None] * len(rows)
-            matrix, rowids = cache.matrix[cache.alive], cache.rowids[cache.alive]
+            index, alive, rowids = cache.index, cache.alive, cache.rowids
         out: list[tuple[int, float] | None] = []
         for start in range(0, len(rows), 256):
-            scores = rows[start : start + 256] @ matrix.T
-            best = scores.argmax(axis=1)
-            for line, index in enumerate(best):
-                out.append((int(rowids[index]), float(scores[line, index])))
+            for match in index.best_matches(rows[start : start + 256], alive):
+                out.append((int(rowids[match[0]]), match[1]) if match is not None else None)
         return out
 
     def top(self, where: DrawerFilter, limit: int) -> list[Drawer]:
