@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
 
 from memctl.transport import DEFAULT_TIMEOUT, Transport, parse_target
 from memhub_protocol import (
@@ -22,7 +21,10 @@ from memhub_protocol import (
 )
 from memhub_protocol.models import ApproveRequest, ProposeRequest, RejectRequest
 
+TYPE_CHECKING = False  # typing itself is not imported: every command would pay for it
 if TYPE_CHECKING:
+    from typing import Any
+
     from memctl.transport import Response
 
 TEXT = "text/plain"

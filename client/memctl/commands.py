@@ -11,14 +11,16 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TextIO
 
 from memctl import render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import Settings
 from memhub_protocol import CheckRequest, ErrorCode, QueryRequest, TokenCreateRequest
 from memhub_protocol.models import ProposeRequest
+
+TYPE_CHECKING = False  # typing itself is not imported: every command would pay for it
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 # memdsl's check exit codes.
 VERDICT_EXIT = {"allow": 0, "block": 1, "needs_review": 2}
@@ -33,15 +35,23 @@ class CommandFailure(Exception):
         self.exit_code = exit_code
 
 
-@dataclass(slots=True)
 class Session:
     """What every handler needs: the client, the resolved settings, the output mode."""
 
-    client: MemhubClient
-    settings: Settings
-    as_json: bool = False
-    out: TextIO = field(default_factory=lambda: sys.stdout)
-    _workspace: str | None = None
+    __slots__ = ("client", "settings", "as_json", "out", "_workspace")
+
+    def __init__(
+        self,
+        client: MemhubClient,
+        settings: Settings,
+        as_json: bool = False,
+        out: TextIO | None = None,
+    ) -> None:
+        self.client = client
+        self.settings = settings
+        self.as_json = as_json
+        self.out = out if out is not None else sys.stdout
+        self._workspace: str | None = None
 
     def emit(self, text: str) -> None:
         print(text, file=self.out)

@@ -8,13 +8,11 @@ and that happens in `commands.py`).
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
 from memctl.transport import socket_url
 from memhub_protocol import paths
+from memhub_protocol.record import Record
 
 ENV_URL = "MEMHUB_URL"
 ENV_TOKEN = "MEMHUB_TOKEN"
@@ -26,28 +24,45 @@ class ConfigError(ValueError):
     """client.toml cannot be read or holds something memctl does not understand."""
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(Record):
     """The resolved settings, and where each came from (`flag`, `env`, a file path, `default`)."""
 
+    __slots__ = ("url", "token", "workspace", "url_source", "token_source", "workspace_source")
     url: str
     token: str | None
     workspace: str | None
-    url_source: str = "default"
-    token_source: str | None = None
-    workspace_source: str | None = None
+    url_source: str
+    token_source: str | None
+    workspace_source: str | None
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        workspace: str | None,
+        url_source: str = "default",
+        token_source: str | None = None,
+        workspace_source: str | None = None,
+    ) -> None:
+        self._set(
+            url=url,
+            token=token,
+            workspace=workspace,
+            url_source=url_source,
+            token_source=token_source,
+            workspace_source=workspace_source,
+        )
 
 
-def home_dir(env: Mapping[str, str]) -> Path:
-    home = env.get("HOME")
-    return Path(home) if home else Path.home()
+def home_dir(env: Mapping[str, str]) -> str:
+    return env.get("HOME") or os.path.expanduser("~")
 
 
-def config_path(env: Mapping[str, str]) -> Path:
+def config_path(env: Mapping[str, str]) -> str:
     """`$XDG_CONFIG_HOME/memhub/client.toml`, else `~/.config/memhub/client.toml`."""
     base = env.get("XDG_CONFIG_HOME")
-    root = Path(base) if base and os.path.isabs(base) else home_dir(env) / ".config"
-    return root / "memhub" / "client.toml"
+    root = base if base and os.path.isabs(base) else os.path.join(home_dir(env), ".config")
+    return os.path.join(root, "memhub", "client.toml")
 
 
 def default_socket_path(env: Mapping[str, str]) -> str:
@@ -59,16 +74,20 @@ def default_socket_path(env: Mapping[str, str]) -> str:
     return paths.default_socket_path(paths.default_state_dir(env), env)
 
 
-def load_config_file(path: Path) -> dict[str, str]:
+def load_config_file(path: str | os.PathLike[str]) -> dict[str, str]:
     """The `url`, `token` and `workspace` keys of a client.toml; {} when the file is absent."""
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
+        with open(path, "rb") as handle:
+            text = handle.read()
     except FileNotFoundError:
         return {}
     except OSError as error:
         raise ConfigError(f"cannot read {path}: {error.strerror or error}") from error
-    except tomllib.TOMLDecodeError as error:
+    import tomllib  # here: most machines have no client.toml, and the parser costs ms
+
+    try:
+        data = tomllib.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"{path} is not valid TOML: {error}") from error
     unknown = sorted(set(data) - set(CONFIG_KEYS))
     if unknown:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported: every command would pay for it
+if TYPE_CHECKING:
+    from typing import Any
 
 WORKSPACE_COLUMNS = (
     "name",

@@ -1,10 +1,10 @@
 """Where memhubd listens and how to talk to it: target parsing, and one connection.
 
-Plain request/response calls over `http://` and `unix://` go through the standard
-library's `http.client` (importing httpx costs more than a whole query); `https://`
-targets and streams (events) use httpx, imported only then. It sends requests and
-turns connection failures into DaemonUnreachable; it must not know any route, payload
-or error envelope (that is `client.py`).
+Plain request/response calls over `http://` and `unix://` are one HTTP/1.1 exchange
+on a socket, written here: importing httpx, or even `http.client` (email, ssl), costs
+more than the whole query. `https://` targets and streams (events) use httpx, imported
+only then. It sends requests and turns connection failures into DaemonUnreachable; it
+must not know any route, payload or error envelope (that is `client.py`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ import select
 import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode, urlsplit
 
 from memctl import __version__
+from memhub_protocol.record import Record
 
+TYPE_CHECKING = False  # typing itself is not imported: every command would pay for it
 if TYPE_CHECKING:
-    import http.client
+    from typing import Any, BinaryIO
 
     import httpx
 
@@ -48,14 +47,17 @@ class DaemonUnreachable(Exception):
         super().__init__(self.line)
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(Record):
     """A daemon address: `url` as the user wrote it, `base_url` for requests,
     `socket_path` when the connection goes through a Unix socket."""
 
+    __slots__ = ("url", "base_url", "socket_path")
     url: str
     base_url: str
-    socket_path: str | None = None
+    socket_path: str | None
+
+    def __init__(self, url: str, base_url: str, socket_path: str | None = None) -> None:
+        self._set(url=url, base_url=base_url, socket_path=socket_path)
 
 
 def parse_target(text: str) -> Target:
@@ -63,6 +65,8 @@ def parse_target(text: str) -> Target:
     text = text.strip()
     if text.startswith("unix:"):
         return _unix_target(text)
+    from urllib.parse import urlsplit
+
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https"):
         raise InvalidTarget(
@@ -100,12 +104,19 @@ class Response:
     """A complete answer: what `client.py` reads of one (as httpx's Response names it)."""
 
     def __init__(
-        self, status_code: int, reason_phrase: str, headers: Mapping[str, str], content: bytes
+        self,
+        status_code: int,
+        reason_phrase: str,
+        headers: Mapping[str, str],
+        content: bytes,
+        *,
+        will_close: bool = False,
     ) -> None:
         self.status_code = status_code
         self.reason_phrase = reason_phrase
         self.headers = headers
         self.content = content
+        self.will_close = will_close  # the daemon ends the connection after this answer
 
     @property
     def text(self) -> str:
@@ -134,11 +145,16 @@ class Transport:
         self._headers = {"User-Agent": f"memctl/{__version__}"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
-        self._connection: http.client.HTTPConnection | None = None
+        self._connection: _Connection | None = None
         self._httpx: httpx.Client | None = None
-        parts = urlsplit(target.base_url)
-        self._prefix = parts.path.rstrip("/")
-        self._plain = target.socket_path is not None or parts.scheme == "http"
+        if target.socket_path is not None:
+            self._prefix, self._plain = "", True
+        else:
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(target.base_url)
+            self._prefix = parts.path.rstrip("/")
+            self._plain = parts.scheme == "http"
 
     def request(
         self,
@@ -153,38 +169,38 @@ class Transport:
         self._check_socket()
         if not self._plain:
             return self._httpx_request(method, path, params, json, accept)
-        url = self._prefix + path + (f"?{urlencode(params)}" if params else "")
+        url = self._prefix + path
+        if params:
+            from urllib.parse import urlencode
+
+            url += f"?{urlencode(params)}"
         headers = {**self._headers, "Accept": accept}
-        body = None
+        body = b""
         if json is not None:
             body = jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":")).encode()
             headers["Content-Type"] = "application/json"
         connection = self._open()
         try:
-            connection.request(method, url, body=body, headers=headers)
-            answer = connection.getresponse()
-            content = answer.read()
-        except (OSError, _http_errors()) as error:
+            answer = connection.exchange(method, url, headers, body)
+        except (OSError, BadAnswer) as error:
             self._drop()
             raise self.unreachable(error) from error
         if answer.will_close:
             self._drop()
-        return Response(answer.status, answer.reason, answer.headers, content)
+        return answer
 
-    def _open(self) -> http.client.HTTPConnection:
+    def _open(self) -> _Connection:
         connection = self._connection
-        if connection is not None and _closed_by_peer(connection):
+        if connection is not None and _closed_by_peer(connection.sock):
             self._drop()  # the daemon closed an idle keep-alive connection
             connection = None
         if connection is None:
-            connection = _connection(self.target, self.timeout)
             try:
-                connection.connect()
+                sock = _connect(self.target, min(CONNECT_TIMEOUT, self.timeout))
             except OSError as error:
                 raise self.unreachable(_ConnectFailure(error)) from error
-            if connection.sock is not None:
-                connection.sock.settimeout(self.timeout)
-            self._connection = connection
+            sock.settimeout(self.timeout)
+            connection = self._connection = _Connection(sock, _host_header(self.target))
         return connection
 
     def _drop(self) -> None:
@@ -263,42 +279,159 @@ class _ConnectFailure(Exception):
         self.__cause__ = error
 
 
-def _http_errors() -> type[Exception]:
-    import http.client
-
-    return http.client.HTTPException
+class BadAnswer(Exception):
+    """What came back is not an HTTP/1.1 answer, or it stopped before its end."""
 
 
-def _connection(target: Target, timeout: float) -> http.client.HTTPConnection:
-    import http.client
+class Headers(dict[str, str]):
+    """Response headers by lower-case name (`get` takes any case), repeats joined by ", "."""
 
-    connect_timeout = min(CONNECT_TIMEOUT, timeout)
-    if target.socket_path is None:
-        parts = urlsplit(target.base_url)
-        return http.client.HTTPConnection(
-            parts.hostname or "", parts.port or 80, timeout=connect_timeout
-        )
-    path = target.socket_path
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        return super().get(name.lower(), default)
 
-    class UnixConnection(http.client.HTTPConnection):
-        def connect(self) -> None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(connect_timeout)
+    def __getitem__(self, name: str) -> str:
+        return super().__getitem__(name.lower())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and super().__contains__(name.lower())
+
+
+# Bounds on what one answer's head may hold, as http.client has them.
+_MAX_LINE = 65536
+_MAX_HEADERS = 100
+
+
+class _Connection:
+    """One HTTP/1.1 connection: a request written whole, a complete answer read back.
+
+    The answer's length comes from Content-Length or chunked transfer coding, else it
+    runs to the end of the connection (HTTP/1.0 servers).
+    """
+
+    def __init__(self, sock: socket.socket, host: str) -> None:
+        self.sock = sock
+        self.host = host
+        self._reader: BinaryIO = sock.makefile("rb")
+
+    def exchange(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> Response:
+        lines = [f"{method} {url} HTTP/1.1", f"Host: {self.host}", "Accept-Encoding: identity"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        if body or method in ("POST", "PUT", "PATCH"):
+            lines.append(f"Content-Length: {len(body)}")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        self.sock.sendall(head + body)
+        while True:
+            status, reason, version = self._status_line()
+            found = self._headers()
+            if status != 100:  # an interim answer (100 Continue) is followed by the real one
+                break
+        content, delimited = self._body(method, status, found)
+        connection = (found.get("connection") or "").lower()
+        will_close = not delimited or "close" in connection
+        if version == "HTTP/1.0" and "keep-alive" not in connection:
+            will_close = True
+        return Response(status, reason, found, content, will_close=will_close)
+
+    def close(self) -> None:
+        self._reader.close()
+        self.sock.close()
+
+    def _line(self) -> bytes:
+        line = self._reader.readline(_MAX_LINE + 1)
+        if len(line) > _MAX_LINE:
+            raise BadAnswer("answer line too long")
+        return line
+
+    def _status_line(self) -> tuple[int, str, str]:
+        line = self._line()
+        if not line:
+            raise BadAnswer("connection closed before an answer")
+        version, _, rest = line.decode("latin-1").rstrip("\r\n").partition(" ")
+        code, _, reason = rest.partition(" ")
+        if not version.startswith("HTTP/") or len(code) != 3 or not code.isdigit():
+            raise BadAnswer(f"not an HTTP status line: {line[:40]!r}")
+        return int(code), reason.strip(), version
+
+    def _headers(self) -> Headers:
+        found = Headers()
+        for _ in range(_MAX_HEADERS + 1):
+            line = self._line()
+            if line in (b"\r\n", b"\n", b""):
+                return found
+            name, colon, value = line.decode("latin-1").partition(":")
+            if not colon:
+                raise BadAnswer(f"not a header line: {line[:40]!r}")
+            key, value = name.strip().lower(), value.strip()
+            found[key] = f"{dict.get(found, key)}, {value}" if key in found else value
+        raise BadAnswer(f"more than {_MAX_HEADERS} headers")
+
+    def _body(self, method: str, status: int, found: Headers) -> tuple[bytes, bool]:
+        """The body, and whether its end was marked (else the connection ended it)."""
+        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+            return b"", True
+        if "chunked" in (found.get("transfer-encoding") or "").lower():
+            return self._chunks(), True
+        length = found.get("content-length")
+        if length is None:
+            return self._reader.read(), False
+        if not length.isdigit():
+            raise BadAnswer(f"bad Content-Length {length!r}")
+        return self._exactly(int(length)), True
+
+    def _exactly(self, size: int) -> bytes:
+        data = self._reader.read(size)
+        if len(data) < size:
+            raise BadAnswer(f"answer cut short: {len(data)} of {size} bytes")
+        return data
+
+    def _chunks(self) -> bytes:
+        parts = []
+        while True:
+            size_text = self._line().split(b";", 1)[0].strip()
             try:
-                sock.connect(path)
-            except OSError:
-                sock.close()
-                raise
-            self.sock = sock
+                size = int(size_text, 16)
+            except ValueError:
+                raise BadAnswer(f"bad chunk size {size_text[:20]!r}") from None
+            if size == 0:
+                break
+            parts.append(self._exactly(size))
+            self._exactly(2)  # the CRLF after each chunk
+        while self._line() not in (b"\r\n", b"\n", b""):  # trailers: not used
+            pass
+        return b"".join(parts)
 
-    return UnixConnection("memhub", timeout=connect_timeout)
+
+def _connect(target: Target, timeout: float) -> socket.socket:
+    if target.socket_path is None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(target.base_url)
+        sock = socket.create_connection((parts.hostname or "", parts.port or 80), timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(target.socket_path)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
-def _closed_by_peer(connection: http.client.HTTPConnection) -> bool:
+def _host_header(target: Target) -> str:
+    if target.socket_path is not None:
+        return "memhub"
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(target.base_url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
     """An idle connection the other end has closed reads as ready (EOF) at once."""
-    sock = connection.sock
-    if sock is None:
-        return True
     readable, _, _ = select.select([sock], [], [], 0)
     return bool(readable)
 
@@ -342,5 +475,4 @@ def describe_failure(error: BaseException, timeout: float) -> str:
 def _closed(error: BaseException) -> bool:
     if isinstance(error, ConnectionResetError | BrokenPipeError | ConnectionAbortedError):
         return True
-    # RemoteDisconnected, BadStatusLine, IncompleteRead: the answer was cut short.
-    return type(error).__module__ == "http.client"
+    return isinstance(error, BadAnswer)  # no answer, or one cut short

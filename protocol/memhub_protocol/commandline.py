@@ -9,13 +9,13 @@ their own parser in.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
-import shlex
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False  # typing itself is not imported: every command would pay for it
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -28,11 +28,17 @@ class CommandParser(argparse.ArgumentParser):
     level of a command tree behaves alike.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         # argparse's own check, with the closest names added to its message.
         choices = action.choices
         if choices is None or value in choices:
             return
+        import difflib  # only a misspelt word pays for it
+
         names = [str(choice) for choice in choices]
         close = difflib.get_close_matches(str(value), names, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(repr(name) for name in close)}? " if close else ""
@@ -45,6 +51,37 @@ class CommandParser(argparse.ArgumentParser):
             self.print_help(sys.stderr)
             self.exit(2, f"\n{self.prog}: error: choose one of the commands above\n")
         super().error(message)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help layout, with the terminal width read through `os`: argparse asks
+    `shutil` for it on every `add_argument`, and importing shutil (with bz2, lzma and
+    zlib) costs more than the rest of building a command's parser."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            width = terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def terminal_columns() -> int:
+    """What `shutil.get_terminal_size().columns` says: $COLUMNS, else stdout's width, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def _missing_subcommand(parser: argparse.ArgumentParser, message: str) -> bool:
@@ -97,14 +134,16 @@ def exit_quietly_on_closed_stdout(run: Callable[[], int]) -> int:
 # -- shell completion ----------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class _Level:
     """What can follow one command path: subcommands, options, option values."""
 
-    commands: list[str] = field(default_factory=list)
-    options: list[str] = field(default_factory=list)
-    valued: list[str] = field(default_factory=list)  # options that take a value
-    choices: dict[str, list[str]] = field(default_factory=dict)  # option -> its choices
+    __slots__ = ("commands", "options", "valued", "choices")
+
+    def __init__(self) -> None:
+        self.commands: list[str] = []
+        self.options: list[str] = []
+        self.valued: list[str] = []  # options that take a value
+        self.choices: dict[str, list[str]] = {}  # option -> its choices
 
 
 def _levels(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, _Level]]:
@@ -149,8 +188,14 @@ def _function_name(prog: str) -> str:
     return "_" + "".join(char if char.isalnum() else "_" for char in prog)
 
 
+def _quote(text: str) -> str:
+    import shlex  # only `completion` quotes anything: other commands do not load it
+
+    return shlex.quote(text)
+
+
 def _words(items: list[str]) -> str:
-    return shlex.quote(" ".join(items))
+    return _quote(" ".join(items))
 
 
 def _bash(prog: str, levels: dict[str, _Level]) -> str:
@@ -158,13 +203,13 @@ def _bash(prog: str, levels: dict[str, _Level]) -> str:
     table = []
     for path, level in levels.items():
         table.append(
-            f"    {shlex.quote(path)}) commands={_words(level.commands)}; "
+            f"    {_quote(path)}) commands={_words(level.commands)}; "
             f"options={_words(level.options)}; valued={_words(level.valued)} ;;"
         )
     choices = []
     for path, level in levels.items():
         for option, values in level.choices.items():
-            choices.append(f"    {shlex.quote(path + '|' + option)}) choices={_words(values)} ;;")
+            choices.append(f"    {_quote(path + '|' + option)}) choices={_words(values)} ;;")
     return f"""# {prog} completion for bash (and zsh through bashcompinit).
 # Load it with:  source <({prog} completion bash)
 {fn}_level() {{
@@ -181,7 +226,7 @@ def _bash(prog: str, levels: dict[str, _Level]) -> str:
 }}
 {fn}() {{
   local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="${{COMP_WORDS[COMP_CWORD-1]}}"
-  local cmdpath={shlex.quote(prog)} word i skip=0 commands options valued choices
+  local cmdpath={_quote(prog)} word i skip=0 commands options valued choices
   for ((i = 1; i < COMP_CWORD; i++)); do
     word="${{COMP_WORDS[i]}}"
     if ((skip)); then skip=0; continue; fi
@@ -215,17 +260,17 @@ def _fish(prog: str, levels: dict[str, _Level]) -> str:
     command_cases = []
     for path, level in levels.items():
         if level.valued:
-            keys = " ".join(shlex.quote(f"{path}|{option}") for option in level.valued)
+            keys = " ".join(_quote(f"{path}|{option}") for option in level.valued)
             valued_cases.append(f"            case {keys}\n                set skip 1\n")
         if level.commands:
-            keys = " ".join(shlex.quote(f"{path}|{name}") for name in level.commands)
+            keys = " ".join(_quote(f"{path}|{name}") for name in level.commands)
             command_cases.append(
                 f'            case {keys}\n                set path "$path $word"\n'
             )
     lines = [
         f"# {prog} completion for fish. Load it with:  {prog} completion fish | source",
         f"function {fn}_path",
-        f"    set -l path {shlex.quote(prog)}",
+        f"    set -l path {_quote(prog)}",
         "    set -l skip 0",
         "    for word in (commandline -opc)[2..-1]",
         "        if test $skip = 1",

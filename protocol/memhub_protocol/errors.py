@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported: memctl would pay for it
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ErrorCode(StrEnum):

@@ -1,19 +1,22 @@
 """Request models: parsed and validated from JSON on the server, built by memctl.
 
-Plain frozen dataclasses with `from_json` (raising ProtocolError on bad input)
-and `to_json`; `json_schema()` feeds the OpenAPI document.
+Frozen records (`record.Record`, not dataclasses: memctl imports these on every
+command) with `from_json` (raising ProtocolError on bad input) and `to_json`;
+`json_schema()` feeds the OpenAPI document.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
 from memhub_protocol.errors import ErrorCode, ProtocolError
+from memhub_protocol.record import Record
+
+TYPE_CHECKING = False  # typing itself is not imported: memctl would pay for it
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_TEXT = 64 * 1024  # query, task and candidate texts
 MAX_NAME = 200
@@ -133,8 +136,8 @@ def _strings(data: dict, field: str) -> tuple[str, ...] | None:
     return tuple(value)
 
 
-def _unknown_keys(data: dict, model: type) -> None:
-    known = {f.name for f in dataclasses.fields(model)}
+def _unknown_keys(data: dict, model: type[Record]) -> None:
+    known = set(model.__slots__)
     extra = sorted(set(data) - known)
     if extra:
         # ascii(): an unknown key is caller text and may hold anything; the message must not.
@@ -142,27 +145,49 @@ def _unknown_keys(data: dict, model: type) -> None:
         raise _invalid(f"unknown field(s): {shown}", ascii(extra[0])[1:-1][:MAX_NAME])
 
 
-class _Model:
+class _Model(Record):
+    __slots__ = ()
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            out[f.name] = list(value) if isinstance(value, tuple) else value
+        for name in self.__slots__:
+            value = getattr(self, name)
+            out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
 
-@dataclass(frozen=True, slots=True)
 class QueryRequest(_Model):
     """memdsl's query arguments; `types` overrides the legacy `kinds` when given."""
 
+    __slots__ = ("query", "types", "kinds", "subject", "limit", "max_bytes", "max_must")
     query: str
-    types: tuple[str, ...] | None = None
-    kinds: tuple[str, ...] | None = None
-    subject: str | None = None
-    limit: int = 8
+    types: tuple[str, ...] | None
+    kinds: tuple[str, ...] | None
+    subject: str | None
+    limit: int
     # Opt-in answer budget: MUST is cut (in memdsl's order) to fit; None keeps memdsl's.
-    max_bytes: int | None = None
-    max_must: int | None = None
+    max_bytes: int | None
+    max_must: int | None
+
+    def __init__(
+        self,
+        query: str,
+        types: tuple[str, ...] | None = None,
+        kinds: tuple[str, ...] | None = None,
+        subject: str | None = None,
+        limit: int = 8,
+        max_bytes: int | None = None,
+        max_must: int | None = None,
+    ) -> None:
+        self._set(
+            query=query,
+            types=types,
+            kinds=kinds,
+            subject=subject,
+            limit=limit,
+            max_bytes=max_bytes,
+            max_must=max_must,
+        )
 
     @classmethod
     def from_json(cls, data: Any) -> QueryRequest:
@@ -228,15 +253,27 @@ def _budget(data: dict, name: str, minimum: int) -> int | None:
     return value
 
 
-@dataclass(frozen=True, slots=True)
 class CheckRequest(_Model):
     """memdsl's compliance-check arguments."""
 
+    __slots__ = ("task", "candidate", "subject", "scope", "exceptions")
     task: str
     candidate: str
-    subject: str | None = None
-    scope: str | None = None
-    exceptions: tuple[str, ...] = ()
+    subject: str | None
+    scope: str | None
+    exceptions: tuple[str, ...]
+
+    def __init__(
+        self,
+        task: str,
+        candidate: str,
+        subject: str | None = None,
+        scope: str | None = None,
+        exceptions: tuple[str, ...] = (),
+    ) -> None:
+        self._set(
+            task=task, candidate=candidate, subject=subject, scope=scope, exceptions=exceptions
+        )
 
     @classmethod
     def from_json(cls, data: Any) -> CheckRequest:
@@ -266,10 +303,13 @@ class CheckRequest(_Model):
         }
 
 
-@dataclass(frozen=True, slots=True)
 class WorkspaceAddRequest(_Model):
+    __slots__ = ("name", "path")
     name: str
     path: str
+
+    def __init__(self, name: str, path: str) -> None:
+        self._set(name=name, path=path)
 
     @classmethod
     def from_json(cls, data: Any) -> WorkspaceAddRequest:
@@ -290,13 +330,23 @@ class WorkspaceAddRequest(_Model):
         }
 
 
-@dataclass(frozen=True, slots=True)
 class TokenCreateRequest(_Model):
+    __slots__ = ("name", "scopes", "workspaces", "roles", "expires")
     name: str
     scopes: tuple[str, ...]
-    workspaces: tuple[str, ...] = ("*",)
-    roles: tuple[str, ...] = ()
-    expires: str | None = None  # ISO 8601 date/time, or a duration like "30d"
+    workspaces: tuple[str, ...]
+    roles: tuple[str, ...]
+    expires: str | None  # ISO 8601 date/time, or a duration like "30d"
+
+    def __init__(
+        self,
+        name: str,
+        scopes: tuple[str, ...],
+        workspaces: tuple[str, ...] = ("*",),
+        roles: tuple[str, ...] = (),
+        expires: str | None = None,
+    ) -> None:
+        self._set(name=name, scopes=scopes, workspaces=workspaces, roles=roles, expires=expires)
 
     @classmethod
     def from_json(cls, data: Any) -> TokenCreateRequest:
@@ -347,14 +397,19 @@ MAX_SOURCE = 1024 * 1024
 MAX_PATH = 4096
 
 
-@dataclass(frozen=True, slots=True)
 class ProposeRequest(_Model):
     """One declaration offered for review; `supersedes` states a correction's target id."""
 
+    __slots__ = ("source", "reason", "client", "supersedes")
     source: str
-    reason: str = ""
-    client: str = ""
-    supersedes: str | None = None
+    reason: str
+    client: str
+    supersedes: str | None
+
+    def __init__(
+        self, source: str, reason: str = "", client: str = "", supersedes: str | None = None
+    ) -> None:
+        self._set(source=source, reason=reason, client=client, supersedes=supersedes)
 
     @classmethod
     def from_json(cls, data: Any) -> ProposeRequest:
@@ -382,11 +437,14 @@ class ProposeRequest(_Model):
         }
 
 
-@dataclass(frozen=True, slots=True)
 class ApproveRequest(_Model):
     """Where an approved proposal is written: a `.mem` file, relative to the workspace root."""
 
+    __slots__ = ("into",)
     into: str
+
+    def __init__(self, into: str) -> None:
+        self._set(into=into)
 
     @classmethod
     def from_json(cls, data: Any) -> ApproveRequest:
@@ -404,9 +462,12 @@ class ApproveRequest(_Model):
         }
 
 
-@dataclass(frozen=True, slots=True)
 class RejectRequest(_Model):
-    reason: str = ""
+    __slots__ = ("reason",)
+    reason: str
+
+    def __init__(self, reason: str = "") -> None:
+        self._set(reason=reason)
 
     @classmethod
     def from_json(cls, data: Any) -> RejectRequest:

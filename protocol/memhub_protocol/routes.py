@@ -6,9 +6,7 @@ from them. Paths use Starlette's `{name}` placeholders.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
+from memhub_protocol.record import Record
 from memhub_protocol.scopes import (
     ADMIN,
     READ_SEARCH,
@@ -18,17 +16,39 @@ from memhub_protocol.scopes import (
     WRITE_RECALL,
 )
 
+TYPE_CHECKING = False  # typing itself is not imported: memctl would pay for it
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass(frozen=True, slots=True)
-class Param:
+
+class Param(Record):
     """A query parameter: checked by the daemon before the route runs, and documented."""
 
+    __slots__ = ("name", "kind", "minimum", "maximum", "choices", "description")
     name: str
-    kind: str = "string"  # "string", "integer" or "boolean"
-    minimum: int | None = None
-    maximum: int | None = None
-    choices: tuple[str, ...] = ()
-    description: str = ""
+    kind: str  # "string", "integer" or "boolean"
+    minimum: int | None
+    maximum: int | None
+    choices: tuple[str, ...]
+    description: str
+
+    def __init__(
+        self,
+        name: str,
+        kind: str = "string",
+        minimum: int | None = None,
+        maximum: int | None = None,
+        choices: tuple[str, ...] = (),
+        description: str = "",
+    ) -> None:
+        self._set(
+            name=name,
+            kind=kind,
+            minimum=minimum,
+            maximum=maximum,
+            choices=choices,
+            description=description,
+        )
 
     def json_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": self.kind}
@@ -47,24 +67,55 @@ MAX_PARAM_CHARS = 4096
 BOOLEAN_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
-@dataclass(frozen=True, slots=True)
-class Route:
+class Route(Record):
+    __slots__ = ("name", "method", "path", "scope", "summary", "request_model", "params")
     name: str
     method: str
     path: str
     scope: str | None  # None: no token needed
     summary: str
-    request_model: str | None = None  # a class in memhub_protocol.models or .recall
-    params: tuple[Param, ...] = ()  # query parameters
+    request_model: str | None  # a class in memhub_protocol.models or .recall
+    params: tuple[Param, ...]  # query parameters
+
+    def __init__(
+        self,
+        name: str,
+        method: str,
+        path: str,
+        scope: str | None,
+        summary: str,
+        request_model: str | None = None,
+        params: tuple[Param, ...] = (),
+    ) -> None:
+        self._set(
+            name=name,
+            method=method,
+            path=path,
+            scope=scope,
+            summary=summary,
+            request_model=request_model,
+            params=params,
+        )
 
     def url(self, **params: str) -> str:
-        from urllib.parse import quote
-
         path = self.path
         for key, value in params.items():
-            path = path.replace("{" + key + "}", quote(str(value), safe=""))
-            path = path.replace("{" + key + ":path}", quote(str(value), safe=""))
+            path = path.replace("{" + key + "}", quote_segment(str(value)))
+            path = path.replace("{" + key + ":path}", quote_segment(str(value)))
         return path
+
+
+# What `urllib.parse.quote(text, safe="")` leaves as it is; memctl calls `url` on every
+# command, and importing urllib.parse (with ipaddress) costs more than this loop.
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
+
+
+def quote_segment(text: str) -> str:
+    """`text` percent-encoded (UTF-8) as one path segment, as `quote(text, safe="")` does."""
+    return "".join(
+        char if char in _UNRESERVED else "".join(f"%{byte:02X}" for byte in char.encode())
+        for char in text
+    )
 
 
 _WS = "/v1/workspaces/{workspace}"

@@ -87,7 +87,7 @@ def test_config_file_lives_under_xdg_config_home_when_set(tmp_path: Path) -> Non
     _write_config(tmp_path, 'workspace = "home-config"\n')
     path = _write_config(tmp_path, 'workspace = "xdg-config"\n', xdg=xdg)
     env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(xdg)}
-    assert config_path(env) == path
+    assert config_path(env) == str(path)
     assert resolve_settings(env=env).workspace == "xdg-config"
 
 
