@@ -16,6 +16,13 @@ checks after decoding, and is ignored with a log line. The entry's own path and
 digest are compared after loading, so an entry is never served for another file.
 Bounded: entries not used by the workspace's current snapshot are pruned.
 
+Beside the entries, each workspace has one consolidated snapshot file: every file's
+path, stat (mtime_ns, size, inode), digest, text and entry payload, sealed the same
+way. A start reads it once and serves a file whose stat is unchanged without reading
+or hashing it (the check a running daemon makes before re-reading a file); a file
+whose stat differs is read, hashed and restored from its entry or parsed. It is
+rewritten off the request path, at most every `SNAPSHOT_INTERVAL_S` while files change.
+
 It must not decide what is served: a miss or a refused entry only costs a parse.
 """
 
@@ -28,6 +35,7 @@ import marshal
 import os
 import secrets
 import threading
+import time
 from array import array
 from pathlib import Path
 from typing import Any
@@ -45,6 +53,15 @@ _MAGIC = b"MHPC"
 _HEADER = len(_MAGIC) + 2 + 32  # magic, version (u16), HMAC-SHA256
 _KEY_FILE = "key"
 _SUFFIX = ".entry"
+SNAPSHOT_FORMAT = 1
+_SNAPSHOT_MAGIC = b"MHSS"
+_SNAPSHOT_FILE = "snapshot"
+# How often the consolidated snapshot is rewritten at most while files keep changing
+# (it holds every file of the workspace; files changed since cost their entry at start).
+SNAPSHOT_INTERVAL_S = 300.0
+
+# path -> (stat, digest, text, entry payload) of one file as a consolidated snapshot holds it
+Consolidated = dict[str, tuple[tuple[int, int, int], str, str, bytes]]
 
 
 class ParseCache:
@@ -57,6 +74,9 @@ class ParseCache:
         self._key = self._load_key()
         self._lock = threading.Lock()
         self._saved: dict[str, set[str]] = {}  # workspace dir -> entry names known on disk
+        self._folders: dict[str, Path] = {}  # workspace root -> its directory here
+        # workspace root -> (when written, what it holds) of its consolidated snapshot
+        self._snapshots: dict[str, tuple[float, frozenset[Any]]] = {}
         self.hits = 0
         self.misses = 0
         self.refused = 0
@@ -81,28 +101,31 @@ class ParseCache:
     # --- naming ---------------------------------------------------------------------
 
     def _workspace_dir(self, root: str) -> Path:
-        name = hashlib.blake2b(os.path.realpath(root).encode(), digest_size=12).hexdigest()
-        return self.directory / name
+        folder = self._folders.get(root)
+        if folder is None:
+            name = hashlib.blake2b(os.path.realpath(root).encode(), digest_size=12).hexdigest()
+            folder = self._folders[root] = self.directory / name
+        return folder
 
     @staticmethod
     def _entry_name(path: str, digest: str, types: str) -> str:
         key = f"{FORMAT_VERSION}\0{path}\0{digest}\0{types}".encode()
         return hashlib.blake2b(key, digest_size=16).hexdigest() + _SUFFIX
 
-    def _seal(self, payload: bytes) -> bytes:
-        version = FORMAT_VERSION.to_bytes(2, "big")
-        mac = hmac.new(self._key, _MAGIC + version + payload, hashlib.sha256).digest()
-        return _MAGIC + version + mac + payload
+    def _seal(self, payload: bytes, magic: bytes = _MAGIC, form: int = FORMAT_VERSION) -> bytes:
+        version = form.to_bytes(2, "big")
+        mac = hmac.new(self._key, magic + version + payload, hashlib.sha256).digest()
+        return magic + version + mac + payload
 
-    def _open(self, data: bytes) -> bytes | None:
-        if len(data) < _HEADER or not data.startswith(_MAGIC):
+    def _open(self, data: bytes, magic: bytes = _MAGIC, form: int = FORMAT_VERSION) -> bytes | None:
+        if len(data) < _HEADER or not data.startswith(magic):
             return None
         version = data[len(_MAGIC) : len(_MAGIC) + 2]
-        if int.from_bytes(version, "big") != FORMAT_VERSION:
+        if int.from_bytes(version, "big") != form:
             return None
         mac = data[len(_MAGIC) + 2 : _HEADER]
         payload = data[_HEADER:]
-        expected = hmac.new(self._key, _MAGIC + version + payload, hashlib.sha256).digest()
+        expected = hmac.new(self._key, magic + version + payload, hashlib.sha256).digest()
         return payload if hmac.compare_digest(mac, expected) else None
 
     # --- reading and writing --------------------------------------------------------
@@ -126,6 +149,13 @@ class ParseCache:
             self.refused += 1
             log.warning("parse cache entry refused (corrupt or foreign)", entry=str(entry))
             return None
+        return self.decode(payload, path, digest, text, registry, where=str(entry))
+
+    def decode(
+        self, payload: bytes, path: str, digest: str, text: str, registry: Any, where: str
+    ) -> tuple[Document, tuple[Declaration, ...], Segment] | None:
+        """(document, typed declarations, segment) from an entry's opened payload, or
+        None (logged) when it is not an entry of exactly this file."""
         try:
             saved = marshal.loads(payload)
             if saved[0] != path or saved[1] != digest:
@@ -133,10 +163,77 @@ class ParseCache:
             restored = _decode(saved, path, text, registry)
         except Exception as error:  # sealed by us yet not what we write: never served
             self.refused += 1
-            log.warning("parse cache entry unusable", entry=str(entry), error=str(error))
+            log.warning("parse cache entry unusable", entry=where, path=path, error=str(error))
             return None
         self.hits += 1
         return restored
+
+    # --- the consolidated snapshot ----------------------------------------------------
+
+    def load_snapshot(self, root: str, types: str) -> Consolidated:
+        """What the workspace's consolidated snapshot holds for registry `types`; empty
+        when there is none, or (logged) when it is corrupt, foreign or of other types."""
+        file = self._workspace_dir(root) / _SNAPSHOT_FILE
+        try:
+            data = file.read_bytes()
+        except OSError:
+            return {}
+        payload = self._open(data, _SNAPSHOT_MAGIC, SNAPSHOT_FORMAT)
+        if payload is None:
+            self.refused += 1
+            log.warning("parse cache snapshot refused (corrupt or foreign)", file=str(file))
+            return {}
+        try:
+            saved_root, saved_types, files = marshal.loads(payload)
+            if saved_root != os.path.realpath(root):
+                raise ValueError("snapshot of another workspace")
+            if saved_types != types:
+                log.info("parse cache snapshot of other types, not used", file=str(file))
+                return {}
+            held: Consolidated = {
+                path: (tuple(stat), digest, text, entry)  # type: ignore[misc]
+                for path, stat, digest, text, entry in files
+            }
+        except Exception as error:  # sealed by us yet not what we write: never served
+            self.refused += 1
+            log.warning("parse cache snapshot unusable", file=str(file), error=str(error))
+            return {}
+        marks = frozenset((path, item[0], item[1]) for path, item in held.items())
+        with self._lock:
+            self._snapshots[root] = (time.monotonic(), marks)
+        return held
+
+    def save_snapshot(
+        self, root: str, types: str, files: list[tuple[str, tuple[int, int, int], str, str]]
+    ) -> bool:
+        """Rewrite the consolidated snapshot from (path, stat, digest, text) of each file
+        and its saved entry, unless it already holds exactly that or was written less
+        than `SNAPSHOT_INTERVAL_S` ago. True when written."""
+        folder = self._workspace_dir(root)
+        marks = frozenset((path, stat, digest) for path, stat, digest, _text in files)
+        with self._lock:
+            written = self._snapshots.get(root)
+            if written is not None and (
+                written[1] == marks or time.monotonic() - written[0] < SNAPSHOT_INTERVAL_S
+            ):
+                return False
+            held = []
+            for path, stat, digest, text in files:
+                entry = folder / self._entry_name(path, digest, types)
+                try:
+                    payload = self._open(entry.read_bytes())
+                except OSError:
+                    payload = None
+                if payload is not None:  # else: that file is parsed at the next start
+                    held.append((path, stat, digest, text, payload))
+            sealed = self._seal(
+                marshal.dumps((os.path.realpath(root), types, tuple(held))),
+                _SNAPSHOT_MAGIC,
+                SNAPSHOT_FORMAT,
+            )
+            self._write(folder / _SNAPSHOT_FILE, sealed)
+            self._snapshots[root] = (time.monotonic(), marks)
+            return True
 
     def put_many(self, root: str, types: str, files: list[tuple[str, str, Any, Any]]) -> int:
         """Save (path, digest, document, segment) of each file not saved yet, and prune

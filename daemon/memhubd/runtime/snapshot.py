@@ -23,7 +23,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -302,6 +302,10 @@ def _serve(
             return before
         if stat is None:
             return None
+    if before is None and saved is not None:
+        restored = saved.by_stat(path, stat)
+        if restored is not None:
+            return restored
     loaded = _load_file(path, before, real_root, saved)
     if loaded is None:  # gone between the stat and the read
         if _has_declarations(before) and rules.hold_vanished(path, None):
@@ -410,9 +414,35 @@ def _load_registry(
 # --- files and snapshots ------------------------------------------------------------------
 
 
-# (path, digest, text) -> (document, typed declarations, segment, registry) saved by an
-# earlier run for exactly these bytes, or None.
-Saved = Callable[[str, str, str], "tuple[Any, ...] | None"]
+class Saved:
+    """What an earlier run saved of this workspace, for one first build: files whose
+    stat is what the consolidated snapshot recorded are served from it unread; others
+    are read, and restored from their entry when it holds exactly their bytes."""
+
+    def __init__(self, cache: Any, root: str, registry_state: RegistryState) -> None:
+        from memhubd.runtime.cache import registry_key
+
+        self.cache = cache
+        self.root = root
+        self.types = registry_key(registry_state.fingerprint)
+        self.registry = registry_state.registry
+        self.consolidated = cache.load_snapshot(root, self.types)
+
+    def by_stat(self, path: str, stat: tuple[int, int, int]) -> SourceFile | None:
+        held = self.consolidated.pop(path, None)
+        if held is None or held[0] != stat:
+            return None
+        _stat, digest, text, payload = held
+        entry = self.cache.decode(payload, path, digest, text, self.registry, where="snapshot")
+        if entry is None:
+            return None
+        document, typed, segment = entry
+        return SourceFile(path, digest, document, None, text, stat, typed, self.registry, segment)
+
+    def by_digest(self, path: str, digest: str, text: str) -> tuple[Any, ...] | None:
+        """(document, typed declarations, segment, registry) for exactly these bytes."""
+        entry = self.cache.get(self.root, path, digest, self.types, text, self.registry)
+        return None if entry is None else (*entry, self.registry)
 
 
 def _load_file(
@@ -457,7 +487,7 @@ def _restore(
         return None  # parsed (and reported) as usual
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    entry = saved(path, digest, text)
+    entry = saved.by_digest(path, digest, text)
     if entry is None:
         return None
     document, typed, segment, registry = entry
@@ -528,7 +558,7 @@ def build_snapshot(
         assert registry_state.problem is not None
         raise WorkspaceUnavailable(registry_state.problem)
     known = {f.path: f for f in previous.files} if previous is not None else {}
-    saved = _saved_lookup(cache, root, registry_state) if cache is not None else None
+    saved = Saved(cache, root, registry_state) if cache is not None else None
     files: list[SourceFile] = []
     refused: list[SourceProblem] = []
     root_problem = None
@@ -596,35 +626,25 @@ def build_snapshot(
     )
 
 
-def _saved_lookup(cache: Any, root: str, registry_state: RegistryState) -> Saved:
-    from memhubd.runtime.cache import registry_key
-
-    types = registry_key(registry_state.fingerprint)
-    registry = registry_state.registry
-    assert registry is not None
-
-    def lookup(path: str, digest: str, text: str) -> tuple[Any, ...] | None:
-        entry = cache.get(root, path, digest, types, text, registry)
-        return None if entry is None else (*entry, registry)
-
-    return lookup
-
-
 def persist(snapshot: Snapshot, cache: Any) -> int:
     """Save the parsed state of every file `snapshot` serves as on disk (not a last good
-    parse kept for broken bytes) into `cache`; prune what it no longer uses."""
+    parse kept for broken bytes) into `cache`; prune what it no longer uses. The
+    consolidated snapshot is rewritten too when due (see `memhubd.runtime.cache`)."""
     from memhubd.runtime.cache import registry_key
 
     types = registry_key(snapshot.registry_state.fingerprint)
-    files = [
-        (f.path, f.digest, f.document, f.segment)
+    sound = [
+        f
         for f in snapshot.files
         if f.problem is None
         and f.document is not None
         and f.segment is not None
         and f.typed_with is snapshot.workspace.registry
     ]
-    return int(cache.put_many(snapshot.root, types, files))
+    files = [(f.path, f.digest, f.document, f.segment) for f in sound]
+    written = int(cache.put_many(snapshot.root, types, files))
+    cache.save_snapshot(snapshot.root, types, [(f.path, f.stat, f.digest, f.text) for f in sound])
+    return written
 
 
 def _serve_walked(

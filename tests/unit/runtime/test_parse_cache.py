@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memhubd.query import build_evidence_pack
+from memhubd.runtime import snapshot as snapshot_module
 from memhubd.runtime.cache import ParseCache
 from memhubd.runtime.snapshot import Snapshot, build_snapshot, persist
 
@@ -50,6 +51,16 @@ def answers(snapshot: Snapshot) -> dict[str, object]:
 
 def entries(state: Path) -> list[Path]:
     return sorted(state.glob("*/*.entry"))
+
+
+def snapshot_files(state: Path) -> list[Path]:
+    return sorted(state.glob("*/snapshot"))
+
+
+def without_consolidated_snapshot(state: Path) -> None:
+    """Only the per-file entries are left: what a start falls back to."""
+    for file in snapshot_files(state):
+        file.unlink()
 
 
 @pytest.fixture
@@ -101,6 +112,7 @@ def test_a_damaged_entry_is_ignored_and_the_file_parsed(
     saved: tuple[Path, Path, Snapshot], damage, caplog: pytest.LogCaptureFixture
 ) -> None:
     root, state, first = saved
+    without_consolidated_snapshot(state)
     for entry in entries(state):
         entry.write_bytes(damage(entry.read_bytes()))
     cache = ParseCache(state)
@@ -116,6 +128,7 @@ def test_another_state_dirs_cache_is_not_trusted(
     saved: tuple[Path, Path, Snapshot], tmp_path: Path
 ) -> None:
     root, state, first = saved
+    without_consolidated_snapshot(state)
     # Another daemon (its own secret) saved entries for the same files ...
     other = tmp_path / "other"
     build = build_snapshot("w", str(root), None)
@@ -133,6 +146,7 @@ def test_another_state_dirs_cache_is_not_trusted(
 
 def test_an_entry_is_never_served_for_another_file(saved: tuple[Path, Path, Snapshot]) -> None:
     root, state, _first = saved
+    without_consolidated_snapshot(state)
     # Swap the two entries' names: both are sealed by us, but for other paths.
     first_entry, second_entry = entries(state)
     a, b = first_entry.read_bytes(), second_entry.read_bytes()
@@ -151,3 +165,96 @@ def test_the_cache_directory_and_its_secret_are_private(saved: tuple[Path, Path,
     assert state.stat().st_mode & 0o777 == 0o700
     assert (state / "key").stat().st_mode & 0o777 == 0o600
     assert all(entry.stat().st_mode & 0o077 == 0 for entry in entries(state))
+
+
+def test_a_start_serves_unchanged_files_from_the_snapshot_without_reading_them(
+    saved: tuple[Path, Path, Snapshot], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, state, first = saved
+    assert len(snapshot_files(state)) == 1
+    read = []
+    real_read = snapshot_module.read_confined
+    monkeypatch.setattr(
+        snapshot_module, "read_confined", lambda path, *a: read.append(path) or real_read(path, *a)
+    )
+    # Given one file rewritten while the daemon was down (another size, so another stat)
+    (root / "a.mem").write_text(SOURCES["a.mem"].replace("tuesdays", "on fridays"))
+    cache = ParseCache(state)
+
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    # Then only that file is read (and parsed: its entry holds the old bytes)
+    assert [p for p in read if p.endswith(".mem")] == [str(root / "a.mem")]
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert answers(again) == answers(build_snapshot("w", str(root), None))
+    assert [f.text for f in again.files] == [
+        f.text for f in build_snapshot("w", str(root), None).files
+    ]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[:-1] + bytes([data[-1] ^ 1]),  # one flipped bit in the payload
+        lambda data: data[: len(data) // 2],  # truncated
+        lambda data: data[:4] + (99).to_bytes(2, "big") + data[6:],  # another format version
+        lambda data: b"",
+    ],
+)
+def test_a_damaged_snapshot_is_ignored_with_a_log_line(
+    saved: tuple[Path, Path, Snapshot],
+    damage,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    root, state, first = saved
+    for file in snapshot_files(state):
+        file.write_bytes(damage(file.read_bytes()))
+    cache = ParseCache(state)
+
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    # The entries still serve (each file read and its bytes checked), nothing is lost
+    assert cache.refused == 1
+    assert cache.hits == 2
+    printed = capsys.readouterr()  # where the line goes depends on how logging is set up
+    assert "parse cache snapshot refused" in printed.out + printed.err + caplog.text
+    assert answers(again) == answers(first)
+
+
+def test_another_state_dirs_snapshot_is_not_trusted(
+    saved: tuple[Path, Path, Snapshot], tmp_path: Path
+) -> None:
+    root, state, first = saved
+    # Another daemon (its own secret) saved a snapshot of the same workspace, which
+    # claims other bytes for a.mem under a.mem's current stat ...
+    other = tmp_path / "other"
+    build = build_snapshot("w", str(root), None)
+    persist(build, ParseCache(other))
+    for file in sorted(other.glob("*/snapshot")):
+        shutil.copy(file, state / file.parent.name / file.name)
+    cache = ParseCache(state)
+
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    assert cache.refused == 1
+    assert answers(again) == answers(first)
+
+
+def test_a_snapshot_of_another_workspace_is_not_used(
+    saved: tuple[Path, Path, Snapshot], tmp_path: Path
+) -> None:
+    root, state, _first = saved
+    # A copy of the workspace elsewhere, with the first workspace's snapshot under its name
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    (copy / "a.mem").write_text(SOURCES["a.mem"].replace("tuesdays", "fridays"))
+    ours = ParseCache(state)._workspace_dir(str(copy))  # noqa: SLF001
+    ours.mkdir()
+    shutil.copy(snapshot_files(state)[0], ours / "snapshot")
+    cache = ParseCache(state)
+
+    again = build_snapshot("w", str(copy), None, cache=cache)
+
+    assert cache.refused == 1
+    assert "fridays" in again.workspace.by_id("deploy.day").claim_text  # type: ignore[union-attr]
