@@ -95,8 +95,15 @@ def _command(
     return parser
 
 
-def _add_daemon_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+Sub = argparse._SubParsersAction
+Common = argparse.ArgumentParser
+
+
+def _status(sub: Sub, common: Common) -> None:
     _command(sub, common, "status", commands.cmd_status, "daemon and workspace status")
+
+
+def _workspaces(sub: Sub, common: Common) -> None:
     p = _command(
         sub, common, "workspaces", commands.cmd_workspaces, "list, add or remove workspaces"
     )
@@ -106,9 +113,14 @@ def _add_daemon_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     a.add_argument("path", help="directory on the daemon's machine")
     r = _command(actions, common, "remove", commands.cmd_workspace_remove, "stop serving one")
     r.add_argument("name", help="workspace name")
+
+
+def _events(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "events", commands.cmd_events, "follow the daemon's events")
     p.add_argument("--count", type=_positive_int, metavar="N", help="stop after N events")
 
+
+def _token(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "token", None, "manage tokens (admin)")
     actions = p.add_subparsers(dest="token_action", metavar="ACTION", required=True)
     c = _command(actions, common, "create", commands.cmd_token_create, "create a token")
@@ -122,17 +134,23 @@ def _add_daemon_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     r.add_argument("name", help="token name")
 
 
-def _add_workspace_commands(
-    sub: argparse._SubParsersAction, common: argparse.ArgumentParser
-) -> None:
+def _map(sub: Sub, common: Common) -> None:
     _command(sub, common, "map", commands.cmd_map, "compact per-module index")
+
+
+def _types(sub: Sub, common: Common) -> None:
     _command(sub, common, "types", commands.cmd_types, "loaded memory types")
+
+
+def _list(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "list", commands.cmd_list, "list declarations")
     p.add_argument("--type", help="only this memory type")
     p.add_argument("--subject", help="only this subject")
     p.add_argument("--all", action="store_true", help="include inactive declarations")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="at most N declarations")
 
+
+def _query(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "query", commands.cmd_query, "query memory into an EvidencePack")
     p.add_argument("query_text", nargs="?", metavar="TEXT", help="query text (or -q)")
     p.add_argument("-q", "--query", help="query text")
@@ -151,9 +169,13 @@ def _add_workspace_commands(
     )
     p.add_argument("--max-must", type=int, metavar="N", help="show at most N MUST rules")
 
+
+def _explain(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "explain", commands.cmd_explain, "one declaration with relations")
     p.add_argument("id", help="declaration id (type:name) or bare name")
 
+
+def _check(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "check", commands.cmd_check, "preflight a draft against MUST rules")
     p.add_argument("-t", "--task", required=True, help="task or action being attempted")
     candidate = p.add_mutually_exclusive_group(required=True)
@@ -170,14 +192,22 @@ def _add_workspace_commands(
         help="assert an allowed exception (repeatable)",
     )
 
+
+def _lint(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "lint", commands.cmd_lint, "lint diagnostics")
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+
+
+def _files(sub: Sub, common: Common) -> None:
     _command(sub, common, "files", commands.cmd_files, "source files of the workspace")
+
+
+def _cat(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "cat", commands.cmd_cat, "print one source file")
     p.add_argument("file_id", metavar="FILE_ID", help="file id or path, as `memctl files` shows")
 
 
-def _add_review_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def _propose(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "propose", commands.cmd_propose, "propose one declaration for review")
     p.add_argument(
         "file", nargs="?", default="-", metavar="FILE", help="a .mem text; '-' or none: stdin"
@@ -198,6 +228,8 @@ def _add_review_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     )
     recall.add_argument("--quote", help="the evidence span: an exact substring of the drawer")
 
+
+def _review(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "review", None, "list, show, approve or reject proposals")
     actions = p.add_subparsers(dest="review_action", metavar="ACTION", required=True)
     a = _command(actions, common, "list", commands.cmd_review_list, "proposals by status")
@@ -220,9 +252,31 @@ def _add_review_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     a.add_argument("--reason", required=True, help="why (recorded in the audit log)")
 
 
-def build_parser(*, only_here: bool = False) -> argparse.ArgumentParser:
-    """memctl's parser; `only_here`: only the commands defined in this module, without
-    importing the other command modules (a third of a short command's time)."""
+# The commands defined here, in the order help lists them: the daemon's and one
+# workspace's (before `mcp`), then review's (after it).
+_FIRST = {
+    "status": _status,
+    "workspaces": _workspaces,
+    "events": _events,
+    "token": _token,
+    "map": _map,
+    "types": _types,
+    "list": _list,
+    "query": _query,
+    "explain": _explain,
+    "check": _check,
+    "lint": _lint,
+    "files": _files,
+    "cat": _cat,
+}
+_AFTER_MCP = {"propose": _propose, "review": _review}
+HERE = {**_FIRST, **_AFTER_MCP}
+
+
+def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
+    """memctl's parser; `only`: just that command of this module (a name in HERE), and
+    nothing of the other command modules: building every command's parser took a
+    quarter of a short command's time."""
     common = _global_options()
     parser = CommandParser(
         prog="memctl",
@@ -232,10 +286,8 @@ def build_parser(*, only_here: bool = False) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"memctl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_daemon_commands(sub, common)
-    _add_workspace_commands(sub, common)
-    if only_here:
-        _add_review_commands(sub, common)
+    if only is not None:
+        HERE[only](sub, common)
         return parser
     from memctl.cowork import add_cowork_commands
     from memctl.diary import add_diary_commands
@@ -244,8 +296,11 @@ def build_parser(*, only_here: bool = False) -> argparse.ArgumentParser:
     from memctl.mcp_bridge import add_mcp_command
     from memctl.recall import add_recall_commands
 
+    for add in _FIRST.values():
+        add(sub, common)
     add_mcp_command(sub, [common])
-    _add_review_commands(sub, common)
+    for add in _AFTER_MCP.values():
+        add(sub, common)
     add_recall_commands(sub, common)
     add_cowork_commands(sub, common)
     add_graph_commands(sub, common)
@@ -257,9 +312,9 @@ def build_parser(*, only_here: bool = False) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(only_here=True)
-    if _command_word(arguments) not in _command_names(parser):
-        parser = build_parser()  # help, --version, or a command of another module
+    word = _command_word(arguments)
+    # help, --version, or a command of another module: the whole parser
+    parser = build_parser(only=word) if word in HERE else build_parser()
     return run_command_line(parser, argv, run)
 
 
@@ -277,13 +332,6 @@ def _command_word(arguments: Sequence[str]) -> str | None:
         elif not word.startswith("-"):
             return word
     return None
-
-
-def _command_names(parser: argparse.ArgumentParser) -> set[str]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return set(action.choices)
-    return set()
 
 
 def run(args: argparse.Namespace) -> int:
