@@ -92,6 +92,27 @@ def unavailable(schema: str, error: ProtocolError, workspace: str) -> dict[str, 
     }
 
 
+def too_large(tool: str, size: int, limit: int, *, at_least: bool = False) -> dict[str, Any]:
+    """An answer over the limit, as memdsl answers a request it cannot serve: `ok:false`.
+
+    `at_least`: refused before the whole answer was built, from the size of a part of it.
+    """
+    measure = f"at least {size}" if at_least else str(size)
+    return {
+        "ok": False,
+        "schema_version": TOOL_SCHEMAS.get(tool, MHUB_ERROR),
+        "status": "too_large",
+        "error": "result_too_large",
+        "message": (
+            f"the answer of {tool} is {measure} bytes, larger than {limit} bytes "
+            "(limits.max_result_bytes)"
+        ),
+        "limit": limit,
+        "size": size,
+        "next_actions": [text.NEXT_TOO_LARGE],
+    }
+
+
 def map_payload(data: dict[str, Any], rendered: str, workspace: str) -> dict[str, Any]:
     return {
         **_head(MCP_MAP, "ok", workspace),

@@ -99,9 +99,11 @@ class MemhubMCP(MCPServer):
 
 
 def _size(content: str | bytes) -> int:
-    return (
-        len(content.encode("utf-8", "surrogatepass")) if isinstance(content, str) else len(content)
-    )
+    if isinstance(content, bytes):
+        return len(content)
+    # `isascii` reads a flag CPython keeps with the string: an ASCII answer (most are)
+    # is measured without encoding it again.
+    return len(content) if content.isascii() else len(content.encode("utf-8", "surrogatepass"))
 
 
 def _text_bytes(content: list[Any]) -> int:
@@ -110,20 +112,7 @@ def _text_bytes(content: list[Any]) -> int:
 
 def too_large_result(tool: str, size: int, limit: int) -> CallToolResult:
     """An answer over the limit, as memdsl answers a request it cannot serve: `ok:false`."""
-    payload = {
-        "ok": False,
-        "schema_version": payloads.TOOL_SCHEMAS.get(tool, payloads.MHUB_ERROR),
-        "status": "too_large",
-        "error": "result_too_large",
-        "message": (
-            f"the answer of {tool} is {size} bytes, larger than {limit} bytes "
-            "(limits.max_result_bytes)"
-        ),
-        "limit": limit,
-        "size": size,
-        "next_actions": [text.NEXT_TOO_LARGE],
-    }
-    return reply(payload)
+    return reply(payloads.too_large(tool, size, limit))
 
 
 def build_mcp_server(hub: Hub) -> MemhubMCP:

@@ -24,7 +24,7 @@ from memhubd.auth.identity import Identity
 from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import choose_workspace, current_caller, describe_error
 from memhubd.runtime.hub import Hub
-from memhubd.service.encoding import Raw, dumps_text
+from memhubd.service.encoding import AnswerTooLarge, Raw, dumps_text
 
 # Recorded as the proposal's `client`, beside the token name as its proposer.
 MCP_CLIENT = "mcp"
@@ -163,7 +163,18 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
                     "max_must": max_must,
                 }
             )
-            answer, view = await service.query(hub, identity, name, request, as_text=True)
+            # The payload holds the pack's JSON and its text: either one over the limit
+            # is refused before the payload is built (the text's before it is joined).
+            ceiling = int(hub.limits.max_result_bytes)
+            try:
+                answer, view = await service.query(
+                    hub, identity, name, request, as_text=True, max_result_bytes=ceiling
+                )
+            except AnswerTooLarge as error:
+                return payloads.too_large("memory_query", error.size, ceiling, at_least=True)
+            known = len(answer.body) + len(answer.text)
+            if known > ceiling:
+                return payloads.too_large("memory_query", known, ceiling, at_least=True)
             facts = answer.facts()
             vocabulary = None
             if not payloads.is_match(facts):

@@ -125,3 +125,17 @@ def test_an_id_taken_by_a_hidden_declaration_keeps_memdsls_code_and_says_nothing
 
     assert payload["errors"] == [{**exists, "code": "duplicate_declaration_id"}]
     assert payload["next_actions"][1] == exists["message"]
+
+
+def test_a_refusal_from_part_of_an_answer_says_its_size_is_a_lower_bound() -> None:
+    from memhubd.mcp.payloads import too_large
+
+    whole = too_large("memory_query", 9_000, 8_000)
+    early = too_large("memory_query", 9_000, 8_000, at_least=True)
+
+    assert whole["message"].startswith("the answer of memory_query is 9000 bytes")
+    assert early["message"].startswith("the answer of memory_query is at least 9000 bytes")
+    assert early["schema_version"] == "memdsl.mcp.query.v1" and early["ok"] is False
+    assert {k: v for k, v in early.items() if k != "message"} == {
+        k: v for k, v in whole.items() if k != "message"
+    }
