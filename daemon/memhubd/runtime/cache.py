@@ -112,20 +112,26 @@ class ParseCache:
         key = f"{FORMAT_VERSION}\0{path}\0{digest}\0{types}".encode()
         return hashlib.blake2b(key, digest_size=16).hexdigest() + _SUFFIX
 
+    def _mac(self, magic: bytes, version: bytes, payload: bytes | memoryview) -> bytes:
+        mac = hmac.new(self._key, magic + version, hashlib.sha256)
+        mac.update(payload)  # fed apart: a snapshot's payload is tens of MB, never copied
+        return mac.digest()
+
     def _seal(self, payload: bytes, magic: bytes = _MAGIC, form: int = FORMAT_VERSION) -> bytes:
         version = form.to_bytes(2, "big")
-        mac = hmac.new(self._key, magic + version + payload, hashlib.sha256).digest()
-        return magic + version + mac + payload
+        return b"".join((magic, version, self._mac(magic, version, payload), payload))
 
-    def _open(self, data: bytes, magic: bytes = _MAGIC, form: int = FORMAT_VERSION) -> bytes | None:
+    def _open(
+        self, data: bytes, magic: bytes = _MAGIC, form: int = FORMAT_VERSION
+    ) -> memoryview | None:
         if len(data) < _HEADER or not data.startswith(magic):
             return None
         version = data[len(_MAGIC) : len(_MAGIC) + 2]
         if int.from_bytes(version, "big") != form:
             return None
         mac = data[len(_MAGIC) + 2 : _HEADER]
-        payload = data[_HEADER:]
-        expected = hmac.new(self._key, magic + version + payload, hashlib.sha256).digest()
+        payload = memoryview(data)[_HEADER:]
+        expected = self._mac(magic, version, payload)
         return payload if hmac.compare_digest(mac, expected) else None
 
     # --- reading and writing --------------------------------------------------------
@@ -152,7 +158,13 @@ class ParseCache:
         return self.decode(payload, path, digest, text, registry, where=str(entry))
 
     def decode(
-        self, payload: bytes, path: str, digest: str, text: str, registry: Any, where: str
+        self,
+        payload: bytes | memoryview,
+        path: str,
+        digest: str,
+        text: str,
+        registry: Any,
+        where: str,
     ) -> tuple[Document, tuple[Declaration, ...], Segment] | None:
         """(document, typed declarations, segment) from an entry's opened payload, or
         None (logged) when it is not an entry of exactly this file."""
@@ -225,7 +237,7 @@ class ParseCache:
                 except OSError:
                     payload = None
                 if payload is not None:  # else: that file is parsed at the next start
-                    held.append((path, stat, digest, text, payload))
+                    held.append((path, stat, digest, text, bytes(payload)))
             sealed = self._seal(
                 marshal.dumps((os.path.realpath(root), types, tuple(held))),
                 _SNAPSHOT_MAGIC,
