@@ -50,15 +50,15 @@ def applicable_constraints(
         bits |= ix.bits(lexical.SCOPE, scope)
     for term in compliance_terms(text):
         bits |= ix.bits(lexical.TERM, term)
-    selected = ix.space.ordered(bits & ix.constraints)
-    lowered = text.lower()
-    for phrase, ordinals in ix.when_any.items():
-        if phrase in lowered:
-            selected.extend(ordinals)
+    bits &= ix.constraints
+    triggered = ix.trigger_phrases.slots_in(text.lower())
+    if triggered:
+        bits |= ix.space.bitmap(triggered)
+    selected = ix.space.ordered(bits)
     # One entry per id; with duplicate ids the later declaration wins (memdsl keys
     # its selection by id while walking the workspace in order).
-    by_id = {ix.ids_of[o]: o for o in sorted(selected)}
-    return [ix.declarations[by_id[key]] for key in sorted(by_id)]
+    by_id = dict(zip(ix.ids_of.take(selected), selected, strict=True))
+    return ix.declarations.take(by_id[key] for key in sorted(by_id))
 
 
 def applicable_boundaries(

@@ -109,23 +109,26 @@ Judgement = tuple[str, str | None, dict[str, Any]]
 
 def judge(rule: Rule, text: Texts, supplied: set[str]) -> Judgement:
     """The status of one rule for this task and candidate, and what to report."""
-    applied = sorted(rule.declared & supplied)
-    exception = (
-        "exception_applied",
-        "exceptions_applied",
-        {"exceptions": applied, "rule": rule.rule},
-    )
+    # Most rules declare no exception and most checks assert none: no set work then.
+    applied = sorted(rule.declared & supplied) if rule.declared and supplied else None
     if not rule.guarded:
-        return exception if applied else _review("constraint has no executable guard", rule)
+        return _excepted(applied, rule) if applied else _review(_UNGUARDED, rule)
     if rule.when and not any(p in text.combined_lowered for p in rule.when):
         return ("not_triggered", None, {})
     if applied:
-        return exception
+        return _excepted(applied, rule)
     if rule.blocked:
         return _review(rule.blocked, rule)
     if not (rule.deny_any or rule.deny_regex or rule.require_any or rule.require_regex):
         return _review("guard has no deny or require condition", rule)
     return _run_checks(rule, text)
+
+
+def _excepted(applied: list[str], rule: Rule) -> Judgement:
+    return ("exception_applied", "exceptions_applied", {"exceptions": applied, "rule": rule.rule})
+
+
+_UNGUARDED = "constraint has no executable guard"
 
 
 def _run_checks(rule: Rule, text: Texts) -> Judgement:

@@ -22,6 +22,7 @@ from typing import Any
 
 from memhubd.index.bitmaps import OrdinalSpace
 from memhubd.index.segment import Segment, build_segment
+from memhubd.index.triggers import TriggerPhrases
 from memhubd.model.workspace import cyclic_gc_paused
 
 # Segment posting tables a bitmap can be asked for.
@@ -272,6 +273,15 @@ class _BySlot(Sequence[Any]):
         local = slot - self._bases[number]
         return values[local] if local < len(values) else None
 
+    def take(self, slots: Iterable[int]) -> list[Any]:
+        """The values at `slots` (each holding a declaration), in the order given."""
+        bases, segments, attribute = self._bases, self._segments, self._attribute
+        out = []
+        for slot in slots:
+            number = bisect_right(bases, slot) - 1
+            out.append(getattr(segments[number], attribute)[slot - bases[number]])
+        return out
+
     def __iter__(self) -> Iterator[Any]:
         at = 0
         for base, segment in zip(self._bases, self._segments, strict=True):
@@ -346,8 +356,8 @@ class WorkspaceIndex:
         self.space = OrdinalSpace(sum(widths))
         self._base_of = {id(s): base for s, base in zip(self.segments, self.bases, strict=True)}
         size = self.space.size
-        self.declarations: Sequence[Any] = _BySlot(self.segments, self.bases, "declarations", size)
-        self.ids_of: Sequence[str] = _BySlot(self.segments, self.bases, "ids", size)
+        self.declarations: _BySlot = _BySlot(self.segments, self.bases, "declarations", size)
+        self.ids_of: _BySlot = _BySlot(self.segments, self.bases, "ids", size)
         self.subjects: Sequence[str | None] = _BySlot(
             self.segments, self.bases, "subjects_of", size
         )
@@ -486,6 +496,11 @@ class WorkspaceIndex:
         return out
 
     @property
+    def trigger_phrases(self) -> TriggerPhrases:
+        """`when_any` (phrase -> live constraints), searchable by the words of a text."""
+        return self._once("trigger_phrases", lambda: TriggerPhrases(self.when_any))  # type: ignore[no-any-return]
+
+    @property
     def aliases(self) -> _AliasMatcher:
         return self._once("aliases", self._alias_matcher)  # type: ignore[no-any-return]
 
@@ -498,7 +513,7 @@ class WorkspaceIndex:
 
     def warm(self) -> None:
         """Build what is otherwise built on first use, e.g. off the request path."""
-        _ = self.when_any, self.aliases
+        _ = self.trigger_phrases, self.aliases
 
     def bits(self, table: str, key: str) -> int:
         """Bitmap of the indexed declarations under `key` in one posting table (cached).
