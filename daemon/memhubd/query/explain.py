@@ -6,6 +6,8 @@ object of `memdsl.mcp.explain.v1`. Lookup is by full id or bare name, first matc
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 
@@ -47,13 +49,41 @@ def explain(ws: Any, decl_id: str) -> str:
 
 def referenced_by(ws: Any, d: Any) -> list[dict[str, str]]:
     """Relations of other declarations whose target is exactly this id or name."""
-    out = []
+    incoming = _incoming(ws)
+    entries = incoming.get(d.id, [])
+    if d.name != d.id:
+        entries = sorted(entries + incoming.get(d.name, []), key=_position)
+    return [{"id": other.id, "relation": rel} for _, other, rel in entries if other.id != d.id]
+
+
+# Relation target -> (position in the scan, declaration, relation), in the order a scan
+# of every declaration's relations meets them; built once per workspace (and again if
+# declarations were appended), so an explain costs its own references, not a scan.
+_Incoming = dict[str, list[tuple[int, Any, str]]]
+_INCOMING: weakref.WeakKeyDictionary[Any, tuple[int, _Incoming]] = weakref.WeakKeyDictionary()
+_INCOMING_LOCK = threading.Lock()
+
+
+def _position(entry: tuple[int, Any, str]) -> int:
+    return entry[0]
+
+
+def _incoming(ws: Any) -> _Incoming:
+    size = len(ws.declarations)
+    with _INCOMING_LOCK:
+        known = _INCOMING.get(ws)
+    if known is not None and known[0] == size:
+        return known[1]
+    incoming: _Incoming = {}
+    position = 0
     for other in ws.declarations:
-        if other.id == d.id:
-            continue
         for rel, targets in other.relations().items():
-            out.extend({"id": other.id, "relation": rel} for t in targets if t in (d.id, d.name))
-    return out
+            for target in targets:
+                incoming.setdefault(target, []).append((position, other, rel))
+                position += 1
+    with _INCOMING_LOCK:
+        _INCOMING[ws] = (size, incoming)
+    return incoming
 
 
 EXPLAIN_SCHEMA = "memdsl.mcp.explain.v1"
