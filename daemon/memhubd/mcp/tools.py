@@ -110,7 +110,7 @@ def _register_summaries(server: MCPServer, hub: Hub) -> None:
         workspace: WorkspaceArg = "",
     ) -> CallToolResult:
         async def work(identity: Identity, name: str) -> Payload:
-            data = await service.list_declarations(
+            total, items = await service.reads.list_encoded(
                 hub,
                 identity,
                 name,
@@ -119,7 +119,8 @@ def _register_summaries(server: MCPServer, hub: Hub) -> None:
                 include_inactive=include_inactive,
                 limit=payloads.clamp(limit, payloads.LIST_LIMIT),
             )
-            return payloads.list_payload(data, name)
+            # The items come as their already-encoded bytes, spliced into the payload.
+            return payloads.list_payload({"total": total, "items": Raw(items)}, name)
 
         return reply(await run_tool(hub, payloads.MCP_LIST, READ_SUMMARY, workspace, work))
 

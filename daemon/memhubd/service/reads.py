@@ -28,6 +28,7 @@ from memhub_protocol import (
 from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY
 from memhubd import __version__
 from memhubd.auth.identity import Identity
+from memhubd.query.pack import compact_json
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot, SourceFile
 from memhubd.service.access import (
@@ -214,13 +215,7 @@ async def list_declarations(
     limit = max(1, min(500, limit))
 
     def work() -> dict[str, Any]:
-        ws = view.workspace
-        pool = ws.declarations if include_inactive else ws.active()
-        selected = [
-            d
-            for d in pool
-            if (not memory_type or d.kind == memory_type) and (not subject or d.subject == subject)
-        ]
+        selected = _listed(view, memory_type, subject, include_inactive)
         return {
             "schema_version": LIST_SCHEMA,
             "total": len(selected),
@@ -228,6 +223,39 @@ async def list_declarations(
         }
 
     return await run_engine(work)
+
+
+async def list_encoded(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    *,
+    memory_type: str = "",
+    subject: str = "",
+    include_inactive: bool = False,
+    limit: int = 100,
+) -> tuple[int, bytes]:
+    """`list_declarations`' total and its items as one JSON array, joined from items
+    encoded once per snapshot."""
+    view = view_for(hub, identity, name, READ_SUMMARY)
+    limit = max(1, min(500, limit))
+    piece = pieces(view.snapshot, "list", lambda d: compact_json(_list_item(d)))
+
+    def work() -> tuple[int, bytes]:
+        selected = _listed(view, memory_type, subject, include_inactive)
+        return len(selected), b"[" + b",".join([piece(d) for d in selected[:limit]]) + b"]"
+
+    return await run_engine(work)  # type: ignore[no-any-return]
+
+
+def _listed(view: View, memory_type: str, subject: str, include_inactive: bool) -> list[Any]:
+    ws = view.workspace
+    pool = ws.declarations if include_inactive else ws.active()
+    return [
+        d
+        for d in pool
+        if (not memory_type or d.kind == memory_type) and (not subject or d.subject == subject)
+    ]
 
 
 def _trace_additions(view: View, pack: dict[str, Any]) -> None:
