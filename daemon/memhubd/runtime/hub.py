@@ -22,6 +22,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from memhubd.runtime.events import EventBus
+from memhubd.runtime.heap import settle_long_lived, settled
 from memhubd.runtime.metrics import Metrics
 from memhubd.runtime.snapshot import (
     Pending,
@@ -117,7 +118,7 @@ class WorkspaceHost:
             )
 
         try:
-            candidate = await anyio.to_thread.run_sync(build, limiter=hub.build_limiter)
+            candidate = await anyio.to_thread.run_sync(settled(build), limiter=hub.build_limiter)
         except WorkspaceUnavailable as error:
             hub.metrics.reloads.inc(self.name, "unavailable")
             if self.unavailable != error.problem:
@@ -303,7 +304,7 @@ class Hub:
 
             if not current():
                 return
-            index_for(snapshot.workspace).warm()
+            settled(index_for(snapshot.workspace).warm)()
             if self.cache is not None:
                 try:
                     persist(snapshot, self.cache)
@@ -311,6 +312,7 @@ class Hub:
                     log.warning("parse cache not saved", workspace=snapshot.name, error=str(error))
             if current():
                 snapshot.diagnostics()
+                settle_long_lived()
 
         async def run() -> None:
             try:

@@ -1,0 +1,61 @@
+"""A built snapshot is frozen out of the cycle collector's walks, and frozen cycles are
+taken back once the frozen set has doubled."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from memhubd.runtime import heap
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+@pytest.fixture(autouse=True)
+def unfrozen() -> Iterator[None]:
+    gc.collect()
+    yield
+    gc.unfreeze()
+    heap._frozen_after_collect = 0
+    gc.collect()
+
+
+def test_what_a_build_makes_is_frozen_and_left_out_of_collections() -> None:
+    built = heap.settled(lambda: [Node() for _ in range(1000)])()
+
+    tracked = {id(item) for generation in range(3) for item in gc.get_objects(generation)}
+    assert id(built) not in tracked
+    assert gc.get_freeze_count() >= 1000
+    assert gc.isenabled()
+
+
+def test_a_build_runs_with_the_collector_paused() -> None:
+    seen: list[bool] = []
+
+    heap.settled(lambda: seen.append(gc.isenabled()))()
+
+    assert seen == [False] and gc.isenabled()
+
+
+def test_frozen_cycles_are_collected_once_the_frozen_set_has_doubled() -> None:
+    heap.settle_long_lived()  # the baseline: what is alive now
+    cycle = Node()
+    cycle.other = Node()
+    cycle.other.other = cycle
+    gone = weakref.ref(cycle)
+    heap.settle_long_lived()
+    del cycle
+    gc.collect()
+    assert gone() is not None  # frozen: a collection does not see it
+
+    growth = [Node() for _ in range(2 * gc.get_freeze_count())]
+    heap.settle_long_lived()
+
+    assert gone() is None
+    assert growth  # still alive, and frozen again
