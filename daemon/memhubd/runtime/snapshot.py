@@ -594,7 +594,10 @@ def build_snapshot(
                 _insert_in_order(files, before, previous.files if previous else ())
     registry = registry_state.registry
     with cyclic_gc_paused():
-        files = [f.with_types(registry).with_segment() for f in files]
+        files = [
+            f if f.typed_with is registry and f.segment is not None else _typed(f, registry)
+            for f in files
+        ]
     if previous is not None and _same_declarations(previous, files, registry):
         # Nothing to compose again: a build that only held a save back, or found no
         # change, costs a walk rather than a whole index (seconds at 100k declarations).
@@ -624,6 +627,10 @@ def build_snapshot(
         has_links=has_links,
         _lint_from=[inherited] if inherited is not None else [],
     )
+
+
+def _typed(source: SourceFile, registry: TypeRegistry) -> SourceFile:
+    return source.with_types(registry).with_segment()
 
 
 def persist(snapshot: Snapshot, cache: Any) -> int:
@@ -768,16 +775,16 @@ def _spliced(
                 after.setdefault(lower[-1], []).append(path)
             else:
                 first.setdefault(same[0], []).append(path)
+    if not added:  # the usual edit: one pass of lookups
+        kept = (served.get(source.path, source) for source in before)
+        return [source for source in kept if source is not None]
     files: list[SourceFile] = []
     for source in before:
         path = source.path
         files.extend(served[p] for p in first.get(path, ()))  # type: ignore[misc]
-        if path in served:
-            replacement = served[path]
-            if replacement is not None:
-                files.append(replacement)
-        else:
-            files.append(source)
+        replacement = served.get(path, source)
+        if replacement is not None:
+            files.append(replacement)
         files.extend(served[p] for p in after.get(path, ()))  # type: ignore[misc]
     return files
 
