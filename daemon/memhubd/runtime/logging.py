@@ -134,7 +134,7 @@ class AccessLog:
             return
         record = {key: _redact_access_value(key, value) for key, value in fields.items()}
         record.update(
-            event=redact_text(event),
+            event=_redact_access_value("event", event),
             level="info",
             logger=self.name,
             timestamp=datetime.now(UTC).isoformat().replace("+00:00", "Z"),
