@@ -223,7 +223,7 @@ class VectorIndex:
         try:
             rows = len(snapshot)
             if centroids is None:
-                lists = int(min(MAX_LISTS, max(MIN_LISTS, round(math.sqrt(rows)))))
+                lists = int(min(MAX_LISTS, rows, max(MIN_LISTS, round(math.sqrt(rows)))))
                 centroids = train(snapshot, lists)
                 assign = assign_lists(snapshot, centroids)
                 trained = rows
