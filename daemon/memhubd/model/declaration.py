@@ -7,6 +7,7 @@ Nothing here looks at other declarations; cross-declaration lookups live in Work
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from memhubd.lang.tree import FieldPath, Position, RawDeclaration
@@ -34,6 +35,10 @@ _LIFECYCLE_KEYS = ("status", "as_of", "valid_until")
 _NO_RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = ()
 _NO_CAPABILITIES: frozenset[str] = frozenset()
 _MISSING: Any = object()
+# Field values up to this long are interned: keys, statuses, scopes, subjects, tags and
+# sources repeat across a workspace, and one object each (instead of one per declaration)
+# is a third of a parsed declaration's memory. Longer values (claims) rarely repeat.
+_SHARED_LENGTH = 24
 
 
 class Declaration:
@@ -98,7 +103,10 @@ class Declaration:
         Column and positions stay with `raw` until asked for: the parser may only
         compute them on demand, and most declarations never need them.
         """
-        decl = cls(raw.kind, raw.name, raw.fields, raw.file, raw.line, raw.module, descriptor, 0)
+        # The parsed declaration keeps the shared copy too, so only one copy stays.
+        fields = raw.fields = _shared(raw.fields)
+        kind = sys.intern(raw.kind)
+        decl = cls(kind, raw.name, fields, raw.file, raw.line, raw.module, descriptor, 0)
         decl._positions = raw
         return decl
 
@@ -334,3 +342,19 @@ def _extend_text(parts: list[str], value: Any) -> None:
         parts.extend(str(item) for item in value)
     elif isinstance(value, str):
         parts.append(value)
+
+
+def _shared(value: Any) -> Any:
+    """`value` with its dict keys and short strings interned, nested dicts and lists
+    copied (never changed in place: another thread may be reading them)."""
+    kind = type(value)
+    if kind is str:
+        return sys.intern(value) if len(value) <= _SHARED_LENGTH else value
+    if kind is dict:
+        return {
+            (sys.intern(key) if type(key) is str else key): _shared(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        return [_shared(item) for item in value]
+    return value
