@@ -498,7 +498,10 @@ class WorkspaceIndex:
     @property
     def trigger_phrases(self) -> TriggerPhrases:
         """`when_any` (phrase -> live constraints), searchable by the words of a text."""
-        return self._once("trigger_phrases", lambda: TriggerPhrases(self.when_any))  # type: ignore[no-any-return]
+        return self._once("trigger_phrases", self._trigger_phrases)  # type: ignore[no-any-return]
+
+    def _trigger_phrases(self) -> TriggerPhrases:
+        return TriggerPhrases(self.when_any)
 
     @property
     def aliases(self) -> _AliasMatcher:
@@ -557,7 +560,7 @@ class WorkspaceIndex:
         # A key common to many files: which segments hold it is asked of every
         # segment's table in one C loop, and only those holding it are copied.
         pieces = self._pieces[table]
-        found = list(map(dict.get, pieces, repeat(key), repeat(-1)))
+        found = list(map(dict.get, pieces, repeat(key), repeat(_MISSING_ROW)))
         held_at = list(compress(range(len(found)), map(_MISSING_ROW.__ne__, found)))
         if not held_at:
             return 0
