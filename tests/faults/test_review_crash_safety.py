@@ -1,6 +1,6 @@
 """Crash safety of the review engine: SIGKILL at random moments loses and duplicates nothing.
 
-A worker process proposes and decides 200 proposals; it is killed every few operations
+A worker process proposes and decides 60 proposals; it is killed every few operations
 and restarted until it finishes. Then every file, proposal and audit line must agree.
 """
 
@@ -25,7 +25,10 @@ from memhubd.review import ReviewStore, approval_marker
 from memhubd.review.audit import AuditLog
 
 WORKER = Path(__file__).with_name("review_crash_worker.py")
-PROPOSALS = 200
+# Each run is a process start and each approval re-reads the workspace: 60 proposals
+# (120 operations) with a kill every 0-8 operations give some 25 kills at varied points.
+PROPOSALS = 60
+OPERATIONS_PER_RUN = 8
 MAX_RUNS = 400
 OP_TIMEOUT = 30.0
 
@@ -47,7 +50,7 @@ def run_until_done(root: Path, rng: random.Random) -> int:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        last = run_operations(proc, rng.randint(0, 16))
+        last = run_operations(proc, rng.randint(0, OPERATIONS_PER_RUN))
         if last is not None:
             go_ahead(proc)
             time.sleep(rng.uniform(0, last))
@@ -112,7 +115,11 @@ def test_sigkilled_approvals_leave_consistent_files_proposals_and_audit(tmp_path
     assert sorted(p.declaration for p in proposals) == [
         f"fact:db.f{i:03d}" for i in range(PROPOSALS)
     ]
-    assert Counter(p.status for p in proposals) == {"approved": 160, "rejected": 40}
+    rejected = len(range(0, PROPOSALS, 5))  # the worker rejects every fifth
+    assert Counter(p.status for p in proposals) == {
+        "approved": PROPOSALS - rejected,
+        "rejected": rejected,
+    }
     declared = Counter(d.id for d in workspace.declarations)
     for proposal in proposals:
         markers = sum(text.count(approval_marker(proposal.id)) for text in texts.values())
