@@ -11,6 +11,7 @@ is built takes it out of those walks. Nothing here decides when a snapshot is bu
 from __future__ import annotations
 
 import gc
+import resource
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -21,26 +22,32 @@ T = TypeVar("T")
 
 # A frozen object freed by reference counting leaves the frozen set, so it stays the
 # size of what is alive, unless replaced snapshots left reference cycles (none are
-# known). Should it double, one full collection takes back whatever cycles there are.
+# known). Should the process's peak memory double, one full collection takes back
+# whatever cycles there are. Peak memory, not the frozen count: counting walks every
+# frozen object (about as long as a collection at a million declarations).
 _GROWTH_BEFORE_COLLECTING = 2
 _lock = threading.Lock()
-_frozen_after_collect = 0
+_size_after_collect = 0
+
+
+def _heap_size() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def settle_long_lived() -> None:
     """Freeze every object alive now (`gc.freeze`). Run it right after a snapshot, its
     index or its lint is built, best while the collector is still paused."""
-    global _frozen_after_collect
+    global _size_after_collect
     with _lock:
         gc.freeze()
-        frozen = gc.get_freeze_count()
-        if not _frozen_after_collect:
-            _frozen_after_collect = frozen
-        elif frozen > _GROWTH_BEFORE_COLLECTING * _frozen_after_collect:
+        size = _heap_size()
+        if not _size_after_collect:
+            _size_after_collect = size
+        elif size > _GROWTH_BEFORE_COLLECTING * _size_after_collect:
             gc.unfreeze()
             gc.collect()
             gc.freeze()
-            _frozen_after_collect = gc.get_freeze_count()
+            _size_after_collect = _heap_size()
 
 
 def settled(build: Callable[[], T]) -> Callable[[], T]:
