@@ -1,18 +1,39 @@
-"""Suite-wide pytest settings: anyio on asyncio only, hypothesis profiles."""
+"""Suite-wide pytest settings: anyio on asyncio only, hypothesis profiles, and
+subprocesses that reuse compiled bytecode.
+
+Hypothesis runs the "ci" profile (60 examples a property) unless
+MEMHUB_HYPOTHESIS_PROFILE names another: "deep" (1,000 examples) for a longer local
+hunt, e.g. `MEMHUB_HYPOTHESIS_PROFILE=deep .venv/bin/python -m pytest tests/unit`.
+"""
 
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
 from workspace_loading import Loader, load_workspace
 
+# Examples are drawn anew on every run (not derandomized), so CI keeps exploring
+# across runs what one run's 60 examples leave out.
 settings.register_profile(
-    "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.register_profile("dev", max_examples=100, deadline=None)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+settings.register_profile(
+    "deep", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("MEMHUB_HYPOTHESIS_PROFILE", "ci"))
+
+# The tests start memctl, memhubd and worker processes hundreds of times, and the
+# packages are installed editable (never byte-compiled as a wheel install would be):
+# without a bytecode cache each start compiles memhubd afresh. The cache lives
+# outside the tree; the test process itself is already running and unaffected.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault(
+    "PYTHONPYCACHEPREFIX",
+    os.path.join(tempfile.gettempdir(), f"memhub-tests-pycache-{os.getuid()}"),
+)
 
 
 @pytest.fixture
