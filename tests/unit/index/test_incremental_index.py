@@ -100,7 +100,8 @@ def _state(ix: WorkspaceIndex) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=60, deadline=None)
+# Each example builds and edits a whole workspace: half the profile's examples.
+@settings(max_examples=max(settings.default.max_examples // 2, 1), deadline=None)
 @given(
     workspaces(),
     edits(),
