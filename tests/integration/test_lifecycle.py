@@ -55,7 +55,7 @@ class Process:
         return httpx.Client(transport=transport, base_url="http://memhub", timeout=10)
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a loaded machine has taken over 30 s to start one
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(self.proc.stderr.read().decode())
@@ -65,7 +65,7 @@ class Process:
                         return
             except httpx.TransportError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.02)
         raise AssertionError("daemon not ready")
 
     def stop(self) -> int:
