@@ -45,6 +45,16 @@ def saved_entries(state: Path, at_least: int) -> list[Path]:
         time.sleep(0.1)
 
 
+def saved_snapshots(state: Path) -> list[Path]:
+    """The consolidated snapshot file is written right after the entries: wait for it."""
+    deadline = time.monotonic() + 30
+    while not (found := sorted((state / "parse-cache").glob("*/snapshot"))):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    return found
+
+
 def test_a_restart_serves_identical_answers_from_the_cache(tmp_path: Path) -> None:
     workspaces = copy_examples(tmp_path / "ws", [WS])
     sources = sorted(Path(workspaces[WS]).rglob("*.mem"))
@@ -74,7 +84,9 @@ def test_a_damaged_cache_is_ignored(tmp_path: Path) -> None:
     with start_daemon(tmp_path, workspaces) as first:
         before = served(first)
         entries = saved_entries(first.state_dir, len(sources))
-    for entry in entries:
+        snapshots = saved_snapshots(first.state_dir)
+    assert len(snapshots) == 1
+    for entry in entries + snapshots:
         data = bytearray(entry.read_bytes())
         data[-1] ^= 0xFF
         entry.write_bytes(bytes(data))
