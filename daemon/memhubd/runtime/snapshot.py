@@ -1,8 +1,9 @@
 """Snapshots: the immutable, parsed, typed and indexed state of one workspace at
 one generation, and the builder that derives the next one from the previous.
 
-The builder re-parses only files whose bytes changed and rebuilds the type
-registry only when the manifest or a schema changed. A file that stops parsing
+The builder re-parses only files whose bytes changed (and, told which paths changed,
+looks at no other file) and rebuilds the type registry only when the manifest or a
+schema changed. A file that stops parsing
 keeps its last good declarations (the workspace is then `degraded`); so does a
 broken schema keep the last good registry. Editor saves are not served half-way:
 a file that goes missing or empty keeps its declarations for a grace period, and
@@ -11,7 +12,8 @@ is read from outside the workspace's real path, whatever symbolic links say.
 Nothing here touches the network or the event loop: building runs in a worker
 thread, and waiting for a file to settle is the caller's job (`recheck_at`).
 The index of the next snapshot is updated from the previous one's, and a first build
-may restore files from the persisted parse cache (`memhubd.runtime.cache`); lint
+may restore files from the persisted parse cache (`memhubd.runtime.cache`), unread
+when their stat is the one its consolidated snapshot recorded; lint
 reuses the previous snapshot's per-file results (`Snapshot.diagnostics`).
 """
 
@@ -706,22 +708,21 @@ def _serve_changed(
     to serve, what is refused, and how many files were parsed anew. None when only a
     walk can tell (a new directory, a link, a source refused now or before); `rules`
     are then as they were."""
-    known = {f.path: (i, f) for i, f in enumerate(previous.files)}
+    known = {f.path: f for f in previous.files}
     refused_paths = {p.file for p in previous.refused}
     looks: list[tuple[str, SourceFile | None, tuple[int, int, int] | None]] = []
     for path in sorted({os.fspath(p) for p in changed}.union(held)):
-        if not _is_source_under(path, root) or path in refused_paths:
-            if path in refused_paths:
-                return None
+        if path in refused_paths:
+            return None
+        if not _is_source_under(path, root):
             continue
-        entry = known.get(path)
         try:
             stat, link_target = observe(path, real_root)
-        except Refused:
+        except Refused:  # a directory or FIFO under a source's name, a link leading out
             return None
-        if link_target is not None or (entry is None and stat is not None and os.path.isdir(path)):
+        if link_target is not None:
             return None
-        looks.append((path, entry[1] if entry else None, stat))
+        looks.append((path, known.get(path), stat))
     kept = (dict(rules.pending), list(rules.deadlines))
     served: dict[str, SourceFile | None] = {}
     reparsed = 0
