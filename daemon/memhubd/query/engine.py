@@ -131,10 +131,22 @@ def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> int:
 
 
 # MUST layers by their bitmap, per index (so per snapshot and view): with few scopes
-# most queries meet one of a few sets, of hundreds of rules each. Bounded per index;
-# an index that is replaced takes its layers with it.
-MUST_LAYERS_PER_INDEX = 256
-_LAYERS: weakref.WeakKeyDictionary[Any, OrderedDict[int, MustLayer]] = weakref.WeakKeyDictionary()
+# most queries meet one of a few sets of hundreds of rules each, and a workload that
+# cycles through more sets than a count bound holds would miss every time. Bounded by
+# the rules the layers hold (about 100 bytes each); an index that is replaced takes its
+# layers with it.
+MUST_LAYER_RULES = 262_144
+
+
+class _Layers:
+    __slots__ = ("by_bits", "rules")
+
+    def __init__(self) -> None:
+        self.by_bits: OrderedDict[int, MustLayer] = OrderedDict()
+        self.rules = 0
+
+
+_LAYERS: weakref.WeakKeyDictionary[Any, _Layers] = weakref.WeakKeyDictionary()
 _LAYERS_LOCK = threading.Lock()
 
 
@@ -142,14 +154,22 @@ def _must_layer(ix: lexical.WorkspaceIndex, bits: int) -> MustLayer:
     with _LAYERS_LOCK:
         layers = _LAYERS.get(ix)
         if layers is None:
-            layers = _LAYERS[ix] = OrderedDict()
-        layer = layers.get(bits)
+            layers = _LAYERS[ix] = _Layers()
+        layer = layers.by_bits.get(bits)
         if layer is not None:
-            layers.move_to_end(bits)
+            layers.by_bits.move_to_end(bits)
             return layer
     layer = must_layer(ix.declarations[o] for o in ix.space.ordered(bits))
+    size = len(layer.declarations)
+    if size > MUST_LAYER_RULES // 4:
+        return layer  # one layer must not push out most of the others
     with _LAYERS_LOCK:
-        layer = layers.setdefault(bits, layer)
-        while len(layers) > MUST_LAYERS_PER_INDEX:
-            layers.popitem(last=False)
+        kept = layers.by_bits.get(bits)
+        if kept is not None:
+            return kept
+        layers.by_bits[bits] = layer
+        layers.rules += size
+        while layers.rules > MUST_LAYER_RULES:
+            _bits, dropped = layers.by_bits.popitem(last=False)
+            layers.rules -= len(dropped.declarations)
     return layer

@@ -57,3 +57,30 @@ def test_reused_layers_answer_as_the_linear_reference_does(load: Loader) -> None
             fast = build_evidence_pack(ws, query, subject=subject)
             slow = build_evidence_pack_linear(ws, query, subject=subject)
             assert fast.as_dict() == slow.as_dict()
+
+
+def test_kept_layers_stay_within_their_rule_bound(load: Loader, monkeypatch) -> None:  # noqa: ANN001
+    from memhubd.index.workspace import index_for
+    from memhubd.query import engine
+
+    # Given a bound of eight rules, and five scopes of two rules each
+    monkeypatch.setattr(engine, "MUST_LAYER_RULES", 8)
+    scopes = ("alpha", "beta", "gamma", "delta", "epsilon")
+    ws = load(
+        "\n".join(
+            f'boundary rule.{s} {{ rule: "Rule of {s}" scope: {s} }}\n'
+            f'boundary more.{s} {{ rule: "More of {s}" scope: {s} }}\n'
+            f'fact note.{s} {{ claim: "A note about {s}" scope: {s} }}'
+            for s in scopes
+        )
+    )
+
+    # When queries meet five different layers
+    packs = [build_evidence_pack(ws, s) for s in scopes]
+
+    # Then the last four are kept, and every answer is still the reference's
+    kept = engine._LAYERS[index_for(ws)]
+    assert kept.rules == 8 and len(kept.by_bits) == 4
+    for s, pack in zip(scopes, packs, strict=True):
+        assert len(pack.must) == 2
+        assert pack.as_dict() == build_evidence_pack_linear(ws, s).as_dict()
