@@ -198,7 +198,7 @@ def test_a_version_1_store_is_migrated_with_its_index_rebuilt(tmp_path: Path) ->
                 (rowid, f"d{rowid}", text, deleted),
             )
     store = open_store(path)
-    assert store.schema_version == CURRENT_VERSION == 3
+    assert store.schema_version == CURRENT_VERSION == 4
     assert [r.rowid for r in store.lexical(["ledger"], DrawerFilter(), 10)] == [1]
     store.write([drawer("plain words", 3, context="the neighbouring zebra")], None, None, AUDIT)
     (hit,) = store.lexical(["zebra"], DrawerFilter(), 10)
@@ -218,3 +218,73 @@ def test_context_words_count_less_than_content_words(store: DrawerStore) -> None
     )
     ranked = ids(store, store.lexical(["walrus"], DrawerFilter(), 10))
     assert ranked == [drawer("the walrus ate", 0).id, drawer("something else entirely", 1).id]
+
+
+def fts_consistent(path: Path) -> list[int]:
+    """The rowids the FTS index holds (after FTS5's own check of its structure), which
+    must be exactly the live drawers'."""
+    with sqlite3.connect(path) as connection:
+        connection.execute("INSERT INTO drawers_fts (drawers_fts) VALUES ('integrity-check')")
+        connection.execute(
+            "CREATE VIRTUAL TABLE temp.postings USING fts5vocab(main, drawers_fts, instance)"
+        )
+        indexed = connection.execute("SELECT DISTINCT doc FROM postings ORDER BY doc").fetchall()
+        live = connection.execute(
+            "SELECT rowid FROM drawers WHERE deleted_at IS NULL ORDER BY rowid"
+        ).fetchall()
+    assert [r[0] for r in indexed] == [r[0] for r in live]
+    return [r[0] for r in indexed]
+
+
+def test_the_index_holds_exactly_the_live_drawers_after_writes_replaces_and_duplicates(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ws.db"
+    store = open_store(path)
+    seed(store)
+    # Given a write that repeats a stored drawer, repeats one of its own, and replaces one
+    again = drawer("ledger amounts are integer cents", 1)
+    fresh = drawer("the zebra crossing is repainted", 3, speaker="Ann", context="said on Monday")
+    (stale,) = [r.rowid for r in store.lexical(["webhook"], DrawerFilter(), 10)]
+    outcome = store.write([again, fresh, fresh], None, None, AUDIT, replace=[stale])
+    # Then only the new drawer was indexed, the replaced one left the index
+    assert outcome.inserted == (fresh.id,)
+    assert len(fts_consistent(path)) == 3
+    assert store.lexical(["webhook"], DrawerFilter(), 10) == []
+    assert len(store.lexical(["zebra"], DrawerFilter(), 10)) == 1
+    assert len(store.lexical(["monday"], DrawerFilter(), 10)) == 1  # context is indexed
+    assert len(store.lexical(["ann"], DrawerFilter(), 10)) == 1  # and the speaker
+    store.soft_delete(fresh.id, AUDIT)
+    assert len(fts_consistent(path)) == 2
+    store.close()
+
+
+def test_a_version_3_store_keeps_its_index_and_indexes_new_writes(tmp_path: Path) -> None:
+    from memhubd.recall.store import schema
+
+    # Given a store written by version 3, whose insert trigger indexed its drawers
+    path = tmp_path / "v3.db"
+    with sqlite3.connect(path) as connection:
+        for migration in schema.MIGRATIONS[:3]:
+            for statement in migration:
+                connection.execute(statement)
+        connection.execute("PRAGMA user_version = 3")
+        connection.execute(
+            "INSERT INTO drawers (id, room, content, source_file, source_kind, chunk_index, "
+            "content_hash, created_at, updated_at, identity, context) "
+            "VALUES ('d1', 'r', 'old ledger cents', 'f', 'text', 0, 'h', 1, 1, 't', 'walrus')"
+        )
+    # When the current version opens it and writes
+    store = open_store(path)
+    assert store.schema_version == CURRENT_VERSION
+    store.write([drawer("new ledger lines", 5)], None, None, AUDIT)
+    # Then old and new drawers are found, each once, and the index matches the drawers
+    assert len(store.lexical(["ledger"], DrawerFilter(), 10)) == 2
+    assert len(store.lexical(["walrus"], DrawerFilter(), 10)) == 1
+    assert len(fts_consistent(path)) == 2
+    store.close()
+    with sqlite3.connect(path) as connection:
+        triggers = [
+            r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
+        ]
+    assert sorted(triggers) == ["drawers_fts_delete", "drawers_fts_soft_delete"]

@@ -8,9 +8,10 @@ It must not hold any query used by the store at run time.
 from __future__ import annotations
 
 # The FTS table is an external-content table over `drawers` (no second copy of the
-# text), kept in the writer's transaction by triggers: a drawer leaves the index
-# when it is soft-deleted (or deleted while live), never otherwise. Drawers are
-# immutable apart from `deleted_at`/`updated_at`, so no content-update trigger.
+# text), kept in the writer's transaction: by triggers up to v3, then (v4) the writer
+# indexes inserted drawers and triggers remove them: a drawer leaves the index when it
+# is soft-deleted (or deleted while live), never otherwise. Drawers are immutable
+# apart from `deleted_at`/`updated_at`, so no content-update trigger.
 _V1 = [
     """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
     """CREATE TABLE drawers (
@@ -132,5 +133,11 @@ _TRIPLES = [
     "CREATE INDEX triples_object ON triples (object)",
 ]
 
-MIGRATIONS: tuple[list[str], ...] = (_V1, _V2, _TRIPLES)
+# v4: the writer indexes new drawers itself, with one INSERT ... SELECT per write in the
+# same transaction. Through a per-row trigger, FTS5 flushed its pending terms at each
+# row's statement savepoint (a one-row segment, then merges): writing 20,000 chat
+# drawers took 6.0 CPU-seconds instead of 4.0.
+_INDEX_BY_WRITER = ["DROP TRIGGER drawers_fts_insert"]
+
+MIGRATIONS: tuple[list[str], ...] = (_V1, _V2, _TRIPLES, _INDEX_BY_WRITER)
 CURRENT_VERSION = len(MIGRATIONS)

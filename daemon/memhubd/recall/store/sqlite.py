@@ -741,6 +741,14 @@ class SQLiteStore(DrawerStore):
             written = connection.execute(
                 "SELECT rowid, id FROM drawers WHERE rowid > ? ORDER BY rowid", (before,)
             ).fetchall()
+            if written:
+                # One statement for the whole write (see schema v4): a new drawer is live.
+                connection.execute(
+                    "INSERT INTO drawers_fts (rowid, content, speaker, context) "
+                    "SELECT rowid, content, coalesce(speaker, ''), coalesce(context, '') "
+                    "FROM drawers WHERE rowid > ?",
+                    (before,),
+                )
             inserted = [drawer_id for _rowid, drawer_id in written]
             if vectors is not None and written:
                 position: dict[str, int] = {}
