@@ -314,8 +314,14 @@ class _Connection:
         self._reader: BinaryIO = sock.makefile("rb")
 
     def exchange(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> Response:
+        if any(char.isspace() for char in url):
+            raise ValueError(f"the request path {url!r} holds white space")
         lines = [f"{method} {url} HTTP/1.1", f"Host: {self.host}", "Accept-Encoding: identity"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
+        for name, value in headers.items():
+            # A line break would end the header and start another (a token is user text).
+            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+                raise ValueError(f"the {name} header holds a line break")
+            lines.append(f"{name}: {value}")
         if body or method in ("POST", "PUT", "PATCH"):
             lines.append(f"Content-Length: {len(body)}")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")

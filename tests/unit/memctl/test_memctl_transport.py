@@ -119,3 +119,45 @@ def test_a_daemon_slower_than_the_timeout_is_unreachable(fake_daemon: FakeDaemon
     ):
         transport.request("GET", "/v1/status")
     assert caught.value.reason == "no answer within 0.2s"
+
+
+def test_a_token_holding_a_line_break_is_refused_before_sending(
+    fake_daemon: FakeDaemon,
+) -> None:
+    fake_daemon.on("GET", "/v1/status", Canned({"ok": True}))
+    with (
+        Transport(parse_target(fake_daemon.url), token="s3cret\r\nX-Admin: yes") as transport,
+        pytest.raises(ValueError, match="line break"),
+    ):
+        transport.request("GET", "/v1/status")
+    assert fake_daemon.seen == []
+
+
+def test_a_chunked_answer_is_read_whole(short_tmp: str) -> None:
+    import socket
+    import threading
+
+    path = os.path.join(short_tmp, "chunked.sock")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(1)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"
+                b'5\r\n{"a":\r\n3;ext=1\r\n 1}\r\n0\r\n\r\n'
+            )
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    with Transport(parse_target(f"unix://{path}")) as transport:
+        response = transport.request("GET", "/v1/status")
+    thread.join(5)
+    listener.close()
+    assert response.status_code == 200
+    assert response.headers.get("Content-Type") == "application/json"
+    assert response.json() == {"a": 1}
