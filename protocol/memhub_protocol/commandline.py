@@ -56,7 +56,7 @@ class CommandParser(argparse.ArgumentParser):
 class HelpFormatter(argparse.HelpFormatter):
     """argparse's help layout, with the terminal width read through `os`: argparse asks
     `shutil` for it on every `add_argument`, and importing shutil (with bz2, lzma and
-    zlib) costs more than the rest of building a command's parser."""
+    zlib) costs milliseconds that a command which prints no help does not need."""
 
     def __init__(
         self,
