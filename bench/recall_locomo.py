@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "
 KS = (1, 5, 10)
 DEPTH = 50
 CATEGORIES = {1, 2, 3, 4}
+SPEAKER_GRID = (0.1, 0.2, 0.3, 0.5)
 CHOSEN = Weights()  # the product's defaults (memhubd.recall.search.Weights)
 
 
@@ -229,34 +230,51 @@ def run(data: Path, variants: bool) -> list[dict[str, Any]]:
     measure(
         plain,
         [
-            ("1 bm25 only, turn text", Weights(bm25=1, vector=0, room=0, source=0)),
-            ("2 vectors only, turn text", Weights(bm25=0, vector=1, room=0, source=0)),
-            ("3 fused, equal RRF weights", Weights(bm25=1, vector=1, room=0, source=0)),
+            ("1 bm25 only, turn text", Weights(bm25=1, vector=0, room=0, source=0, speaker=0)),
+            ("2 vectors only, turn text", Weights(bm25=0, vector=1, room=0, source=0, speaker=0)),
+            ("3 fused, equal RRF weights", Weights(bm25=1, vector=1, room=0, source=0, speaker=0)),
         ],
     )
     measure(
         (render_speaker, "prev+next", "content"),
-        [("4 bm25 only, neighbours as context", Weights(1, 0, 0, CHOSEN.context, source=0))],
+        [
+            (
+                "4 bm25 only, neighbours as context",
+                Weights(1, 0, 0, CHOSEN.context, source=0, speaker=0),
+            )
+        ],
     )
     measure(
         (render_speaker, "prev+next+date", "content"),
         [
             (
                 "5 bm25 only, + the day said in the context",
-                Weights(1, 0, 0, CHOSEN.context, source=0),
+                Weights(1, 0, 0, CHOSEN.context, source=0, speaker=0),
             ),
-            ("6 fused, vector weight 0.2", Weights(1, CHOSEN.vector, 0, CHOSEN.context, source=0)),
-            ("7 fused + source boost (defaults)", CHOSEN),
+            (
+                "6 fused, vector weight 0.2",
+                Weights(1, CHOSEN.vector, 0, CHOSEN.context, source=0, speaker=0),
+            ),
+            ("7 fused + source boost", replace(CHOSEN, speaker=0)),
+            ("8 + the speaker the question names (defaults)", CHOSEN),
         ],
     )
     if variants:
-        bm25 = Weights(1, 0, 0, source=0)
+        bm25 = Weights(1, 0, 0, source=0, speaker=0)
         measure((render_plain, "none", "content"), [("bm25 only, text without speaker", bm25)])
         measure((render_dated, "none", "content"), [("bm25 only, speaker and date", bm25)])
+        measure(
+            (render_speaker, "prev+next+date", "content"),
+            [(f"defaults, speaker weight {w}", replace(CHOSEN, speaker=w)) for w in SPEAKER_GRID]
+            + [("bm25 + speaker boost only", Weights(1, 0, 0, CHOSEN.context, source=0))],
+        )
         for context in ("prev", "prev+next"):
             for vector_text in ("content", "content+context"):
                 grid = [
-                    (f"{context}/{vector_text} ctx={c} vec={v}", Weights(1, v, 0, c, source=0))
+                    (
+                        f"{context}/{vector_text} ctx={c} vec={v}",
+                        Weights(1, v, 0, c, source=0, speaker=0),
+                    )
                     for c in (0.25, 0.5, 1.0)
                     for v in (0, 0.1, 0.2, 0.5)
                 ]

@@ -3,7 +3,8 @@
 The query is reduced to terms (never passed to FTS5 as syntax); each retriever
 returns its candidates best first; reciprocal-rank fusion with k = 60 sums
 `weight / (k + rank)` per signal; rooms the query names through the taxonomy add
-a boost, never a filter. Every hit keeps each signal's rank and score.
+a boost, never a filter, and so does the one speaker the query names. Every hit keeps
+each signal's rank and score.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ log = structlog.get_logger("memhubd.recall.search")
 RRF_K = 60
 MIN_CANDIDATES = 200  # per retriever; also what fusion and the source boost see
 SOURCE_TOP = 3
+SPEAKER_TOP = 100  # the speaker boost looks at this many of the best candidates
 
 # Words that carry no topic: with an OR query they only add noise to BM25.
 STOPWORDS = frozenset(
@@ -54,6 +56,7 @@ class Weights:
     room: float = 0.5
     context: float = CONTEXT_WEIGHT  # a context word's BM25 weight, relative to content
     source: float = 0.1  # share of its source's best fused scores a candidate gains
+    speaker: float = 0.15  # fused score share gained by a drawer of the speaker asked about
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -139,21 +142,63 @@ def search(
     if weights.source > 0:
         _boost_sources(store, fused, weights.source)
     result.boosted_rooms = rooms_for_query(query, store.taxonomy()) if weights.room > 0 else {}
+    known: dict[int, Drawer] = {}
     if result.boosted_rooms:
         # A boost can lift any candidate into the top: every candidate's room is needed.
-        drawers = store.get(list(fused))
+        known = store.get(list(fused))
         bonus = weights.room / (RRF_K + 1)
-        for rowid, drawer in drawers.items():
+        for rowid, drawer in known.items():
             if drawer.room in result.boosted_rooms:
                 fused[rowid] += bonus
                 signals[rowid]["room"] = Signal(1, 1.0)
-        order = sorted(drawers, key=lambda r: (-fused[r], r))[:limit]
-    else:
-        order = sorted(fused, key=lambda r: (-fused[r], r))[:limit]
-        drawers = store.get(order)
-    # A drawer deleted since the retrievers ran is simply left out.
+    if weights.speaker > 0:
+        top = max(SPEAKER_TOP, limit)
+        known |= _boost_speaker(store, query, fused, signals, weights.speaker, known, top)
+    # With a room boost `known` holds every live candidate; otherwise the order is over
+    # all candidates and a drawer deleted since the retrievers ran is simply left out.
+    order = sorted(known if result.boosted_rooms else fused, key=lambda r: (-fused[r], r))
+    order = order[:limit]
+    missing = [r for r in order if r not in known]
+    drawers = (known | store.get(missing)) if missing else known
     result.hits = [Hit(drawers[r], fused[r], signals[r]) for r in order if r in drawers]
     return result
+
+
+def names_speaker(speaker: str, words: set[str]) -> bool:
+    """True when every word of `speaker` ("Caroline", "Jon Snow") is among `words`."""
+    parts = terms(speaker)
+    return bool(parts) and all(part in words for part in parts)
+
+
+def _boost_speaker(
+    store: DrawerStore,
+    query: str,
+    fused: dict[int, float],
+    signals: dict[int, dict[str, Signal]],
+    weight: float,
+    known: dict[int, Drawer],
+    top: int,
+) -> dict[int, Drawer]:
+    """When the query names exactly one speaker of its `top` best candidates, each of
+    that speaker's drawers among them gains `weight` times its fused score: "what did
+    Caroline research?" is answered by what Caroline said (on LoCoMo dev: MRR +0.05,
+    turn hit@10 +0.015). A query naming two speakers, or none, boosts nothing. Returns
+    the drawers it read, for the caller to reuse."""
+    order = sorted(fused, key=lambda r: (-fused[r], r))[:top]
+    missing = [r for r in order if r not in known]
+    drawers = {r: known[r] for r in order if r in known}
+    if missing:
+        drawers |= store.get(missing)
+    words = set(terms(query))
+    named = {d.speaker for d in drawers.values() if d.speaker and names_speaker(d.speaker, words)}
+    if len(named) != 1:
+        return drawers
+    speaker = named.pop()
+    for rowid, drawer in drawers.items():
+        if drawer.speaker == speaker:
+            fused[rowid] *= 1 + weight
+            signals[rowid]["speaker"] = Signal(1, 1.0)
+    return drawers
 
 
 def _boost_sources(store: DrawerStore, fused: dict[int, float], weight: float) -> None:
