@@ -102,10 +102,12 @@ def token(state: Path) -> str:
 
 
 def wait_for_cache(state: Path, files: int, timeout_s: float = 1800) -> None:
-    """The cache is written off the request path after the first load: wait for it."""
+    """The cache is written off the request path after the first load: wait for its
+    entries and then its consolidated snapshot file."""
     deadline = time.monotonic() + timeout_s
+    cache = state / "parse-cache"
     while time.monotonic() < deadline:
-        if len(list((state / "parse-cache").glob("*/*.entry"))) >= files:
+        if len(list(cache.glob("*/*.entry"))) >= files and list(cache.glob("*/snapshot")):
             return
         time.sleep(0.5)
 
