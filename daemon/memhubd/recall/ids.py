@@ -5,6 +5,7 @@ Pure functions; nothing here touches a store or a file.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 DEFAULT_ROOM = "default"
@@ -14,6 +15,7 @@ SHORT_HASH = 8
 LONG_HASH = 16
 
 
+@functools.lru_cache(maxsize=1024)  # a few workspaces and rooms, once per drawer each
 def sanitize(text: str) -> str:
     """mempal's rule: ASCII letters lower-cased, every other non-alphanumeric char -> `_`."""
     return "".join(c.lower() if c.isascii() and c.isalnum() else "_" for c in text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from memhubd.recall.ingest.formats import Conversation, Parsed, Turn
@@ -102,7 +102,7 @@ def _with_neighbours(chunks: list[Chunk]) -> list[Chunk]:
         before = chunks[index - 1].content[-CONTEXT_CHARS:] if index else ""
         after = chunks[index + 1].content[:CONTEXT_CHARS] if index + 1 < len(chunks) else ""
         context = "\n".join(part for part in (before, after) if part)
-        out.append(replace(piece, context=context))
+        out.append(Chunk(piece.content, piece.locator, piece.speaker, piece.said_at, context))
     return out
 
 

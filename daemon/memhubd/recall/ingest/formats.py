@@ -88,7 +88,16 @@ def _clip(text: str, limit: int = MAX_TOOL_CHARS) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + " …"
 
 
-def _json_lines(text: str) -> list[tuple[int, dict[str, Any]]] | None:
+JsonLines = list[tuple[int, dict[str, Any]]]
+
+
+def json_lines(text: str) -> JsonLines | None:
+    """A JSONL text's objects with their line numbers, read once for `detect` and `parse`;
+    None when the text is not one JSON object per line."""
+    return _json_lines(text) if text.lstrip().startswith("{") else None
+
+
+def _json_lines(text: str) -> JsonLines | None:
     """Every non-empty line as a JSON object, with its line number; None if any is not."""
     out = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -114,12 +123,12 @@ def _json_document(text: str) -> Any:
 # --------------------------------------------------------------------------- detection
 
 
-def detect(text: str, name: str = "") -> str:
+def detect(text: str, name: str = "", lines: JsonLines | None = None) -> str:
     """The format of `text`, decided by its content (the name only separates Markdown
-    from plain text when the content does not)."""
+    from plain text when the content does not). `lines`: `json_lines(text)`, if read."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
-        lines = _json_lines(stripped)
+        lines = lines or _json_lines(stripped)
         if lines:
             kind = _detect_lines([value for _number, value in lines])
             if kind:
@@ -175,12 +184,13 @@ def _detect_document(data: Any) -> str | None:
 # --------------------------------------------------------------------------- parsing
 
 
-def parse(text: str, kind: str, name: str = "") -> Parsed:
-    """Parse `text` as `kind` (one of FORMATS); raises FormatError when it is not."""
+def parse(text: str, kind: str, name: str = "", lines: JsonLines | None = None) -> Parsed:
+    """Parse `text` as `kind` (one of FORMATS); raises FormatError when it is not.
+    `lines`: `json_lines(text)`, if read."""
     if kind == "claude-code":
-        return _parse_claude(text)
+        return _parse_claude(text, lines)
     if kind == "codex":
-        return _parse_codex(text)
+        return _parse_codex(text, lines)
     if kind == "chatgpt":
         return _parse_chatgpt(text)
     if kind == "slack":
@@ -190,8 +200,8 @@ def parse(text: str, kind: str, name: str = "") -> Parsed:
     raise FormatError(f"unknown format {kind!r}; known: {', '.join(FORMATS)}")
 
 
-def _need_lines(text: str, kind: str) -> list[tuple[int, dict[str, Any]]]:
-    lines = _json_lines(text)
+def _need_lines(text: str, kind: str, lines: JsonLines | None) -> JsonLines:
+    lines = lines or _json_lines(text)
     if lines is None:
         for number, line in enumerate(text.splitlines(), 1):
             if line.strip():
@@ -250,11 +260,11 @@ def _claude_message(value: dict[str, Any]) -> tuple[str, Any] | None:
     return None
 
 
-def _parse_claude(text: str) -> Parsed:
+def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
     turns: list[Turn] = []
     project = ""
     session = ""
-    for number, value in _need_lines(text, "Claude Code"):
+    for number, value in _need_lines(text, "Claude Code", lines):
         kind = value.get("type")
         project = project or str(value.get("cwd") or "")
         session = session or str(value.get("sessionId") or "")
@@ -301,11 +311,11 @@ def _codex_content(content: Any) -> str:
     return "\n".join(pieces)
 
 
-def _parse_codex(text: str) -> Parsed:
+def _parse_codex(text: str, lines: JsonLines | None = None) -> Parsed:
     items: list[Turn] = []
     events: list[Turn] = []
     project = ""
-    for number, value in _need_lines(text, "Codex"):
+    for number, value in _need_lines(text, "Codex", lines):
         payload = value.get("payload")
         if not isinstance(payload, dict):
             continue

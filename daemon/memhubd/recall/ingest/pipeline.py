@@ -19,7 +19,14 @@ import numpy as np
 from memhubd.recall import rooms as taxonomy_rooms
 from memhubd.recall.ids import DEFAULT_ROOM, LONG_HASH, content_hash, drawer_id
 from memhubd.recall.ingest.chunk import Chunk, chunk, said_on
-from memhubd.recall.ingest.formats import FORMATS, FormatError, Parsed, detect, parse
+from memhubd.recall.ingest.formats import (
+    FORMATS,
+    FormatError,
+    Parsed,
+    detect,
+    json_lines,
+    parse,
+)
 from memhubd.recall.ingest.lock import SourceLock
 from memhubd.recall.store import (
     AuditEntry,
@@ -215,13 +222,14 @@ class Ingestor:
         report = SourceReport(source)
         if options.format not in ("auto", *FORMATS):
             return self._failed(report, f"unknown format {options.format!r}"), None
-        kind = detect(text, source) if options.format == "auto" else options.format
+        lines = json_lines(text)  # read once for detection and parsing
+        kind = detect(text, source, lines) if options.format == "auto" else options.format
         report.format = kind
         if not text.strip():
             report.status, report.reason = "skipped", "empty"
             return report, None
         try:
-            parsed = parse(text, kind, source)
+            parsed = parse(text, kind, source, lines)
         except FormatError as error:
             return self._failed(report, f"not {kind}: {error}"), None
         chunks = chunk(parsed)
@@ -258,7 +266,10 @@ class Ingestor:
         return report
 
     def _taxonomy_room(self, text: str) -> str | None:
-        routed = taxonomy_rooms.route(text, self.store.taxonomy())
+        taxonomy = self.store.taxonomy()
+        if not taxonomy:
+            return None  # nothing to match: spare reading a whole file's words
+        routed = taxonomy_rooms.route(text, taxonomy)
         return routed[0] if routed else None
 
     def _room(self, options: IngestOptions, parsed: Parsed, source: str) -> str:
