@@ -79,7 +79,8 @@ class _SegmentIds:
         gives them for the whole text."""
         known = self._ids
         segmented = [_SEGMENT.findall(text) for text in texts]
-        missing = list({s: None for segments in segmented for s in segments if s not in known})
+        # Set operations and map() keep the per-segment loops in C.
+        missing = list(set().union(*segmented).difference(known))
         if missing:
             if len(known) + len(missing) > self._limit:
                 known = {}
@@ -88,7 +89,7 @@ class _SegmentIds:
             )
             known.update(zip(missing, (_as_bytes(e.ids) for e in encodings), strict=True))
             self._ids = known
-        return [b"".join([known[s] for s in segments]) for segments in segmented]
+        return [b"".join(map(known.__getitem__, segments)) for segments in segmented]
 
 
 class StaticEmbedder:
