@@ -521,8 +521,13 @@ class WorkspaceIndex:
     def bits(self, table: str, key: str) -> int:
         """Bitmap of the indexed declarations under `key` in one posting table (cached).
 
-        Not yet cut to the pool or the constraints (see `constraint_bits`).
+        Not yet cut to the pool or the constraints (see `constraint_bits`). A key held
+        by a few files is assembled from them on each call and never cached: its copy
+        costs less than the room it would take from the common keys' bitmaps.
         """
+        held = self._holders[table].rare.get(key)
+        if held is not None:
+            return self._from_holders(table, key, held)
         cache_key = (table, key)
         with self._lock:
             cached = self._cache.get(cache_key)
@@ -545,18 +550,10 @@ class WorkspaceIndex:
     def _assemble(self, table: str, key: str) -> int:
         holders = self._holders[table]
         held = holders.rare.get(key)
-        if held is None and holders.counts.get(key) is None:
-            return 0
         if held is not None:
-            buffer = bytearray(self.space.nbytes)
-            base_of = self._base_of
-            for segment in held:
-                postings = getattr(segment, table)
-                width = postings.width
-                row = postings.index[key]
-                start = base_of[id(segment)] >> 3
-                buffer[start : start + width] = postings.rows[row * width : (row + 1) * width]
-            return int.from_bytes(buffer, "big")
+            return self._from_holders(table, key, held)
+        if holders.counts.get(key) is None:
+            return 0
         # A key common to many files: which segments hold it is asked of every
         # segment's table in one C loop, and only those holding it are copied.
         pieces = self._pieces[table]
@@ -571,6 +568,17 @@ class WorkspaceIndex:
             start = starts[number]
             row = found[number]
             buffer[start : start + width] = rows[number][row * width : (row + 1) * width]
+        return int.from_bytes(buffer, "big")
+
+    def _from_holders(self, table: str, key: str, held: Sequence[Segment]) -> int:
+        buffer = bytearray(self.space.nbytes)
+        base_of = self._base_of
+        for segment in held:
+            postings = getattr(segment, table)
+            width = postings.width
+            row = postings.index[key]
+            start = base_of[id(segment)] >> 3
+            buffer[start : start + width] = postings.rows[row * width : (row + 1) * width]
         return int.from_bytes(buffer, "big")
 
     def constraint_bits(self, table: str, key: str) -> int:
