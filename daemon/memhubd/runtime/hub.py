@@ -24,16 +24,15 @@ from anyio.abc import TaskGroup
 from memhubd.runtime.events import EventBus
 from memhubd.runtime.heap import settle_long_lived, settled
 from memhubd.runtime.metrics import Metrics
+from memhubd.runtime.saves import Pending, SavePolicy
 from memhubd.runtime.snapshot import (
-    Pending,
-    SavePolicy,
     Snapshot,
-    SourceProblem,
     WorkspaceUnavailable,
     build_snapshot,
     persist,
     unchanged,
 )
+from memhubd.runtime.sources import SourceProblem
 
 log = structlog.get_logger("memhubd.hub")
 

@@ -3,12 +3,13 @@ one generation, and the builder that derives the next one from the previous.
 
 The builder re-parses only files whose bytes changed (and, told which paths changed,
 looks at no other file) and rebuilds the type registry only when the manifest or a
-schema changed. A file that stops parsing
+schema changed (`memhubd.runtime.registry`). A file that stops parsing
 keeps its last good declarations (the workspace is then `degraded`); so does a
 broken schema keep the last good registry. Editor saves are not served half-way:
 a file that goes missing or empty keeps its declarations for a grace period, and
-new bytes are served once they have stopped changing (see `SavePolicy`). Nothing
-is read from outside the workspace's real path, whatever symbolic links say.
+new bytes are served once they have stopped changing (`memhubd.runtime.saves`).
+Nothing is read from outside the workspace's real path, whatever symbolic links say
+(`memhubd.runtime.sources`).
 Nothing here touches the network or the event loop: building runs in a worker
 thread, and waiting for a file to settle is the caller's job (`recheck_at`).
 The index of the next snapshot is updated from the previous one's, and a first build
@@ -19,9 +20,6 @@ reuses the previous snapshot's per-file results (`Snapshot.diagnostics`).
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import os
 import threading
 import time
@@ -30,101 +28,39 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
-from memhubd.lang import Document, ParseError, parse_text
-from memhubd.model import Declaration, Workspace
-from memhubd.model.workspace import cyclic_gc_paused, source_files
-from memhubd.runtime.confine import Refused, observe, read_confined
-from memhubd.schema import SchemaError, TypeRegistry, registry_for_paths
+from memhubd.model import Workspace
+from memhubd.model.workspace import cyclic_gc_paused
+from memhubd.runtime.confine import Refused, observe
+from memhubd.runtime.registry import (
+    RegistryState,
+    load_registry,
+    registry_fingerprint,
+    vanished_parts,
+)
+from memhubd.runtime.saves import Pending, SavePolicy, SaveRules, serve_file
+from memhubd.runtime.sources import (
+    Saved,
+    SourceFile,
+    SourceProblem,
+    is_source_under,
+    walk_sources,
+)
+from memhubd.schema import TypeRegistry
 
-MANIFEST = "memdsl.json"
-
-
-@dataclass(frozen=True, slots=True)
-class SourceProblem:
-    """Why part of a workspace is not what is on disk right now."""
-
-    kind: str  # "parse_error" | "schema_error" | "read_error" | "outside_workspace"
-    file: str
-    line: int
-    column: int
-    message: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "file": self.file,
-            "line": self.line,
-            "column": self.column,
-            "message": self.message,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SourceFile:
-    """One `.mem` file as served: its bytes' digest and the document served for it."""
-
-    path: str
-    digest: str
-    document: Document | None  # the last good parse; None if it never parsed
-    problem: SourceProblem | None  # set while the bytes on disk do not parse
-    text: str = ""  # the source of `document` (what is served, even while disk is broken)
-    stat: tuple[int, int, int] = (0, 0, 0)  # (mtime_ns, size, inode) when last read
-    # The document's declarations typed with `typed_with`; rebuilt when the registry changes.
-    typed: tuple[Any, ...] = ()
-    typed_with: Any = None
-    segment: Any = None  # the lexical index segment of `typed`, reused while `typed` is
-
-    def with_types(self, registry: TypeRegistry) -> SourceFile:
-        if self.typed_with is registry or self.document is None:
-            return self
-        resolve = registry.resolve
-        typed = tuple(
-            Declaration.from_raw(raw, resolve(raw.kind)) for raw in self.document.declarations
-        )
-        return dataclasses.replace(self, typed=typed, typed_with=registry, segment=None)
-
-    def with_segment(self) -> SourceFile:
-        if self.segment is not None or not self.typed:
-            return self
-        from memhubd.index.segment import build_segment
-
-        return dataclasses.replace(self, segment=build_segment(self.typed))
-
-
-@dataclass(frozen=True, slots=True)
-class SavePolicy:
-    """How long a half-done save is kept from being served.
-
-    `vanish_grace_s`: a file that had declarations and goes missing or empty keeps
-    them until it has stayed so this long (editors rename the original away, or
-    truncate it, before writing the new bytes). `settle_s`: changed bytes that drop
-    any of the file's declarations or do not parse are served once the file has not
-    changed for this long, so that a save written in several steps is never served
-    in between (a file rewritten without pause is served when the writes stop).
-    Bytes that keep every declaration are served at once. Zero turns either rule off.
-    """
-
-    vanish_grace_s: float = 1.0
-    settle_s: float = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """What the disk shows for one path that is not served yet, and since when.
-
-    Times are `time.monotonic()`. `stat` is None while the file is missing.
-    """
-
-    stat: tuple[int, int, int] | None
-    seen: float  # when the disk first showed exactly `stat`
-    vanished: float | None  # when the current run of "missing or empty" began
-
-
-@dataclass(frozen=True, slots=True)
-class RegistryState:
-    fingerprint: tuple[tuple[str, str | None], ...]
-    registry: TypeRegistry | None
-    problem: SourceProblem | None
+# The names the rest of the daemon and the tests import from here; the data classes of
+# a snapshot's parts live beside the rules that make them.
+__all__ = [
+    "Pending",
+    "RegistryState",
+    "SavePolicy",
+    "Snapshot",
+    "SourceFile",
+    "SourceProblem",
+    "WorkspaceUnavailable",
+    "build_snapshot",
+    "persist",
+    "unchanged",
+]
 
 
 @dataclass(frozen=True, eq=False)  # identity semantics: snapshots key per-caller caches
@@ -206,314 +142,6 @@ class WorkspaceUnavailable(Exception):
         self.problem = problem
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-EMPTY_DIGEST = _digest(b"")
-REFUSED_DIGEST = "refused"
-
-# --- editor saves -------------------------------------------------------------------------
-
-
-class _SaveRules:
-    """Applies a SavePolicy during one build: decides which disk states are held back
-    and records them, with the time each must be looked at again."""
-
-    def __init__(
-        self, policy: SavePolicy, pending: Mapping[str, Pending], *, enforce: bool, trusted: bool
-    ) -> None:
-        self.policy = policy
-        self.before = pending
-        self.enforce = enforce  # False on the first build: there is nothing to keep
-        self.trusted = trusted
-        self.now = time.monotonic()
-        self.wall = time.time()
-        self.pending: dict[str, Pending] = {}
-        self.deadlines: list[float] = []
-
-    def hold_vanished(self, path: str, stat: tuple[int, int, int] | None) -> bool:
-        """True (and `path` pending) while a file that had declarations is missing or
-        empty for less than the grace period."""
-        grace = self.policy.vanish_grace_s
-        if not self.enforce or grace <= 0:
-            return False
-        old = self.before.get(path)
-        vanished = old.vanished if old is not None and old.vanished is not None else self.now
-        if self.now - vanished >= grace:
-            return False
-        self._keep(path, old, stat, vanished, vanished + grace)
-        return True
-
-    def hold_unsettled(self, path: str, stat: tuple[int, int, int]) -> bool:
-        """True (and `path` pending) while the file's bytes may still be changing:
-        neither its modification time nor our own observations are `settle_s` old."""
-        settle = self.policy.settle_s
-        if not self.enforce or self.trusted or settle <= 0:
-            return False
-        old = self.before.get(path)
-        seen = old.seen if old is not None and old.stat == stat else self.now
-        # The modification time alone would do on a local disk; the observation covers
-        # clocks that disagree (a file system whose times run ahead of ours).
-        mtime_age = self.wall - stat[0] / 1e9
-        if self.now - seen >= settle or mtime_age >= settle:
-            return False
-        deadline = min(seen + settle, self.now + settle - max(mtime_age, 0.0))
-        self._keep(path, old, stat, None, deadline)
-        return True
-
-    def _keep(
-        self,
-        path: str,
-        old: Pending | None,
-        stat: tuple[int, int, int] | None,
-        vanished: float | None,
-        deadline: float,
-    ) -> None:
-        seen = old.seen if old is not None and old.stat == stat else self.now
-        self.pending[path] = Pending(stat, seen, vanished)
-        self.deadlines.append(max(deadline, self.now + 0.001))
-
-    def forget(self, paths: list[str]) -> None:
-        for path in paths:
-            self.pending.pop(path, None)
-
-    @property
-    def recheck_at(self) -> float | None:
-        return min(self.deadlines) if self.deadlines else None
-
-
-def _has_declarations(source: SourceFile | None) -> bool:
-    return source is not None and source.document is not None and bool(source.typed)
-
-
-def _serve(
-    path: str,
-    before: SourceFile | None,
-    stat: tuple[int, int, int] | None,
-    rules: _SaveRules,
-    real_root: str,
-    saved: Saved | None = None,
-) -> SourceFile | None:
-    """What to serve for `path`, whose disk stat is `stat` (None: missing); None for
-    nothing. Raises Refused."""
-    if before is not None and stat is not None and before.stat == stat:
-        return before
-    if stat is None or stat[1] == 0:
-        if _has_declarations(before) and rules.hold_vanished(path, stat):
-            return before
-        if stat is None:
-            return None
-    if before is None and saved is not None:
-        restored = saved.by_stat(path, stat)
-        if restored is not None:
-            return restored
-    loaded = _load_file(path, before, real_root, saved)
-    if loaded is None:  # gone between the stat and the read
-        if _has_declarations(before) and rules.hold_vanished(path, None):
-            return before
-        return None
-    # Bytes that parse and keep every declaration the file served cannot be a save
-    # caught half-way that loses anything: serve them at once. Fewer declarations or
-    # a parse error may be just that, and so may bytes that changed while being read.
-    safe = loaded.stat == stat and _keeps_declarations(before, loaded)
-    if not safe and rules.hold_unsettled(path, loaded.stat):
-        return before
-    return loaded
-
-
-def _keeps_declarations(before: SourceFile | None, loaded: SourceFile) -> bool:
-    if loaded.problem is not None or loaded.document is None:
-        return False
-    if before is None or before.document is None:
-        return True
-    if loaded.document is before.document:
-        return True
-    kept = {raw.id for raw in loaded.document.declarations}
-    return all(raw.id in kept for raw in before.document.declarations)
-
-
-# --- the type registry --------------------------------------------------------------------
-
-Fingerprint = tuple[tuple[str, str | None], ...]
-
-
-def _registry_fingerprint(root: str, real_root: str) -> tuple[Fingerprint, SourceProblem | None]:
-    """(path, digest or None if missing) of the manifest and each type pack it names,
-    and the first of them that must not be read."""
-    manifest = os.path.join(root, MANIFEST)
-    refused: list[SourceProblem] = []
-
-    def digest(path: str, label: str) -> tuple[bytes | None, str | None]:
-        try:
-            found = read_confined(path, real_root)
-        except Refused as refusal:
-            refused.append(SourceProblem(refusal.kind, manifest, 0, 0, label + refusal.message))
-            return None, REFUSED_DIGEST
-        return (None, None) if found is None else (found[0], _digest(found[0]))
-
-    data, manifest_digest = digest(manifest, "")
-    parts: list[tuple[str, str | None]] = [(manifest, manifest_digest)]
-    if data is not None:
-        try:
-            schemas = json.loads(data).get("schemas", [])
-        except (ValueError, AttributeError):
-            schemas = []
-        if isinstance(schemas, list):
-            for entry in schemas:
-                if isinstance(entry, str) and entry.strip():
-                    path = os.path.join(root, entry.strip())
-                    parts.append((path, digest(path, f"type pack {entry.strip()!r} ")[1]))
-    return tuple(parts), (refused[0] if refused else None)
-
-
-def _vanished_parts(previous: RegistryState | None, fingerprint: Fingerprint) -> list[str]:
-    """Manifest and type-pack paths that had bytes last time and are missing or empty now."""
-    if previous is None or previous.registry is None:
-        return []
-    gone = (None, EMPTY_DIGEST)
-    now = dict(fingerprint)
-    manifest_gone = fingerprint[0][1] in gone
-    return [
-        path
-        for path, digest in previous.fingerprint
-        # A type pack no longer listed by a readable manifest was dropped on purpose.
-        if digest not in gone and (now[path] in gone if path in now else manifest_gone)
-    ]
-
-
-def _load_registry(
-    root: str,
-    real_root: str,
-    fingerprint: Fingerprint,
-    refused: SourceProblem | None,
-    previous: RegistryState | None,
-) -> RegistryState:
-    kept = previous.registry if previous is not None else None
-    for _attempt in range(3):
-        if refused is not None:
-            # registry_for_paths would read the file itself: never hand it such a path.
-            return RegistryState(fingerprint, kept, refused)
-        if previous is not None and previous.fingerprint == fingerprint and previous.registry:
-            return previous
-        try:
-            registry, problem = registry_for_paths([root]), None
-        except SchemaError as error:
-            registry = kept
-            problem = SourceProblem("schema_error", os.path.join(root, MANIFEST), 0, 0, str(error))
-        # registry_for_paths opens the files by name again: what it read counts only if
-        # the confined reads before and after it agree (a link swapped in and out between
-        # them is the remaining, narrow window).
-        again, refused = _registry_fingerprint(root, real_root)
-        if again == fingerprint and refused is None:
-            return RegistryState(fingerprint, registry, problem)
-        fingerprint = again
-    message = "the manifest or a type pack kept changing while it was read"
-    problem = SourceProblem("read_error", os.path.join(root, MANIFEST), 0, 0, message)
-    return RegistryState(fingerprint, kept, problem)
-
-
-# --- files and snapshots ------------------------------------------------------------------
-
-
-class Saved:
-    """What an earlier run saved of this workspace, for one first build: files whose
-    stat is what the consolidated snapshot recorded are served from it unread; others
-    are read, and restored from their entry when it holds exactly their bytes."""
-
-    def __init__(self, cache: Any, root: str, registry_state: RegistryState) -> None:
-        from memhubd.runtime.cache import registry_key
-
-        self.cache = cache
-        self.root = root
-        self.types = registry_key(registry_state.fingerprint)
-        self.registry = registry_state.registry
-        self.consolidated = cache.load_snapshot(root, self.types)
-
-    def by_stat(self, path: str, stat: tuple[int, int, int]) -> SourceFile | None:
-        held = self.consolidated.pop(path, None)
-        if held is None or held[0] != stat:
-            return None
-        _stat, digest, text, payload = held
-        entry = self.cache.decode(payload, path, digest, text, self.registry, where="snapshot")
-        if entry is None:
-            return None
-        document, typed, segment = entry
-        return SourceFile(path, digest, document, None, text, stat, typed, self.registry, segment)
-
-    def by_digest(self, path: str, digest: str, text: str) -> tuple[Any, ...] | None:
-        """(document, typed declarations, segment, registry) for exactly these bytes."""
-        entry = self.cache.get(self.root, path, digest, self.types, text, self.registry)
-        return None if entry is None else (*entry, self.registry)
-
-
-def _load_file(
-    path: str, previous: SourceFile | None, real_root: str, saved: Saved | None = None
-) -> SourceFile | None:
-    """Read and parse `path` (None if it is gone). Raises Refused."""
-    found = read_confined(path, real_root)
-    if found is None:
-        return None
-    data, stat = found
-    digest = _digest(data)
-    if previous is not None and previous.digest == digest:
-        return dataclasses.replace(previous, stat=stat)
-    if previous is None and saved is not None:
-        restored = _restore(path, digest, data, stat, saved)
-        if restored is not None:
-            return restored
-    last_good = previous.document if previous is not None else None
-    try:
-        text = data.decode("utf-8")
-        if "\r" in text:
-            # Read as memdsl reads sources (text mode): CRLF and a lone CR end a line as LF.
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-    except UnicodeDecodeError as error:
-        problem = SourceProblem("read_error", path, 0, 0, f"not UTF-8: {error}")
-        return _broken(previous, path, digest, last_good, problem, stat)
-    try:
-        document = parse_text(text, file=path)
-    except ParseError as error:
-        problem = SourceProblem("parse_error", path, error.line, error.column, error.message)
-        return _broken(previous, path, digest, last_good, problem, stat)
-    return SourceFile(path, digest, document, None, text, stat)
-
-
-def _restore(
-    path: str, digest: str, data: bytes, stat: tuple[int, int, int], saved: Saved
-) -> SourceFile | None:
-    """The file as a previous run parsed, typed and indexed the same bytes, if saved."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None  # parsed (and reported) as usual
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    entry = saved.by_digest(path, digest, text)
-    if entry is None:
-        return None
-    document, typed, segment, registry = entry
-    return SourceFile(path, digest, document, None, text, stat, typed, registry, segment)
-
-
-def _broken(
-    previous: SourceFile | None,
-    path: str,
-    digest: str,
-    last_good: Document | None,
-    problem: SourceProblem,
-    stat: tuple[int, int, int],
-) -> SourceFile:
-    if previous is None:
-        return SourceFile(path, digest, None, problem, "", stat)
-    return dataclasses.replace(previous, digest=digest, problem=problem, stat=stat)
-
-
-def _walk(root: str) -> list[str]:
-    # Emacs lock files (`.#name.mem`) are symbolic links to nowhere, never sources.
-    return [p for p in source_files(root) if not os.path.basename(p).startswith(".#")]
-
-
 def build_snapshot(
     name: str,
     root: str,
@@ -543,17 +171,17 @@ def build_snapshot(
     root = os.path.abspath(root)
     real_root = os.path.realpath(root)
     held = pending if pending is not None else (previous.pending if previous else {})
-    rules = _SaveRules(policy or SavePolicy(), held, enforce=previous is not None, trusted=trusted)
+    rules = SaveRules(policy or SavePolicy(), held, enforce=previous is not None, trusted=trusted)
     previous_registry = previous.registry_state if previous else None
-    fingerprint, refused_schema = _registry_fingerprint(root, real_root)
-    vanished = _vanished_parts(previous_registry, fingerprint) if refused_schema is None else []
+    fingerprint, refused_schema = registry_fingerprint(root, real_root)
+    vanished = vanished_parts(previous_registry, fingerprint) if refused_schema is None else []
     holds = [rules.hold_vanished(path, None) for path in vanished]
     if previous_registry is not None and ((holds and all(holds)) or not os.path.isdir(root)):
         # A type pack mid-save, or the whole directory gone for now: keep the types.
         registry_state = previous_registry
     else:
         rules.forget(vanished)
-        registry_state = _load_registry(
+        registry_state = load_registry(
             root, real_root, fingerprint, refused_schema, previous_registry
         )
     if registry_state.registry is None:
@@ -585,14 +213,14 @@ def build_snapshot(
     if served is not None:
         files, refused, reparsed = served
     else:
-        walked = _walk(root) if root_problem is None else []
+        walked = walk_sources(root) if root_problem is None else []
         with cyclic_gc_paused():  # parsing or restoring allocates millions of objects that stay
             files, reparsed, walked_links = _serve_walked(
                 walked, known, files, refused, rules, root, real_root, saved
             )
         has_links = walked_links if root_problem is None else has_links
         for path, before in known.items():  # served last time, not found by this walk
-            if _serve(path, before, None, rules, real_root) is not None:
+            if serve_file(path, before, None, rules, real_root) is not None:
                 _insert_in_order(files, before, previous.files if previous else ())
     registry = registry_state.registry
     with cyclic_gc_paused():
@@ -661,7 +289,7 @@ def _serve_walked(
     known: dict[str, SourceFile],
     files: list[SourceFile],
     refused: list[SourceProblem],
-    rules: _SaveRules,
+    rules: SaveRules,
     root: str,
     real_root: str,
     saved: Saved | None,
@@ -684,7 +312,7 @@ def _serve_walked(
                     }
                 if link_target in walked_real:
                     continue
-            loaded = _serve(path, before, stat, rules, real_root, saved)
+            loaded = serve_file(path, before, stat, rules, real_root, saved)
         except Refused as refusal:
             refused.append(SourceProblem(refusal.kind, path, 0, 0, refusal.message))
             continue
@@ -700,7 +328,7 @@ def _serve_changed(
     changed: Iterable[str],
     held: Mapping[str, Pending],
     previous: Snapshot,
-    rules: _SaveRules,
+    rules: SaveRules,
     root: str,
     real_root: str,
 ) -> tuple[list[SourceFile], list[SourceProblem], int] | None:
@@ -714,7 +342,7 @@ def _serve_changed(
     for path in sorted({os.fspath(p) for p in changed}.union(held)):
         if path in refused_paths:
             return None
-        if not _is_source_under(path, root):
+        if not is_source_under(path, root):
             continue
         try:
             stat, link_target = observe(path, real_root)
@@ -728,7 +356,7 @@ def _serve_changed(
     reparsed = 0
     for path, before, stat in looks:
         try:
-            loaded = _serve(path, before, stat, rules, real_root)
+            loaded = serve_file(path, before, stat, rules, real_root)
         except Refused:
             rules.pending, rules.deadlines = kept
             return None
@@ -741,16 +369,6 @@ def _serve_changed(
         rules.pending, rules.deadlines = kept
         return None
     return files, list(previous.refused), reparsed
-
-
-def _is_source_under(path: str, root: str) -> bool:
-    # What `_walk` would list, for a path named the way `os.walk(root)` names it.
-    return (
-        path.startswith(root + os.sep)
-        and path.endswith(".mem")
-        and not os.path.basename(path).startswith(".#")
-        and os.path.normpath(path) == path
-    )
 
 
 def _spliced(

@@ -30,7 +30,8 @@ from memhubd import __version__
 from memhubd.auth.identity import Identity
 from memhubd.query.pack import compact_json
 from memhubd.runtime.hub import Hub, WorkspaceHost
-from memhubd.runtime.snapshot import Snapshot, SourceFile
+from memhubd.runtime.snapshot import Snapshot
+from memhubd.runtime.sources import SourceFile
 from memhubd.service.access import (
     STARTED_AT,
     View,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memhubd.query import build_evidence_pack
-from memhubd.runtime import snapshot as snapshot_module
+from memhubd.runtime import sources as sources_module
 from memhubd.runtime.cache import ParseCache
 from memhubd.runtime.snapshot import Snapshot, build_snapshot, persist
 
@@ -173,9 +173,9 @@ def test_a_start_serves_unchanged_files_from_the_snapshot_without_reading_them(
     root, state, first = saved
     assert len(snapshot_files(state)) == 1
     read = []
-    real_read = snapshot_module.read_confined
+    real_read = sources_module.read_confined
     monkeypatch.setattr(
-        snapshot_module, "read_confined", lambda path, *a: read.append(path) or real_read(path, *a)
+        sources_module, "read_confined", lambda path, *a: read.append(path) or real_read(path, *a)
     )
     # Given one file rewritten while the daemon was down (another size, so another stat)
     (root / "a.mem").write_text(SOURCES["a.mem"].replace("tuesdays", "on fridays"))

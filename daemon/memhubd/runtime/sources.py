@@ -1,0 +1,191 @@
+"""Sources: reading and parsing one workspace's `.mem` files into what a snapshot
+serves (`SourceFile`, `SourceProblem`), confined to the workspace's real path whatever
+symbolic links say, or restored from the persisted parse cache when it holds the same
+bytes. Nothing here decides when new bytes are served (`memhubd.runtime.saves`) or
+composes a snapshot (`memhubd.runtime.snapshot`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memhubd.lang import Document, ParseError, parse_text
+from memhubd.model import Declaration
+from memhubd.model.workspace import source_files
+from memhubd.runtime.confine import read_confined
+from memhubd.schema import TypeRegistry
+
+if TYPE_CHECKING:
+    from memhubd.runtime.registry import RegistryState
+
+
+@dataclass(frozen=True, slots=True)
+class SourceProblem:
+    """Why part of a workspace is not what is on disk right now."""
+
+    kind: str  # "parse_error" | "schema_error" | "read_error" | "outside_workspace"
+    file: str
+    line: int
+    column: int
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One `.mem` file as served: its bytes' digest and the document served for it."""
+
+    path: str
+    digest: str
+    document: Document | None  # the last good parse; None if it never parsed
+    problem: SourceProblem | None  # set while the bytes on disk do not parse
+    text: str = ""  # the source of `document` (what is served, even while disk is broken)
+    stat: tuple[int, int, int] = (0, 0, 0)  # (mtime_ns, size, inode) when last read
+    # The document's declarations typed with `typed_with`; rebuilt when the registry changes.
+    typed: tuple[Any, ...] = ()
+    typed_with: Any = None
+    segment: Any = None  # the lexical index segment of `typed`, reused while `typed` is
+
+    def with_types(self, registry: TypeRegistry) -> SourceFile:
+        if self.typed_with is registry or self.document is None:
+            return self
+        resolve = registry.resolve
+        typed = tuple(
+            Declaration.from_raw(raw, resolve(raw.kind)) for raw in self.document.declarations
+        )
+        return dataclasses.replace(self, typed=typed, typed_with=registry, segment=None)
+
+    def with_segment(self) -> SourceFile:
+        if self.segment is not None or not self.typed:
+            return self
+        from memhubd.index.segment import build_segment
+
+        return dataclasses.replace(self, segment=build_segment(self.typed))
+
+
+def content_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+EMPTY_DIGEST = content_digest(b"")
+REFUSED_DIGEST = "refused"
+
+
+class Saved:
+    """What an earlier run saved of this workspace, for one first build: files whose
+    stat is what the consolidated snapshot recorded are served from it unread; others
+    are read, and restored from their entry when it holds exactly their bytes."""
+
+    def __init__(self, cache: Any, root: str, registry_state: RegistryState) -> None:
+        from memhubd.runtime.cache import registry_key
+
+        self.cache = cache
+        self.root = root
+        self.types = registry_key(registry_state.fingerprint)
+        self.registry = registry_state.registry
+        self.consolidated = cache.load_snapshot(root, self.types)
+
+    def by_stat(self, path: str, stat: tuple[int, int, int]) -> SourceFile | None:
+        held = self.consolidated.pop(path, None)
+        if held is None or held[0] != stat:
+            return None
+        _stat, digest, text, payload = held
+        entry = self.cache.decode(payload, path, digest, text, self.registry, where="snapshot")
+        if entry is None:
+            return None
+        document, typed, segment = entry
+        return SourceFile(path, digest, document, None, text, stat, typed, self.registry, segment)
+
+    def by_digest(self, path: str, digest: str, text: str) -> tuple[Any, ...] | None:
+        """(document, typed declarations, segment, registry) for exactly these bytes."""
+        entry = self.cache.get(self.root, path, digest, self.types, text, self.registry)
+        return None if entry is None else (*entry, self.registry)
+
+
+def load_file(
+    path: str, previous: SourceFile | None, real_root: str, saved: Saved | None = None
+) -> SourceFile | None:
+    """Read and parse `path` (None if it is gone). Raises Refused."""
+    found = read_confined(path, real_root)
+    if found is None:
+        return None
+    data, stat = found
+    digest = content_digest(data)
+    if previous is not None and previous.digest == digest:
+        return dataclasses.replace(previous, stat=stat)
+    if previous is None and saved is not None:
+        restored = _restore(path, digest, data, stat, saved)
+        if restored is not None:
+            return restored
+    last_good = previous.document if previous is not None else None
+    try:
+        text = data.decode("utf-8")
+        if "\r" in text:
+            # Read as memdsl reads sources (text mode): CRLF and a lone CR end a line as LF.
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError as error:
+        problem = SourceProblem("read_error", path, 0, 0, f"not UTF-8: {error}")
+        return _broken(previous, path, digest, last_good, problem, stat)
+    try:
+        document = parse_text(text, file=path)
+    except ParseError as error:
+        problem = SourceProblem("parse_error", path, error.line, error.column, error.message)
+        return _broken(previous, path, digest, last_good, problem, stat)
+    return SourceFile(path, digest, document, None, text, stat)
+
+
+def _restore(
+    path: str, digest: str, data: bytes, stat: tuple[int, int, int], saved: Saved
+) -> SourceFile | None:
+    """The file as a previous run parsed, typed and indexed the same bytes, if saved."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # parsed (and reported) as usual
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    entry = saved.by_digest(path, digest, text)
+    if entry is None:
+        return None
+    document, typed, segment, registry = entry
+    return SourceFile(path, digest, document, None, text, stat, typed, registry, segment)
+
+
+def _broken(
+    previous: SourceFile | None,
+    path: str,
+    digest: str,
+    last_good: Document | None,
+    problem: SourceProblem,
+    stat: tuple[int, int, int],
+) -> SourceFile:
+    if previous is None:
+        return SourceFile(path, digest, None, problem, "", stat)
+    return dataclasses.replace(previous, digest=digest, problem=problem, stat=stat)
+
+
+def walk_sources(root: str) -> list[str]:
+    # Emacs lock files (`.#name.mem`) are symbolic links to nowhere, never sources.
+    return [p for p in source_files(root) if not os.path.basename(p).startswith(".#")]
+
+
+def is_source_under(path: str, root: str) -> bool:
+    # What `walk_sources` would list, for a path named the way `os.walk(root)` names it.
+    return (
+        path.startswith(root + os.sep)
+        and path.endswith(".mem")
+        and not os.path.basename(path).startswith(".#")
+        and os.path.normpath(path) == path
+    )
