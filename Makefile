@@ -24,9 +24,11 @@ install: $(VENV)/.installed
 lint: install
 	$(BIN)/ruff check .
 
+# One worker per core, a test file at a time per worker (module fixtures start once),
+# files in collection order so the long fault tests start first instead of last.
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 # Serves copies of examples/ seeded in the state dir, so the repository stays as it is.
 run: install

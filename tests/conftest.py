@@ -9,6 +9,7 @@ hunt, e.g. `MEMHUB_HYPOTHESIS_PROFILE=deep .venv/bin/python -m pytest tests/unit
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -34,6 +35,25 @@ os.environ.setdefault(
     "PYTHONPYCACHEPREFIX",
     os.path.join(tempfile.gettempdir(), f"memhub-tests-pycache-{os.getuid()}"),
 )
+
+
+_SHORT_BASETEMP = "_memhub_short_basetemp"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Under pytest-xdist each worker's temp dirs sit in `<basetemp>/popen-gwN/`, ten
+    # bytes deeper: tests that put a Unix socket under tmp_path then pass the 107-byte
+    # limit. A short fresh base per run keeps them within it (and runs apart).
+    is_controller = not hasattr(config, "workerinput")
+    if is_controller and config.getoption("numprocesses", None) and not config.option.basetemp:
+        config.option.basetemp = tempfile.mkdtemp(prefix="pt-")
+        setattr(config, _SHORT_BASETEMP, config.option.basetemp)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    short = getattr(session.config, _SHORT_BASETEMP, None)
+    if short and exitstatus == 0:  # kept after a failure, for its files
+        shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.fixture
