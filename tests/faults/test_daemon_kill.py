@@ -142,10 +142,13 @@ def propose_all(daemon: Daemon, token: str) -> list[str]:
     return [a.json()["proposal_id"] for a in answers]
 
 
-def approve_until_decided(client: httpx.Client, proposal_id: str, into: str) -> Any:
+def approve_until_decided(
+    client: httpx.Client, proposal_id: str, into: str, killer_errors: list[BaseException]
+) -> Any:
     """Retry through kills until the daemon answers: approved now, or approved before."""
     deadline = time.monotonic() + 4 * START_TIMEOUT
     while time.monotonic() < deadline:
+        assert not killer_errors, killer_errors  # no daemon is coming back: fail now
         try:
             response = client.post(f"{BASE}/proposals/{proposal_id}/approve", json={"into": into})
         except httpx.TransportError:  # killed mid-request, or not back yet
@@ -191,7 +194,7 @@ def test_sigkilled_daemon_loses_and_duplicates_no_approval(
     killer.start()
     try:
         with daemon.client(tokens["alice"]) as client:
-            answers = [approve_until_decided(client, p, targets[p]) for p in ids]
+            answers = [approve_until_decided(client, p, targets[p], errors) for p in ids]
     finally:
         done.set()
         killer.join(4 * START_TIMEOUT)
