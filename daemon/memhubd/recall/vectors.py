@@ -240,7 +240,8 @@ class VectorIndex:
             slots = np.empty(rows, dtype=np.int64)
             slots[slot_positions] = np.arange(rows)
             packed = np.empty((rows + MIN_TAIL, self.dimension), np.float32)
-            packed[:rows] = snapshot[order]
+            # mode="clip": with the default mode, `out` is filled through a full-size buffer.
+            np.take(snapshot, order, axis=0, out=packed[:rows], mode="clip")
             self._install(packed, _Layout(centroids, offsets, slot_positions, slots, trained))
         except Exception as error:  # searches stay exact; logged, never silent
             log.error("vector index build failed", error=str(error), rows=len(snapshot))
