@@ -31,6 +31,7 @@ from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import reset_caller, set_caller, visible_names
 from memhubd.mcp.cowork_tools import register_cowork_tools
 from memhubd.mcp.diary_tools import register_diary_tools
+from memhubd.mcp.fast import ToolCallFastPath
 from memhubd.mcp.graph_tools import register_graph_tools
 from memhubd.mcp.origin import rebinding_problem
 from memhubd.mcp.recall_tools import register_recall_tools
@@ -198,7 +199,10 @@ def mount_mcp(context: ApiContext, settings: McpConfig | None = None) -> None:
         max_request_body_size=context.max_body_bytes,
     )
     manager = server.session_manager
-    endpoint = McpEndpoint(StreamableHTTPASGIApp(manager), settings.allowed_hosts)
+    app: Any = StreamableHTTPASGIApp(manager)
+    if settings.fast_path:
+        app = ToolCallFastPath(server, app, context.max_body_bytes)
+    endpoint = McpEndpoint(app, settings.allowed_hosts)
     context.extra_routes.append(Route(MCP_PATH, endpoint, name=ROUTE_NAME))
     inner = context.lifespan
 

@@ -71,6 +71,7 @@ class McpConfig:
 
     enabled: bool = True
     allowed_hosts: tuple[str, ...] = ()
+    fast_path: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +252,7 @@ _TABLES: dict[str, dict[str, _Checker]] = {
         "vanish_grace_ms": _milliseconds,
         "settle_ms": _milliseconds,
     },
-    "mcp": {"enabled": _boolean, "allowed_hosts": _hosts},
+    "mcp": {"enabled": _boolean, "allowed_hosts": _hosts, "fast_path": _boolean},
     "recall": {
         "embedder": _choice(("static", "onnx", "http", "none")),
         "embedder_model": _text,

@@ -1,0 +1,253 @@
+"""A direct answer to the commonest MCP request: one `tools/call` POSTed to the stateless
+JSON endpoint, run by the SDK's own tool handler and written as the SDK writes it.
+
+The SDK spends more on a call than most tools do (a server session, streams and tasks
+per POST on the handshake-era wire, middleware and validation passes on the 2026 one).
+Whatever this module is not sure to answer exactly as the SDK would (initialize,
+notifications, batches, other methods, unknown protocol versions, `Mcp-Param-*`
+headers, `_meta` beyond the version envelope, a body it cannot parse) goes to the SDK
+unchanged, body included. It must not check identity or origin (`McpEndpoint` did),
+nor know what a tool does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.connection import Connection
+from mcp.server.runner import ServerRunner, modern_error_data
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    validate_mcp_param_headers,
+)
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    DEFAULT_NEGOTIATED_VERSION,
+    PROTOCOL_VERSION_META_KEY,
+    CallToolRequestParams,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCResponse,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from starlette.responses import Response
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+METHOD = "tools/call"
+_ENVELOPE = {PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY}
+_REQUEST_KEYS = {"jsonrpc", "id", "method", "params"}
+_PARAM_KEYS = {"name", "arguments", "_meta"}
+_PARAM_HEADER = b"mcp-param-"
+_VERSION_HEADER = b"mcp-protocol-version"
+
+
+class ToolCall:
+    """One `tools/call` the fast path answers: who to call, with what, on which wire."""
+
+    __slots__ = ("request_id", "name", "arguments", "version", "modern")
+
+    def __init__(
+        self,
+        request_id: int | str,
+        name: str,
+        arguments: dict[str, Any],
+        version: str,
+        modern: bool,
+    ) -> None:
+        self.request_id = request_id
+        self.name = name
+        self.arguments = arguments
+        self.version = version
+        self.modern = modern
+
+
+class ToolCallFastPath:
+    """ASGI app in front of the SDK's: answers a plain `tools/call`, hands on the rest."""
+
+    def __init__(self, server: Any, fallback: ASGIApp, max_body_bytes: int) -> None:
+        self.server = server
+        self.fallback = fallback
+        self.max_body_bytes = max_body_bytes
+        lowlevel = server._lowlevel_server
+        # `_serialize` reads only the server (cache hints, the serverInfo stamp): one
+        # runner serves every call, the version is passed with each result.
+        connection = Connection.from_envelope(DEFAULT_NEGOTIATED_VERSION, None, None)
+        self._runner = ServerRunner(lowlevel, connection, None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = scope["headers"]
+        if scope["method"] != "POST" or not _plain_post(headers, self.max_body_bytes):
+            await self.fallback(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        call = parse_tool_call(body, headers, self.server)
+        if call is None:
+            await self.fallback(scope, _replay(body, receive), send)
+            return
+        await answer(self.server, self._runner, call, scope, receive, send)
+
+
+def _plain_post(headers: list[tuple[bytes, bytes]], max_body_bytes: int) -> bool:
+    """A JSON POST of a known length within the limit, accepting JSON, with no routing
+    headers this module leaves to the SDK."""
+    length = content_type = accept = None
+    for key, value in headers:
+        if key == b"content-length":
+            length = value
+        elif key == b"content-type":
+            content_type = value
+        elif key == b"accept":
+            accept = value
+        elif key.startswith(_PARAM_HEADER):
+            return False
+    if length is None or not length.isdigit() or int(length) > max_body_bytes:
+        return False
+    return _is_json_type(content_type) and _accepts_json(accept)
+
+
+def _is_json_type(value: bytes | None) -> bool:
+    # As the SDK's `_check_content_type`: any comma part before the first `;`.
+    text = (value or b"").decode("latin-1")
+    parts = [part.strip() for part in text.split(";")[0].split(",")]
+    return "application/json" in parts
+
+
+def _accepts_json(value: bytes | None) -> bool:
+    # As the SDK's `check_accept_headers` (JSON responses need the JSON type only).
+    text = (value or b"").decode("latin-1")
+    types = [item.strip().split(";")[0].strip().lower() for item in text.split(",")]
+    return any(t in ("*/*", "application/json", "application/*") for t in types)
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # a disconnect: what was read goes on to the SDK, which handles it
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` for the SDK after the body was read here: the body first, then the rest."""
+    pending = True
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def parse_tool_call(
+    body: bytes, headers: list[tuple[bytes, bytes]], server: Any
+) -> ToolCall | None:
+    """The call `body` asks for, or None when the SDK must answer it."""
+    try:
+        request = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(request, dict) or not request.keys() <= _REQUEST_KEYS:
+        return None
+    request_id, params = request.get("id"), request.get("params")
+    if request.get("jsonrpc") != "2.0" or request.get("method") != METHOD:
+        return None
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None
+    if not isinstance(params, dict) or not params.keys() <= _PARAM_KEYS:
+        return None
+    name, arguments = params.get("name"), params.get("arguments", {})
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return None
+    version = next((v.decode("latin-1") for k, v in headers if k == _VERSION_HEADER), None)
+    if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
+        if "_meta" in params:
+            return None
+        return ToolCall(request_id, name, arguments, version or DEFAULT_NEGOTIATED_VERSION, False)
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or not meta.keys() <= _ENVELOPE:
+        return None
+    text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
+    if find_duplicated_routing_header(text_headers) is not None:
+        return None
+    verdict = classify_inbound_request(request, headers=dict(text_headers))
+    if isinstance(verdict, InboundLadderRejection):
+        return None
+    if arguments:
+        schema = server._tool_input_schema(name)
+        if schema is not None and validate_mcp_param_headers(schema, arguments, dict(text_headers)):
+            return None
+    return ToolCall(request_id, name, arguments, verdict.protocol_version, True)
+
+
+async def answer(
+    server: Any,
+    runner: ServerRunner[Any],
+    call: ToolCall,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+) -> None:
+    """Run the SDK's `tools/call` handler and write its result as that wire's SDK does."""
+    params = CallToolRequestParams.model_construct(name=call.name, arguments=call.arguments)
+    try:
+        # The handler the SDK registers for tools/call: the same tool lookup, argument
+        # validation, ToolError-to-isError conversion and logging; `MemhubMCP.call_tool`
+        # adds the max_result_bytes refusal.
+        result = await server._handle_call_tool(None, params)
+        message: JSONRPCResponse | JSONRPCError = JSONRPCResponse(
+            jsonrpc="2.0",
+            id=call.request_id,
+            result=runner._serialize(METHOD, call.version, result),
+        )
+    except Exception as exc:  # the SDK answers these as JSON-RPC errors too
+        error = modern_error_data(exc) if call.modern else _legacy_error(exc)
+        message = JSONRPCError(jsonrpc="2.0", id=call.request_id, error=error)
+    response = _modern_response(message) if call.modern else _legacy_response(message)
+    await response(scope, receive, send)
+
+
+def _legacy_error(exc: Exception) -> ErrorData:
+    # As `JSONRPCDispatcher`: the shared ladder, then code 0 with the message.
+    error = handler_exception_to_error_data(exc)
+    return error if error is not None else ErrorData(code=0, message=str(exc))
+
+
+def _modern_response(message: JSONRPCResponse | JSONRPCError) -> Response:
+    # As `_streamable_http_modern._write` for a request that has an id.
+    body = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    status = 200
+    if isinstance(message, JSONRPCError):
+        status = ERROR_CODE_HTTP_STATUS.get(message.error.code, 200)
+    return Response(
+        json.dumps(body, separators=(",", ":")), status_code=status, media_type="application/json"
+    )
+
+
+def _legacy_response(message: JSONRPCResponse | JSONRPCError) -> Response:
+    # As `StreamableHTTPServerTransport._create_json_response` without a session id.
+    return Response(
+        message.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=200,
+        headers={"Content-Type": "application/json"},
+    )

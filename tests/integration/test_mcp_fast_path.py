@@ -1,0 +1,265 @@
+"""The MCP fast path answers a `tools/call` with the bytes the SDK would have sent.
+
+Two real daemons serve copies of the MCP conformance workspaces, one with
+`mcp.fast_path` on (the default) and one with it off (every request through the SDK).
+Every call recorded in the MCP goldens is made by the SDK client against the first,
+its exact HTTP request recorded and replayed against the second; then the same call
+is POSTed on the handshake-era wire to both. Status, content type and body must be
+byte-identical. Refusals (auth, Origin, size, bad input) are compared the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conformance.regen_mcp_goldens import GOLDEN_MCP, WORKSPACE_GROUPS, load_golden
+from tests.integration.conftest import LiveDaemon, start_daemon
+
+pytestmark = pytest.mark.anyio
+
+KEYS = sorted(f"{p.parent.name}/{p.stem}" for p in GOLDEN_MCP.glob("*/*.json"))
+LEGACY = "2025-06-18"
+ACCEPT = "application/json, text/event-stream"
+PROPOSAL_ID = re.compile(rb"(p-\d{8}-\d{6})-[0-9a-f]{6}")
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveDaemon, LiveDaemon]]:
+    """(fast path on, fast path off) over identical copies of every golden workspace."""
+    root = tmp_path_factory.mktemp("mcp-fast")
+    daemons = []
+    with _serving(root / "fast", True) as fast, _serving(root / "sdk", False) as sdk:
+        daemons = [fast, sdk]
+        yield daemons[0], daemons[1]
+
+
+def _serving(root: Any, fast_path: bool) -> Any:
+    workspaces = {}
+    for key in KEYS:
+        group, name = key.split("/", 1)
+        shutil.copytree(WORKSPACE_GROUPS[group] / name, root / "ws" / name)
+        workspaces[name] = str(root / "ws" / name)
+    return start_daemon(root, workspaces, **{"mcp.fast_path": fast_path})
+
+
+def token(daemon: LiveDaemon, workspace: str, scopes: str) -> str:
+    label = f"{workspace}-" + scopes.replace(":", ".").replace(",", "_")
+    return daemon.tokens.get(label) or daemon.add_token(
+        label, scopes, roles=["*"], workspaces=[workspace]
+    )
+
+
+def wire(response: httpx.Response | httpx2.Response) -> tuple[int, str, bytes]:
+    return response.status_code, response.headers.get("content-type", ""), response.content
+
+
+class Recorder:
+    """The SDK client's HTTP exchanges: each request as sent, each answer as received."""
+
+    def __init__(self) -> None:
+        self.exchanges: list[tuple[httpx2.Request, tuple[int, str, bytes]]] = []
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        await response.aread()
+        if b'"tools/call"' in response.request.content or b'"resources/read"' in (
+            response.request.content
+        ):
+            self.exchanges.append((response.request, wire(response)))
+
+
+async def sdk_call(client: Client, call: dict) -> None:
+    if "resource" in call:
+        await client.read_resource(call["resource"])
+    else:
+        await client.call_tool(call["tool"], call["arguments"])
+
+
+def legacy_body(call: dict, request_id: int) -> dict:
+    if "resource" in call:
+        method, params = "resources/read", {"uri": call["resource"]}
+    else:
+        method, params = "tools/call", {"name": call["tool"], "arguments": call["arguments"]}
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+def post(daemon: LiveDaemon, secret: str, body: Any, **headers: str) -> tuple[int, str, bytes]:
+    sent = {"authorization": f"Bearer {secret}", "accept": ACCEPT, **headers}
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    sent.setdefault("content-type", "application/json")
+    with httpx.Client(base_url=daemon.url, timeout=60) as http:
+        return wire(http.post("/mcp", content=content, headers=sent))
+
+
+@pytest.mark.parametrize("key", KEYS)
+async def test_every_golden_call_answers_the_same_bytes_with_and_without_the_fast_path(
+    pair: tuple[LiveDaemon, LiveDaemon], key: str
+) -> None:
+    fast, sdk = pair
+    name = key.split("/", 1)[1]
+    differences = []
+    for index, call in enumerate(load_golden(key)["calls"]):
+        scopes = call.get("scopes", "all")
+        fast_secret, sdk_secret = token(fast, name, scopes), token(sdk, name, scopes)
+        # Given the SDK client's own request (2026 wire) answered with the fast path,
+        recorder = Recorder()
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {fast_secret}"},
+            timeout=60,
+            event_hooks={"response": [recorder.on_response]},
+        )
+        async with http, Client(streamable_http_client(f"{fast.url}/mcp", http_client=http)) as c:
+            recorder.exchanges.clear()
+            await sdk_call(c, call)
+        assert recorder.exchanges, call
+        request, fast_answer = recorder.exchanges[-1]
+        # when the same request goes through the SDK alone,
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "authorization"}
+        headers["authorization"] = f"Bearer {sdk_secret}"
+        with httpx.Client(timeout=60) as plain:
+            replayed = plain.post(
+                f"{sdk.url}/mcp", content=request.content, headers=_plain(headers)
+            )
+        # then both answers are the same bytes, and so on the handshake-era wire.
+        ours, theirs = same_root(fast, fast_answer), same_root(sdk, wire(replayed))
+        if ours != theirs:
+            differences.append(("2026", call, ours, theirs))
+        if call.get("tool") == "memory_propose":
+            continue  # a second proposal would change what the next calls see
+        body = legacy_body(call, index)
+        old_fast = same_root(
+            fast, post(fast, fast_secret, body, **{"mcp-protocol-version": LEGACY})
+        )
+        old_sdk = same_root(sdk, post(sdk, sdk_secret, body, **{"mcp-protocol-version": LEGACY}))
+        if old_fast != old_sdk:
+            differences.append((LEGACY, call, old_fast, old_sdk))
+    assert not differences, (
+        "\n".join(
+            f"{era} {call.get('tool') or call.get('resource')}: {_first_difference(a, b)}"
+            for era, call, a, b in differences[:5]
+        )
+        + f"\n{len(differences)} differ"
+    )
+
+
+def same_root(daemon: LiveDaemon, answer: tuple[int, str, bytes]) -> tuple[int, str, bytes]:
+    """The answer with the daemon's own copy of the workspaces named alike, and the
+    random part of proposal ids blanked."""
+    root = Path(next(iter(daemon.workspaces.values()))).parent
+    body = answer[2].replace(f"/{root.parent.name}/ws/".encode(), b"/ws/")
+    return answer[0], answer[1], PROPOSAL_ID.sub(rb"\1-xxxxxx", body)
+
+
+def _first_difference(a: tuple[int, str, bytes], b: tuple[int, str, bytes]) -> str:
+    if a[:2] != b[:2]:
+        return f"{a[:2]} != {b[:2]}"
+    at = next((i for i, (x, y) in enumerate(zip(a[2], b[2], strict=False)) if x != y), None)
+    at = min(len(a[2]), len(b[2])) if at is None else at
+    return (
+        f"at byte {at}: {a[2][max(0, at - 60) : at + 60]!r} != {b[2][max(0, at - 60) : at + 60]!r}"
+    )
+
+
+def _plain(headers: dict[str, str]) -> dict[str, str]:
+    # httpx recomputes these for the replayed body.
+    return {k: v for k, v in headers.items() if k.lower() not in ("content-length", "host")}
+
+
+REFUSAL_CASES = {
+    "unknown tool": {"name": "memory_nonexistent", "arguments": {}},
+    "bad argument type": {"name": "memory_query", "arguments": {"query": 5, "limit": "x"}},
+    "missing argument": {"name": "memory_query", "arguments": {}},
+    "arguments not an object": {"name": "memory_query", "arguments": [1]},
+    "no name": {"arguments": {}},
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSAL_CASES))
+@pytest.mark.parametrize("version", [LEGACY, None])
+async def test_bad_calls_are_refused_as_the_sdk_refuses_them(
+    pair: tuple[LiveDaemon, LiveDaemon], case: str, version: str | None
+) -> None:
+    fast, sdk = pair
+    name = KEYS[0].split("/", 1)[1]
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": REFUSAL_CASES[case]}
+    headers = {"mcp-protocol-version": version} if version else {}
+    got = post(fast, token(fast, name, "all"), body, **headers)
+    assert got == post(sdk, token(sdk, name, "all"), body, **headers)
+    assert got[0] in (200, 400), got
+
+
+async def test_over_the_result_limit_is_refused_as_by_the_sdk(
+    pair: tuple[LiveDaemon, LiveDaemon], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast, sdk = pair
+    name = KEYS[0].split("/", 1)[1]
+    body = legacy_body({"tool": "memory_map", "arguments": {}}, 3)
+    answers = []
+    for daemon in (fast, sdk):
+        from memhubd.mcp import server as mcp_server
+
+        monkeypatch.setattr(mcp_server.MemhubMCP, "_result_limit", lambda self: 10)
+        answers.append(post(daemon, token(daemon, name, "all"), body))
+    assert answers[0] == answers[1]
+    assert b"too_large" in answers[0][2] and b'"isError":false' in answers[0][2]
+
+
+REFUSED_REQUESTS: dict[str, tuple[dict[str, str], Any]] = {
+    "no token": ({"authorization": ""}, None),
+    "a foreign origin": ({"origin": "http://evil.example"}, None),
+    "a wrong token": ({"authorization": "Bearer nope"}, None),
+    "no JSON accepted": ({"accept": "text/html"}, None),
+    "a form body": ({"content-type": "application/x-www-form-urlencoded"}, None),
+    "an unknown protocol version": ({"mcp-protocol-version": "1999-01-01"}, None),
+    "a malformed body": ({}, b"{not json"),
+    "a batch": ({}, [{"jsonrpc": "2.0", "id": 1, "method": "ping"}]),
+    "a notification": ({}, {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_REQUESTS))
+async def test_requests_the_fast_path_leaves_alone_are_answered_as_before(
+    pair: tuple[LiveDaemon, LiveDaemon], case: str
+) -> None:
+    fast, sdk = pair
+    name = KEYS[0].split("/", 1)[1]
+    headers, body = REFUSED_REQUESTS[case]
+    call = body if body is not None else legacy_body({"tool": "memory_map", "arguments": {}}, 1)
+    answers = []
+    for daemon in (fast, sdk):
+        sent = {"mcp-protocol-version": LEGACY, **headers}
+        if sent.get("authorization") == "":
+            sent.pop("authorization")
+            answers.append(_post_without_token(daemon, call, sent))
+        else:
+            answers.append(post(daemon, token(daemon, name, "all"), call, **sent))
+    assert answers[0] == answers[1]
+    assert answers[0][0] != 200 or case in ("a notification",)
+
+
+def _post_without_token(daemon: LiveDaemon, body: Any, headers: dict[str, str]) -> Any:
+    sent = {"accept": ACCEPT, "content-type": "application/json", **headers}
+    with httpx.Client(base_url=daemon.url, timeout=60) as http:
+        return wire(http.post("/mcp", content=json.dumps(body).encode(), headers=sent))
+
+
+async def test_an_oversized_body_is_refused_as_by_the_sdk(
+    pair: tuple[LiveDaemon, LiveDaemon],
+) -> None:
+    fast, sdk = pair
+    name = KEYS[0].split("/", 1)[1]
+    huge = {"query": "x" * (5 * 1024 * 1024)}
+    body = legacy_body({"tool": "memory_query", "arguments": huge}, 1)
+    answers = [post(d, token(d, name, "all"), body) for d in (fast, sdk)]
+    assert answers[0] == answers[1]
+    assert answers[0][0] == 413
