@@ -20,12 +20,13 @@ from memhubd.model.workspace import cyclic_gc_paused
 
 T = TypeVar("T")
 
-# A frozen object freed by reference counting leaves the frozen set, so it stays the
-# size of what is alive, unless replaced snapshots left reference cycles (none are
-# known). Should the process's peak memory double, one full collection takes back
-# whatever cycles there are. Peak memory, not the frozen count: counting walks every
-# frozen object (about as long as a collection at a million declarations).
-_GROWTH_BEFORE_COLLECTING = 2
+# A frozen object freed by reference counting leaves the frozen set. What cannot be
+# freed that way are cycles frozen while still alive: the state of requests in flight
+# during a settle, garbage once they end (bench/soak.py grew about 15 MiB per 100
+# edit+query cycles at 10k). So when the process's peak memory has grown by a tenth
+# since the last full collection, one takes them back. Peak memory, not the frozen
+# count: counting walks every frozen object.
+_GROWTH_BEFORE_COLLECTING = 1.1
 _lock = threading.Lock()
 _size_after_collect = 0
 
