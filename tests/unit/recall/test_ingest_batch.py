@@ -3,6 +3,7 @@ exactly what ingesting the same files one by one stores."""
 
 from __future__ import annotations
 
+import contextvars
 from pathlib import Path
 
 from recall_fakes import HashingEmbedder, fixture_text, options
@@ -112,4 +113,31 @@ def test_a_failing_file_is_reported_by_the_guard_and_the_rest_is_stored(tmp_path
     ]
     assert seen == ["b/notes.md"]
     assert {d.source_file for batch in store.iter_live(1000) for d in batch} == {"a/s.jsonl"}
+    store.close()
+
+
+def test_files_are_written_in_order_with_the_callers_context(tmp_path: Path, monkeypatch) -> None:
+    # Given groups of two drawers, written by a second thread while the next is embedded
+    monkeypatch.setattr(pipeline_module, "EMBED_BATCH", 2)
+    store = open_store(tmp_path / "s.db")
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    request = contextvars.ContextVar("request", default="none")
+    request.set("req-7")
+    seen: list[tuple[str, str]] = []
+
+    def guard(work, source):
+        seen.append((source, request.get()))
+        return work()
+
+    # When a batch is ingested
+    reports = ingestor.ingest_texts(sources(), options(), guard)
+    # Then each file was prepared, then written, in source order, with the caller's context
+    names = [name for name, _text in sources()]
+    assert [r.source for r in reports] == names
+    calls = [name for name, _ in seen]
+    prepared = [name for i, name in enumerate(calls) if name not in calls[:i]]
+    written = [name for i, name in enumerate(calls) if name in calls[:i]]
+    assert prepared == names
+    assert written == [r.source for r in reports if r.status != "skipped"]
+    assert {value for _, value in seen} == {"req-7"}
     store.close()

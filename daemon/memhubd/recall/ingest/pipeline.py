@@ -9,8 +9,10 @@ the lock file and the embedder.
 
 from __future__ import annotations
 
+import contextvars
 import posixpath
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -118,6 +120,12 @@ class SourceReport:
         return data
 
 
+# Runs one file's work and turns its failure into a report (see `ingest_texts`).
+Guard = Callable[[Callable[[], SourceReport], str], SourceReport]
+# A file's report, and its drawers (None when the report already says why nothing is stored).
+Prepared = tuple[SourceReport, list[NewDrawer] | None]
+
+
 def directory_room(source: str) -> str | None:
     """The room a source's directory suggests: its nearest named parent directory."""
     parent = posixpath.dirname(source.replace("\\", "/"))
@@ -132,8 +140,6 @@ class Ingestor:
         self.store = store
         self.embedder = embedder
         self.locks = locks
-        # Vectors embedded ahead for the files of one `ingest_texts` group, by content.
-        self._vectors: dict[str, np.ndarray] = {}
 
     # -- entry points -----------------------------------------------------------------
 
@@ -148,7 +154,7 @@ class Ingestor:
         self,
         sources: Iterable[tuple[str, str]],
         options: IngestOptions,
-        guard: Callable[[Callable[[], SourceReport], str], SourceReport] | None = None,
+        guard: Guard | None = None,
     ) -> list[SourceReport]:
         """Ingest several files' texts (`(source, text)` pairs); each file is still
         its own transaction under its own lock, exactly as `ingest_text` would store it.
@@ -157,13 +163,34 @@ class Ingestor:
         drawers are embedded in one call, which is several times faster than one call
         per file. `guard(run, source)` runs one file's work and turns its failure into
         a report (the default lets exceptions through).
+
+        A second thread writes each group while this one prepares and embeds the next:
+        a write is mostly SQLite's own work (FTS5 indexing, pages to the WAL), which
+        runs without the GIL, so on two cores the two overlap.
         """
         run = guard or (lambda work, _source: work())
         reports: list[SourceReport] = []
-        group: list[tuple[SourceReport, list[NewDrawer] | None]] = []
+        with ThreadPoolExecutor(1, thread_name_prefix="recall-ingest-write") as writer:
+            written: Future[list[SourceReport]] | None = None
+            for group in self._groups(sources, options, run):
+                ready = self._embed_ahead(group, options)
+                if written is not None:
+                    reports += written.result()
+                # The writer logs with the caller's bound context (request, identity).
+                context = contextvars.copy_context()
+                written = writer.submit(context.run, self._store_group, group, ready, options, run)
+            if written is not None:
+                reports += written.result()
+        return reports
+
+    def _groups(
+        self, sources: Iterable[tuple[str, str]], options: IngestOptions, run: Guard
+    ) -> Iterator[list[Prepared]]:
+        """The prepared files, in groups of about EMBED_BATCH drawers."""
+        group: list[Prepared] = []
         pending = 0
         for source, text in sources:
-            prepared: list[tuple[SourceReport, list[NewDrawer] | None]] = []
+            prepared: list[Prepared] = []
 
             def prepare(
                 source: str = source, text: str = text, prepared: list[Any] = prepared
@@ -176,43 +203,46 @@ class Ingestor:
             group.append(prepared[0] if prepared else (failed, None))
             pending += len(group[-1][1] or ())
             if pending >= EMBED_BATCH:
-                reports += self._store_group(group, options, run)
+                yield group
                 group, pending = [], 0
-        reports += self._store_group(group, options, run)
-        return reports
+        if group:
+            yield group
+
+    def _embed_ahead(self, group: list[Prepared], options: IngestOptions) -> dict[str, np.ndarray]:
+        """Vectors, by content, of every chunk whose drawer id is not stored yet, in one
+        call (a guess at what each file's plan will find new: the plan is made under the
+        file's lock, and whatever it finds new that was not guessed is embedded there)."""
+        if options.dry_run or self.embedder is None:
+            return {}
+        texts: dict[str, None] = {}
+        for _report, drawers in group:
+            if drawers:
+                known = self.store.find([d.id for d in drawers])
+                texts.update(dict.fromkeys(d.content for d in drawers if d.id not in known))
+        if not texts or not self._embed_allowed():
+            return {}
+        batch = list(texts)
+        vectors = np.asarray(self.embedder.embed(batch), dtype=np.float32)
+        return dict(zip(batch, vectors, strict=True))
 
     def _store_group(
         self,
-        group: list[tuple[SourceReport, list[NewDrawer] | None]],
+        group: list[Prepared],
+        ready: dict[str, np.ndarray],
         options: IngestOptions,
-        run: Callable[[Callable[[], SourceReport], str], SourceReport],
+        run: Guard,
     ) -> list[SourceReport]:
-        # Embed, in one call, every chunk whose drawer id is not stored yet (a guess at
-        # what each file's plan will find new: the plan is made under the file's lock,
-        # and whatever it finds new that was not guessed is embedded there).
-        self._vectors = {}
-        if not options.dry_run and self.embedder is not None:
-            texts: dict[str, None] = {}
-            for _report, drawers in group:
-                if drawers:
-                    known = self.store.find([d.id for d in drawers])
-                    texts.update(dict.fromkeys(d.content for d in drawers if d.id not in known))
-            if texts and self._embed_allowed():
-                batch = list(texts)
-                vectors = np.asarray(self.embedder.embed(batch), dtype=np.float32)
-                self._vectors = dict(zip(batch, vectors, strict=True))
-        try:
-            return [
-                report
-                if drawers is None
-                else run(
-                    lambda r=report, d=drawers: self._store(r, d, options, replace_stale=True),
-                    report.source,
-                )
-                for report, drawers in group
-            ]
-        finally:
-            self._vectors = {}
+        return [
+            report
+            if drawers is None
+            else run(
+                lambda r=report, d=drawers: self._store(
+                    r, d, options, replace_stale=True, ready=ready
+                ),
+                report.source,
+            )
+            for report, drawers in group
+        ]
 
     def _prepare(
         self, source: str, text: str, options: IngestOptions
@@ -307,6 +337,7 @@ class Ingestor:
         *,
         replace_stale: bool,
         lock_key: str | None = None,
+        ready: dict[str, np.ndarray] | None = None,
     ) -> SourceReport:
         if options.dry_run:
             new, _replace = self._plan(report, drawers, replace_stale, options)
@@ -319,7 +350,7 @@ class Ingestor:
             if not new and not stale:
                 report.status = "unchanged"
                 return report
-            vectors, record = self._embed(report, new)
+            vectors, record = self._embed(report, new, ready or {})
             self._near_duplicates(
                 report, new, vectors, record, options.near_duplicate, options.roles
             )
@@ -394,7 +425,7 @@ class Ingestor:
         return new, stale
 
     def _embed(
-        self, report: SourceReport, new: list[NewDrawer]
+        self, report: SourceReport, new: list[NewDrawer], ready: dict[str, np.ndarray]
     ) -> tuple[np.ndarray | None, EmbedderRecord | None]:
         record = record_of(self.embedder)
         if self.embedder is None or record is None or not new:
@@ -406,7 +437,6 @@ class Ingestor:
                 f"{record.name}; these drawers get no vector until `memctl recall reindex`"
             )
             return None, None
-        ready = self._vectors
         missing = list(dict.fromkeys(d.content for d in new if d.content not in ready))
         fresh = dict(zip(missing, self.embedder.embed(missing), strict=True)) if missing else {}
         vectors = np.asarray(
