@@ -96,15 +96,21 @@ def measure_ingest(
     ingestor = Ingestor(store, embedder, SourceLock(directory / "locks"))  # type: ignore[arg-type]
     options = IngestOptions(workspace="bench", identity="bench", door="bench")
     files = [transcript(words, 20) for _ in range(chunks // 20)]
-    started = time.perf_counter()
+    load = os.getloadavg()[0]
+    started, cpu = time.perf_counter(), time.process_time()
     reports = ingestor.ingest_texts(((f"s{i}.jsonl", t) for i, t in enumerate(files)), options)
     written = sum(report.chunks for report in reports)
     seconds = time.perf_counter() - started
+    # CPU time of every thread: steadier than wall time on a shared machine.
+    cpu = time.process_time() - cpu
     store.close()
     return {
         "chunks": written,
         "seconds": round(seconds, 2),
         "chunks_per_s": round(written / seconds),
+        "cpu_s": round(cpu, 2),
+        "chunks_per_cpu_s": round(written / cpu),
+        "load": [round(load, 2), round(os.getloadavg()[0], 2)],
     }
 
 
