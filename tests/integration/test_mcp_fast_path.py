@@ -107,11 +107,12 @@ async def test_every_golden_call_answers_the_same_bytes_with_and_without_the_fas
 ) -> None:
     fast, sdk = pair
     name = key.split("/", 1)[1]
-    differences = []
+    differences: list[tuple[str, dict, Any, Any]] = []
+    by_scopes: dict[str, list[tuple[int, dict]]] = {}
     for index, call in enumerate(load_golden(key)["calls"]):
-        scopes = call.get("scopes", "all")
+        by_scopes.setdefault(call.get("scopes", "all"), []).append((index, call))
+    for scopes, calls in by_scopes.items():
         fast_secret, sdk_secret = token(fast, name, scopes), token(sdk, name, scopes)
-        # Given the SDK client's own request (2026 wire) answered with the fast path,
         recorder = Recorder()
         http = httpx2.AsyncClient(
             headers={"Authorization": f"Bearer {fast_secret}"},
@@ -119,30 +120,25 @@ async def test_every_golden_call_answers_the_same_bytes_with_and_without_the_fas
             event_hooks={"response": [recorder.on_response]},
         )
         async with http, Client(streamable_http_client(f"{fast.url}/mcp", http_client=http)) as c:
-            recorder.exchanges.clear()
-            await sdk_call(c, call)
-        assert recorder.exchanges, call
-        request, fast_answer = recorder.exchanges[-1]
-        # when the same request goes through the SDK alone,
-        headers = {k: v for k, v in request.headers.items() if k.lower() != "authorization"}
-        headers["authorization"] = f"Bearer {sdk_secret}"
-        with httpx.Client(timeout=60) as plain:
-            replayed = plain.post(
-                f"{sdk.url}/mcp", content=request.content, headers=_plain(headers)
-            )
-        # then both answers are the same bytes, and so on the handshake-era wire.
-        ours, theirs = same_root(fast, fast_answer), same_root(sdk, wire(replayed))
-        if ours != theirs:
-            differences.append(("2026", call, ours, theirs))
-        if call.get("tool") == "memory_propose":
-            continue  # a second proposal would change what the next calls see
-        body = legacy_body(call, index)
-        old_fast = same_root(
-            fast, post(fast, fast_secret, body, **{"mcp-protocol-version": LEGACY})
-        )
-        old_sdk = same_root(sdk, post(sdk, sdk_secret, body, **{"mcp-protocol-version": LEGACY}))
-        if old_fast != old_sdk:
-            differences.append((LEGACY, call, old_fast, old_sdk))
+            for index, call in calls:
+                # Given the SDK client's own request (2026 wire) answered with the fast path,
+                recorder.exchanges.clear()
+                await sdk_call(c, call)
+                assert recorder.exchanges, call
+                request, fast_answer = recorder.exchanges[-1]
+                # when the same request goes through the SDK alone,
+                replayed = replay(sdk, request, sdk_secret)
+                # then both answers are the same bytes, and so on the handshake-era wire.
+                ours, theirs = same_root(fast, fast_answer), same_root(sdk, replayed)
+                if ours != theirs:
+                    differences.append(("2026", call, ours, theirs))
+                if call.get("tool") == "memory_propose":
+                    continue  # a second proposal would change what the next calls see
+                body, version = legacy_body(call, index), {"mcp-protocol-version": LEGACY}
+                old_fast = same_root(fast, post(fast, fast_secret, body, **version))
+                old_sdk = same_root(sdk, post(sdk, sdk_secret, body, **version))
+                if old_fast != old_sdk:
+                    differences.append((LEGACY, call, old_fast, old_sdk))
     assert not differences, (
         "\n".join(
             f"{era} {call.get('tool') or call.get('resource')}: {_first_difference(a, b)}"
@@ -170,9 +166,14 @@ def _first_difference(a: tuple[int, str, bytes], b: tuple[int, str, bytes]) -> s
     )
 
 
-def _plain(headers: dict[str, str]) -> dict[str, str]:
-    # httpx recomputes these for the replayed body.
-    return {k: v for k, v in headers.items() if k.lower() not in ("content-length", "host")}
+def replay(daemon: LiveDaemon, request: httpx2.Request, secret: str) -> tuple[int, str, bytes]:
+    """`request` as the SDK client sent it, sent to `daemon` with `secret` instead."""
+    # httpx recomputes the length and host for the replayed body.
+    skip = ("authorization", "content-length", "host")
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in skip}
+    headers["authorization"] = f"Bearer {secret}"
+    with httpx.Client(timeout=60) as plain:
+        return wire(plain.post(f"{daemon.url}/mcp", content=request.content, headers=headers))
 
 
 REFUSAL_CASES = {
@@ -263,3 +264,28 @@ async def test_an_oversized_body_is_refused_as_by_the_sdk(
     answers = [post(d, token(d, name, "all"), body) for d in (fast, sdk)]
     assert answers[0] == answers[1]
     assert answers[0][0] == 413
+
+
+async def test_the_fast_path_answers_both_eras_and_leaves_other_methods_to_the_sdk(
+    pair: tuple[LiveDaemon, LiveDaemon], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memhubd.mcp import fast as fast_module
+
+    answered: list[str] = []
+    original = fast_module.answer
+
+    async def counting(server: Any, runner: Any, call: Any, *args: Any) -> None:
+        answered.append(call.version)
+        await original(server, runner, call, *args)
+
+    monkeypatch.setattr(fast_module, "answer", counting)
+    fast, sdk = pair
+    name = KEYS[0].split("/", 1)[1]
+    secret = token(fast, name, "all")
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=60)
+    async with http, Client(streamable_http_client(f"{fast.url}/mcp", http_client=http)) as c:
+        await c.call_tool("memory_map", {})
+        await c.list_tools()
+    post(fast, secret, legacy_body({"tool": "memory_map", "arguments": {}}, 1))
+    post(sdk, token(sdk, name, "all"), legacy_body({"tool": "memory_map", "arguments": {}}, 1))
+    assert answered == ["2026-07-28", "2025-03-26"]
