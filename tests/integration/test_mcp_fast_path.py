@@ -289,3 +289,14 @@ async def test_the_fast_path_answers_both_eras_and_leaves_other_methods_to_the_s
     post(fast, secret, legacy_body({"tool": "memory_map", "arguments": {}}, 1))
     post(sdk, token(sdk, name, "all"), legacy_body({"tool": "memory_map", "arguments": {}}, 1))
     assert answered == ["2026-07-28", "2025-03-26"]
+
+
+def test_fast_path_refuses_an_sdk_without_the_internals_it_calls() -> None:
+    """mount_mcp catches this and serves every call through the SDK's own path."""
+    from memhubd.mcp.fast import ToolCallFastPath
+
+    class NoInternals:
+        _lowlevel_server = None
+
+    with pytest.raises(AttributeError):
+        ToolCallFastPath(NoInternals(), fallback=None, max_body_bytes=1024)  # type: ignore[arg-type]

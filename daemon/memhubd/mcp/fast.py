@@ -81,10 +81,15 @@ class ToolCallFastPath:
         self.fallback = fallback
         self.max_body_bytes = max_body_bytes
         lowlevel = server._lowlevel_server
+        for name in ("_handle_call_tool", "_tool_input_schema"):
+            if not callable(getattr(server, name, None)):
+                raise AttributeError(f"this mcp SDK has no {name}")
         # `_serialize` reads only the server (cache hints, the serverInfo stamp): one
         # runner serves every call, the version is passed with each result.
         connection = Connection.from_envelope(DEFAULT_NEGOTIATED_VERSION, None, None)
         self._runner = ServerRunner(lowlevel, connection, None)
+        if not callable(getattr(self._runner, "_serialize", None)):
+            raise AttributeError("this mcp SDK's ServerRunner has no _serialize")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = scope["headers"]

@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+import structlog
 from mcp.server import MCPServer
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver.exceptions import ResourceError
@@ -39,6 +40,8 @@ from memhubd.mcp.resources import register_resources
 from memhubd.mcp.tools import register_tools, reply
 from memhubd.runtime.config import McpConfig
 from memhubd.runtime.hub import Hub
+
+log = structlog.get_logger("memhubd.mcp")
 
 MCP_PATH = "/mcp"
 ROUTE_NAME = "mcp"
@@ -201,7 +204,12 @@ def mount_mcp(context: ApiContext, settings: McpConfig | None = None) -> None:
     manager = server.session_manager
     app: Any = StreamableHTTPASGIApp(manager)
     if settings.fast_path:
-        app = ToolCallFastPath(server, app, context.max_body_bytes)
+        # The fast path calls SDK internals; an SDK that no longer has them is served
+        # entirely by the SDK's own path rather than failing on the first call.
+        try:
+            app = ToolCallFastPath(server, app, context.max_body_bytes)
+        except (AttributeError, TypeError, ImportError) as exc:
+            log.warning("mcp_fast_path_disabled", reason=repr(exc))
     endpoint = McpEndpoint(app, settings.allowed_hosts)
     context.extra_routes.append(Route(MCP_PATH, endpoint, name=ROUTE_NAME))
     inner = context.lifespan
