@@ -232,6 +232,7 @@ def reload_latency(daemon: Daemon, rounds: int) -> dict:
     seen: list[float] = []
     events: list[tuple[float, int]] = []
     stop = threading.Event()
+    added = ""
 
     def listen() -> None:
         with httpx.stream(
@@ -249,10 +250,13 @@ def reload_latency(daemon: Daemon, rounds: int) -> dict:
     try:
         for n in range(rounds):
             before = daemon.generation()
-            text = original + (
+            # Each write adds to the last one's text: a write that also dropped the
+            # previous declaration would be held for `watch.settle_ms` by design.
+            added += (
                 f'\nfact bench.reload_{n} {{ claim: "reload {n}" '
                 f'evidence {{ source: "bench" quote: "q" }} }}\n'
             )
+            text = original + added
             temporary = target.with_suffix(".tmp")
             temporary.write_text(text, encoding="utf-8")
             written = time.perf_counter()

@@ -6,8 +6,10 @@ workspace (`synth`) with a real `memhubd serve` and default settings:
 
 * cold: an empty state dir; time from process start to the first query answered;
 * warm: the same state dir again (the first run saved the parse cache);
-* edit: `--edits` times, append one declaration to one file (0.3 s apart) and time
-  until a query returns it (write -> served, watcher included);
+* edit: once the warm daemon is idle (its first lint and cache save done), `--edits`
+  times append one declaration to one file (0.3 s apart) and time until the status
+  reports a reload (its `reloaded` event: write -> served, watcher included) and until a query
+  returns the declaration (that query's own cost included);
 * query: p50 of the workload's queries against the warm daemon; RSS after all that.
 
 `--in-process` measures the builder alone instead: the first snapshot parsed, then
@@ -21,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -112,22 +116,82 @@ def wait_for_cache(state: Path, files: int, timeout_s: float = 1800) -> None:
         time.sleep(0.5)
 
 
-def edit_to_served(daemon: Served, root: Path, edits: int) -> list[float]:
-    """Append one uniquely worded declaration; time until a query returns it."""
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(pid: int, quiet_s: float = 1.0, timeout_s: float = 600) -> float:
+    """Wait until the daemon has used under 5% of a core for `quiet_s` (a start's
+    first lint and cache save run after it answers); returns the seconds waited."""
+    begun = time.monotonic()
+    while time.monotonic() - begun < timeout_s:
+        before = cpu_s(pid)
+        time.sleep(quiet_s)
+        if cpu_s(pid) - before < 0.05 * quiet_s:
+            break
+    return time.monotonic() - begun
+
+
+class Reloads:
+    """The daemon's `reloaded` events as (arrival time, generation), from its SSE stream:
+    no polling that would compete with the reload it times."""
+
+    def __init__(self, daemon: Served) -> None:
+        self.seen: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._listen, args=(daemon,), daemon=True)
+        self._thread.start()
+        time.sleep(0.5)
+
+    def _listen(self, daemon: Served) -> None:
+        with httpx.stream(
+            "GET", daemon.url + "/v1/events", headers=daemon.headers, timeout=None
+        ) as response:
+            for line in response.iter_lines():
+                if self._stop.is_set():
+                    return
+                if line.startswith("data: ") and '"event": "reloaded"' in line:
+                    self.seen.append((time.perf_counter(), json.loads(line[6:])["generation"]))
+
+    def after(self, moment: float) -> float | None:
+        arrived = [at for at, _ in self.seen if at >= moment]
+        return arrived[0] if arrived else None
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def edit_to_served(daemon: Served, root: Path, edits: int) -> tuple[list[float], list[float]]:
+    """Append one uniquely worded declaration; time until a new generation is served
+    (polled cheaply) and until a query returns the declaration."""
     target = sorted(root.rglob("*.mem"))[len(list(root.rglob("*.mem"))) // 2]
     original = target.read_text(encoding="utf-8")
     seen = []
+    swapped = []
+    added = ""
+    reloads = Reloads(daemon)
     try:
         for n in range(edits):
             word = f"zqx{n}restartbench"
-            text = original + (
+            # Each edit adds to the last one's text: an edit that also dropped the
+            # previous declaration would be held for `watch.settle_ms` by design.
+            added += (
                 f'\nfact bench.edit_{n} {{ claim: "{word} marks this edit." '
                 f'evidence {{ source: "bench" quote: "q" }} }}\n'
             )
+            text = original + added
             temporary = target.with_suffix(".tmp")
             temporary.write_text(text, encoding="utf-8")
             written = time.perf_counter()
             temporary.replace(target)
+            while time.perf_counter() - written < 60:
+                arrived = reloads.after(written)
+                if arrived is not None:
+                    swapped.append(arrived - written)
+                    break
+                time.sleep(0.001)
             while time.perf_counter() - written < 60:
                 if f"bench.edit_{n}" in daemon.query(word).text:
                     seen.append(time.perf_counter() - written)
@@ -135,8 +199,9 @@ def edit_to_served(daemon: Served, root: Path, edits: int) -> list[float]:
                 time.sleep(0.002)
             time.sleep(0.3)
     finally:
+        reloads.stop()
         target.write_text(original, encoding="utf-8")
-    return seen
+    return swapped, seen
 
 
 def query_p50(daemon: Served, workload: list[dict], count: int) -> float:
@@ -161,7 +226,8 @@ def run(size: int, edits: int, queries: int) -> dict:
         cold.stop()
         warm = Served(root, state, secret)
         try:
-            served = edit_to_served(warm, root, edits)
+            settled = wait_until_idle(warm.proc.pid)
+            swapped, served = edit_to_served(warm, root, edits)
             p50 = query_p50(warm, data.queries(), queries)
             rss = rss_mb(warm.proc.pid)
         finally:
@@ -170,6 +236,9 @@ def run(size: int, edits: int, queries: int) -> dict:
         "size": size,
         "cold_s": cold.started_s,
         "warm_s": warm.started_s,
+        "settled_s": settled,
+        "swap_median_ms": statistics.median(swapped) * 1000 if swapped else None,
+        "swap_max_ms": max(swapped) * 1000 if swapped else None,
         "edit_median_ms": statistics.median(served) * 1000 if served else None,
         "edit_max_ms": max(served) * 1000 if served else None,
         "query_p50_ms": p50 * 1000,
@@ -261,7 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         edit = "n/a" if r["edit_median_ms"] is None else f"{r['edit_median_ms']:.0f} ms"
         print(
             f"{synth.size_label(size)}: cold start {r['cold_s']:.2f} s, warm start "
-            f"{r['warm_s']:.2f} s, edit -> served median {edit} "
+            f"{r['warm_s']:.2f} s (idle {r['settled_s']:.1f} s later), edit -> new generation "
+            f"served median {r['swap_median_ms'] or 0:.0f} ms (max {r['swap_max_ms'] or 0:.0f} ms), "
+            f"edit -> found by a query median {edit} "
             f"(max {r['edit_max_ms'] or 0:.0f} ms), query p50 {r['query_p50_ms']:.1f} ms, "
             f"RSS {r['rss_mb']:.0f} MiB",
             flush=True,
