@@ -31,7 +31,10 @@ pytestmark = pytest.mark.anyio
 KEYS = sorted(f"{p.parent.name}/{p.stem}" for p in GOLDEN_MCP.glob("*/*.json"))
 LEGACY = "2025-06-18"
 ACCEPT = "application/json, text/event-stream"
-PROPOSAL_ID = re.compile(rb"(p-\d{8}-\d{6})-[0-9a-f]{6}")
+# A proposal id is its creation time to the second and a random suffix, and answers
+# carry creation times: the two daemons' calls may fall in different seconds.
+PROPOSAL_ID = re.compile(rb"p-\d{8}-\d{6}-[0-9a-f]{6}")
+TIMESTAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +156,11 @@ def same_root(daemon: LiveDaemon, answer: tuple[int, str, bytes]) -> tuple[int, 
     random part of proposal ids blanked."""
     root = Path(next(iter(daemon.workspaces.values()))).parent
     body = answer[2].replace(f"/{root.parent.name}/ws/".encode(), b"/ws/")
-    return answer[0], answer[1], PROPOSAL_ID.sub(rb"\1-xxxxxx", body)
+    return (
+        answer[0],
+        answer[1],
+        TIMESTAMP.sub(rb"<time>", PROPOSAL_ID.sub(rb"p-yyyymmdd-hhmmss-xxxxxx", body)),
+    )
 
 
 def _first_difference(a: tuple[int, str, bytes], b: tuple[int, str, bytes]) -> str:
