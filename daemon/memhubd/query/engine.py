@@ -133,9 +133,15 @@ def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> int:
 # MUST layers by their bitmap, per index (so per snapshot and view): with few scopes
 # most queries meet one of a few sets of hundreds of rules each, and a workload that
 # cycles through more sets than a count bound holds would miss every time. Bounded by
-# the rules the layers hold (about 100 bytes each); an index that is replaced takes its
-# layers with it.
+# the rules the layers hold (about 100 bytes each) plus their keys, charged at the same
+# rate (a key is a bitmap as wide as its last rule's slot: 125 KB at 1M declarations);
+# an index that is replaced takes its layers with it.
 MUST_LAYER_RULES = 262_144
+
+
+def _layer_cost(bits: int, size: int) -> int:
+    """A layer's charge in rule units of about 100 bytes: its rules and its key."""
+    return size + bits.bit_length() // 800
 
 
 class _Layers:
@@ -160,7 +166,7 @@ def _must_layer(ix: lexical.WorkspaceIndex, bits: int) -> MustLayer:
             layers.by_bits.move_to_end(bits)
             return layer
     layer = must_layer(ix.declarations[o] for o in ix.space.ordered(bits))
-    size = len(layer.declarations)
+    size = _layer_cost(bits, len(layer.declarations))
     if size > MUST_LAYER_RULES // 4:
         return layer  # one layer must not push out most of the others
     with _LAYERS_LOCK:
@@ -170,6 +176,6 @@ def _must_layer(ix: lexical.WorkspaceIndex, bits: int) -> MustLayer:
         layers.by_bits[bits] = layer
         layers.rules += size
         while layers.rules > MUST_LAYER_RULES:
-            _bits, dropped = layers.by_bits.popitem(last=False)
-            layers.rules -= len(dropped.declarations)
+            dropped_bits, dropped = layers.by_bits.popitem(last=False)
+            layers.rules -= _layer_cost(dropped_bits, len(dropped.declarations))
     return layer

@@ -84,3 +84,12 @@ def test_kept_layers_stay_within_their_rule_bound(load: Loader, monkeypatch) -> 
     for s, pack in zip(scopes, packs, strict=True):
         assert len(pack.must) == 2
         assert pack.as_dict() == build_evidence_pack_linear(ws, s).as_dict()
+
+
+def test_a_layer_is_charged_for_its_key_as_well_as_its_rules() -> None:
+    # A one-rule layer whose rule sits at slot 800,000 has a 100 KB key: the bound must
+    # see that, or one-rule layers of a 1M workspace could hold gigabytes of keys.
+    from memhubd.query import engine
+
+    assert engine._layer_cost(0b1011, 3) == 3
+    assert engine._layer_cost(1 << 800_000, 1) == 1 + 1_000
