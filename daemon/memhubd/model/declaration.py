@@ -7,6 +7,7 @@ Nothing here looks at other declarations; cross-declaration lookups live in Work
 
 from __future__ import annotations
 
+import marshal
 import sys
 from typing import Any
 
@@ -335,6 +336,92 @@ class Declaration:
             f"Declaration(kind={self.kind!r}, name={self.name!r}, fields={self.fields!r}, "
             f"file={self.file!r}, line={self.line!r}, module={self.module!r})"
         )
+
+
+class RestoredDeclaration(Declaration):
+    """A declaration restored from the persisted parse cache: its fields stay in their
+    saved (`marshal`) form until something reads them, so a restart builds 100k of these
+    without decoding 100k field blocks; most are never asked for their fields before the
+    first answer. It is a `Declaration` in every other respect.
+
+    `fields` is an unset slot until then; reading it lands in `__getattr__`, which takes
+    the fields from the parsed declaration `raw` (a `RestoredRaw`, which decodes them
+    once and keeps them), so both share one dict, as `from_raw` makes them.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def restore(cls, raw: Any, descriptor: TypeDescriptor | None) -> RestoredDeclaration:
+        """Wrap `raw`, whose `fields` are read from it on first access. Its keys and short
+        values were interned when saved, and `marshal` interns them again when loading."""
+        decl = cls.__new__(cls)
+        decl.kind = raw.kind
+        decl.name = raw.name
+        decl.file = raw.file
+        decl.line = raw.line
+        decl.module = raw.module
+        decl.type_descriptor = descriptor
+        decl._column = 0
+        decl._positions = raw
+        decl._id = decl._status = decl._role = decl._claim = decl._text = None
+        decl._relations = None
+        return decl
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for an attribute not set: `fields` before its first read.
+        if name != "fields":
+            raise AttributeError(name)
+        fields = self.fields = self._positions.fields  # type: ignore[union-attr]
+        return fields
+
+
+class RestoredRaw(RawDeclaration):
+    """A parsed declaration restored from the parse cache, its fields kept as the
+    `marshal` bytes they were saved as until first read (see `RestoredDeclaration`)."""
+
+    __slots__ = ("_saved_fields",)
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        saved_fields: bytes,
+        file: str,
+        line: int,
+        module: str | None,
+        column: int,
+        packed: Any,
+        source: Any,
+        index: int,
+    ) -> None:
+        # RawDeclaration.__init__ would set `fields`: every other slot is set here.
+        self.kind = kind
+        self.name = name
+        self.file = file
+        self.line = line
+        self.module = module
+        self._column = column
+        self._packed = packed
+        self._given = None
+        self._source = source
+        self._index = index
+        self._saved_fields = saved_fields
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "fields":
+            raise AttributeError(name)
+        fields = marshal.loads(self._saved_fields)
+        if type(fields) is not dict:
+            # Sealed by this daemon, so never expected; but never served as fields.
+            raise ValueError(f"saved fields of {self.kind}:{self.name} are not a block")
+        self.fields = fields
+        return fields
+
+    @property
+    def saved_fields(self) -> bytes:
+        """The fields in their saved form (what the cache writes back unchanged)."""
+        return self._saved_fields
 
 
 def _extend_text(parts: list[str], value: Any) -> None:

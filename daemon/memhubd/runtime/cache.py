@@ -43,17 +43,18 @@ from typing import Any
 import structlog
 
 from memhubd.index.segment import PostingTable, Segment
-from memhubd.lang.tree import Document, RawDeclaration, SourceText
+from memhubd.lang.tree import Document, SourceText
 from memhubd.model import Declaration
+from memhubd.model.declaration import RestoredDeclaration, RestoredRaw
 
 log = structlog.get_logger("memhubd.cache")
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _MAGIC = b"MHPC"
 _HEADER = len(_MAGIC) + 2 + 32  # magic, version (u16), HMAC-SHA256
 _KEY_FILE = "key"
 _SUFFIX = ".entry"
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 _SNAPSHOT_MAGIC = b"MHSS"
 _SNAPSHOT_FILE = "snapshot"
 # How often the consolidated snapshot is rewritten at most while files keep changing
@@ -193,7 +194,16 @@ class ParseCache:
         payload = self._open(data, _SNAPSHOT_MAGIC, SNAPSHOT_FORMAT)
         if payload is None:
             self.refused += 1
-            log.warning("parse cache snapshot refused (corrupt or foreign)", file=str(file))
+            form = _form_of(data, _SNAPSHOT_MAGIC)
+            if form is not None and form != SNAPSHOT_FORMAT:  # an older or newer daemon's
+                log.warning(
+                    "parse cache snapshot refused (another format version)",
+                    file=str(file),
+                    format=form,
+                    expected=SNAPSHOT_FORMAT,
+                )
+            else:
+                log.warning("parse cache snapshot refused (corrupt or foreign)", file=str(file))
             return {}
         try:
             saved_root, saved_types, files = marshal.loads(payload)
@@ -290,6 +300,13 @@ class ParseCache:
             raise
 
 
+def _form_of(data: bytes, magic: bytes) -> int | None:
+    """The format version a file with `magic` says it has (not verified), else None."""
+    if len(data) < _HEADER or not data.startswith(magic):
+        return None
+    return int.from_bytes(data[len(magic) : len(magic) + 2], "big")
+
+
 def registry_key(fingerprint: Any) -> str:
     """A short stable name for a type registry's fingerprint (manifest and pack digests)."""
     return hashlib.blake2b(repr(fingerprint).encode(), digest_size=12).hexdigest()
@@ -303,30 +320,32 @@ _SEGMENT_PLAIN = (
     "flag_rows", "kind_rows", "aliases",
 )  # fmt: skip
 _TABLES = ("terms", "subjects", "constraint_scopes")
+_UNRESOLVED: Any = object()
 
 
 def _encode(path: str, digest: str, document: Document, segment: Segment) -> bytes | None:
-    """Plain data for one file, or None when some value is not plain (not cached)."""
-    declarations = []
-    for raw in document.declarations:
-        # Positions come from the source text on demand (fast parser) or were kept.
-        packed = None if raw._source is not None else raw._packed  # noqa: SLF001
-        declarations.append(
-            (
-                raw.kind,
-                raw.name,
-                raw.fields,
-                raw.line,
-                raw.module,
-                None if raw._source is not None else raw._column,  # noqa: SLF001
-                None if packed is None else packed.tolist(),
-            )
-        )
-    tables = tuple((t.keys, t.rows, t.width) for t in (getattr(segment, n) for n in _TABLES))
-    plain = tuple(getattr(segment, name) for name in _SEGMENT_PLAIN)
+    """Plain data for one file, or None when some value is not plain (not cached).
+
+    Declarations are saved by column (their kinds and names are the segment's), each
+    one's fields as its own `marshal` bytes so that a start decodes them only when they
+    are read (`RestoredRaw`)."""
+    lines, modules, columns, packeds, fields = [], [], [], [], []
     try:
+        for raw in document.declarations:
+            lines.append(raw.line)
+            modules.append(raw.module)
+            # Positions come from the source text on demand (fast parser) or were kept.
+            on_demand = raw._source is not None  # noqa: SLF001
+            packed = None if on_demand else raw._packed  # noqa: SLF001
+            columns.append(None if on_demand else raw._column)  # noqa: SLF001
+            packeds.append(None if packed is None else packed.tolist())
+            saved = raw.saved_fields if isinstance(raw, RestoredRaw) else None
+            fields.append(saved if saved is not None else marshal.dumps(raw.fields))
+        declarations = (tuple(lines), tuple(modules), tuple(columns), tuple(packeds), tuple(fields))
+        tables = tuple((t.keys, t.rows, t.width) for t in (getattr(segment, n) for n in _TABLES))
+        plain = tuple(getattr(segment, name) for name in _SEGMENT_PLAIN)
         return marshal.dumps(
-            (path, digest, document.module, document.uses, tuple(declarations), tables, plain)
+            (path, digest, document.module, document.uses, declarations, tables, plain)
         )
     except ValueError:
         return None
@@ -336,29 +355,41 @@ def _decode(
     saved: tuple[Any, ...], path: str, text: str, registry: Any
 ) -> tuple[Document, tuple[Declaration, ...], Segment]:
     _path, _digest, module, uses, declarations, tables, plain = saved
-    source = SourceText(text, path)
-    raws = []
-    for index, (kind, name, fields, line, decl_module, column, packed) in enumerate(declarations):
-        if column is None:
-            raw = RawDeclaration(
-                kind, name, fields, path, line, decl_module, source=source, index=index
-            )
-        else:
-            raw = RawDeclaration(
-                kind, name, fields, path, line, decl_module, column=column,
-                packed_positions=None if packed is None else array("l", packed),
-            )  # fmt: skip
-        raws.append(raw)
-    resolve = registry.resolve
-    typed = tuple(Declaration.from_raw(raw, resolve(raw.kind)) for raw in raws)
     if len(plain) != len(_SEGMENT_PLAIN) or len(tables) != len(_TABLES):
         raise ValueError("segment of another shape")
     parts = dict(zip(_SEGMENT_PLAIN, plain, strict=True))
-    if len(parts["ids"]) != len(typed):
+    kinds, names = parts["kinds"], parts["names"]
+    if not len(parts["ids"]) == len(kinds) == len(names):
         raise ValueError("segment of another size")
+    lines, modules, columns, packeds, fields = declarations
+    source = SourceText(text, path)
+    raws = []
+    typed = []
+    descriptors: dict[str, Any] = {}
+    resolve = registry.resolve
+    restore = RestoredDeclaration.restore
+    columns_of = zip(kinds, names, fields, lines, modules, columns, packeds, strict=True)
+    for index, (kind, name, saved_fields, line, decl_module, column, packed) in enumerate(
+        columns_of
+    ):
+        if column is None:
+            raw = RestoredRaw(
+                kind, name, saved_fields, path, line, decl_module, 0, None, source, index
+            )
+        else:
+            positions = None if packed is None else array("l", packed)
+            raw = RestoredRaw(
+                kind, name, saved_fields, path, line, decl_module, column, positions, None, index
+            )
+        raws.append(raw)
+        descriptor = descriptors.get(kind, _UNRESOLVED)
+        if descriptor is _UNRESOLVED:
+            descriptor = descriptors[kind] = resolve(kind)
+        typed.append(restore(raw, descriptor))
     for name, (keys, rows, width) in zip(_TABLES, tables, strict=True):
         # marshal keeps the interning of the keys it saved: no sys.intern pass needed.
         index = dict(zip(keys, range(len(keys)), strict=True))
         parts[name] = PostingTable(keys=keys, rows=rows, width=width, index=index)
-    segment = Segment(declarations=typed, **parts)
-    return Document(module=module, uses=list(uses), declarations=raws, file=path), typed, segment
+    restored = tuple(typed)
+    segment = Segment(declarations=restored, **parts)
+    return Document(module=module, uses=list(uses), declarations=raws, file=path), restored, segment

@@ -4,14 +4,17 @@ changed while it was down, and never trusts an entry it did not write whole."""
 from __future__ import annotations
 
 import json
+import marshal
 import shutil
 from pathlib import Path
 
 import pytest
 
+from memhubd.model import Declaration
+from memhubd.model.declaration import RestoredDeclaration
 from memhubd.query import build_evidence_pack
 from memhubd.runtime import sources as sources_module
-from memhubd.runtime.cache import ParseCache
+from memhubd.runtime.cache import SNAPSHOT_FORMAT, ParseCache
 from memhubd.runtime.snapshot import Snapshot, build_snapshot, persist
 
 SOURCES = {
@@ -258,3 +261,74 @@ def test_a_snapshot_of_another_workspace_is_not_used(
 
     assert cache.refused == 1
     assert "fridays" in again.workspace.by_id("deploy.day").claim_text  # type: ignore[union-attr]
+
+
+def _decoded_fields(declarations: list[object]) -> int:
+    """How many of `declarations` hold their fields decoded (an unset slot otherwise)."""
+    slot = Declaration.__dict__["fields"]
+    count = 0
+    for decl in declarations:
+        try:
+            slot.__get__(decl)
+        except AttributeError:
+            continue
+        count += 1
+    return count
+
+
+def test_a_restart_decodes_each_declarations_fields_only_when_read(
+    saved: tuple[Path, Path, Snapshot],
+) -> None:
+    root, state, first = saved
+
+    again = build_snapshot("w", str(root), None, cache=ParseCache(state))
+
+    # Given a start from the snapshot file, no declaration's fields were decoded
+    restored = again.workspace.declarations
+    assert all(isinstance(d, RestoredDeclaration) for d in restored)
+    assert _decoded_fields(restored) == 0
+    # When they are read, they are the parsed ones, shared with the parsed declaration
+    parsed = build_snapshot("w", str(root), None).workspace.declarations
+    assert [d.fields for d in restored] == [d.fields for d in parsed]
+    assert all(d.fields is d._positions.fields for d in restored)  # noqa: SLF001
+    assert restored == parsed
+    assert answers(again) == answers(first)
+
+
+def test_a_restored_workspace_is_saved_again_as_it_was(
+    saved: tuple[Path, Path, Snapshot], tmp_path: Path
+) -> None:
+    root, state, first = saved
+    restored = build_snapshot("w", str(root), None, cache=ParseCache(state))
+    # Saving restored files (fields never decoded) into another cache, then restoring
+    other = tmp_path / "other"
+    persist(restored, ParseCache(other))
+
+    again = build_snapshot("w", str(root), None, cache=ParseCache(other))
+
+    assert answers(again) == answers(first)
+
+
+def test_a_snapshot_of_an_older_format_is_ignored_with_a_log_line(
+    saved: tuple[Path, Path, Snapshot],
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    root, state, first = saved
+    # Given a snapshot file sealed by this very cache, but in the format before
+    # (declarations' fields decoded with the rest of the file)
+    cache = ParseCache(state)
+    (file,) = snapshot_files(state)
+    old = cache._seal(  # noqa: SLF001
+        marshal.dumps((str(root.resolve()), "types", ())), b"MHSS", SNAPSHOT_FORMAT - 1
+    )
+    file.write_bytes(old)
+
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    printed = capsys.readouterr()
+    assert "parse cache snapshot refused (another format version)" in (
+        printed.out + printed.err + caplog.text
+    )
+    assert cache.refused == 1
+    assert answers(again) == answers(first)
