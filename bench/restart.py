@@ -46,10 +46,11 @@ from daemon import BIN, free_port  # noqa: E402
 class Served:
     """`memhubd serve` over `root` with `state`; `started_s`: start -> first answer."""
 
-    def __init__(self, root: Path, state: Path, token: str) -> None:
+    def __init__(self, root: Path, state: Path, token: str, *, trace: bool = False) -> None:
         self.url = f"http://127.0.0.1:{free_port()}"
         self.headers = {"authorization": f"Bearer {token}"}
         self.socket = str(Path(tempfile.mkdtemp(prefix="mhr-")) / "d.sock")
+        self.log = state.parent / "daemon.log"
         begun = time.perf_counter()
         self.proc = subprocess.Popen(
             [
@@ -63,9 +64,10 @@ class Served:
                 str(state),
                 "--workspace",
                 f"bench={root}",
+                *(["--log-level", "debug"] if trace else []),
             ],
             stdout=subprocess.DEVNULL,
-            stderr=open(state.parent / "daemon.log", "ab"),  # noqa: SIM115 - the daemon's lifetime
+            stderr=open(self.log, "ab"),  # noqa: SIM115 - the daemon's lifetime
         )
         deadline = time.monotonic() + 1800
         while time.monotonic() < deadline:
@@ -153,23 +155,28 @@ class Reloads:
                 if self._stop.is_set():
                     return
                 if line.startswith("data: ") and '"event": "reloaded"' in line:
-                    self.seen.append((time.perf_counter(), json.loads(line[6:])["generation"]))
+                    # monotonic: the daemon's trace lines use the same clock
+                    self.seen.append((time.monotonic(), json.loads(line[6:])["generation"]))
 
-    def after(self, moment: float) -> float | None:
-        arrived = [at for at, _ in self.seen if at >= moment]
+    def after(self, moment: float) -> tuple[float, int] | None:
+        arrived = [seen for seen in self.seen if seen[0] >= moment]
         return arrived[0] if arrived else None
 
     def stop(self) -> None:
         self._stop.set()
 
 
-def edit_to_served(daemon: Served, root: Path, edits: int) -> tuple[list[float], list[float]]:
+def edit_to_served(
+    daemon: Served, root: Path, edits: int
+) -> tuple[list[float], list[float], list[tuple[float, float, int]]]:
     """Append one uniquely worded declaration; time until a new generation is served
-    (polled cheaply) and until a query returns the declaration."""
+    (its `reloaded` event) and until a query returns the declaration. Also returns each
+    edit's (written, event arrived, generation), monotonic, for `breakdown`."""
     target = sorted(root.rglob("*.mem"))[len(list(root.rglob("*.mem"))) // 2]
     original = target.read_text(encoding="utf-8")
     seen = []
     swapped = []
+    moments: list[tuple[float, float, int]] = []
     added = ""
     reloads = Reloads(daemon)
     try:
@@ -184,24 +191,94 @@ def edit_to_served(daemon: Served, root: Path, edits: int) -> tuple[list[float],
             text = original + added
             temporary = target.with_suffix(".tmp")
             temporary.write_text(text, encoding="utf-8")
-            written = time.perf_counter()
+            written = time.monotonic()
             temporary.replace(target)
-            while time.perf_counter() - written < 60:
-                arrived = reloads.after(written)
-                if arrived is not None:
-                    swapped.append(arrived - written)
+            while time.monotonic() - written < 60:
+                event = reloads.after(written)
+                if event is not None:
+                    swapped.append(event[0] - written)
+                    moments.append((written, *event))
                     break
                 time.sleep(0.001)
-            while time.perf_counter() - written < 60:
+            while time.monotonic() - written < 60:
                 if f"bench.edit_{n}" in daemon.query(word).text:
-                    seen.append(time.perf_counter() - written)
+                    seen.append(time.monotonic() - written)
                     break
                 time.sleep(0.002)
             time.sleep(0.3)
     finally:
         reloads.stop()
         target.write_text(original, encoding="utf-8")
-    return swapped, seen
+    return swapped, seen, moments
+
+
+# The daemon's debug trace of a reload (runtime/watcher.py and runtime/hub.py), as the
+# steps between its monotonic marks; `arrived` is when the bench read the event.
+STEPS = (
+    ("watch", "written", "received"),  # watchfiles noticed the batch and handed it over
+    ("deliver", "received", "delivered"),  # the watcher's lock and stat of the paths
+    ("call", "delivered", "entered"),
+    ("lock", "entered", "locked"),  # an earlier reload still running
+    ("queue", "locked", "build_started"),  # worker thread and build limiter
+    ("build", "build_started", "built"),
+    ("settle", "built", "returned"),  # freezing the heap (a full collection at times)
+    ("swap", "returned", "swapped"),
+    ("publish", "swapped", "reported"),
+    ("deliver_event", "reported", "arrived"),  # SSE fan-out to the bench
+)
+
+
+def breakdown(log: Path, moments: list[tuple[float, float, int]]) -> None:
+    """Print where each edit's time went, from the trace lines of a daemon run with
+    `--log-level debug`, and the median of each step."""
+    batches, reloads, warms = [], {}, []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        record = json.loads(line)
+        if record.get("event") == "workspace_batch":
+            batches.append(record)
+        elif record.get("event") == "reload_trace":
+            reloads[record["generation"]] = record
+        elif record.get("event") == "warm_trace":
+            warms.append(record)
+    per_step: dict[str, list[float]] = {name: [] for name, _, _ in STEPS}
+    for written, arrived, generation in moments:
+        marks = {"written": written, "arrived": arrived, **reloads.get(generation, {})}
+        batch = next((b for b in batches if b["received"] >= written), None)
+        if batch is not None:
+            marks.update(received=batch["received"], delivered=batch["delivered"])
+        # A lint or cache save of an earlier snapshot running while this edit was served.
+        busy = any(
+            w.get(start, arrived) < arrived and w.get(end, written) > written
+            for w in warms
+            for start, end in (("started", "indexed"), ("quiet", "ended"))
+        )
+        parts = []
+        for name, start, end in STEPS:
+            if start in marks and end in marks:
+                took = (marks[end] - marks[start]) * 1000
+                per_step[name].append(took)
+                parts.append(f"{name} {took:.0f}")
+        if "build_cpu" in marks:
+            per_step.setdefault("build_cpu", []).append(marks["build_cpu"] * 1000)
+            parts.append(f"(build CPU {marks['build_cpu'] * 1000:.0f})")
+        total = (arrived - written) * 1000
+        print(f"  edit {total:.0f} ms: " + ", ".join(parts) + (" [warming]" if busy else ""))
+    medians = ", ".join(f"{n} {statistics.median(t):.0f}" for n, t in per_step.items() if t)
+    print(f"  median ms: {medians}", flush=True)
+    warm_steps = (("index", "started", "indexed"), ("wait", "indexed", "quiet"))
+    warm_steps += (("persist", "quiet", "persisted"), ("lint", "persisted", "linted"))
+    warm_steps += (("settle", "linted", "ended"),)
+    spans = {
+        name: [(w[end] - w[start]) * 1000 for w in warms if start in w and end in w]
+        for name, start, end in warm_steps
+    }
+    print(
+        f"  after each swap ({len(warms)} runs), median ms: "
+        + ", ".join(f"{n} {statistics.median(t):.0f}" for n, t in spans.items() if t),
+        flush=True,
+    )
 
 
 def query_p50(daemon: Served, workload: list[dict], count: int) -> float:
@@ -213,7 +290,7 @@ def query_p50(daemon: Served, workload: list[dict], count: int) -> float:
     return statistics.median(times)
 
 
-def run(size: int, edits: int, queries: int) -> dict:
+def run(size: int, edits: int, queries: int, trace: bool = False) -> dict:
     data = synth.ensure_workspace(size)
     with tempfile.TemporaryDirectory(prefix="mh-restart-") as tmp:
         root = Path(tmp) / "ws"
@@ -224,10 +301,12 @@ def run(size: int, edits: int, queries: int) -> dict:
         cold = Served(root, state, secret)
         wait_for_cache(state, files)
         cold.stop()
-        warm = Served(root, state, secret)
+        warm = Served(root, state, secret, trace=trace)
         try:
             settled = wait_until_idle(warm.proc.pid)
-            swapped, served = edit_to_served(warm, root, edits)
+            swapped, served, moments = edit_to_served(warm, root, edits)
+            if trace:
+                breakdown(warm.log, moments)
             p50 = query_p50(warm, data.queries(), queries)
             rss = rss_mb(warm.proc.pid)
         finally:
@@ -321,12 +400,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--in-process", action="store_true", help="the builder alone")
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="serve the edits at log level debug and print where each edit's time went",
+    )
     args = parser.parse_args(argv)
     for size in (synth.parse_size(s) for s in args.sizes.split(",")):
         if args.in_process:
             in_process(size, args.edits)
             continue
-        r = run(size, args.edits, args.queries)
+        r = run(size, args.edits, args.queries, args.trace)
         edit = "n/a" if r["edit_median_ms"] is None else f"{r['edit_median_ms']:.0f} ms"
         print(
             f"{synth.size_label(size)}: cold start {r['cold_s']:.2f} s, warm start "

@@ -35,12 +35,17 @@ def _heap_size() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def settle_long_lived() -> None:
+def settle_long_lived(*, collect: bool = True) -> None:
     """Freeze every object alive now (`gc.freeze`). Run it right after a snapshot, its
-    index or its lint is built, best while the collector is still paused."""
+    index or its lint is built, best while the collector is still paused.
+
+    `collect=False` never runs the full collection that growth calls for (it holds the
+    GIL for as long as the heap takes to walk): for a path someone waits on."""
     global _size_after_collect
     with _lock:
         gc.freeze()
+        if not collect:
+            return
         size = _heap_size()
         if not _size_after_collect:
             _size_after_collect = size
@@ -51,13 +56,14 @@ def settle_long_lived() -> None:
             _size_after_collect = _heap_size()
 
 
-def settled(build: Callable[[], T]) -> Callable[[], T]:
-    """`build`, run with the collector paused and what it made frozen before it resumes."""
+def settled(build: Callable[[], T], *, collect: bool = True) -> Callable[[], T]:
+    """`build`, run with the collector paused and what it made frozen before it resumes
+    (`collect`: as in `settle_long_lived`)."""
 
     def run() -> T:
         with cyclic_gc_paused():
             result = build()
-            settle_long_lived()
+            settle_long_lived(collect=collect)
         return result
 
     return run

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,51 @@ from memhubd.runtime.snapshot import (
 from memhubd.runtime.sources import SourceProblem
 
 log = structlog.get_logger("memhubd.hub")
+
+# Saving the parse cache and linting wait until no reload has run for this long (and no
+# longer than the second figure): they are passes over the whole workspace, seconds at
+# 100k, and a reload that ran beside them shared the GIL with them (a 36 ms build took
+# 240 ms). In a burst of edits only the last snapshot is saved and linted.
+WARM_QUIET_S = 1.0
+WARM_WAIT_AT_MOST_S = 30.0
+
+
+class ReloadActivity:
+    """Whether reloads are running, and since when none has, for background work that
+    should not compete with a reload someone is waiting on."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.quiet_since = time.monotonic()
+        self._changed: anyio.Event | None = None
+
+    @contextmanager
+    def reloading(self) -> Iterator[None]:
+        self.running += 1
+        self._signal()
+        try:
+            yield
+        finally:
+            self.running -= 1
+            self.quiet_since = time.monotonic()
+            self._signal()
+
+    def _signal(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def wait_quiet(self, quiet_s: float, at_most_s: float) -> None:
+        """Return once no reload has run for `quiet_s`, or after `at_most_s` regardless."""
+        give_up = time.monotonic() + at_most_s
+        while (now := time.monotonic()) < give_up:
+            if not self.running and now - self.quiet_since >= quiet_s:
+                return
+            wake = give_up if self.running else min(give_up, self.quiet_since + quiet_s)
+            if self._changed is None:
+                self._changed = anyio.Event()
+            with anyio.move_on_after(wake - now):
+                await self._changed.wait()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +123,10 @@ class WorkspaceHost:
         `changed`: the only source paths that changed since the last reload (besides
         those held back); None looks at every file.
         """
-        async with self._reload_lock:
-            return await self._reload_locked(trusted=False, changed=changed)
+        entered = time.monotonic()
+        with self._hub.activity.reloading():
+            async with self._reload_lock:
+                return await self._reload_locked(trusted=False, changed=changed, entered=entered)
 
     def reloads_held(self) -> anyio.Lock:
         """Hold off every other reload, e.g. across a write to the sources and its reload."""
@@ -91,20 +138,25 @@ class WorkspaceHost:
         That caller writes the sources itself, whole and atomically, and must see its
         write served at once: changed files are not made to settle first.
         """
-        return await self._reload_locked(trusted=True)
+        with self._hub.activity.reloading():
+            return await self._reload_locked(trusted=True)
 
     async def _reload_locked(
-        self, *, trusted: bool, changed: Iterable[str] | None = None
+        self, *, trusted: bool, changed: Iterable[str] | None = None, entered: float | None = None
     ) -> Snapshot | None:
         hub = self._hub
         previous = self.snapshot
         started = time.perf_counter()
+        # Monotonic times of the reload's steps, logged at debug level (bench/restart.py).
+        marks = {"entered": entered or time.monotonic(), "locked": time.monotonic()}
         if self._walk_next:
             changed = None
         self._walk_next = True  # until this build has succeeded
 
         def build() -> Snapshot:
-            return build_snapshot(
+            marks["build_started"] = time.monotonic()
+            cpu = time.thread_time()
+            built = build_snapshot(
                 self.name,
                 self.root,
                 previous,
@@ -115,9 +167,15 @@ class WorkspaceHost:
                 cache=hub.cache if previous is None else None,
                 changed=changed,
             )
+            marks["built"] = time.monotonic()
+            marks["build_cpu"] = time.thread_time() - cpu
+            return built
 
         try:
-            candidate = await anyio.to_thread.run_sync(settled(build), limiter=hub.build_limiter)
+            # No full collection here: the warm-up after the swap decides on one.
+            candidate = await anyio.to_thread.run_sync(
+                settled(build, collect=False), limiter=hub.build_limiter
+            )
         except WorkspaceUnavailable as error:
             hub.metrics.reloads.inc(self.name, "unavailable")
             if self.unavailable != error.problem:
@@ -134,6 +192,7 @@ class WorkspaceHost:
         finally:
             self.last_reload_at = time.time()
         self._walk_next = False
+        marks["returned"] = time.monotonic()
         hub.metrics.reload_seconds.observe(self.name, value=time.perf_counter() - started)
         self._pending = candidate.pending
         self._schedule_recheck(candidate.recheck_at)
@@ -142,8 +201,11 @@ class WorkspaceHost:
             return previous
         self.snapshot = candidate
         self.unavailable = None
+        marks["swapped"] = time.monotonic()
         self._report(previous, candidate)
+        marks["reported"] = time.monotonic()
         hub.warm(candidate)
+        log.debug("reload_trace", workspace=self.name, generation=candidate.generation, **marks)
         return candidate
 
     def _schedule_recheck(self, at: float | None) -> None:
@@ -228,9 +290,12 @@ class Hub:
         self.limits = limits  # memhubd.runtime.config.Limits
         self.hosts: dict[str, WorkspaceHost] = {}
         self.build_limiter = anyio.CapacityLimiter(1)
-        # Lint and lazily built index parts are computed on their own limiter: a reload
-        # never queues behind a lint, and a lint of a snapshot already replaced is skipped.
+        # Lazily built index parts, and the cache save and lint, are computed on limiters
+        # of their own: a reload never queues behind them, the next snapshot's index never
+        # behind a lint, and a snapshot already replaced is not saved or linted.
         self.warm_limiter = anyio.CapacityLimiter(1)
+        self.lint_limiter = anyio.CapacityLimiter(1)
+        self.activity = ReloadActivity()
         self.recall: Any = None  # memhubd.recall.shelf.RecallShelf, opened by the server
         # memhubd.runtime.cache.ParseCache in the state dir, opened by the server; None: off.
         self.cache: Any = None
@@ -286,10 +351,11 @@ class Hub:
         )
 
     def warm(self, snapshot: Snapshot) -> None:
-        """Compute lint and the index off the request path, right after a swap.
+        """Compute the index's lazy parts right after a swap, then save the parse cache
+        and lint once reloads have been quiet for `WARM_QUIET_S`, all off the request path.
 
         Runs beside reloads, not before the next one; a snapshot that is no longer
-        served by the time its turn comes is not linted at all (edits in a burst).
+        served by the time its turn comes is not saved or linted (edits in a burst).
         """
         if self._tg is None:
             return
@@ -298,24 +364,41 @@ class Hub:
             host = self.hosts.get(snapshot.name)
             return host is not None and host.snapshot is snapshot
 
-        def work() -> None:
+        marks: dict[str, float] = {}
+
+        def index() -> None:
             from memhubd.index.workspace import index_for
 
+            if current():
+                marks["started"] = time.monotonic()
+                # Collecting waits for the quiet step: it holds the GIL throughout.
+                settled(index_for(snapshot.workspace).warm, collect=False)()
+                marks["indexed"] = time.monotonic()
+
+        def save_and_lint() -> None:
             if not current():
                 return
-            settled(index_for(snapshot.workspace).warm)()
+            marks["quiet"] = time.monotonic()
             if self.cache is not None:
                 try:
                     persist(snapshot, self.cache)
                 except OSError as error:  # a full disk costs the next start a parse, no more
                     log.warning("parse cache not saved", workspace=snapshot.name, error=str(error))
+            marks["persisted"] = time.monotonic()
             if current():
                 snapshot.diagnostics()
+                marks["linted"] = time.monotonic()
                 settle_long_lived()
+            marks["ended"] = time.monotonic()
+            log.debug(
+                "warm_trace", workspace=snapshot.name, generation=snapshot.generation, **marks
+            )
 
         async def run() -> None:
             try:
-                await anyio.to_thread.run_sync(work, limiter=self.warm_limiter)
+                await anyio.to_thread.run_sync(index, limiter=self.warm_limiter)
+                await self.activity.wait_quiet(WARM_QUIET_S, WARM_WAIT_AT_MOST_S)
+                await anyio.to_thread.run_sync(save_and_lint, limiter=self.lint_limiter)
             except Exception:
                 log.exception("warming failed", workspace=snapshot.name)
 
