@@ -3,9 +3,11 @@ synthetic workspace (10k declarations by default), with 1 client and with 16 con
 
 The daemon runs in a child process (so client and server do not share a GIL); each client is
 an MCP SDK session; `raw` clients send plain JSON-RPC POSTs (the SDK client's share) and `api`
-clients the JSON API's query (the baseline MCP adds to). `srv cpu ms` is the daemon's own
-CPU time (user + system, from /proc) per call: on a shared machine it moves far less with
-the load than the latencies do.
+clients the JSON API's query (the baseline MCP adds to). `floor` runs the SDK client against
+a stand-in server that answers every call at once with an answer the daemon gave (same
+bytes, same size): what a call costs with the daemon's part taken out. `srv cpu ms` is the
+daemon's own CPU time (user + system, from /proc) per call and `cli cpu ms` this process's
+(the clients'): on a shared machine they move far less with the load than the latencies do.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -72,8 +75,81 @@ def serve(workspace: str) -> None:
 
 
 def start_server(workspace: Path) -> tuple[subprocess.Popen, dict]:
+    return start_child("--serve", str(workspace))
+
+
+# --- the stand-in server (child process, for the `floor` clients) -----------------------
+
+_ANSWER_ID = re.compile(rb'^\{"jsonrpc":"2\.0","id":(?:\d+|"[^"]*"),')
+
+
+def serve_recorded(path: str) -> None:
+    """Answer each POST at once with the daemon's recorded answer to the same method (calls
+    in turn), its id replaced; print {"url"} once listening. HTTP/1.1 keep-alive, no more."""
+    recorded = json.loads(Path(path).read_text())
+    answers = {method: [a.encode() for a in items] for method, items in recorded.items()}
+    served = {"count": 0}
+
+    def answer_to(body: bytes) -> bytes:
+        request = json.loads(body)
+        options = answers.get(request.get("method"), answers["tools/call"])
+        answer = options[served["count"] % len(options)]
+        served["count"] += 1
+        head = b'{"jsonrpc":"2.0","id":' + json.dumps(request.get("id")).encode() + b","
+        return _ANSWER_ID.sub(lambda _match: head, answer, count=1)
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                body = answer_to(await reader.readexactly(length))
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\n\r\n" % len(body) + body
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(connection, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        print(json.dumps({"url": f"http://127.0.0.1:{port}"}), flush=True)
+        await server.serve_forever()
+
+    asyncio.run(main())
+
+
+async def record_answers(url: str, token: str, queries: list[dict], calls: int) -> dict:
+    """The daemon's answers (bytes as sent) to an SDK session of `calls` queries, by method."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    recorded: dict[str, list[str]] = {}
+
+    async def keep(response: httpx2.Response) -> None:
+        await response.aread()
+        method = json.loads(response.request.content).get("method", "")
+        recorded.setdefault(method, []).append(response.content.decode())
+
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=60, event_hooks={"response": [keep]}
+    )
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+        for index in range(calls):
+            await client.call_tool("memory_query", arguments(queries[index % len(queries)]))
+    return recorded
+
+
+def start_child(*args: str) -> tuple[subprocess.Popen, dict]:
     child = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "--serve", str(workspace)],
+        [sys.executable, str(SCRIPT), *args],
         stdout=subprocess.PIPE,
         text=True,
         cwd=harness.REPO_ROOT,
@@ -81,7 +157,7 @@ def start_server(workspace: Path) -> tuple[subprocess.Popen, dict]:
     line = child.stdout.readline() if child.stdout else ""
     if not line:
         child.kill()
-        raise RuntimeError("the daemon did not start")
+        raise RuntimeError(f"the child {args[0]} did not start")
     return child, json.loads(line)
 
 
@@ -183,7 +259,7 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 async def run_clients(kind: str, count: int, server: dict, queries: list[dict], calls: int) -> dict:
-    client = {"sdk": sdk_client, "raw": raw_client, "api": api_client}[kind]
+    client = {"sdk": sdk_client, "floor": sdk_client, "raw": raw_client, "api": api_client}[kind]
     # Each client starts at a different place in the query list.
     shifted = [
         queries[i * 7 % len(queries) :] + queries[: i * 7 % len(queries)] for i in range(count)
@@ -204,6 +280,18 @@ async def run_clients(kind: str, count: int, server: dict, queries: list[dict], 
     }
 
 
+def start_floor(
+    server: dict, queries: list[dict], children: list[subprocess.Popen]
+) -> tuple[subprocess.Popen, dict]:
+    """The stand-in server, serving the daemon's answers to the first 100 queries."""
+    recorded = asyncio.run(record_answers(server["url"], server["token"], queries, 100))
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(recorded, handle)
+    stand_in, address = start_child("--serve-recorded", handle.name)
+    children.append(stand_in)
+    return stand_in, {**address, "token": server["token"]}
+
+
 def render(report: dict) -> str:
     rows = [
         [
@@ -214,6 +302,7 @@ def render(report: dict) -> str:
             f"{r['p99_ms']:.2f}",
             f"{r['throughput_per_s']:.0f}",
             "n/a" if r.get("server_cpu_ms") is None else f"{r['server_cpu_ms']:.2f}",
+            "n/a" if r.get("client_cpu_ms") is None else f"{r['client_cpu_ms']:.2f}",
         ]
         for r in report["runs"]
     ]
@@ -223,7 +312,8 @@ def render(report: dict) -> str:
         f"max_bytes {report['max_bytes'] or 'none'})"
     )
     table = harness.table(
-        ["client", "clients", "calls", "p50 ms", "p99 ms", "calls/s", "srv cpu ms"], rows
+        ["client", "clients", "calls", "p50 ms", "p99 ms", "calls/s", "srv cpu ms", "cli cpu ms"],
+        rows,
     )
     verdict = "met" if report["goal_met"] else "NOT met"
     goal = f"goal: p50 <= {GOAL_P50_MS:g} ms with one SDK client: {verdict}"
@@ -240,35 +330,51 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", choices=synth.SHAPES, default="spread")
     parser.add_argument("--max-bytes", type=int, default=None, help="answer budget per call")
     parser.add_argument(
-        "--kinds", default="sdk,raw,api", help="which clients to run (default sdk,raw,api)"
+        "--kinds",
+        default="sdk,raw,api",
+        help="which clients to run, of sdk,raw,api,floor (default sdk,raw,api)",
     )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-recorded", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve)
+        return 0
+    if args.serve_recorded:
+        serve_recorded(args.serve_recorded)
         return 0
     global MAX_BYTES
     MAX_BYTES = args.max_bytes
     size = synth.parse_size(args.size)
     generated = synth.ensure_workspace(size, args.seed, shape=args.shape)
     queries = generated.queries()
+    kinds = args.kinds.split(",")
     child, server = start_server(generated.workspace)
+    children = [child]
     try:
         # The first call builds what every later one reuses (the index, the vocabulary):
         # made with a question of its own before anything is measured.
         asyncio.run(run_clients("api", 1, server, [{"query": "warm up the daemon"}], 1))
+        import httpx2  # noqa: F401 - imported before any client's CPU time is counted
+        from mcp import Client  # noqa: F401
+
         runs = []
-        for kind in args.kinds.split(","):
+        for kind in kinds:
+            # Recording the stand-in's answers caches them in the daemon: only when due.
+            floor = kind == "floor"
+            serving, address = start_floor(server, queries, children) if floor else (child, server)
             for count in (1, args.clients):
-                before = cpu_seconds(child.pid)
-                run = asyncio.run(run_clients(kind, count, server, queries, args.calls))
-                after = cpu_seconds(child.pid)
+                before, used = cpu_seconds(serving.pid), time.process_time()
+                run = asyncio.run(run_clients(kind, count, address, queries, args.calls))
+                after, used = cpu_seconds(serving.pid), time.process_time() - used
                 spent = None if before is None or after is None else after - before
                 run["server_cpu_ms"] = None if spent is None else spent * 1000 / run["calls"]
+                run["client_cpu_ms"] = used * 1000 / run["calls"]
                 runs.append(run)
     finally:
-        child.terminate()
-        child.wait(20)
+        for running in children:
+            running.terminate()
+            running.wait(20)
     single = next((r for r in runs if r["client"] == "sdk" and r["clients"] == 1), None)
     report = {
         "benchmark": "mcp_query",
