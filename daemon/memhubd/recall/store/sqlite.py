@@ -4,7 +4,8 @@ One writer connection behind a lock (SQLite's own lock and busy timeout serialis
 writers of other processes); readers use a small pool of their own connections and
 never wait for a writer. Vectors are float32 blobs, searched with numpy over an
 in-memory index (`recall.vectors`: exact below 20,000 vectors, IVF above) that follows
-other connections' commits via `PRAGMA data_version`.
+other connections' commits via `PRAGMA data_version`; BM25 is ranked from memory too
+(`store.bm25`), exactly as FTS5 ranks it, with FTS5 answering whenever that index cannot.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from memhubd.recall.store.base import (
     VectorsUnavailable,
     WriteOutcome,
 )
+from memhubd.recall.store.bm25 import Column as _Column
+from memhubd.recall.store.bm25 import LexicalCache
 from memhubd.recall.vectors import VectorIndex
 
 BUSY_TIMEOUT_MS = 30_000
@@ -176,39 +179,6 @@ class _Readers:
             for connection in self._all:
                 connection.close()
             self._all.clear()
-
-
-class _Column:
-    """One text column of the cached rows as small integer codes, one string per
-    distinct value: a million rows cost 4 MB, not a million string objects."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self._code: dict[str, int] = {}
-        self._parts: list[np.ndarray] = []
-        self._codes: np.ndarray | None = np.zeros(0, np.int32)
-
-    def extend(self, values: list[str]) -> None:
-        codes = np.empty(len(values), np.int32)
-        for i, value in enumerate(values):
-            code = self._code.get(value)
-            if code is None:
-                code = self._code[value] = len(self.names)
-                self.names.append(value)
-            codes[i] = code
-        self._parts.append(codes)
-        self._codes = None
-
-    @property
-    def codes(self) -> np.ndarray:
-        if self._codes is None:
-            self._codes = np.concatenate(self._parts) if self._parts else np.zeros(0, np.int32)
-            self._parts = [self._codes]
-        return self._codes
-
-    def isin(self, values: Sequence[str]) -> np.ndarray:
-        wanted = [self._code[v] for v in values if v in self._code]
-        return np.isin(self.codes, np.asarray(wanted, np.int32))
 
 
 class _VectorCache:
@@ -371,6 +341,7 @@ class SQLiteStore(DrawerStore):
             os.chmod(self.path, 0o600)
         self._readers = _Readers(self.path, readers)
         self._vectors = _VectorCache(self.path)
+        self._lexical = LexicalCache(lambda: _connect(self.path))
 
     # -- schema -----------------------------------------------------------------------
 
@@ -500,6 +471,16 @@ class SQLiteStore(DrawerStore):
         match = fts_query(terms)
         if not match or limit <= 0:
             return []
+        # The in-memory index answers when it can, exactly as the SQL below would.
+        phrases = [term for term in terms if term.strip()]
+        ranked = self._lexical.ranked(phrases, where, limit, (1.0, 0.5, context_weight))
+        if ranked is not None:
+            return [RankedRow(rowid, score) for rowid, score in ranked]
+        return self._fts_lexical(match, where, limit, context_weight)
+
+    def _fts_lexical(
+        self, match: str, where: DrawerFilter, limit: int, context_weight: float
+    ) -> list[RankedRow]:
         # bm25() is lower-is-better; the speaker column counts half as much as the text.
         if not where.narrows and where.roles is None:
             # Only live drawers are indexed: without filters the join is not needed, and
@@ -550,6 +531,11 @@ class SQLiteStore(DrawerStore):
             positions, scores = cache.index.search(query, allowed, limit)
             rowids = cache.rowids
         return [RankedRow(int(rowids[p]), float(s)) for p, s in zip(positions, scores, strict=True)]
+
+    def settle_lexical(self, timeout: float | None = None) -> bool:
+        """Build (or catch up) the in-memory BM25 index now; True when it answers
+        (benchmarks time the index, not FTS5 serving while it builds)."""
+        return self._lexical.settle(timeout)
 
     def settle_vectors(self, timeout: float | None = None) -> bool:
         """Load every committed vector and wait for the index build this starts, if any
@@ -947,3 +933,4 @@ class SQLiteStore(DrawerStore):
             self._writer.close()
         self._readers.close()
         self._vectors.close()
+        self._lexical.close()

@@ -1,0 +1,234 @@
+"""The in-memory BM25 index ranks exactly as FTS5's bm25() does: same drawers, same
+order, scores within 1e-9, through writes, soft deletes, purges, filters and roles,
+and it hands the query back to FTS5 whenever it cannot answer."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memhubd.recall.ids import content_hash
+from memhubd.recall.lexical import COLUMN_BITS, LexicalIndex
+from memhubd.recall.store import AuditEntry, DrawerFilter, NewDrawer, RankedRow, bm25, open_store
+from memhubd.recall.store.sqlite import SQLiteStore
+
+AUDIT = AuditEntry("tester", "test", "ingest")
+# Stems, case, diacritics and numbers: the tokenizer's work must be FTS5's own.
+WORDS = (
+    "run running runs ran runner cafe café Café naïve naive ledger ledgers invoice "
+    "invoices retry retried retrying webhook 42 x1 alpha beta gamma delta omega the a of "
+    "zeta eta theta iota kappa"
+).split()
+SPEAKERS = (None, None, "Caroline", "Jon Snow", "Melanie")
+ROOMS = ("r0", "r1", "r2")
+KINDS = ("text", "markdown", "slack")
+IDENTITIES = ("ann", "bob")
+READERS = (None, None, None, ("ops",), ("ops", "dev"), ())
+QUERIES = 12  # random queries per comparison, each under every filter
+
+
+def text(rng: random.Random, low: int, high: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(low, high)))
+
+
+def drawers(rng: random.Random, count: int, start: int) -> list[NewDrawer]:
+    out = []
+    for i in range(start, start + count):
+        content = text(rng, 0, 14)
+        out.append(
+            NewDrawer(
+                id=f"drawer_{i}",
+                room=rng.choice(ROOMS),
+                content=content,
+                source_file=f"s{i % 4}.txt",
+                source_kind=rng.choice(KINDS),
+                chunk_index=i,
+                content_hash=content_hash(content),
+                identity=rng.choice(IDENTITIES),
+                speaker=rng.choice(SPEAKERS),
+                said_at=rng.choice((None, 1000 + i)),
+                readers=rng.choice(READERS),
+                context=text(rng, 0, 6) if rng.random() < 0.5 else "",
+            )
+        )
+    return out
+
+
+def query(rng: random.Random) -> list[str]:
+    words = [rng.choice(WORDS).lower() for _ in range(rng.randint(1, 5))]
+    if rng.random() < 0.2:
+        words.append(rng.choice(("caroline", "snow", "jon", "melanie")))
+    return list(dict.fromkeys(words))
+
+
+FILTERS = (
+    DrawerFilter(),
+    DrawerFilter(roles=frozenset()),
+    DrawerFilter(roles=frozenset({"ops"})),
+    DrawerFilter(rooms=("r1", "r2"), roles=frozenset({"dev"})),
+    DrawerFilter(source_kinds=("markdown",)),
+    DrawerFilter(identities=("bob",)),
+    DrawerFilter(since=1010, until=1040),
+    DrawerFilter(rooms=("nowhere",)),
+)
+
+
+def from_fts(store: SQLiteStore, terms: list[str], where: DrawerFilter, limit: int) -> list:
+    enabled, bm25.ENABLED = bm25.ENABLED, False
+    try:
+        return store.lexical(terms, where, limit)
+    finally:
+        bm25.ENABLED = enabled
+
+
+def assert_same(memory: list[RankedRow], fts: list[RankedRow]) -> None:
+    """Same rows in the same order; rows whose scores agree to 1e-9 may swap (a last
+    bit of a logarithm may differ between SQLite's C library and numpy)."""
+    assert len(memory) == len(fts)
+    fts_score = {r.rowid: r.score for r in fts}
+    for mine, theirs in zip(memory, fts, strict=True):
+        assert mine.score == pytest.approx(theirs.score, rel=1e-9, abs=1e-12)
+        if mine.rowid != theirs.rowid:
+            assert fts_score.get(mine.rowid) == pytest.approx(theirs.score, rel=1e-9)
+
+
+def compare(store: SQLiteStore, rng: random.Random, queries: int = QUERIES) -> int:
+    """Compares both rankings on random queries; returns how many the index answered."""
+    answered = 0
+    for _ in range(queries):
+        terms = query(rng)
+        for where in FILTERS:
+            limit = rng.choice((1, 3, 10, 500))
+            cache_answer = store._lexical.ranked(terms, where, limit, (1.0, 0.5, 0.5))
+            answered += cache_answer is not None
+            assert_same(store.lexical(terms, where, limit), from_fts(store, terms, where, limit))
+    return answered
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    opened = open_store(tmp_path / "recall.db")
+    assert isinstance(opened, SQLiteStore)
+    yield opened
+    opened.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_ranking_equals_fts5_through_writes_deletes_and_purges(
+    store: SQLiteStore, seed: int
+) -> None:
+    rng = random.Random(seed)
+    written = drawers(rng, 120, 0)
+    store.write(written, None, None, AUDIT)
+    assert compare(store, rng) > 0
+
+    # Given more writes (the index adds them as a segment) and soft deletes
+    store.write(drawers(rng, 40, 120), None, None, AUDIT)
+    for victim in rng.sample(written, 30):
+        store.soft_delete(victim.id, AUDIT)
+    assert compare(store, rng) > 0
+
+    # When the deleted drawers are purged and more arrive in small writes
+    store.purge(None, AUDIT)
+    for start in range(160, 200, 5):
+        store.write(drawers(rng, 5, start), None, None, AUDIT)
+    # Then the ranking is still FTS5's, answered from memory
+    assert compare(store, rng) == QUERIES * len(FILTERS)
+
+
+def test_writes_and_deletes_of_another_connection_are_followed(tmp_path: Path) -> None:
+    rng = random.Random(9)
+    reader = open_store(tmp_path / "recall.db")
+    writer = open_store(tmp_path / "recall.db")
+    assert isinstance(reader, SQLiteStore)
+    try:
+        batch = drawers(rng, 80, 0)
+        writer.write(batch, None, None, AUDIT)
+        compare(reader, rng, 5)
+        writer.write(drawers(rng, 20, 80), None, None, AUDIT)
+        for victim in batch[:25]:
+            writer.soft_delete(victim.id, AUDIT)
+        assert compare(reader, rng) == QUERIES * len(FILTERS)
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_a_phrase_of_several_tokens_is_ranked_by_fts5(store: SQLiteStore) -> None:
+    rng = random.Random(4)
+    store.write(drawers(rng, 50, 0), None, None, AUDIT)
+    terms = ["alpha-beta", "ledger"]  # the hyphen splits the phrase in two tokens
+    assert store._lexical.ranked(terms, DrawerFilter(), 10, (1.0, 0.5, 0.5)) is None
+    assert store.lexical(terms, DrawerFilter(), 10) == from_fts(store, terms, DrawerFilter(), 10)
+
+
+def test_a_store_above_the_inline_size_is_built_on_a_thread(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25, "INLINE_BELOW", 10)
+    rng = random.Random(5)
+    store.write(drawers(rng, 60, 0), None, None, AUDIT)
+    terms = ["alpha", "runs"]
+    # FTS5 answers while the index builds; once settled, memory answers the same.
+    before = store.lexical(terms, DrawerFilter(), 20)
+    assert store.settle_lexical(10)
+    assert store._lexical.ranked(terms, DrawerFilter(), 20, (1.0, 0.5, 0.5)) is not None
+    assert_same(store.lexical(terms, DrawerFilter(), 20), before)
+
+
+def test_a_weight_of_zero_still_matches_the_column(store: SQLiteStore) -> None:
+    rng = random.Random(6)
+    store.write(drawers(rng, 60, 0), None, None, AUDIT)
+    for terms in (["omega"], ["caroline", "zeta"]):
+        memory = store.lexical(terms, DrawerFilter(), 100, context_weight=0.0)
+        enabled, bm25.ENABLED = bm25.ENABLED, False
+        try:
+            fts = store.lexical(terms, DrawerFilter(), 100, context_weight=0.0)
+        finally:
+            bm25.ENABLED = enabled
+        assert_same(memory, fts)
+
+
+def codes(rowid: int, column: int, count: int) -> np.ndarray:
+    return np.full(count, (rowid << COLUMN_BITS) | column, np.int64)
+
+
+def test_segments_merged_rank_as_one_built_at_once() -> None:
+    rng = np.random.default_rng(3)
+    rows = list(range(1, 301))
+    postings = {
+        f"t{t}": [(r, int(rng.integers(0, 3)), int(rng.integers(1, 4))) for r in rows[t::7]]
+        for t in range(7)
+    }
+
+    def instances(chosen: set[int]) -> list[tuple[str, np.ndarray]]:
+        out = []
+        for term, found in postings.items():
+            mine = [codes(r, c, n) for r, c, n in found if r in chosen]
+            if mine:
+                out.append((term, np.concatenate(mine)))
+        return out
+
+    whole = LexicalIndex()
+    whole.add(np.asarray(rows), instances(set(rows)), chunk=50)
+    pieces = LexicalIndex()
+    for start in range(0, 300, 17):
+        part = rows[start : start + 17]
+        pieces.add(np.asarray(part), instances(set(part)))
+    assert len(pieces.segments) < 300 // 17
+    for index in (whole, pieces):
+        index.delete([5, 6, 7, 250])
+    for term in postings:
+        a, b = whole.rank([term, "t1"], (1.0, 0.5)), pieces.rank([term, "t1"], (1.0, 0.5))
+        assert np.array_equal(a[0], b[0]) and np.allclose(a[1], b[1], rtol=1e-12)
+
+
+def test_a_token_of_a_row_not_added_is_refused() -> None:
+    index = LexicalIndex()
+    with pytest.raises(ValueError):
+        index.add(np.asarray([1, 2]), [("a", codes(3, 0, 1))])
+    assert len(index) == 0 and not index.vocabulary
