@@ -37,10 +37,11 @@ from memhubd.runtime.sources import SourceProblem
 log = structlog.get_logger("memhubd.hub")
 
 # Saving the parse cache and linting wait until no reload has run for this long (and no
-# longer than the second figure): they are passes over the whole workspace, seconds at
-# 100k, and a reload that ran beside them shared the GIL with them (a 36 ms build took
-# 240 ms). In a burst of edits only the last snapshot is saved and linted.
-WARM_QUIET_S = 1.0
+# longer than the second figure): they are passes over the whole workspace (the lint alone
+# 1.1 s of CPU at 100k), and a reload that ran beside them shared the GIL with them (a
+# 36 ms build took 240 ms). In a burst of edits only the last snapshot is saved and
+# linted; 2 s spans the pauses of an agent editing file after file.
+WARM_QUIET_S = 2.0
 WARM_WAIT_AT_MOST_S = 30.0
 
 
