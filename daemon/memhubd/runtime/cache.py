@@ -54,15 +54,15 @@ _MAGIC = b"MHPC"
 _HEADER = len(_MAGIC) + 2 + 32  # magic, version (u16), HMAC-SHA256
 _KEY_FILE = "key"
 _SUFFIX = ".entry"
-SNAPSHOT_FORMAT = 2
+SNAPSHOT_FORMAT = 3
 _SNAPSHOT_MAGIC = b"MHSS"
 _SNAPSHOT_FILE = "snapshot"
 # How often the consolidated snapshot is rewritten at most while files keep changing
 # (it holds every file of the workspace; files changed since cost their entry at start).
 SNAPSHOT_INTERVAL_S = 300.0
 
-# path -> (stat, digest, text, entry payload) of one file as a consolidated snapshot holds it
-Consolidated = dict[str, tuple[tuple[int, int, int], str, str, bytes]]
+# path -> (stat, digest, text, entry data) of one file as a consolidated snapshot holds it
+Consolidated = dict[str, tuple[tuple[int, int, int], str, str, Any]]
 
 
 class ParseCache:
@@ -171,6 +171,18 @@ class ParseCache:
         None (logged) when it is not an entry of exactly this file."""
         try:
             saved = marshal.loads(payload)
+        except Exception as error:  # sealed by us yet not what we write: never served
+            self.refused += 1
+            log.warning("parse cache entry unusable", entry=where, path=path, error=str(error))
+            return None
+        return self.restore(saved, path, digest, text, registry, where)
+
+    def restore(
+        self, saved: Any, path: str, digest: str, text: str, registry: Any, where: str
+    ) -> tuple[Document, tuple[Declaration, ...], Segment] | None:
+        """(document, typed declarations, segment) from an entry's decoded data, or None
+        (logged) when it is not an entry of exactly this file."""
+        try:
             if saved[0] != path or saved[1] != digest:
                 raise ValueError("entry for another file")
             restored = _decode(saved, path, text, registry)
@@ -226,13 +238,20 @@ class ParseCache:
         return held
 
     def save_snapshot(
-        self, root: str, types: str, files: list[tuple[str, tuple[int, int, int], str, str]]
+        self,
+        root: str,
+        types: str,
+        files: list[tuple[str, tuple[int, int, int], str, str, Any, Any]],
     ) -> bool:
-        """Rewrite the consolidated snapshot from (path, stat, digest, text) of each file
-        and its saved entry, unless it already holds exactly that or was written less
-        than `SNAPSHOT_INTERVAL_S` ago. True when written."""
+        """Rewrite the consolidated snapshot from (path, stat, digest, text, document,
+        segment) of each file, unless it already holds exactly that or was written less
+        than `SNAPSHOT_INTERVAL_S` ago. True when written.
+
+        The files' data go into one `marshal` document rather than one per file: a
+        string that many files share (posting keys, field names, kinds) is then decoded
+        and interned once per start instead of once per file."""
         folder = self._workspace_dir(root)
-        marks = frozenset((path, stat, digest) for path, stat, digest, _text in files)
+        marks = frozenset((path, stat, digest) for path, stat, digest, *_rest in files)
         with self._lock:
             written = self._snapshots.get(root)
             if written is not None and (
@@ -240,19 +259,18 @@ class ParseCache:
             ):
                 return False
             held = []
-            for path, stat, digest, text in files:
-                entry = folder / self._entry_name(path, digest, types)
-                try:
-                    payload = self._open(entry.read_bytes())
-                except OSError:
-                    payload = None
-                if payload is not None:  # else: that file is parsed at the next start
-                    held.append((path, stat, digest, text, bytes(payload)))
-            sealed = self._seal(
-                marshal.dumps((os.path.realpath(root), types, tuple(held))),
-                _SNAPSHOT_MAGIC,
-                SNAPSHOT_FORMAT,
-            )
+            for path, stat, digest, text, document, segment in files:
+                with contextlib.suppress(ValueError):  # not plain: parsed at the next start
+                    held.append(
+                        (path, stat, digest, text, _entry_data(path, digest, document, segment))
+                    )
+            try:
+                payload = marshal.dumps((os.path.realpath(root), types, tuple(held)))
+            except ValueError:  # a value marshal cannot write: that file is parsed at start
+                held = [item for item in held if _plain(item)]
+                payload = marshal.dumps((os.path.realpath(root), types, tuple(held)))
+            sealed = self._seal(payload, _SNAPSHOT_MAGIC, SNAPSHOT_FORMAT)
+            folder.mkdir(mode=0o700, exist_ok=True)
             self._write(folder / _SNAPSHOT_FILE, sealed)
             self._snapshots[root] = (time.monotonic(), marks)
             return True
@@ -300,6 +318,14 @@ class ParseCache:
             raise
 
 
+def _plain(value: Any) -> bool:
+    try:
+        marshal.dumps(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _form_of(data: bytes, magic: bytes) -> int | None:
     """The format version a file with `magic` says it has (not verified), else None."""
     if len(data) < _HEADER or not data.startswith(magic):
@@ -324,31 +350,34 @@ _UNRESOLVED: Any = object()
 
 
 def _encode(path: str, digest: str, document: Document, segment: Segment) -> bytes | None:
-    """Plain data for one file, or None when some value is not plain (not cached).
+    """One file's entry, or None when some value is not plain (not cached)."""
+    try:
+        return marshal.dumps(_entry_data(path, digest, document, segment))
+    except ValueError:
+        return None
+
+
+def _entry_data(path: str, digest: str, document: Document, segment: Segment) -> Any:
+    """Plain data for one file (`marshal` raises ValueError for a value that is not).
 
     Declarations are saved by column (their kinds and names are the segment's), each
     one's fields as its own `marshal` bytes so that a start decodes them only when they
     are read (`RestoredRaw`)."""
     lines, modules, columns, packeds, fields = [], [], [], [], []
-    try:
-        for raw in document.declarations:
-            lines.append(raw.line)
-            modules.append(raw.module)
-            # Positions come from the source text on demand (fast parser) or were kept.
-            on_demand = raw._source is not None  # noqa: SLF001
-            packed = None if on_demand else raw._packed  # noqa: SLF001
-            columns.append(None if on_demand else raw._column)  # noqa: SLF001
-            packeds.append(None if packed is None else packed.tolist())
-            saved = raw.saved_fields if isinstance(raw, RestoredRaw) else None
-            fields.append(saved if saved is not None else marshal.dumps(raw.fields))
-        declarations = (tuple(lines), tuple(modules), tuple(columns), tuple(packeds), tuple(fields))
-        tables = tuple((t.keys, t.rows, t.width) for t in (getattr(segment, n) for n in _TABLES))
-        plain = tuple(getattr(segment, name) for name in _SEGMENT_PLAIN)
-        return marshal.dumps(
-            (path, digest, document.module, document.uses, declarations, tables, plain)
-        )
-    except ValueError:
-        return None
+    for raw in document.declarations:
+        lines.append(raw.line)
+        modules.append(raw.module)
+        # Positions come from the source text on demand (fast parser) or were kept.
+        on_demand = raw._source is not None  # noqa: SLF001
+        packed = None if on_demand else raw._packed  # noqa: SLF001
+        columns.append(None if on_demand else raw._column)  # noqa: SLF001
+        packeds.append(None if packed is None else packed.tolist())
+        saved = raw.saved_fields if isinstance(raw, RestoredRaw) else None
+        fields.append(saved if saved is not None else marshal.dumps(raw.fields))
+    declarations = (tuple(lines), tuple(modules), tuple(columns), tuple(packeds), tuple(fields))
+    tables = tuple((t.keys, t.rows, t.width) for t in (getattr(segment, n) for n in _TABLES))
+    plain = tuple(getattr(segment, name) for name in _SEGMENT_PLAIN)
+    return (path, digest, document.module, document.uses, declarations, tables, plain)
 
 
 def _decode(

@@ -280,7 +280,11 @@ def persist(snapshot: Snapshot, cache: Any) -> int:
     ]
     files = [(f.path, f.digest, f.document, f.segment) for f in sound]
     written = int(cache.put_many(snapshot.root, types, files))
-    cache.save_snapshot(snapshot.root, types, [(f.path, f.stat, f.digest, f.text) for f in sound])
+    cache.save_snapshot(
+        snapshot.root,
+        types,
+        [(f.path, f.stat, f.digest, f.text, f.document, f.segment) for f in sound],
+    )
     return written
 
 

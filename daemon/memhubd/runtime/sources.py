@@ -101,8 +101,8 @@ class Saved:
         held = self.consolidated.pop(path, None)
         if held is None or held[0] != stat:
             return None
-        _stat, digest, text, payload = held
-        entry = self.cache.decode(payload, path, digest, text, self.registry, where="snapshot")
+        _stat, digest, text, saved = held
+        entry = self.cache.restore(saved, path, digest, text, self.registry, where="snapshot")
         if entry is None:
             return None
         document, typed, segment = entry
