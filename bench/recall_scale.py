@@ -4,9 +4,11 @@ and search latency and RSS at growing store sizes.
 Synthetic text: Zipf-distributed words over a made-up vocabulary, 15-60 words per
 drawer, in chat transcripts of 20 exchanges (ingest) or as drawers written in batches
 (for the larger sizes). Search: 200 queries of 2-6 words, hybrid (BM25 + vectors),
-timed once the vector index is built (exact below 20,000 vectors, IVF above); each
-size also reports the BM25 and vector parts alone, the share of the exact vector top
-200 the index finds, and how much of the fused top 10 matches an exact-vector search.
+timed once the vector index and the in-memory BM25 index are built (exact below 20,000
+vectors, IVF above); each size also reports the BM25 and vector parts alone, BM25 from
+memory against FTS5 (interleaved), the BM25 index's bytes per drawer, the share of the
+exact vector top 200 the index finds, and how much of the fused top 10 matches an
+exact-vector search.
 
     .venv/bin/python bench/recall_scale.py [--sizes 10000,100000] [--ingest 20000]
 """
@@ -35,7 +37,14 @@ from memhubd.recall.embed import load_embedder  # noqa: E402
 from memhubd.recall.ids import content_hash, drawer_id  # noqa: E402
 from memhubd.recall.ingest import IngestOptions, Ingestor, SourceLock  # noqa: E402
 from memhubd.recall.search import query_terms, search  # noqa: E402
-from memhubd.recall.store import AuditEntry, DrawerFilter, EmbedderRecord, NewDrawer, open_store  # noqa: E402
+from memhubd.recall.store import (  # noqa: E402
+    AuditEntry,
+    DrawerFilter,
+    EmbedderRecord,
+    NewDrawer,
+    bm25,
+    open_store,
+)
 
 SYLLABLES = "ka lo mi ne ru ta shi po ve da gu re so ni ba te fo ly".split()
 QUERIES = 200
@@ -149,6 +158,9 @@ def measure_search(store: object, embedder: object, words: Words) -> dict[str, f
     started = time.perf_counter()
     store.settle_vectors()  # type: ignore[attr-defined]  # loads vectors, builds the index
     settle_s = time.perf_counter() - started
+    started = time.perf_counter()
+    store.settle_lexical()  # type: ignore[attr-defined]  # builds the BM25 index
+    lexical_settle_s = time.perf_counter() - started
     search(store, embedder, queries[0], DrawerFilter(), 10)  # type: ignore[arg-type]  # warm the cache
     latencies = timed(lambda i: search(store, embedder, queries[i], DrawerFilter(), 10), QUERIES)  # type: ignore[arg-type]
     record = EmbedderRecord(embedder.name, embedder.dimension)  # type: ignore[attr-defined]
@@ -157,6 +169,7 @@ def measure_search(store: object, embedder: object, words: Words) -> dict[str, f
         lambda i: store.lexical(query_terms(queries[i]), DrawerFilter(), 200),  # type: ignore[attr-defined]
         QUERIES,
     )
+    memory_ms, fts_ms = bm25_interleaved(store, queries)
     nearest = timed(
         lambda i: store.nearest(query_vectors[i], record, DrawerFilter(), 200),  # type: ignore[attr-defined]
         QUERIES,
@@ -165,10 +178,34 @@ def measure_search(store: object, embedder: object, words: Words) -> dict[str, f
         "p50_ms": round(statistics.median(latencies), 2),
         "p99_ms": round(float(np.percentile(latencies, 99)), 2),
         "bm25_p50_ms": round(statistics.median(lexical), 2),
+        "bm25_memory_vs_fts5_p50_ms": [
+            round(statistics.median(memory_ms), 2),
+            round(statistics.median(fts_ms), 2),
+        ],
         "vector_p50_ms": round(statistics.median(nearest), 2),
         "index_settle_s": round(settle_s, 1),
+        "bm25_index_settle_s": round(lexical_settle_s, 1),
+        "bm25_index_bytes_per_drawer": round(
+            store._lexical.nbytes / max(1, store.status().drawer_count)  # type: ignore[attr-defined]
+        ),
         **compare_exact(store, embedder, queries, query_vectors, record),
     }
+
+
+def bm25_interleaved(store: object, queries: list[str]) -> tuple[list[float], list[float]]:
+    """BM25 alone from the in-memory index and from FTS5, query by query in turn (so the
+    ratio holds on a busy machine)."""
+    memory, fts = [], []
+    for query in queries:
+        for enabled, into in ((True, memory), (False, fts)):
+            bm25.ENABLED = enabled
+            try:
+                started = time.perf_counter()
+                store.lexical(query_terms(query), DrawerFilter(), 200)  # type: ignore[attr-defined]
+                into.append((time.perf_counter() - started) * 1000)
+            finally:
+                bm25.ENABLED = True
+    return memory, fts
 
 
 def compare_exact(
