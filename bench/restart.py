@@ -12,11 +12,16 @@ workspace (`synth`) with a real `memhubd serve` and default settings:
   returns the declaration (that query's own cost included);
 * query: p50 of the workload's queries against the warm daemon; RSS after all that.
 
+`--trace` serves the edits at log level debug and prints, per edit, where its time went
+(the daemon's monotonic marks: watcher batch, reload lock, build and its CPU time, swap,
+event) and how long the lint and cache save after each swap took.
+
 `--in-process` measures the builder alone instead: the first snapshot parsed, then
 restored from the parse cache (with and without its consolidated snapshot file), and
 the next snapshot after each one-file edit.
 
     python bench/restart.py [--sizes 10k,100k,1m] [--edits 20] [--queries 200] [--in-process]
+                            [--trace]
 """
 
 from __future__ import annotations
@@ -304,6 +309,7 @@ def run(size: int, edits: int, queries: int, trace: bool = False) -> dict:
         warm = Served(root, state, secret, trace=trace)
         try:
             settled = wait_until_idle(warm.proc.pid)
+            load = os.getloadavg()[0]
             swapped, served, moments = edit_to_served(warm, root, edits)
             if trace:
                 breakdown(warm.log, moments)
@@ -322,6 +328,7 @@ def run(size: int, edits: int, queries: int, trace: bool = False) -> dict:
         "edit_max_ms": max(served) * 1000 if served else None,
         "query_p50_ms": p50 * 1000,
         "rss_mb": rss,
+        "edit_load": load,
     }
 
 
@@ -418,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             f"served median {r['swap_median_ms'] or 0:.0f} ms (max {r['swap_max_ms'] or 0:.0f} ms), "
             f"edit -> found by a query median {edit} "
             f"(max {r['edit_max_ms'] or 0:.0f} ms), query p50 {r['query_p50_ms']:.1f} ms, "
-            f"RSS {r['rss_mb']:.0f} MiB",
+            f"RSS {r['rss_mb']:.0f} MiB; load average {r['edit_load']:.1f} as the edits began",
             flush=True,
         )
     return 0
