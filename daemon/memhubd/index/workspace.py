@@ -17,9 +17,12 @@ import weakref
 from bisect import bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, chain
 from typing import Any
 
+import numpy as np
+
+from memhubd.index import codes
 from memhubd.index.bitmaps import OrdinalSpace
 from memhubd.index.segment import Segment, build_segment
 from memhubd.index.triggers import TriggerPhrases
@@ -41,7 +44,9 @@ _ENTRY_OVERHEAD = 100  # an int's header, the key tuple and the OrderedDict node
 _GONE: Any = object()  # a key removed in a layer
 _FOLD_MIN = 256  # a delta this small is never folded into a new base
 _RARE = 64  # a posting key held by at most this many files lists them
-_MISSING_ROW = -1  # what a segment's posting index answers for a key it does not hold
+_EXTRAS = 8  # a common key's segments added since its codes were folded, at most
+# Edits (serials) allowed beyond the segment count before codes are rebuilt from scratch.
+_SPARE_SERIALS = 1024
 
 
 class _Layered:
@@ -190,58 +195,114 @@ def _fresh_directory(local: str, segments: Sequence[Segment]) -> tuple[_Layered,
 
 
 class _Holders:
-    """Which segments hold each key of one posting table, so that a key held by a few
-    files is assembled from those alone. A key once held by more than `_RARE` files is
-    assembled by scanning every segment (its bitmap is then cached and carried over
-    edits); counts say whether a key exists at all."""
+    """Who holds each key of one posting table. A key held by at most `_RARE` files
+    lists those files (`rare`), and its bitmap is copied from their rows; any other key
+    keeps the codes of its postings (`memhubd.index.codes`) plus the segments added
+    since they were last folded (`common`: key -> (codes, extras)), so its bitmap is
+    one scatter whatever the number of files. Counts say whether a key exists at all.
 
-    __slots__ = ("counts", "rare")
+    Codes of segments an edit removed stay until their key is folded and are skipped
+    by serial; an update only touches the keys of the changed segments.
+    """
 
-    def __init__(self, counts: _Layered, rare: _Layered) -> None:
+    __slots__ = ("counts", "rare", "common")
+
+    def __init__(self, counts: _Layered, rare: _Layered, common: _Layered) -> None:
         self.counts = counts
         self.rare = rare
+        self.common = common
 
     @classmethod
     def fresh(cls, table: str, segments: Sequence[Segment]) -> _Holders:
+        """Holders of `segments`, whose serials are their positions."""
         counts = Counter(chain.from_iterable(getattr(s, table).keys for s in segments))
         few = {key for key, count in counts.items() if count <= _RARE}
         rare: dict[str, tuple[Segment, ...]] = {}
         for segment in segments:
             for key in getattr(segment, table).index.keys() & few:  # set operations in C
                 rare[key] = (*rare.get(key, ()), segment)
-        return cls(_Layered(dict(counts)), _Layered(rare))
+        many = counts.keys() - few
+        found = codes.fresh_codes(table, segments, range(len(segments)), many)
+        wide = [s for n, s in enumerate(segments) if not codes.codable(s, n)]
+        common = {
+            key: (found[key], tuple(s for s in wide if key in getattr(s, table).index))
+            for key in many
+        }
+        return cls(_Layered(dict(counts)), _Layered(rare), _Layered(common))
 
-    def updated(self, table: str, removed: Sequence[Segment], added: Sequence[Segment]) -> _Holders:
+    def updated(
+        self,
+        table: str,
+        removed: Sequence[Segment],
+        added: Sequence[Segment],
+        serial_of: _Layered,
+        live: Any,
+    ) -> _Holders:
+        """Holders after `removed` left and `added` came (`serial_of`: the new index's
+        serial of each segment; `live`: a bool per serial, set for its segments)."""
         counts: dict[str, Any] = {}
         rare: dict[str, Any] = {}
+        common: dict[str, Any] = {}
+
+        def current(layer: dict[str, Any], before: _Layered, key: str) -> Any:
+            found = layer.get(key)
+            found = before.get(key) if found is None else found
+            return None if found is _GONE else found
+
         gone = {id(s) for s in removed}
-        for sign, segments in ((-1, removed), (1, added)):
-            for segment in segments:
-                for key in getattr(segment, table).keys:
-                    before = counts.get(key)
-                    before = self.counts.get(key, 0) if before is None else before
-                    after = (0 if before is _GONE else before) + sign
-                    counts[key] = after if after > 0 else _GONE
-                    held = rare.get(key)
-                    if held is None:
-                        held = self.rare.get(key)
-                        if held is None:
-                            if sign < 0 or (before not in (0, _GONE)):
-                                continue  # held by many files: scanned, not listed
-                            held = ()
-                        else:
-                            held = tuple(x for x in held if id(x) not in gone)
-                    elif held is _GONE:
-                        if sign < 0 or (before not in (0, _GONE)):
-                            continue
-                        held = ()
-                    if sign > 0:
-                        held = (*held, segment)
-                    rare[key] = held if held and len(held) <= _RARE else _GONE
+        for segment in removed:
+            for key in getattr(segment, table).keys:
+                count = current(counts, self.counts, key) - 1
+                counts[key] = count if count > 0 else _GONE
+                held = current(rare, self.rare, key)
+                if held is not None:
+                    kept = tuple(x for x in held if id(x) not in gone)
+                    rare[key] = kept if kept else _GONE
+                    continue
+                entry = current(common, self.common, key)
+                if entry is not None and any(id(x) in gone for x in entry[1]):
+                    common[key] = (entry[0], tuple(x for x in entry[1] if id(x) not in gone))
+        for segment in added:
+            for key in getattr(segment, table).keys:
+                before = current(counts, self.counts, key) or 0
+                counts[key] = before + 1
+                entry = current(common, self.common, key)
+                if entry is not None:
+                    common[key] = (entry[0], (*entry[1], segment))
+                    continue
+                held = current(rare, self.rare, key) or ()
+                if len(held) < _RARE:
+                    rare[key] = (*held, segment)
+                else:  # one file too many to list: from now on it keeps codes
+                    rare[key] = _GONE
+                    common[key] = (codes.EMPTY, (*held, segment))
+        for key, entry in common.items():
+            if len(entry[1]) > _EXTRAS:
+                common[key] = _fold(table, key, entry, serial_of, live)
         for key, count in counts.items():
             if count is _GONE:
-                rare[key] = _GONE
-        return _Holders(self.counts.updated(counts), self.rare.updated(rare))
+                rare[key] = common[key] = _GONE
+        return _Holders(
+            self.counts.updated(counts), self.rare.updated(rare), self.common.updated(common)
+        )
+
+
+def _fold(
+    table: str, key: str, entry: tuple[Any, tuple[Segment, ...]], serial_of: _Layered, live: Any
+) -> tuple[Any, tuple[Segment, ...]]:
+    """A common key's codes with its extra segments' postings folded in and those of
+    removed segments dropped (files too large for codes stay extras)."""
+    found, extras = entry
+    parts = [codes.live_codes(found, live)]
+    wide: list[Segment] = []
+    for segment in extras:
+        serial = serial_of.get(id(segment))
+        if codes.codable(segment, serial):
+            postings = getattr(segment, table)
+            parts.append(codes.row_codes(postings.row(postings.index[key]), serial))
+        else:
+            wide.append(segment)
+    return np.concatenate(parts), tuple(wide)
 
 
 class _BySlot(Sequence[Any]):
@@ -405,18 +466,22 @@ class WorkspaceIndex:
         self.shared_ids = self.pool & self.space.bitmap(
             o for key in self.ids.multi for o in self.ids[key]
         )
-        self._pieces = {
-            table: [getattr(s, table).index for s in self.segments] for table in _TABLES
-        }
-        self._rows = {table: [getattr(s, table).rows for s in self.segments] for table in _TABLES}
-        self._widths = [s.nbytes for s in self.segments]
-        self._holders = {
-            t: _Holders.fresh(t, self.segments)
-            if previous is None
-            else previous._holders[t].updated(t, removed, added)
-            for t in _TABLES
-        }
-        self._byte_bases = [base >> 3 for base in self.bases]
+        self._serials, self._serial_of, self._next_serial = _serials(
+            splice, previous, self.segments
+        )
+        if previous is None or self._next_serial > 2 * len(self.segments) + _SPARE_SERIALS:
+            # Serials renumbered from 0, which drops every code of a removed file.
+            self._serials = np.arange(len(self.segments), dtype=np.int64)
+            self._serial_of = _Layered({id(s): n for n, s in enumerate(self.segments)})
+            self._next_serial = len(self.segments)
+            self._holders = {t: _Holders.fresh(t, self.segments) for t in _TABLES}
+        else:
+            live = np.zeros(self._next_serial, np.bool_)
+            live[self._serials] = True
+            self._holders = {
+                t: previous._holders[t].updated(t, removed, added, self._serial_of, live)
+                for t in _TABLES
+            }
         self._cache: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._cache_bytes = 0
         self._cache_budget = CACHE_BYTES
@@ -554,21 +619,28 @@ class WorkspaceIndex:
             return self._from_holders(table, key, held)
         if holders.counts.get(key) is None:
             return 0
-        # A key common to many files: which segments hold it is asked of every
-        # segment's table in one C loop, and only those holding it are copied.
-        pieces = self._pieces[table]
-        found = list(map(dict.get, pieces, repeat(key), repeat(_MISSING_ROW)))
-        held_at = list(compress(range(len(found)), map(_MISSING_ROW.__ne__, found)))
-        if not held_at:
+        entry = holders.common.get(key)
+        if entry is None:
             return 0
-        buffer = bytearray(self.space.nbytes)
-        rows, widths, starts = self._rows[table], self._widths, self._byte_bases
-        for number in held_at:
-            width = widths[number]
-            start = starts[number]
-            row = found[number]
-            buffer[start : start + width] = rows[number][row * width : (row + 1) * width]
-        return int.from_bytes(buffer, "big")
+        found, extras = entry
+        data = codes.bitmap_bytes(found, self._slot_of_serial(), self.space.nbytes)
+        base_of = self._base_of
+        for segment in extras:
+            postings = getattr(segment, table)
+            width = postings.width
+            row = postings.index[key]
+            start = base_of[id(segment)] >> 3
+            data[start : start + width] = np.frombuffer(postings.row(row), np.uint8)
+        return int.from_bytes(data.tobytes(), "big")
+
+    def _slot_of_serial(self) -> Any:
+        """Each serial's first slot in this index, -1 for serials of no segment here."""
+        return self._once("slot_of_serial", self._slots_by_serial)
+
+    def _slots_by_serial(self) -> Any:
+        slots = np.full(self._next_serial, -1, np.int64)
+        slots[self._serials] = np.array(self.bases, np.int64)
+        return slots
 
     def _from_holders(self, table: str, key: str, held: Sequence[Segment]) -> int:
         buffer = bytearray(self.space.nbytes)
@@ -602,6 +674,31 @@ class WorkspaceIndex:
     def match_aliases(self, lowered_query: str) -> list[tuple[str, list[str]]]:
         """(alias, symbols) of every alias that is a substring of the query, map order."""
         return self.aliases.match(lowered_query)
+
+
+def _serials(
+    splice: _Splice, previous: WorkspaceIndex | None, segments: tuple[Segment, ...]
+) -> tuple[Any, _Layered, int]:
+    """Serials of `segments` (an array in segment order), segment id -> serial, and the
+    next serial: kept segments keep theirs (head and tail through the splice), the
+    others get new ones. Empty when there is no previous index (numbered fresh)."""
+    if previous is None:
+        return np.zeros(0, np.int64), _Layered({}), 0
+    of = previous._serial_of
+    next_serial = previous._next_serial
+    changes: dict[int, Any] = {id(s): _GONE for s in splice.old_middle}
+    middle = []
+    for segment in splice.middle:
+        serial = of.get(id(segment))
+        if serial is None:
+            serial, next_serial = next_serial, next_serial + 1
+        changes[id(segment)] = serial
+        middle.append(serial)
+    old = previous._serials
+    array = np.concatenate(
+        (old[: splice.head], np.array(middle, np.int64), old[len(old) - splice.tail :])
+    )
+    return array, of.updated(changes), next_serial
 
 
 def _cost(bits: int) -> int:

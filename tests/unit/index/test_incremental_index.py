@@ -17,8 +17,9 @@ from random_workspaces import check_arguments, query_arguments, workspaces
 
 from memhubd.check import check_compliance
 from memhubd.check.reference import check_compliance_linear
-from memhubd.index import adopt_index, build_segment, index_for
+from memhubd.index import adopt_index, build_segment, codes, index_for
 from memhubd.index import workspace as index_module
+from memhubd.index.tokens import word_tokens
 from memhubd.index.workspace import SCOPE, SUBJECT, TERM, WorkspaceIndex
 from memhubd.model import Workspace
 from memhubd.query import build_evidence_pack
@@ -100,6 +101,17 @@ def _state(ix: WorkspaceIndex) -> dict[str, Any]:
     }
 
 
+def _linear_term_bits(ix: WorkspaceIndex) -> dict[str, int]:
+    """term -> bitmap of the indexed declarations with that word, one declaration at a time."""
+    indexed = ix._raw["in_pool"] | ix._raw["is_constraint"]
+    out: dict[str, int] = {}
+    for slot, decl in enumerate(ix.declarations):
+        if decl is not None and ix.has_bit(indexed, slot):
+            for term in set(word_tokens(decl.searchable_text())):
+                out[term] = out.get(term, 0) | ix.space.bitmap((slot,))
+    return out
+
+
 # Each example builds and edits a whole workspace: half the profile's examples.
 @settings(max_examples=max(settings.default.max_examples // 2, 1), deadline=None)
 @given(
@@ -108,6 +120,7 @@ def _state(ix: WorkspaceIndex) -> dict[str, Any]:
     st.lists(query_arguments(), min_size=1, max_size=2),
     st.lists(check_arguments(), min_size=1, max_size=2),
     st.booleans(),
+    st.booleans(),
 )
 def test_index_updated_per_edit_equals_a_fresh_composition(
     ws: Workspace,
@@ -115,12 +128,18 @@ def test_index_updated_per_edit_equals_a_fresh_composition(
     queries: list[dict[str, Any]],
     checks: list[dict[str, Any]],
     fold_every_time: bool,
+    few_serials: bool,
 ) -> None:
-    # Directories are layers over a shared base, folded once the layer grows, and keys of
-    # a few files list them while others are scanned: both ways each.
+    # Directories are layers over a shared base, folded once the layer grows; keys of a
+    # few files list them while others keep codes, folded once a few files were added
+    # and rebuilt once edits used up the spare serials; files whose serial does not fit
+    # a code are listed: each way.
     with (
         mock.patch.object(index_module, "_FOLD_MIN", 0 if fold_every_time else 256),
         mock.patch.object(index_module, "_RARE", 1 if fold_every_time else 64),
+        mock.patch.object(index_module, "_EXTRAS", 0 if fold_every_time else 8),
+        mock.patch.object(index_module, "_SPARE_SERIALS", 0 if few_serials else 1024),
+        mock.patch.object(codes, "SERIAL_LIMIT", 3 if few_serials else codes.SERIAL_LIMIT),
     ):
         _edit_and_compare(ws, steps, queries, checks)
 
@@ -142,7 +161,9 @@ def _edit_and_compare(
         fresh = WorkspaceIndex(segments)
 
         # Then it holds exactly what a fresh composition holds
-        assert _state(index) == _state(fresh)
+        state = _state(index)
+        assert state == _state(fresh)
+        assert state["terms"] == _linear_term_bits(fresh)
 
         # And every query and check answers as the linear scans do
         current = Workspace([d for f in files for d in f], [f[0].file for f in files], ws.registry)
