@@ -74,6 +74,25 @@ def _percentiles(times: list[float]) -> str:
     return f"p50 {statistics.median(ordered) * 1000:.2f} ms / p99 {p99 * 1000:.2f} ms"
 
 
+def compose(index: object, edits: int) -> None:
+    """CPU time of a from-scratch composition, then of `edits` one-file updates."""
+    from memhubd.index import WorkspaceIndex, build_segment
+
+    segments = list(index.segments)  # type: ignore[attr-defined]
+    started = time.process_time()
+    WorkspaceIndex(segments)
+    print(f"index composed from scratch in {time.process_time() - started:.2f} s cpu")
+    gc.collect()
+    previous, cpu = index, []
+    for edit in range(edits):
+        at = (edit * 7919) % len(segments)  # files spread over the workspace
+        segments[at] = build_segment(segments[at].declarations)
+        started = time.process_time()
+        previous = WorkspaceIndex(segments, previous=previous)
+        cpu.append(time.process_time() - started)
+    print(f"index updated for one file: n {edits}, {_percentiles(cpu)} cpu", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="100k")
@@ -82,6 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--passes", type=int, default=2, help="times the workload is run")
     parser.add_argument(
         "--profile", type=int, metavar="N", help="profile the last pass, print its top N"
+    )
+    parser.add_argument(
+        "--compose",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time composing the index from scratch, and N times from the previous "
+        "one after one file's segment is rebuilt (the builder's share of an edit)",
     )
     args = parser.parse_args(argv)
 
@@ -95,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     index_for(ws)
     gc.collect()
     print(f"RSS after load {rss_mib():.0f} MiB, peak {peak_mib():.0f} MiB", flush=True)
+    if args.compose:
+        compose(index_for(ws), args.compose)
     workload = synth.ensure_workspace(size)
     queries = workload.queries()[: args.queries]
     checks = workload.checks()[: args.checks]
