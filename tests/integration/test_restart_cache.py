@@ -3,12 +3,19 @@ run, files edited while it was down served as edited, a damaged cache ignored.""
 
 from __future__ import annotations
 
+import marshal
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memhubd.auth.tokens import TokenStore
+from memhubd.runtime.cache import SNAPSHOT_FORMAT, ParseCache
 from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 WS = "team-coding"
 EXTRA = (
@@ -93,3 +100,73 @@ def test_a_damaged_cache_is_ignored(tmp_path: Path) -> None:
 
     with restart(tmp_path, workspaces) as second:
         assert served(second) == before
+
+
+def synthetic_workspace(target: Path) -> tuple[dict[str, str], list[Any], list[Any]]:
+    """A small workspace of the benchmarks' generator, with its query and check workload."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import synth
+    finally:
+        sys.path.remove(str(BENCH))
+    synth.generate(600, 3, target)
+    workload = synth.SynthWorkspace(600, 3, target)
+    return {"synth": str(target / "workspace")}, workload.queries(), workload.checks()
+
+
+def workload_answers(daemon: LiveDaemon, queries: list[Any], checks: list[Any]) -> list[bytes]:
+    """The bytes of every workload query and check, as the daemon serves them."""
+    out = []
+    with daemon.http(daemon.admin_token, timeout=60) as client:
+        for body in queries:
+            answer = client.post("/v1/workspaces/synth/query", json=body)
+            assert answer.status_code == 200
+            out.append(answer.content)
+        for body in checks:
+            answer = client.post("/v1/workspaces/synth/check", json=body)
+            assert answer.status_code == 200
+            out.append(answer.content)
+    return out
+
+
+def test_a_warm_started_daemon_answers_the_workload_as_a_cold_started_one(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    workspaces, queries, checks = synthetic_workspace(tmp_path / "synth")
+    # Given a daemon started without any cache, that saved one
+    with start_daemon(tmp_path, workspaces) as cold:
+        expected = workload_answers(cold, queries, checks)
+        snapshots = saved_snapshots(cold.state_dir)
+    assert len(snapshots) == 1
+    saved = snapshots[0].read_bytes()
+
+    # When it starts again from that cache, it serves every answer byte for byte
+    with restart(tmp_path, workspaces) as warm:
+        assert workload_answers(warm, queries, checks) == expected
+
+    # And a snapshot file it cannot trust is ignored with a log line, answers unchanged
+    other = ParseCache(tmp_path / "other-state")  # another daemon's secret
+    damaged = {
+        "tampered": saved[:-1] + bytes([saved[-1] ^ 1]),
+        "foreign": other._seal(saved[38:], b"MHSS", SNAPSHOT_FORMAT),  # noqa: SLF001
+        "older format": ParseCache(tmp_path / "state" / "parse-cache")._seal(  # noqa: SLF001
+            marshal.dumps((workspaces["synth"], "types", ())), b"MHSS", SNAPSHOT_FORMAT - 1
+        ),
+    }
+    expected_lines = {
+        "tampered": "parse cache snapshot refused (corrupt or foreign)",
+        "foreign": "parse cache snapshot refused (corrupt or foreign)",
+        "older format": "parse cache snapshot refused (another format version)",
+    }
+    sample = (queries[:20], checks[:20])
+    for kind, data in damaged.items():
+        capfd.readouterr()
+        caplog.clear()
+        snapshots[0].write_bytes(data)
+        with restart(tmp_path, workspaces) as again:
+            served_again = workload_answers(again, *sample)
+            logged = capfd.readouterr()
+        first_checks = len(queries)
+        assert served_again == expected[:20] + expected[first_checks : first_checks + 20], kind
+        # (where the line goes depends on how logging is set up)
+        assert expected_lines[kind] in logged.out + logged.err + caplog.text, kind
