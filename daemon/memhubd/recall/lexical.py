@@ -130,9 +130,11 @@ class LexicalIndex:
     def __init__(self) -> None:
         self.vocabulary: dict[str, int] = {}
         self.segments: list[Segment] = []
-        self.rowids = np.zeros(0, np.int64)
-        self.lengths = np.zeros(0, np.int64)  # tokens of every column
-        self.alive = np.zeros(0, dtype=bool)
+        # Row arrays grow by doubling, so a write of a few drawers costs no full copy.
+        self._size = 0
+        self._rowids = np.zeros(0, np.int64)
+        self._lengths = np.zeros(0, np.int64)  # tokens of every column
+        self._alive = np.zeros(0, dtype=bool)
         self.live = 0
         self.live_tokens = 0
         self._scores = np.zeros(0)
@@ -141,7 +143,19 @@ class LexicalIndex:
         self._norm_state: tuple[int, int, int] | None = None
 
     def __len__(self) -> int:
-        return len(self.rowids)
+        return self._size
+
+    @property
+    def rowids(self) -> np.ndarray:
+        return self._rowids[: self._size]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return self._lengths[: self._size]
+
+    @property
+    def alive(self) -> np.ndarray:
+        return self._alive[: self._size]
 
     @property
     def max_rowid(self) -> int:
@@ -153,7 +167,7 @@ class LexicalIndex:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.rowids, self.lengths, self.alive, self._scores, self._seen, self._norm_of)
+        arrays = (self._rowids, self._lengths, self._alive, self._scores, self._seen, self._norm_of)
         return sum(s.nbytes for s in self.segments) + sum(a.nbytes for a in arrays)
 
     # -- rows ---------------------------------------------------------------------------
@@ -210,13 +224,14 @@ class LexicalIndex:
             for part in [] if ascending else parts[1:]:
                 segment = merge(segment, part)
         self.vocabulary = vocabulary
-        self.rowids = np.concatenate([self.rowids, rowids])
-        self.lengths = np.concatenate([self.lengths, lengths])
-        self.alive = np.concatenate([self.alive, np.ones(len(rowids), dtype=bool)])
+        self._reserve(len(rowids))
+        end = first + len(rowids)
+        self._rowids[first:end] = rowids
+        self._lengths[first:end] = lengths
+        self._alive[first:end] = True
+        self._size = end
         self.live += len(rowids)
         self.live_tokens += int(lengths.sum())
-        self._scores = np.zeros(len(self.rowids))
-        self._seen = np.zeros(len(self.rowids), dtype=bool)
         if segment is not None and segment.size:
             self.segments.append(segment)
         # Geometric merging: a segment never sits beside a newer one half its size or
@@ -224,6 +239,19 @@ class LexicalIndex:
         while len(self.segments) > 1 and 2 * self.segments[-1].size >= self.segments[-2].size:
             newer = self.segments.pop()
             self.segments[-1] = merge(self.segments[-1], newer)
+
+    def _reserve(self, extra: int) -> None:
+        need = self._size + extra
+        if need <= len(self._rowids):
+            return
+        capacity = max(need, 2 * len(self._rowids))
+        for name in ("_rowids", "_lengths", "_alive"):
+            old = getattr(self, name)
+            new = np.zeros(capacity, old.dtype)
+            new[: self._size] = old[: self._size]
+            setattr(self, name, new)
+        self._scores = np.zeros(capacity)  # all zero between searches
+        self._seen = np.zeros(capacity, dtype=bool)
 
     def delete(self, rowids: Sequence[int] | np.ndarray) -> int:
         """Mask these rows (those held and live); returns how many were."""
