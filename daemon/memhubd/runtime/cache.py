@@ -347,7 +347,6 @@ _SEGMENT_PLAIN = (
     "flag_rows", "kind_rows", "aliases",
 )  # fmt: skip
 _TABLES = ("terms", "subjects", "constraint_scopes")
-_UNRESOLVED: Any = object()
 
 
 def _encode(path: str, digest: str, document: Document, segment: Segment) -> bytes | None:
@@ -393,11 +392,11 @@ def _decode(
         raise ValueError("segment of another size")
     lines, modules, columns, packeds, fields = declarations
     source = SourceText(text, path)
+    resolve = registry.resolve
+    descriptor_of = {kind: resolve(kind) for kind in set(kinds)}
+    restore = RestoredDeclaration.restore
     raws = []
     typed = []
-    descriptors: dict[str, Any] = {}
-    resolve = registry.resolve
-    restore = RestoredDeclaration.restore
     columns_of = zip(kinds, names, fields, lines, modules, columns, packeds, strict=True)
     for index, (kind, name, saved_fields, line, decl_module, column, packed) in enumerate(
         columns_of
@@ -412,10 +411,7 @@ def _decode(
                 kind, name, saved_fields, path, line, decl_module, column, positions, None, index
             )
         raws.append(raw)
-        descriptor = descriptors.get(kind, _UNRESOLVED)
-        if descriptor is _UNRESOLVED:
-            descriptor = descriptors[kind] = resolve(kind)
-        typed.append(restore(raw, descriptor))
+        typed.append(restore(raw, descriptor_of[kind]))
     for name, (keys, rows, width) in zip(_TABLES, tables, strict=True):
         # marshal keeps the interning of the keys it saved: no sys.intern pass needed.
         index = dict(zip(keys, range(len(keys)), strict=True))
