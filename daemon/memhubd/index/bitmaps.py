@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-# Maps every non-zero byte to 1, so `find(1)` (memchr) skips runs of empty bytes.
-_NONZERO = bytes([0] + [1] * 255)
-# For each byte value, the offsets (0 = most significant bit) of its set bits.
-_BYTE_MEMBERS = tuple(tuple(i for i in range(8) if value & (0x80 >> i)) for value in range(256))
+import numpy as np
+
+# For each byte value, whether each of its bits is set, the most significant first.
+BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.bool_)
 
 
 class OrdinalSpace:
@@ -45,15 +45,10 @@ class OrdinalSpace:
         """Every member, earliest first."""
         if not bits:
             return []
-        data = bits.to_bytes(self.nbytes, "big")
-        find = data.translate(_NONZERO).find
-        out: list[int] = []
-        position = find(1)
-        while position >= 0:
-            base = position * 8
-            out.extend(base + offset for offset in _BYTE_MEMBERS[data[position]])
-            position = find(1, position + 1)
-        return out
+        data = np.frombuffer(bits.to_bytes(self.nbytes, "big"), np.uint8)
+        at = np.flatnonzero(data)  # scanning bytes, then the bits of the non-empty ones
+        byte, bit = np.nonzero(BYTE_BITS[data[at]])
+        return ((at[byte] << 3) + bit).tolist()  # type: ignore[no-any-return]
 
     def ordered(self, bits: int, count: int | None = None) -> list[int]:
         """Members earliest first, at most `count`; picks the cheaper extraction.

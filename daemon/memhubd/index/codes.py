@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from memhubd.index.bitmaps import BYTE_BITS
+
 LOCAL_BITS = 12
 LOCAL_MASK = (1 << LOCAL_BITS) - 1
 SERIAL_LIMIT = 1 << (32 - LOCAL_BITS)
 EMPTY = np.zeros(0, np.uint32)
 # Below this many postings, setting bits byte by byte beats a bit per slot + packbits.
 _SPARSE = 8192
-# The bits of each byte value, most significant first.
-_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.bool_)
 
 
 def codable(segment: Any, serial: int) -> bool:
@@ -100,7 +100,7 @@ def _chunk_codes(chunk: list[tuple[int, Any]], width: int, number: dict[str, int
     data = b"".join(postings.rows for _, postings in chunk)
     flat = np.frombuffer(data, np.uint8).reshape(len(keys), width)[picked].ravel()
     at = np.flatnonzero(flat)  # scanning bytes, not bits: most are empty
-    byte, bit = np.nonzero(_BITS[flat[at]])
+    byte, bit = np.nonzero(BYTE_BITS[flat[at]])
     at = at[byte]
     row = at // width
     local = (at - row * width) * 8 + bit

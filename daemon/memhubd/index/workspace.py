@@ -17,7 +17,8 @@ import weakref
 from bisect import bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
+from operator import getitem
 from typing import Any
 
 import numpy as np
@@ -309,7 +310,7 @@ class _BySlot(Sequence[Any]):
     """A per-slot view of one segment attribute (None between segments), computed on
     access so that composing an index never copies per-declaration lists."""
 
-    __slots__ = ("_segments", "_bases", "_attribute", "_size")
+    __slots__ = ("_segments", "_bases", "_attribute", "_size", "_array")
 
     def __init__(
         self, segments: tuple[Segment, ...], bases: tuple[int, ...], attribute: str, size: int
@@ -318,6 +319,7 @@ class _BySlot(Sequence[Any]):
         self._bases = bases
         self._attribute = attribute
         self._size = size
+        self._array: Any = None  # `bases` as an array, made on the first `take`
 
     def __len__(self) -> int:
         return self._size
@@ -336,12 +338,13 @@ class _BySlot(Sequence[Any]):
 
     def take(self, slots: Iterable[int]) -> list[Any]:
         """The values at `slots` (each holding a declaration), in the order given."""
-        bases, segments, attribute = self._bases, self._segments, self._attribute
-        out = []
-        for slot in slots:
-            number = bisect_right(bases, slot) - 1
-            out.append(getattr(segments[number], attribute)[slot - bases[number]])
-        return out
+        wanted = np.fromiter(slots, np.int64)
+        if self._array is None:
+            self._array = np.array(self._bases, np.int64)
+        numbers = np.searchsorted(self._array, wanted, side="right") - 1
+        local = (wanted - self._array[numbers]).tolist()
+        segments = map(self._segments.__getitem__, numbers.tolist())
+        return list(map(getitem, map(getattr, segments, repeat(self._attribute)), local))
 
     def __iter__(self) -> Iterator[Any]:
         at = 0
