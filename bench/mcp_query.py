@@ -7,7 +7,9 @@ clients the JSON API's query (the baseline MCP adds to). `floor` runs the SDK cl
 a stand-in server that answers every call at once with an answer the daemon gave (same
 bytes, same size): what a call costs with the daemon's part taken out. `srv cpu ms` is the
 daemon's own CPU time (user + system, from /proc) per call and `cli cpu ms` this process's
-(the clients'): on a shared machine they move far less with the load than the latencies do.
+(the clients'): on a shared machine they move far less with the load than the latencies do. `--in-process` calls the daemon's ASGI app directly (no
+sockets, no HTTP server) with the requests each client kind sends and prints the CPU time
+per call of a first pass (answers computed) and a second (answers cached).
 """
 
 from __future__ import annotations
@@ -72,6 +74,132 @@ def serve(workspace: str) -> None:
         threading.Thread(target=ready, args=(info,), daemon=True).start()
 
     anyio.run(lambda: server_module.run_daemon(config, on_ready=on_ready))
+
+
+# --- in process: the app alone ----------------------------------------------------------
+
+SDK_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "mcp", "version": "0.1.0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def request_of(kind: str, index: int, item: dict) -> tuple[str, dict, list[tuple[bytes, bytes]]]:
+    """(path, JSON body, extra headers) of call `index` as client `kind` sends it."""
+    params = {"name": "memory_query", "arguments": arguments(item)}
+    if kind == "sdk":  # the SDK client's 2026 wire, headers and envelope as it sends them
+        body = {"jsonrpc": "2.0", "id": index, "method": "tools/call"}
+        body["params"] = {**params, "_meta": SDK_META}
+        return (
+            "/mcp",
+            body,
+            [
+                (b"mcp-protocol-version", b"2026-07-28"),
+                (b"mcp-method", b"tools/call"),
+                (b"mcp-name", b"memory_query"),
+            ],
+        )
+    if kind == "raw":
+        body = {"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": params}
+        return "/mcp", body, [(b"mcp-protocol-version", b"2025-06-18")]
+    return "/v1/workspaces/bench/query", arguments(item), []
+
+
+async def call_app(app, token: str, path: str, body: dict, extra: list) -> tuple[int, bytes]:  # noqa: ANN001
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    headers = [
+        (b"host", b"127.0.0.1:8377"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"content-type", b"application/json"),
+        (b"authorization", f"Bearer {token}".encode()),
+        (b"content-length", str(len(raw)).encode()),
+        *extra,
+    ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8377),
+    }
+    messages = [{"type": "http.request", "body": raw, "more_body": False}]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        if messages:
+            return messages.pop()
+        await asyncio.Event().wait()  # a client that never disconnects
+        return {}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+
+def in_process(workspace: Path, queries: list[dict], calls: int, kinds: list[str]) -> list[dict]:
+    """CPU time per call of the daemon's app called directly, first pass and cached pass."""
+    import threading
+
+    import anyio
+
+    import memhubd.server as server_module
+    from memhubd.auth.tokens import TokenStore
+    from memhubd.mcp import mount_mcp
+    from memhubd.runtime.config import load_config
+    from memhubd.runtime.logging import configure_logging
+
+    configure_logging("json", "info", stream=open(os.devnull, "w"))  # noqa: SIM115
+    built: dict = {}
+    original = server_module.build_app
+
+    def build(context):  # noqa: ANN001, ANN202
+        mount_mcp(context)
+        built["app"] = original(context)
+        return built["app"]
+
+    server_module.build_app = build
+    state = tempfile.mkdtemp(prefix="memhub-bench-")
+    _record, token = TokenStore(state).create("bench", "read:summary,read:search")
+    overrides = {"port": 0, "socket_path": "", "state_dir": state}
+    config = load_config(None, {**overrides, "workspaces": {"bench": str(workspace)}})
+    runs: list[dict] = []
+
+    async def measure() -> None:
+        stop = threading.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(
+                lambda: server_module.run_daemon(config, handle_signals=False, stop=stop)
+            )
+            while "app" not in built:
+                await anyio.sleep(0.05)
+            app = built["app"]
+            warm = request_of("api", 0, {"query": "warm up the daemon"})
+            while (await call_app(app, token, *warm))[0] != 200:
+                await anyio.sleep(0.1)
+            for kind in kinds:
+                for label in ("first", "cached"):
+                    used = time.process_time()
+                    for index in range(calls):
+                        item = queries[index % len(queries)]
+                        status, body = await call_app(app, token, *request_of(kind, index, item))
+                        if status != 200:
+                            raise RuntimeError(body[:300])
+                    used = time.process_time() - used
+                    runs.append({"client": kind, "pass": label, "cpu_ms": used * 1000 / calls})
+            stop.set()
+
+    anyio.run(measure)
+    return runs
 
 
 def start_server(workspace: Path) -> tuple[subprocess.Popen, dict]:
@@ -334,6 +462,11 @@ def main(argv: list[str] | None = None) -> int:
         default="sdk,raw,api",
         help="which clients to run, of sdk,raw,api,floor (default sdk,raw,api)",
     )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="call the daemon's app in this process (no sockets): CPU per call of sdk,raw,api",
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--serve-recorded", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -349,6 +482,17 @@ def main(argv: list[str] | None = None) -> int:
     generated = synth.ensure_workspace(size, args.seed, shape=args.shape)
     queries = generated.queries()
     kinds = args.kinds.split(",")
+    if args.in_process:
+        runs = in_process(
+            generated.workspace, queries, args.calls, [k for k in kinds if k != "floor"]
+        )
+        if args.json:
+            print(json.dumps({"benchmark": "mcp_query_in_process", "runs": runs}, indent=2))
+        else:
+            rows = [[r["client"], r["pass"], str(args.calls), f"{r['cpu_ms']:.2f}"] for r in runs]
+            print(f"MCP memory_query in process (the app alone), {size} declarations")
+            print(harness.table(["client", "pass", "calls", "cpu ms per call"], rows))
+        return 0
     child, server = start_server(generated.workspace)
     children = [child]
     try:
