@@ -32,13 +32,25 @@ class OrdinalSpace:
         return int.from_bytes(buffer, "big")
 
     def first(self, bits: int, count: int) -> list[int]:
-        """Up to `count` members, earliest first (cheap when `count` is small)."""
-        out = []
+        """Up to `count` members, earliest first (cheap when `count` is small).
+
+        Members are peeled from windows of the highest bits, shifted out as small ints,
+        so finding them costs how far into the bitmap they lie, not its whole width per
+        member.
+        """
+        out: list[int] = []
         top = self.width - 1
-        while bits and len(out) < count:
-            high = bits.bit_length() - 1
-            out.append(top - high)
-            bits ^= 1 << high
+        end = bits.bit_length()
+        window = _WINDOW
+        while end > 0 and len(out) < count:
+            start = max(0, end - window)
+            chunk = (bits >> start) & ((1 << (end - start)) - 1)
+            while chunk and len(out) < count:
+                high = chunk.bit_length() - 1
+                out.append(top - start - high)
+                chunk ^= 1 << high
+            end = start
+            window <<= 1
         return out
 
     def members(self, bits: int) -> list[int]:
@@ -56,10 +68,11 @@ class OrdinalSpace:
         Peeling costs nothing up front; the byte scan has a fixed cost and is cheaper
         per member, so it wins for many members.
         """
-        wanted = bits.bit_count() if count is None else min(count, bits.bit_count())
-        if wanted <= _PEEL_LIMIT:
-            return self.first(bits, wanted)
-        return self.members(bits)[:wanted]
+        if count is not None and count <= _PEEL_LIMIT:
+            return self.first(bits, count)
+        members = self.members(bits)
+        return members if count is None else members[:count]
 
 
 _PEEL_LIMIT = 32
+_WINDOW = 256  # bits of the first window `first` peels from; each next one is twice as wide

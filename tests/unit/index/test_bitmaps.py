@@ -10,7 +10,8 @@ from memhubd.index.bitmaps import OrdinalSpace
 
 @st.composite
 def spaces_with_members(draw: st.DrawFn) -> tuple[OrdinalSpace, list[int]]:
-    size = draw(st.integers(0, 300))
+    # Wide enough for `first` to peel from several windows.
+    size = draw(st.integers(0, 3000))
     members = draw(st.lists(st.integers(0, max(0, size - 1)), max_size=80)) if size else []
     return OrdinalSpace(size), sorted(set(members))
 
