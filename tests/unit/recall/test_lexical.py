@@ -232,3 +232,20 @@ def test_a_token_of_a_row_not_added_is_refused() -> None:
     with pytest.raises(ValueError):
         index.add(np.asarray([1, 2]), [("a", codes(3, 0, 1))])
     assert len(index) == 0 and not index.vocabulary
+
+
+def test_an_index_that_fails_to_keep_up_hands_every_query_to_fts5(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(8)
+    store.write(drawers(rng, 40, 0), None, None, AUDIT)
+    assert store._lexical.ranked(["alpha"], DrawerFilter(), 5, (1.0, 0.5, 0.5)) is not None
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ValueError("disk says no")
+
+    monkeypatch.setattr(LexicalIndex, "add", broken)
+    store.write(drawers(rng, 5, 40), None, None, AUDIT)
+    answer = store.lexical(["alpha", "omega"], DrawerFilter(), 50)
+    assert store._lexical.ranked(["alpha"], DrawerFilter(), 5, (1.0, 0.5, 0.5)) is None
+    assert answer == from_fts(store, ["alpha", "omega"], DrawerFilter(), 50)

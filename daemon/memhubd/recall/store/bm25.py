@@ -281,9 +281,12 @@ class LexicalCache:
                 return None
             try:
                 self._refresh()
-            except sqlite3.Error as error:
+            except Exception as error:  # the store still answers through FTS5
+                # Off for this store's lifetime: a failure that repeats must not cost a
+                # rebuild per search.
                 log.warning("lexical index refresh failed; FTS5 answers", error=str(error))
                 self._current = None
+                self._disabled = True
                 return None
             if self._current is None or self._scratch is None:
                 return None
