@@ -386,7 +386,7 @@ class RestoredRaw(RawDeclaration):
         self,
         kind: str,
         name: str,
-        saved_fields: bytes,
+        saved_fields: bytes | None,
         file: str,
         line: int,
         module: str | None,
@@ -411,16 +411,21 @@ class RestoredRaw(RawDeclaration):
     def __getattr__(self, name: str) -> Any:
         if name != "fields":
             raise AttributeError(name)
-        fields = marshal.loads(self._saved_fields)
+        saved = self._saved_fields
+        if saved is None:  # another thread decoded them meanwhile (and set them first)
+            return self.fields
+        fields = marshal.loads(saved)
         if type(fields) is not dict:
             # Sealed by this daemon, so never expected; but never served as fields.
             raise ValueError(f"saved fields of {self.kind}:{self.name} are not a block")
         self.fields = fields
+        self._saved_fields = None  # decoded once: keep one copy, not both
         return fields
 
     @property
-    def saved_fields(self) -> bytes:
-        """The fields in their saved form (what the cache writes back unchanged)."""
+    def saved_fields(self) -> bytes | None:
+        """The fields in their saved form while not decoded (the cache writes them back
+        unchanged), else None."""
         return self._saved_fields
 
 

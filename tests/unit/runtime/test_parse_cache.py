@@ -295,12 +295,16 @@ def test_a_restart_decodes_each_declarations_fields_only_when_read(
     assert answers(again) == answers(first)
 
 
+@pytest.mark.parametrize("read_first", [False, True])
 def test_a_restored_workspace_is_saved_again_as_it_was(
-    saved: tuple[Path, Path, Snapshot], tmp_path: Path
+    saved: tuple[Path, Path, Snapshot], tmp_path: Path, read_first: bool
 ) -> None:
     root, state, first = saved
     restored = build_snapshot("w", str(root), None, cache=ParseCache(state))
-    # Saving restored files (fields never decoded) into another cache, then restoring
+    if read_first:  # every declaration's fields decoded (their saved form then dropped)
+        answers(restored)
+        assert _decoded_fields(restored.workspace.declarations) == 2
+    # Saving restored files into another cache, then restoring
     other = tmp_path / "other"
     persist(restored, ParseCache(other))
 
