@@ -303,7 +303,7 @@ def test_a_restored_workspace_is_saved_again_as_it_was(
     restored = build_snapshot("w", str(root), None, cache=ParseCache(state))
     if read_first:  # every declaration's fields decoded (their saved form then dropped)
         answers(restored)
-        assert _decoded_fields(restored.workspace.declarations) == 2
+        assert _decoded_fields(restored.workspace.declarations) == 3
     # Saving restored files into another cache, then restoring
     other = tmp_path / "other"
     persist(restored, ParseCache(other))
