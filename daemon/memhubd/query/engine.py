@@ -165,7 +165,7 @@ def _must_layer(ix: lexical.WorkspaceIndex, bits: int) -> MustLayer:
         if layer is not None:
             layers.by_bits.move_to_end(bits)
             return layer
-    layer = must_layer(ix.declarations[o] for o in ix.space.ordered(bits))
+    layer = must_layer(ix.declarations.take(ix.space.ordered(bits)))
     size = _layer_cost(bits, len(layer.declarations))
     if size > MUST_LAYER_RULES // 4:
         return layer  # one layer must not push out most of the others

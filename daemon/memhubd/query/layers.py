@@ -36,13 +36,18 @@ class MustLayer:
 def must_layer(declarations: Iterable[Any]) -> MustLayer:
     """The MUST layer of `declarations` (in workspace order)."""
     items = tuple(declarations)
-    ids = frozenset(d.id for d in items)
+    ids = frozenset([d.id for d in items])
+    relations = []
+    for d in items:
+        targets = _conflict_targets(d)
+        if targets:  # most rules have none
+            relations.extend([(d, target) for target in targets])
     return MustLayer(
         declarations=items,
         ids=ids,
-        identities=ids | {d.name for d in items},
-        subjects=frozenset(d.subject for d in items),
-        relations=tuple((d, t) for d in items for t in _conflict_targets(d)),
+        identities=ids.union([d.name for d in items]),
+        subjects=frozenset([d.subject for d in items]),
+        relations=tuple(relations),
     )
 
 
@@ -108,8 +113,10 @@ def assemble_pack(r: Retrieval) -> EvidencePack:
     )
 
 
-def _conflict_targets(d: Any) -> list[str]:
-    return d.relations().get("conflicts_with", [])  # type: ignore[no-any-return]
+def _conflict_targets(d: Any) -> Sequence[str]:
+    # The one relation, not the whole mapping `relations()` builds: a query reads this
+    # for every rule of a MUST layer it has not met before.
+    return d.relation_targets("conflicts_with")  # type: ignore[no-any-return]
 
 
 def _conflicts(must: MustLayer, others: list[Any]) -> list[tuple[Any, str]]:
