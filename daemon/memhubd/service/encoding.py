@@ -11,17 +11,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import json
 import secrets
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import anyio
+
 from memhub_protocol import ErrorCode, ProtocolError
-from memhubd.query.pack import compact_json
+from memhubd.query.pack import compact_json, compact_text
 from memhubd.runtime.snapshot import Snapshot
 
 Piece = Callable[[Any], bytes]
@@ -57,7 +58,7 @@ def dumps_text(value: Any) -> str:
     """`dumps` as text (MCP answers are text); no bytes round trip without a `Raw`."""
     if isinstance(value, dict) and any(type(item) is Raw for item in value.values()):
         return dumps(value).decode("utf-8")
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact_text(value)
 
 
 # --- pieces -------------------------------------------------------------------------------
@@ -270,6 +271,16 @@ def answer_tag(key: Hashable) -> str:
     return f'"{digest}"'
 
 
+class _Flight:
+    """One answer being computed; callers asking for the same key wait for it."""
+
+    __slots__ = ("done", "answer")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.answer: QueryAnswer | None = None
+
+
 class AnswerCache:
     """Whole answers, least recently used first out, bounded by their encoded size.
 
@@ -279,13 +290,48 @@ class AnswerCache:
 
     # Sizes of answers refused for their size, so asking again is refused at once.
     MAX_REFUSALS = 1024
+    # Distinct answers being computed at once that later askers may wait for; past
+    # this, a miss is computed by its own caller (never an unbounded table).
+    MAX_FLIGHTS = 256
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.used = 0
         self._items: OrderedDict[Hashable, QueryAnswer] = OrderedDict()
         self._refused: OrderedDict[Hashable, int] = OrderedDict()
+        self._flights: dict[Hashable, _Flight] = {}
         self._lock = threading.Lock()
+
+    async def computed_once(
+        self, key: Hashable, compute: Callable[[], Awaitable[QueryAnswer]]
+    ) -> tuple[QueryAnswer, bool]:
+        """`compute()`, unless the same key is being computed already: then that answer,
+        once it is done. Returns (answer, shared), shared when another caller computed
+        it (with its own size limit: check yours). A caller whose computation failed
+        leaves its waiters to compute for themselves. Event-loop side only.
+
+        Many agents asking the same question of a new snapshot at once then cost one
+        computation, whether or not the answer fits the cache.
+        """
+        flight = self._flights.get(key)
+        if flight is not None:
+            await flight.done.wait()
+            if flight.answer is not None:
+                return flight.answer, True
+            return await compute(), False
+        if len(self._flights) >= self.MAX_FLIGHTS:
+            return await compute(), False
+        flight = self._flights[key] = _Flight()
+        try:
+            flight.answer = await compute()
+            return flight.answer, False
+        finally:
+            del self._flights[key]
+            flight.done.set()
+
+    def flights(self) -> int:
+        """How many answers are being computed with waiters allowed (for tests)."""
+        return len(self._flights)
 
     def refused_size(self, key: Hashable) -> int | None:
         """The size of the answer for `key` if it was refused as too large, else None."""

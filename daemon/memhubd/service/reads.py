@@ -329,17 +329,23 @@ async def query(
     key = _query_key(view, request, as_text)
     cache = answer_cache(hub)
     answer = cache.get(key)
-    refused = cache.refused_size(key) if answer is None else None
-    if refused is not None and max_result_bytes is not None:
-        _refuse_over(refused, max_result_bytes)
+    shared = answer is not None
     if answer is None:
-        try:
-            answer = await _answer_query(view, request, key, as_text, max_result_bytes)
-        except AnswerTooLarge as error:
-            cache.note_refusal(key, error.size)
-            raise
-        cache.put(key, answer)
-    elif max_result_bytes is not None:
+
+        async def compute() -> QueryAnswer:
+            refused = cache.refused_size(key)  # refused before, or while this caller waited
+            if refused is not None and max_result_bytes is not None:
+                _refuse_over(refused, max_result_bytes)
+            try:
+                computed = await _answer_query(view, request, key, as_text, max_result_bytes)
+            except AnswerTooLarge as error:
+                cache.note_refusal(key, error.size)
+                raise
+            cache.put(key, computed)
+            return computed
+
+        answer, shared = await cache.computed_once(key, compute)
+    if shared and max_result_bytes is not None:
         _refuse_over(len(answer.text.encode("utf-8") if as_text else answer.body), max_result_bytes)
     note_query(hub, identity, name, request.query, answer.facts())
     return answer, view
