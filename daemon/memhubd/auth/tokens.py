@@ -76,6 +76,11 @@ def file_signature(path: Path | int) -> FileSignature | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+# Verified secrets kept per store (a few callers' tokens; cleared when full): a request
+# then costs a stat of the token file, not a hash and a new Identity.
+_VERIFIED_SECRETS = 256
+
+
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("ascii")).hexdigest()
 
@@ -279,6 +284,9 @@ class TokenStore:
         self._clock = clock
         self._mutex = threading.Lock()
         self._contents = _Contents(signature=None)
+        # Secrets verified against the contents now read: (contents, record, identity).
+        # A changed file is new contents, so a revocation still takes effect at once.
+        self._verified: dict[str, tuple[_Contents, TokenRecord, Identity]] = {}
         self.audit = AdminAudit(self.state_dir)
 
     # ---- reading ---------------------------------------------------------
@@ -322,14 +330,24 @@ class TokenStore:
             # Fail closed: no token is valid while the file cannot be read.
             log.error("token_file_unreadable", path=str(self.path), error=str(error))
             return None
-        digest = _hash(secret)
-        found = None
-        for record in contents.by_id.get(token_id_of(secret), ()):
-            if hmac.compare_digest(digest, record.secret_hash):
-                found = record
-        if found is None or found.is_expired(self._clock()):
+        known = self._verified.get(secret)
+        if known is not None and known[0] is contents:
+            found, identity = known[1], known[2]
+        else:
+            digest = _hash(secret)
+            matched = None
+            for record in contents.by_id.get(token_id_of(secret), ()):
+                if hmac.compare_digest(digest, record.secret_hash):
+                    matched = record
+            if matched is None:
+                return None
+            found, identity = matched, matched.identity()
+            if len(self._verified) >= _VERIFIED_SECRETS:
+                self._verified.clear()
+            self._verified[secret] = (contents, found, identity)
+        if found.is_expired(self._clock()):
             return None
-        return found.identity()
+        return identity
 
     # ---- writing ---------------------------------------------------------
 
