@@ -139,7 +139,7 @@ class AccessLog:
             logger=self.name,
             timestamp=datetime.now(UTC).isoformat().replace("+00:00", "Z"),
         )
-        line = json.dumps(record, default=repr) + handler.terminator
+        line = _access_json(record) + handler.terminator
         handler.acquire()
         try:
             handler.stream.write(line)
@@ -149,6 +149,20 @@ class AccessLog:
         finally:
             handler.release()
 
+
+def _access_encoder() -> Any:
+    """`json.dumps(value, default=repr)` with the C encoder made once, not per line."""
+    try:
+        from _json import make_encoder
+    except ImportError:  # an interpreter without the C accelerator
+        return lambda value: json.dumps(value, default=repr)
+    encode = make_encoder(
+        None, repr, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
+    return lambda value: "".join(encode(value, 0))
+
+
+_access_json = _access_encoder()
 
 access_log = AccessLog()
 
