@@ -10,8 +10,10 @@ scripts (`--memdsl-python`, `$MEMDSL_PYTHON`, or the current interpreter).
 
 The daemon runs with default settings (log level info, JSON lines to a file, the
 response cache on); `--limit response_cache_bytes=1` measures without the cache. With
-wrk, HTTP load runs twice: the first run computes each distinct answer as it is first
-asked, the second finds them all in the response cache.
+wrk, HTTP load runs twice, once the daemon is idle (its lint and parse-cache save after
+the reloads done): the first run computes each distinct answer as it is first asked,
+the second finds them all in the response cache. Each run also prints the daemon's CPU
+time per request.
 """
 
 from __future__ import annotations
@@ -196,13 +198,37 @@ end
 """
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(pid: int, quiet_s: float = 3.0, timeout_s: float = 120) -> float:
+    """Wait until the daemon has used under 5% of a core for `quiet_s`: after a start or
+    a reload it saves its parse cache and lints in a worker thread, once reloads have
+    been quiet for 2 s, which would otherwise share the first wrk run's CPU. Returns
+    the seconds waited."""
+    begun = time.monotonic()
+    while time.monotonic() - begun < timeout_s:
+        before = cpu_s(pid)
+        time.sleep(quiet_s)
+        if cpu_s(pid) - before < 0.05 * quiet_s:
+            break
+    return time.monotonic() - begun
+
+
 def wrk_throughput(
     daemon: Daemon, queries: list[dict], clients: int, seconds: int, max_bytes: int | None
 ) -> dict:
-    """Load from wrk (C, two threads), so that the client does not eat the server's CPU."""
+    """Load from wrk (C, two threads), so that the client does not eat the server's CPU.
+
+    Also the daemon's CPU time per request (user + system, loopback sends included):
+    work, which varies far less with the machine's load than the wall-clock figures."""
     bodies = ",".join("[==[" + json.dumps(query_body(q, max_bytes)) + "]==]" for q in queries)
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(_WRK_SCRIPT % (bodies, daemon.token))
+    cpu_before = cpu_s(daemon.proc.pid)
     try:
         result = subprocess.run(
             ["wrk", "-t2", f"-c{clients}", f"-d{seconds}s", "-s", script.name, daemon.url],
@@ -212,6 +238,7 @@ def wrk_throughput(
         )
     finally:
         os.unlink(script.name)
+    cpu = cpu_s(daemon.proc.pid) - cpu_before
     line = next(x for x in result.stdout.splitlines() if x.startswith("WRK "))
     requests, errors, duration_us, p50_us, p99_us = line.split()[1:]
     return {
@@ -222,6 +249,7 @@ def wrk_throughput(
         "qps": int(requests) / (int(duration_us) / 1e6),
         "p50_ms": float(p50_us) / 1000,
         "p99_ms": float(p99_us) / 1000,
+        "cpu_ms_per_request": cpu * 1000 / max(1, int(requests)),
     }
 
 
@@ -393,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
                 if size <= 10_000:
                     print(f"[{label}] throughput ...", file=sys.stderr, flush=True)
                     if shutil.which("wrk"):
+                        entry["idle_after_s"] = wait_until_idle(daemon.proc.pid)
                         entry["throughput"] = wrk_throughput(
                             daemon, queries, args.clients, args.seconds, args.max_bytes
                         )
@@ -449,6 +478,11 @@ def render(report: dict) -> str:
                 f"{label}: HTTP query, {t['clients']} clients ({t.get('tool', 'httpx')}{what}): "
                 f"{t['qps']:.0f} queries/s, "
                 f"p50 {t['p50_ms']:.2f} ms, p99 {t['p99_ms']:.2f} ms, errors {t['errors']}"
+                + (
+                    f", daemon CPU {t['cpu_ms_per_request']:.3f} ms a request"
+                    if "cpu_ms_per_request" in t
+                    else ""
+                )
             )
         if "cli" in entry:
             c = entry["cli"]
