@@ -117,6 +117,12 @@ class WorkspaceHost:
         # A build that failed may have been told of changes it never served: the next
         # one walks the whole workspace rather than trust a list of changed paths.
         self._walk_next = True
+        # The generation last saved to the parse cache and linted in the background (a
+        # number: holding the snapshot would keep it alive), and since when a newer one
+        # has been served (None: none since), so that edits that never pause still get
+        # one within `WARM_WAIT_AT_MOST_S`.
+        self.warmed_generation = 0
+        self.unwarmed_since: float | None = None
 
     async def reload(self, changed: Iterable[str] | None = None) -> Snapshot | None:
         """Build and swap in the next snapshot if anything changed; return what is served.
@@ -202,6 +208,8 @@ class WorkspaceHost:
             return previous
         self.snapshot = candidate
         self.unavailable = None
+        if self.unwarmed_since is None:
+            self.unwarmed_since = time.monotonic()
         marks["swapped"] = time.monotonic()
         self._report(previous, candidate)
         marks["reported"] = time.monotonic()
@@ -352,58 +360,62 @@ class Hub:
         )
 
     def warm(self, snapshot: Snapshot) -> None:
-        """Compute the index's lazy parts right after a swap, then save the parse cache
-        and lint once reloads have been quiet for `WARM_QUIET_S`, all off the request path.
+        """Compute the index's lazy parts right after a swap, then save the parse cache,
+        lint and settle the heap once reloads have been quiet for `WARM_QUIET_S`, all off
+        the request path.
 
-        Runs beside reloads, not before the next one; a snapshot that is no longer
-        served by the time its turn comes is not saved or linted (edits in a burst).
+        Runs beside reloads, not before the next one. The quiet step takes the snapshot
+        served by then: in a burst of edits only the last one is saved and linted, and
+        edits that never pause get one within `WARM_WAIT_AT_MOST_S` of the first.
         """
-        if self._tg is None:
+        host = self.hosts.get(snapshot.name)
+        if self._tg is None or host is None:
             return
-
-        def current() -> bool:
-            host = self.hosts.get(snapshot.name)
-            return host is not None and host.snapshot is snapshot
-
-        marks: dict[str, float] = {}
 
         def index() -> None:
             from memhubd.index.workspace import index_for
 
-            if current():
-                marks["started"] = time.monotonic()
+            if host.snapshot is snapshot:
                 # Collecting waits for the quiet step: it holds the GIL throughout.
                 settled(index_for(snapshot.workspace).warm, collect=False)()
-                marks["indexed"] = time.monotonic()
-
-        def save_and_lint() -> None:
-            if not current():
-                return
-            marks["quiet"] = time.monotonic()
-            if self.cache is not None:
-                try:
-                    persist(snapshot, self.cache)
-                except OSError as error:  # a full disk costs the next start a parse, no more
-                    log.warning("parse cache not saved", workspace=snapshot.name, error=str(error))
-            marks["persisted"] = time.monotonic()
-            if current():
-                snapshot.diagnostics()
-                marks["linted"] = time.monotonic()
-                settle_long_lived()
-            marks["ended"] = time.monotonic()
-            log.debug(
-                "warm_trace", workspace=snapshot.name, generation=snapshot.generation, **marks
-            )
 
         async def run() -> None:
             try:
                 await anyio.to_thread.run_sync(index, limiter=self.warm_limiter)
-                await self.activity.wait_quiet(WARM_QUIET_S, WARM_WAIT_AT_MOST_S)
-                await anyio.to_thread.run_sync(save_and_lint, limiter=self.lint_limiter)
+                since = host.unwarmed_since or time.monotonic()
+                longest = since + WARM_WAIT_AT_MOST_S - time.monotonic()
+                await self.activity.wait_quiet(WARM_QUIET_S, max(longest, 0.0))
+                async with self.lint_limiter:
+                    target = host.snapshot
+                    if (
+                        target is None
+                        or target.generation <= host.warmed_generation
+                        or self.hosts.get(host.name) is not host
+                    ):
+                        return
+                    host.warmed_generation, host.unwarmed_since = target.generation, None
+                    await anyio.to_thread.run_sync(self._save_and_lint, host, target)
             except Exception:
                 log.exception("warming failed", workspace=snapshot.name)
 
         self._tg.start_soon(run)
+
+    def _save_and_lint(self, host: WorkspaceHost, snapshot: Snapshot) -> None:
+        """Save `snapshot` to the parse cache, lint it unless it has been replaced
+        meanwhile, and settle the heap (a full collection when memory has grown)."""
+        marks = {"quiet": time.monotonic()}
+        if self.cache is not None:
+            try:
+                persist(snapshot, self.cache)
+            except OSError as error:  # a full disk costs the next start a parse, no more
+                log.warning("parse cache not saved", workspace=snapshot.name, error=str(error))
+        marks["persisted"] = time.monotonic()
+        if host.snapshot is snapshot:
+            snapshot.diagnostics()
+            marks["linted"] = time.monotonic()
+        settle_long_lived()
+        marks["ended"] = time.monotonic()
+        log.debug("warm_trace", workspace=snapshot.name, generation=snapshot.generation, **marks)
 
     # --- membership -------------------------------------------------------------------
 

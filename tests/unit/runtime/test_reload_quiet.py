@@ -77,3 +77,36 @@ async def test_only_the_last_snapshot_of_a_burst_of_edits_is_linted(
                 await anyio.sleep(0.05)
         await anyio.sleep(0.5)
         assert linted == [generations[-1]]
+
+
+async def test_edits_that_never_pause_are_still_linted_within_the_longest_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a hub that lints after 5 s without reloads, or at most 0.5 s after an edit
+    monkeypatch.setattr(hub_module, "WARM_QUIET_S", 5.0)
+    monkeypatch.setattr(hub_module, "WARM_WAIT_AT_MOST_S", 0.5)
+    linted: list[int] = []
+    lint = Snapshot.diagnostics
+
+    def recording(snapshot: Snapshot) -> list:
+        linted.append(snapshot.generation)
+        return lint(snapshot)
+
+    monkeypatch.setattr(Snapshot, "diagnostics", recording)
+    source = tmp_path / "a.mem"
+    source.write_text(FACT.format(n=0), encoding="utf-8")
+    hub = Hub(watch=WatchSettings(enabled=False))
+    async with hub.running({"ws": str(tmp_path)}):
+        host = hub.get("ws")
+        assert host is not None
+        # when an edit is reloaded every 0.1 s for 2 s
+        begun = time.monotonic()
+        n = 0
+        while time.monotonic() - begun < 2.0:
+            n += 1
+            source.write_text(source.read_text() + FACT.format(n=n), encoding="utf-8")
+            await host.reload([str(source)])
+            await anyio.sleep(0.1)
+        # then snapshots were linted meanwhile, never two at once for one wait
+        assert linted
+        assert len(linted) < n / 2
