@@ -169,24 +169,33 @@ class _Schema:
 
 
 class _Scratch:
-    """An in-memory FTS5 table with the store's tokenizer: tokenizes query terms and
-    rows added since the index was built, exactly as the store's table did."""
+    """In-memory FTS5 tables with the store's tokenizer: they tokenize query terms and
+    rows added since the index was built, exactly as the store's table did. Each use is
+    rolled back, so the tables stay empty and cost nothing to reuse."""
 
     def __init__(self, schema: _Schema) -> None:
         self._schema = schema
-        self._connection = sqlite3.connect(":memory:", check_same_thread=False)
-        self._connection.execute("PRAGMA journal_mode = OFF")
-        self._tokens: dict[str, tuple[str, ...]] = {}
         self.columns = schema.columns
-
-    def _table(self, name: str, columns: Sequence[str]) -> None:
-        quoted = self._schema.tokenize.replace("'", "''")
-        self._connection.executescript(
-            f"DROP TABLE IF EXISTS {name}_v; DROP TABLE IF EXISTS {name};"
-            f"CREATE VIRTUAL TABLE {name} USING fts5({', '.join(columns)}, "
-            f"tokenize='{quoted}');"
-            f"CREATE VIRTUAL TABLE {name}_v USING fts5vocab({name}, instance);"
+        self._connection = sqlite3.connect(
+            ":memory:", check_same_thread=False, isolation_level=None
         )
+        self._tokens: dict[str, tuple[str, ...]] = {}
+        quoted = schema.tokenize.replace("'", "''")
+        for name, columns in (("q", ["t"]), ("r", schema.columns)):
+            self._connection.execute(
+                f"CREATE VIRTUAL TABLE {name} USING fts5({', '.join(columns)}, tokenize='{quoted}')"
+            )
+            self._connection.execute(
+                f"CREATE VIRTUAL TABLE {name}_v USING fts5vocab({name}, instance)"
+            )
+
+    @contextlib.contextmanager
+    def _rolled_back(self) -> Iterator[sqlite3.Connection]:
+        self._connection.execute("BEGIN")
+        try:
+            yield self._connection
+        finally:
+            self._connection.execute("ROLLBACK")
 
     def tokens(self, terms: Sequence[str]) -> list[tuple[str, ...]]:
         """Each term's tokens in order, as FTS5 reads a quoted query phrase."""
@@ -194,26 +203,26 @@ class _Scratch:
         if missing:
             if len(self._tokens) + len(missing) > _TOKEN_CACHE:
                 self._tokens.clear()
-            self._table("q", ["t"])
-            self._connection.executemany(
-                "INSERT INTO q (rowid, t) VALUES (?, ?)", list(enumerate(missing, 1))
-            )
             found: dict[int, list[tuple[int, str]]] = {}
-            for doc, offset, term in self._connection.execute("SELECT doc, offset, term FROM q_v"):
-                found.setdefault(doc, []).append((offset, term))
+            with self._rolled_back() as connection:
+                connection.executemany(
+                    "INSERT INTO q (rowid, t) VALUES (?, ?)", list(enumerate(missing, 1))
+                )
+                for doc, offset, term in connection.execute("SELECT doc, offset, term FROM q_v"):
+                    found.setdefault(doc, []).append((offset, term))
             for i, term in enumerate(missing, 1):
                 self._tokens[term] = tuple(t for _o, t in sorted(found.get(i, [])))
         return [self._tokens[t] for t in terms]
 
-    def instances(self, rows: Sequence[tuple[int, str, str, str]]) -> list[tuple[str, np.ndarray]]:
+    def instances(self, rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, np.ndarray]]:
         """Token instances of rows (rowid and one text per FTS column), per term."""
         columns = self._schema.columns
-        self._table("r", columns)
         marks = ", ".join("?" * (len(columns) + 1))
-        self._connection.executemany(
-            f"INSERT INTO r (rowid, {', '.join(columns)}) VALUES ({marks})", rows
-        )
-        return list(read_instances(self._connection, "r_v", self._schema.code))
+        with self._rolled_back() as connection:
+            connection.executemany(
+                f"INSERT INTO r (rowid, {', '.join(columns)}) VALUES ({marks})", rows
+            )
+            return list(read_instances(connection, "r_v", self._schema.code))
 
 
 def read_instances(
