@@ -6,9 +6,9 @@ drawer, in chat transcripts of 20 exchanges (ingest) or as drawers written in ba
 (for the larger sizes). Search: 200 queries of 2-6 words, hybrid (BM25 + vectors),
 timed once the vector index and the in-memory BM25 index are built (exact below 20,000
 vectors, IVF above); each size also reports the BM25 and vector parts alone, BM25 from
-memory against FTS5 (interleaved), the BM25 index's bytes per drawer, the share of the
-exact vector top 200 the index finds, and how much of the fused top 10 matches an
-exact-vector search.
+memory against FTS5 (interleaved, alone and within the whole search), the BM25 index's
+bytes per drawer, the share of the exact vector top 200 the index finds, and how much
+of the fused top 10 matches an exact-vector search.
 
     .venv/bin/python bench/recall_scale.py [--sizes 10000,100000] [--ingest 20000]
 """
@@ -170,6 +170,7 @@ def measure_search(store: object, embedder: object, words: Words) -> dict[str, f
         QUERIES,
     )
     memory_ms, fts_ms = bm25_interleaved(store, queries)
+    search_memory_ms, search_fts_ms = bm25_interleaved(store, queries, embedder)
     nearest = timed(
         lambda i: store.nearest(query_vectors[i], record, DrawerFilter(), 200),  # type: ignore[attr-defined]
         QUERIES,
@@ -182,6 +183,10 @@ def measure_search(store: object, embedder: object, words: Words) -> dict[str, f
             round(statistics.median(memory_ms), 2),
             round(statistics.median(fts_ms), 2),
         ],
+        "search_bm25_memory_vs_fts5_p50_ms": [
+            round(statistics.median(search_memory_ms), 2),
+            round(statistics.median(search_fts_ms), 2),
+        ],
         "vector_p50_ms": round(statistics.median(nearest), 2),
         "index_settle_s": round(settle_s, 1),
         "bm25_index_settle_s": round(lexical_settle_s, 1),
@@ -192,16 +197,21 @@ def measure_search(store: object, embedder: object, words: Words) -> dict[str, f
     }
 
 
-def bm25_interleaved(store: object, queries: list[str]) -> tuple[list[float], list[float]]:
-    """BM25 alone from the in-memory index and from FTS5, query by query in turn (so the
-    ratio holds on a busy machine)."""
+def bm25_interleaved(
+    store: object, queries: list[str], embedder: object | None = None
+) -> tuple[list[float], list[float]]:
+    """BM25 alone (or, given the embedder, the whole search) with BM25 from the in-memory
+    index and from FTS5, query by query in turn (so the ratio holds on a busy machine)."""
     memory, fts = [], []
     for query in queries:
         for enabled, into in ((True, memory), (False, fts)):
             bm25.ENABLED = enabled
             try:
                 started = time.perf_counter()
-                store.lexical(query_terms(query), DrawerFilter(), 200)  # type: ignore[attr-defined]
+                if embedder is None:
+                    store.lexical(query_terms(query), DrawerFilter(), 200)  # type: ignore[attr-defined]
+                else:
+                    search(store, embedder, query, DrawerFilter(), 10)  # type: ignore[arg-type]
                 into.append((time.perf_counter() - started) * 1000)
             finally:
                 bm25.ENABLED = True
