@@ -118,13 +118,14 @@ def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> int:
     """Constraints sharing an id, scope or subject with a hit, plus every global one."""
     bits = ix.global_constraints
     same_id = []
+    constraint_bits = _layers(ix).constraint_bits
     for o in hits:
         same_id.extend(c for c in ix.ids[ix.ids_of[o]] if ix.has_bit(ix.constraints, c))
         scope, subject = ix.scopes[o], ix.subjects[o]
         if scope:
-            bits |= ix.constraint_bits(lexical.SCOPE, scope)
+            bits |= constraint_bits(ix, lexical.SCOPE, scope)
         if subject:
-            bits |= ix.constraint_bits(lexical.SUBJECT, subject)
+            bits |= constraint_bits(ix, lexical.SUBJECT, subject)
     if same_id:
         bits |= ix.space.bitmap(same_id)
     return bits  # type: ignore[no-any-return]
@@ -144,23 +145,54 @@ def _layer_cost(bits: int, size: int) -> int:
     return size + bits.bit_length() // 800
 
 
+# The constraints under one scope or subject, per index: a hit's scope and subject are
+# met again by many queries, and the index assembles a key held by few files anew on
+# every call (at 10k most of them). Bounded by bytes, as wide as the index's bitmaps
+# (125 KB at 1M declarations); started over when full.
+CONSTRAINT_BITS_BYTES = 8 * 1024 * 1024
+
+
 class _Layers:
-    __slots__ = ("by_bits", "rules")
+    __slots__ = ("by_bits", "rules", "constraints", "constraint_bytes")
 
     def __init__(self) -> None:
         self.by_bits: OrderedDict[int, MustLayer] = OrderedDict()
         self.rules = 0
+        self.constraints: dict[tuple[str, str], int] = {}
+        self.constraint_bytes = 0
+
+    def constraint_bits(self, ix: lexical.WorkspaceIndex, table: str, key: str) -> int:
+        """`ix.constraint_bits(table, key)`, remembered."""
+        bits = self.constraints.get((table, key))
+        if bits is None:
+            bits = ix.constraint_bits(table, key)
+            cost = bits.bit_length() // 8 + 64
+            with _LAYERS_LOCK:
+                if self.constraint_bytes + cost > CONSTRAINT_BITS_BYTES:
+                    self.constraints.clear()
+                    self.constraint_bytes = 0
+                self.constraints[(table, key)] = bits
+                self.constraint_bytes += cost
+        return bits
 
 
 _LAYERS: weakref.WeakKeyDictionary[Any, _Layers] = weakref.WeakKeyDictionary()
 _LAYERS_LOCK = threading.Lock()
 
 
+def _layers(ix: lexical.WorkspaceIndex) -> _Layers:
+    layers = _LAYERS.get(ix)
+    if layers is None:
+        with _LAYERS_LOCK:
+            layers = _LAYERS.get(ix)
+            if layers is None:
+                layers = _LAYERS[ix] = _Layers()
+    return layers
+
+
 def _must_layer(ix: lexical.WorkspaceIndex, bits: int) -> MustLayer:
+    layers = _layers(ix)
     with _LAYERS_LOCK:
-        layers = _LAYERS.get(ix)
-        if layers is None:
-            layers = _LAYERS[ix] = _Layers()
         layer = layers.by_bits.get(bits)
         if layer is not None:
             layers.by_bits.move_to_end(bits)

@@ -93,3 +93,28 @@ def test_a_layer_is_charged_for_its_key_as_well_as_its_rules() -> None:
 
     assert engine._layer_cost(0b1011, 3) == 3
     assert engine._layer_cost(1 << 800_000, 1) == 1 + 1_000
+
+
+def test_remembered_scope_constraints_are_the_indexs_and_stay_within_their_bound(
+    load: Loader, monkeypatch
+) -> None:
+    from memhubd.index.workspace import SCOPE, SUBJECT, index_for
+    from memhubd.query import engine
+
+    # Given a bound that holds about one remembered key
+    monkeypatch.setattr(engine, "CONSTRAINT_BITS_BYTES", 100)
+    ws = load(RULES)
+    ix = index_for(ws)
+
+    # When queries meet the same scope again and again
+    for query in ["tuesday", "audits", "friday hotfix", "tuesday"]:
+        fast = build_evidence_pack(ws, query)
+        assert fast.as_dict() == build_evidence_pack_linear(ws, query).as_dict()
+
+    # Then what is remembered is the index's own answer, within the bound
+    layers = engine._layers(ix)
+    assert layers.constraints
+    assert layers.constraint_bytes <= 100
+    for (table, key), bits in layers.constraints.items():
+        assert table in (SCOPE, SUBJECT)
+        assert bits == ix.constraint_bits(table, key)
