@@ -20,7 +20,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +33,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from memhubd.recall import search as search_module  # noqa: E402
 from memhubd.recall.embed import load_embedder  # noqa: E402
 from memhubd.recall.ids import content_hash, drawer_id  # noqa: E402
 from memhubd.recall.ingest.chunk import said_on  # noqa: E402
@@ -175,6 +177,17 @@ def build(
     return Corpus(store, by_rowid, directory)
 
 
+@contextmanager
+def framing_kept() -> Iterator[None]:
+    """Search as before question-framing words left the BM25 terms (for the step row)."""
+    saved = search_module.QUESTION_FRAMING
+    search_module.QUESTION_FRAMING = frozenset()
+    try:
+        yield
+    finally:
+        search_module.QUESTION_FRAMING = saved
+
+
 def evaluate(
     corpora: list[tuple[Corpus, list[Question]]], embedder: Any, weights: Weights
 ) -> dict[str, Any]:
@@ -259,6 +272,20 @@ def run(data: Path, variants: bool) -> list[dict[str, Any]]:
             ("8 + the speaker the question names (defaults)", CHOSEN),
         ],
     )
+    with framing_kept():
+        measure(
+            (render_speaker, "prev+next+date", "content"),
+            [
+                (
+                    "9 defaults with question-framing words kept in BM25 (before)",
+                    CHOSEN,
+                ),
+                (
+                    "10 bm25 alone with question-framing words kept (before)",
+                    Weights(1, 0, 0, CHOSEN.context, source=0, speaker=0),
+                ),
+            ],
+        )
     if variants:
         bm25 = Weights(1, 0, 0, source=0, speaker=0)
         measure((render_plain, "none", "content"), [("bm25 only, text without speaker", bm25)])
