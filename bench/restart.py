@@ -17,8 +17,9 @@ workspace (`synth`) with a real `memhubd serve` and default settings:
 event) and how long the lint and cache save after each swap took.
 
 `--in-process` measures the builder alone instead: the first snapshot parsed, then
-restored from the parse cache (with and without its consolidated snapshot file), and
-the next snapshot after each one-file edit.
+restored from the parse cache (with and without its consolidated snapshot file; the
+former also in a new process, as a daemon's start makes it, with the CPU of its steps),
+and the next snapshot after each one-file edit.
 
     python bench/restart.py [--sizes 10k,100k,1m] [--edits 20] [--queries 200] [--in-process]
                             [--trace]
@@ -361,6 +362,7 @@ def in_process(size: int, edits: int) -> None:
         _, warm, warm_cpu = timed(
             lambda: build_snapshot("b", str(root), None, cache=ParseCache(folder))
         )
+        restart = restored_in_new_process(root, folder)
         for file in folder.glob("*/snapshot"):
             file.unlink()
         _, entries, entries_cpu = timed(
@@ -392,13 +394,59 @@ def in_process(size: int, edits: int) -> None:
                 time.sleep(0.3)
     print(
         f"{synth.size_label(size)} in process: first snapshot parsed {cold:.2f} s "
-        f"({cold_cpu:.2f} s CPU), from the snapshot {warm:.2f} s ({warm_cpu:.2f} s CPU), "
+        f"({cold_cpu:.2f} s CPU), from the snapshot {warm:.2f} s ({warm_cpu:.2f} s CPU; "
+        f"in a new process {restart['wall']:.2f} s, {restart['cpu']:.2f} s CPU: file "
+        f"{restart['file']:.2f}, declarations {restart['declarations']:.2f}, index "
+        f"{restart['index']:.2f}), "
         f"from the entries {entries:.2f} s ({entries_cpu:.2f} s CPU), next snapshot after "
         f"a one-file edit median {statistics.median(times) * 1000:.0f} ms "
         f"({statistics.median(cpus) * 1000:.0f} ms CPU; max {max(times) * 1000:.0f} ms); "
         f"walking instead, watcher and build: {statistics.median(walks) * 1000:.0f} ms CPU",
         flush=True,
     )
+
+
+def restored_in_new_process(root: Path, folder: Path) -> dict[str, float]:
+    """A restart's `build_snapshot` from the snapshot file in a fresh process (as a
+    daemon's start makes it, with nothing interned yet), and the CPU of its steps."""
+    found = subprocess.run(
+        [sys.executable, __file__, "--restore", str(root), str(folder)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(found.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def restore_steps(root: str, folder: str) -> None:
+    """Print (JSON) the wall and CPU time of one start from `folder`'s snapshot file and
+    the CPU of its steps: reading, verifying and unmarshalling the file, rebuilding the
+    declarations and segments, composing the workspace index."""
+    import memhubd.runtime.cache as cache_module
+    import memhubd.runtime.snapshot as snapshot_module
+
+    steps = {"file": 0.0, "declarations": 0.0, "index": 0.0}
+
+    def counted(owner, name, step):  # type: ignore[no-untyped-def]
+        inner = getattr(owner, name)
+
+        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            begun = time.process_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                steps[step] += time.process_time() - begun
+
+        setattr(owner, name, call)
+
+    counted(cache_module.ParseCache, "load_snapshot", "file")
+    counted(cache_module, "_decode", "declarations")
+    counted(snapshot_module, "_index_from_segments", "index")
+    wall, cpu = time.perf_counter(), time.process_time()
+    snapshot_module.build_snapshot("b", root, None, cache=cache_module.ParseCache(folder))
+    steps["wall"] = time.perf_counter() - wall
+    steps["cpu"] = time.process_time() - cpu
+    print(json.dumps(steps), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -412,7 +460,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="serve the edits at log level debug and print where each edit's time went",
     )
+    parser.add_argument("--restore", nargs=2, metavar=("ROOT", "CACHE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.restore:  # the child of restored_in_new_process
+        restore_steps(*args.restore)
+        return 0
     for size in (synth.parse_size(s) for s in args.sizes.split(",")):
         if args.in_process:
             in_process(size, args.edits)
