@@ -69,7 +69,9 @@ def fresh_codes(
     del merged
     ends = np.cumsum(counts)
     starts = ends - counts
-    return {key: codes[starts[n] : ends[n]].copy() for key, n in number.items()}
+    # Views of one array, not a copy each: thousands of small allocations scattered
+    # over the space the sort's temporaries freed would keep all of it resident.
+    return {key: codes[starts[n] : ends[n]] for key, n in number.items()}
 
 
 _CHUNK_ROWS = 1 << 17  # rows unpacked at once: 8 bytes a row and bit, so ~10 MB at width 7
