@@ -58,7 +58,7 @@ def applicable_constraints(
     # One entry per id; with duplicate ids the later declaration wins (memdsl keys
     # its selection by id while walking the workspace in order).
     by_id = dict(zip(ix.ids_of.take(selected), selected, strict=True))
-    return ix.declarations.take(by_id[key] for key in sorted(by_id))
+    return ix.declarations.take(map(by_id.__getitem__, sorted(by_id)))
 
 
 def applicable_boundaries(

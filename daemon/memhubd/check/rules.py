@@ -113,7 +113,7 @@ def judge(rule: Rule, text: Texts, supplied: set[str]) -> Judgement:
     applied = sorted(rule.declared & supplied) if rule.declared and supplied else None
     if not rule.guarded:
         return _excepted(applied, rule) if applied else _review(_UNGUARDED, rule)
-    if rule.when and not any(p in text.combined_lowered for p in rule.when):
+    if rule.when and not any(map(text.combined_lowered.__contains__, rule.when)):
         return ("not_triggered", None, {})
     if applied:
         return _excepted(applied, rule)
