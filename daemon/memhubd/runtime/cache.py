@@ -8,10 +8,10 @@ module and positions by column, each one's fields as their own `marshal` bytes; 
 index segment's ids, names, kinds, postings, directories and flag rows) in `marshal`
 form, which loads about seven times faster than a pickle of the objects. Declarations
 are rebuilt from it as the parser builds them, typed through the current registry,
-and their fields are decoded when first read (`RestoredDeclaration`). Nothing but plain values can come out of it (no code
-runs, unlike pickle), and even so only bytes this daemon wrote are decoded: every
-entry is sealed with an HMAC-SHA256 keyed by a random secret that lives only in this
-cache directory (0700, key 0600). An entry that is truncated, flipped, of another
+and their fields are decoded when first read (`RestoredDeclaration`). Nothing but
+plain values can come out of it (no code runs, unlike pickle), and even so only bytes
+this daemon wrote are decoded: every entry is sealed with an HMAC-SHA256 keyed by a
+random secret that lives only in this cache directory (0700, key 0600). An entry that is truncated, flipped, of another
 format version, or copied from another state directory fails the check, or the shape
 checks after decoding, and is ignored with a log line. The entry's own path and
 digest are compared after loading, so an entry is never served for another file.
@@ -19,10 +19,11 @@ Bounded: entries not used by the workspace's current snapshot are pruned.
 
 Beside the entries, each workspace has one consolidated snapshot file: every file's
 path, stat (mtime_ns, size, inode), digest, text and entry data in one `marshal`
-document (strings shared by files are decoded once), sealed the same way. A start reads it once and serves a file whose stat is unchanged without reading
-or hashing it (the check a running daemon makes before re-reading a file); a file
-whose stat differs is read, hashed and restored from its entry or parsed. It is
-rewritten off the request path, at most every `SNAPSHOT_INTERVAL_S` while files change.
+document (strings shared by files are decoded once), sealed the same way. A start
+reads it once and serves a file whose stat is unchanged without reading or hashing
+it (the check a running daemon makes before re-reading a file); a file whose stat
+differs is read, hashed and restored from its entry or parsed. It is rewritten off
+the request path, at most every `SNAPSHOT_INTERVAL_S` while files change.
 
 It must not decide what is served: a miss or a refused entry only costs a parse.
 """
