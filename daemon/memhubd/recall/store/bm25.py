@@ -290,6 +290,9 @@ class LexicalCache:
                 return None
             try:
                 self._refresh()
+                if self._current is None or self._scratch is None:
+                    return None
+                phrases = self._scratch.tokens(terms)
             except Exception as error:  # the store still answers through FTS5
                 # Off for this store's lifetime: a failure that repeats must not cost a
                 # rebuild per search.
@@ -297,9 +300,6 @@ class LexicalCache:
                 self._current = None
                 self._disabled = True
                 return None
-            if self._current is None or self._scratch is None:
-                return None
-            phrases = self._scratch.tokens(terms)
             if any(len(tokens) != 1 for tokens in phrases):
                 return None  # a phrase of several tokens needs positions: FTS5 has them
             index, attributes = self._current.index, self._current.attributes
