@@ -369,7 +369,8 @@ class Hub:
         edits that never pause get one within `WARM_WAIT_AT_MOST_S` of the first.
         """
         host = self.hosts.get(snapshot.name)
-        if self._tg is None or host is None:
+        tg = self._tg
+        if tg is None or host is None:
             return
 
         def index() -> None:
@@ -382,23 +383,31 @@ class Hub:
         async def run() -> None:
             try:
                 await anyio.to_thread.run_sync(index, limiter=self.warm_limiter)
-                since = host.unwarmed_since or time.monotonic()
-                longest = since + WARM_WAIT_AT_MOST_S - time.monotonic()
-                await self.activity.wait_quiet(WARM_QUIET_S, max(longest, 0.0))
-                async with self.lint_limiter:
-                    target = host.snapshot
-                    if (
-                        target is None
-                        or target.generation <= host.warmed_generation
-                        or self.hosts.get(host.name) is not host
-                    ):
-                        return
-                    host.warmed_generation, host.unwarmed_since = target.generation, None
-                    await anyio.to_thread.run_sync(self._save_and_lint, host, target)
             except Exception:
-                log.exception("warming failed", workspace=snapshot.name)
+                log.exception("warming failed", workspace=host.name)
+            # A task of its own, which holds no snapshot while it waits: a replaced one
+            # is freed at once.
+            tg.start_soon(self._save_and_lint_when_quiet, host)
 
-        self._tg.start_soon(run)
+        tg.start_soon(run)
+
+    async def _save_and_lint_when_quiet(self, host: WorkspaceHost) -> None:
+        try:
+            since = host.unwarmed_since or time.monotonic()
+            longest = since + WARM_WAIT_AT_MOST_S - time.monotonic()
+            await self.activity.wait_quiet(WARM_QUIET_S, max(longest, 0.0))
+            async with self.lint_limiter:
+                target = host.snapshot
+                if (
+                    target is None
+                    or target.generation <= host.warmed_generation
+                    or self.hosts.get(host.name) is not host
+                ):
+                    return
+                host.warmed_generation, host.unwarmed_since = target.generation, None
+                await anyio.to_thread.run_sync(self._save_and_lint, host, target)
+        except Exception:
+            log.exception("warming failed", workspace=host.name)
 
     def _save_and_lint(self, host: WorkspaceHost, snapshot: Snapshot) -> None:
         """Save `snapshot` to the parse cache, lint it unless it has been replaced
