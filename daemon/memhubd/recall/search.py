@@ -9,6 +9,7 @@ each signal's rank and score.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from memhubd.recall.store import (
     Drawer,
     DrawerFilter,
     DrawerStore,
+    Facets,
     RankedRow,
     VectorsUnavailable,
 )
@@ -156,27 +158,22 @@ def search(
     fused, signals = fuse(lists, {"bm25": weights.bm25, "vector": weights.vector})
     if not fused:
         return result
+    # Room, source and speaker of every candidate, from memory; full rows are read only
+    # for the hits returned. A candidate without facets was purged meanwhile: left out.
+    facets = store.facets(list(fused))
     if weights.source > 0:
-        _boost_sources(store, fused, weights.source)
+        _boost_sources(facets, fused, weights.source)
     result.boosted_rooms = rooms_for_query(query, store.taxonomy()) if weights.room > 0 else {}
-    known: dict[int, Drawer] = {}
     if result.boosted_rooms:
-        # A boost can lift any candidate into the top: every candidate's room is needed.
-        known = store.get(list(fused))
         bonus = weights.room / (RRF_K + 1)
-        for rowid, drawer in known.items():
-            if drawer.room in result.boosted_rooms:
+        for rowid, facet in facets.items():
+            if facet.room in result.boosted_rooms:
                 fused[rowid] += bonus
                 signals[rowid]["room"] = Signal(1, 1.0)
     if weights.speaker > 0:
-        top = max(SPEAKER_TOP, limit)
-        known |= _boost_speaker(store, query, fused, signals, weights.speaker, known, top)
-    # With a room boost `known` holds every live candidate; otherwise the order is over
-    # all candidates and a drawer deleted since the retrievers ran is simply left out.
-    order = sorted(known if result.boosted_rooms else fused, key=lambda r: (-fused[r], r))
-    order = order[:limit]
-    missing = [r for r in order if r not in known]
-    drawers = (known | store.get(missing)) if missing else known
+        _boost_speaker(query, facets, fused, signals, weights.speaker, max(SPEAKER_TOP, limit))
+    order = heapq.nsmallest(limit, facets, key=lambda r: (-fused[r], r))
+    drawers = store.get(order)
     result.hits = [Hit(drawers[r], fused[r], signals[r]) for r in order if r in drawers]
     return result
 
@@ -188,49 +185,44 @@ def names_speaker(speaker: str, words: set[str]) -> bool:
 
 
 def _boost_speaker(
-    store: DrawerStore,
     query: str,
+    facets: dict[int, Facets],
     fused: dict[int, float],
     signals: dict[int, dict[str, Signal]],
     weight: float,
-    known: dict[int, Drawer],
     top: int,
-) -> dict[int, Drawer]:
+) -> None:
     """When the query names exactly one speaker of its `top` best candidates, each of
     that speaker's drawers among them gains `weight` times its fused score: "what did
     Caroline research?" is answered by what Caroline said (on LoCoMo dev: MRR +0.05,
-    turn hit@10 +0.015). A query naming two speakers, or none, boosts nothing. Returns
-    the drawers it read, for the caller to reuse."""
-    order = sorted(fused, key=lambda r: (-fused[r], r))[:top]
-    missing = [r for r in order if r not in known]
-    drawers = {r: known[r] for r in order if r in known}
-    if missing:
-        drawers |= store.get(missing)
+    turn hit@10 +0.015). A query naming two speakers, or none, boosts nothing."""
+    # The `top` best of every candidate (purged ones too), as fusion ranked them.
+    order = [r for r in heapq.nsmallest(top, fused, key=lambda r: (-fused[r], r)) if r in facets]
     words = set(terms(query))
-    named = {d.speaker for d in drawers.values() if d.speaker and names_speaker(d.speaker, words)}
+    speakers = {facets[r].speaker for r in order}
+    named = {s for s in speakers if s and names_speaker(s, words)}
     if len(named) != 1:
-        return drawers
+        return
     speaker = named.pop()
-    for rowid, drawer in drawers.items():
-        if drawer.speaker == speaker:
+    for rowid in order:
+        if facets[rowid].speaker == speaker:
             fused[rowid] *= 1 + weight
             signals[rowid]["speaker"] = Signal(1, 1.0)
-    return drawers
 
 
-def _boost_sources(store: DrawerStore, fused: dict[int, float], weight: float) -> None:
+def _boost_sources(facets: dict[int, Facets], fused: dict[int, float], weight: float) -> None:
     """Each candidate gains `weight` times the sum of its source's best three fused
     scores: a conversation that matches in several places is likelier the one asked
     about (on LoCoMo dev: turn hit@10 +0.015)."""
-    sources = store.sources(list(fused))
+    sources = {r: facets[r].source_file if r in facets else "" for r in fused}
     best: dict[str, list[float]] = {}
     for rowid, score in fused.items():
-        best.setdefault(sources.get(rowid, ""), []).append(score)
+        best.setdefault(sources[rowid], []).append(score)
     totals = {
         source: sum(sorted(scores, reverse=True)[:SOURCE_TOP]) for source, scores in best.items()
     }
     for rowid in fused:
-        fused[rowid] += weight * totals[sources.get(rowid, "")]
+        fused[rowid] += weight * totals[sources[rowid]]
 
 
 def _vector_rows(

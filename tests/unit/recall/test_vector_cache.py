@@ -1,5 +1,5 @@
 """The in-memory vector matrix of a store follows writes, deletes, purges and other
-connections' commits; the source boost's source look-up agrees with the database."""
+connections' commits; the facets search's boosts read from it agree with the database."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from test_store import AUDIT, EMBEDDER, drawer, unit
 
-from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore, open_store
+from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore, Facets, open_store
 
 EVERYTHING = DrawerFilter()
 
@@ -50,20 +50,30 @@ def test_a_batch_keeps_each_vector_with_its_drawer_and_skips_stored_ids(
         assert nearest_ids(store, basis[n], 1) == [drawers[n].id]
 
 
-def test_another_connections_writes_and_sources_are_seen(tmp_path: Path) -> None:
+def test_another_connections_writes_and_facets_are_seen(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     reader, writer = open_store(path), open_store(path)
     try:
-        one = drawer("one", 0, source_file="one.txt")
+        one = drawer("one", 0, source_file="one.txt", room="chat", speaker="Caroline")
         writer.write([one], np.stack([unit(0, 0, 1, 0)]), EMBEDDER, AUDIT)
         assert nearest_ids(reader, unit(0, 0, 1, 0)) == [one.id]
-        plain = drawer("no vector here", 1, source_file="plain.txt")
+        plain = drawer("no vector here", 1, source_file="plain.txt", speaker="Melanie")
         writer.write([plain], None, None, AUDIT)
         rows = {d.id: d.rowid for batch in reader.iter_live(10) for d in batch}
-        # One source from the matrix, one (a drawer without a vector) from the database.
-        assert reader.sources([rows[one.id], rows[plain.id], 10_000]) == {
-            rows[one.id]: "one.txt",
-            rows[plain.id]: "plain.txt",
+        # One from the matrix, one (a drawer without a vector) from the database.
+        assert reader.facets([rows[one.id], rows[plain.id], 10_000]) == {
+            rows[one.id]: Facets("chat", "one.txt", "Caroline"),
+            rows[plain.id]: Facets("r", "plain.txt", "Melanie"),
+        }
+        # A deleted drawer keeps its facets; one without a speaker has None.
+        quiet = drawer("no speaker", 2, source_file="one.txt")
+        writer.write([quiet], np.stack([unit(0, 1, 0, 0)]), EMBEDDER, AUDIT)
+        writer.soft_delete(one.id, AUDIT)
+        assert nearest_ids(reader, unit(0, 1, 0, 0), 1) == [quiet.id]
+        found = {d.id: d.rowid for batch in reader.iter_live(10) for d in batch}
+        assert reader.facets([rows[one.id], found[quiet.id]]) == {
+            rows[one.id]: Facets("chat", "one.txt", "Caroline"),
+            found[quiet.id]: Facets("r", "one.txt", None),
         }
     finally:
         reader.close()

@@ -185,6 +185,15 @@ class StoreStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class Facets:
+    """What search's boosts read of a drawer: none of it changes once it is written."""
+
+    room: str
+    source_file: str
+    speaker: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class RankedRow:
     """One candidate from one retriever: its rank is its position in the returned list."""
 
@@ -266,8 +275,9 @@ class DrawerStore(abc.ABC):
     def get(self, rowids: Sequence[int]) -> dict[int, Drawer]: ...
 
     @abc.abstractmethod
-    def sources(self, rowids: Sequence[int]) -> dict[int, str]:
-        """The source file of each of these drawers (cheaper than `get`)."""
+    def facets(self, rowids: Sequence[int]) -> dict[int, Facets]:
+        """Room, source file and speaker of each of these drawers still stored, deleted
+        or not (cheaper than `get`: no content)."""
 
     @abc.abstractmethod
     def get_by_id(self, drawer_id: str, *, include_deleted: bool = False) -> Drawer | None: ...

@@ -50,12 +50,12 @@ class Column:
     value: a million rows cost 4 MB, not a million string objects."""
 
     def __init__(self) -> None:
-        self.names: list[str] = []
-        self._code: dict[str, int] = {}
+        self.names: list[str | None] = []  # None: a NULL (a drawer without a speaker)
+        self._code: dict[str | None, int] = {}
         self._parts: list[np.ndarray] = []
         self._codes: np.ndarray | None = np.zeros(0, np.int32)
 
-    def extend(self, values: list[str]) -> None:
+    def extend(self, values: Sequence[str | None]) -> None:
         codes = np.empty(len(values), np.int32)
         for i, value in enumerate(values):
             code = self._code.get(value)

@@ -32,6 +32,7 @@ from memhubd.recall.store.base import (
     DrawerStore,
     EmbedderRecord,
     Existing,
+    Facets,
     NewDrawer,
     NewTriple,
     RankedRow,
@@ -208,8 +209,9 @@ class _VectorCache:
         self.rooms = _Column()
         self.kinds = _Column()
         self.identities = _Column()
-        # The source boost reads each candidate's source file here without a query.
+        # Search's boosts read each candidate's source file and speaker here, not in SQL.
         self.sources_of = _Column()
+        self.speakers = _Column()
         self.when = np.zeros(0, dtype=np.int64)
         self.readers: dict[int, tuple[str, ...]] = {}  # by position, drawers naming readers
         self.alive = np.zeros(0, dtype=bool)
@@ -250,7 +252,7 @@ class _VectorCache:
     def _append_new(self) -> None:
         cursor = self._connection.execute(
             "SELECT d.rowid, v.vector, d.room, d.source_kind, d.identity, "
-            "coalesce(d.said_at, d.created_at), d.readers, d.source_file "
+            "coalesce(d.said_at, d.created_at), d.readers, d.source_file, d.speaker "
             "FROM drawers d JOIN vectors v ON v.rowid = d.rowid "
             "WHERE d.rowid > ? AND d.deleted_at IS NULL ORDER BY d.rowid",
             (self._max_rowid,),
@@ -265,7 +267,9 @@ class _VectorCache:
         if not rows:
             return
         first = len(self.rowids)
-        rowids, blobs, rooms, kinds, identities, when, readers, sources = zip(*rows, strict=True)
+        rowids, blobs, rooms, kinds, identities, when, readers, sources, speakers = zip(
+            *rows, strict=True
+        )
         for offset, names in enumerate(readers):
             if names is not None:
                 self.readers[first + offset] = tuple(json.loads(names))
@@ -273,6 +277,7 @@ class _VectorCache:
         self.kinds.extend(list(kinds))
         self.identities.extend(list(identities))
         self.sources_of.extend(list(sources))
+        self.speakers.extend(list(speakers))
         fresh = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), self.dimension)
         self.rowids = np.concatenate([self.rowids, np.asarray(rowids, dtype=np.int64)])
         self.index.add(fresh)
@@ -280,20 +285,27 @@ class _VectorCache:
         self.alive = np.concatenate([self.alive, np.ones(len(rows), dtype=bool)])
         self._max_rowid = rowids[-1]
 
-    def sources(self, rowids: Sequence[int]) -> dict[int, str]:
-        """The source files of those `rowids` this cache holds (call under `lock`).
-        A stale cache is still right: a drawer's source never changes and rowids are
-        never reused; rows it lacks are simply not answered."""
+    def facets(self, rowids: Sequence[int]) -> dict[int, Facets]:
+        """The facets of those `rowids` this cache holds (call under `lock`). A stale
+        cache is still right: facets never change and rowids are never reused; rows it
+        lacks are simply not answered."""
         if not len(self.rowids) or not len(rowids):
             return {}
         wanted = np.asarray(rowids, dtype=np.int64)
         at = np.searchsorted(self.rowids, wanted)  # rowids are appended in ascending order
         at[at >= len(self.rowids)] = 0
         found = self.rowids[at] == wanted
-        names = self.sources_of.names
+        at = at[found]
+        rooms, sources, speakers = self.rooms.names, self.sources_of.names, self.speakers.names
         return {
-            int(r): names[c]
-            for r, c in zip(wanted[found], self.sources_of.codes[at[found]], strict=True)
+            r: Facets(rooms[room], sources[source], speakers[speaker])
+            for r, room, source, speaker in zip(
+                wanted[found].tolist(),
+                self.rooms.codes[at].tolist(),
+                self.sources_of.codes[at].tolist(),
+                self.speakers.codes[at].tolist(),
+                strict=True,
+            )
         }
 
     def mask(self, where: DrawerFilter) -> np.ndarray:
@@ -437,19 +449,21 @@ class SQLiteStore(DrawerStore):
                     out[row[0]] = _drawer(row)
         return out
 
-    def sources(self, rowids: Sequence[int]) -> dict[int, str]:
+    def facets(self, rowids: Sequence[int]) -> dict[int, Facets]:
         with self._vectors.lock:
-            out = self._vectors.sources(rowids)
+            out = self._vectors.facets(rowids)
         rowids = [r for r in rowids if r not in out]  # drawers without a vector
+        if not rowids:
+            return out
         with self._readers.connection() as connection:
             for start in range(0, len(rowids), 500):
                 part = list(rowids[start : start + 500])
                 marks = ",".join("?" * len(part))
-                out.update(
-                    connection.execute(
-                        f"SELECT rowid, source_file FROM drawers WHERE rowid IN ({marks})", part
-                    ).fetchall()
-                )
+                for rowid, room, source, speaker in connection.execute(
+                    f"SELECT rowid, room, source_file, speaker FROM drawers WHERE rowid IN ({marks})",
+                    part,
+                ):
+                    out[rowid] = Facets(room, source, speaker)
         return out
 
     def get_by_id(self, drawer_id: str, *, include_deleted: bool = False) -> Drawer | None:
