@@ -1,12 +1,13 @@
 """A workspace's lexical index: its file segments composed in load order, queried lazily.
 
 Composition does only workspace-wide bookkeeping (slots, supersession, the pool, which
-segments hold which key); postings stay in the segments and become workspace bitmaps
-per key on first use (LRU-cached), so a query costs what it touches. An index may be
+segments hold which key, and the codes of keys common to many files); postings become
+workspace bitmaps per key on first use (LRU-cached), so a query costs what it touches.
+An index may be
 composed from the previous one (`previous=`): flag bitmaps are spliced with byte
-copies around the segments that changed and the id and name directories are
-copy-on-write layers over the previous ones, so a one-file edit costs that file, not
-the workspace. Nothing here scores or layers; that is `query` and `check`. Nothing
+copies around the segments that changed, and the id and name directories and the
+key holders are copy-on-write layers over the previous ones, so a one-file edit costs
+that file, not the workspace. Nothing here scores or layers; that is `query` and `check`. Nothing
 here mutates a structure an older index can still read.
 """
 
