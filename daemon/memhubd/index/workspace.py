@@ -647,15 +647,26 @@ class WorkspaceIndex:
         return slots
 
     def _from_holders(self, table: str, key: str, held: Sequence[Segment]) -> int:
-        buffer = bytearray(self.space.nbytes)
+        """The bitmap of a key held by `held` alone, converted from the bytes between its
+        first and last holder only: the zero bytes after them are one shift, and a key of
+        one file at 1M declarations costs microseconds instead of a 125 KB conversion."""
         base_of = self._base_of
+        placed = []
         for segment in held:
             postings = getattr(segment, table)
             width = postings.width
             row = postings.index[key]
-            start = base_of[id(segment)] >> 3
-            buffer[start : start + width] = postings.rows[row * width : (row + 1) * width]
-        return int.from_bytes(buffer, "big")
+            placed.append(
+                (base_of[id(segment)] >> 3, postings.rows[row * width : (row + 1) * width])
+            )
+        if not placed:
+            return 0
+        first = min(start for start, _ in placed)
+        last = max(start + len(row) for start, row in placed)
+        buffer = bytearray(last - first)
+        for start, row in placed:
+            buffer[start - first : start - first + len(row)] = row
+        return int.from_bytes(buffer, "big") << (8 * (self.space.nbytes - last))
 
     def constraint_bits(self, table: str, key: str) -> int:
         return self.bits(table, key) & self.constraints
