@@ -3,12 +3,11 @@
 Composition does only workspace-wide bookkeeping (slots, supersession, the pool, which
 segments hold which key, and the codes of keys common to many files); postings become
 workspace bitmaps per key on first use (LRU-cached), so a query costs what it touches.
-An index may be
-composed from the previous one (`previous=`): flag bitmaps are spliced with byte
-copies around the segments that changed, and the id and name directories and the
-key holders are copy-on-write layers over the previous ones, so a one-file edit costs
-that file, not the workspace. Nothing here scores or layers; that is `query` and `check`. Nothing
-here mutates a structure an older index can still read.
+An index may be composed from the previous one (`previous=`): flag bitmaps are spliced
+with byte copies around the segments that changed, and the id and name directories and
+the key holders are copy-on-write layers over the previous ones, so a one-file edit
+costs that file, not the workspace. Nothing here scores or layers; that is `query` and
+`check`. Nothing here mutates a structure an older index can still read.
 """
 
 from __future__ import annotations
