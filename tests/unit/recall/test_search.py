@@ -62,6 +62,28 @@ def test_a_taxonomy_room_boosts_but_never_hides(
     assert all("room" in h.signals for h in result.hits if h.drawer.room == "notes")
 
 
+def test_only_the_hits_returned_are_read_in_full(
+    loaded: DrawerStore, embedder: HashingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given a room boost (which may lift any candidate), when searching for 3 hits,
+    then the boosts read rooms, sources and speakers from memory and 3 rows are read."""
+    loaded.set_taxonomy(TaxonomyEntry("notes", ("courier",)), AuditEntry("t", "test", "tax"))
+    expected = search(loaded, embedder, "courier event bus name", DrawerFilter(), 10).hits[:3]
+    read: list[int] = []
+    get = loaded.get
+
+    def counted(rowids: list[int]) -> dict:
+        read.extend(rowids)
+        return get(rowids)
+
+    monkeypatch.setattr(loaded, "get", counted)
+    hits = search(loaded, embedder, "courier event bus name", DrawerFilter(), 3).hits
+    assert [(h.drawer.id, h.fused, h.signals) for h in hits] == [
+        (h.drawer.id, h.fused, h.signals) for h in expected
+    ]
+    assert sorted(read) == sorted(h.drawer.rowid for h in hits)
+
+
 def test_filters_narrow_by_room_kind_and_time(
     loaded: DrawerStore, embedder: HashingEmbedder
 ) -> None:
