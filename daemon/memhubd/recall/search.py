@@ -9,7 +9,6 @@ each signal's rank and score.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,18 +115,51 @@ def lexical_terms(words: Sequence[str]) -> list[str]:
     return [w for w in words if w not in QUESTION_FRAMING] or list(words)
 
 
-def fuse(
-    lists: dict[str, Sequence[RankedRow]], weights: dict[str, float], k: int = RRF_K
-) -> tuple[dict[int, float], dict[int, dict[str, Signal]]]:
+@dataclass(slots=True)
+class Fused:
+    """Every retriever's candidates, fused: rowids ascending, one score each, and per
+    list each candidate's rank (0: not in that list) and score there. Boosts add to
+    `scores` and mark the candidates they lifted in `boosted`."""
+
+    rowids: np.ndarray
+    scores: np.ndarray
+    ranks: dict[str, np.ndarray]
+    raw: dict[str, np.ndarray]
+    boosted: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def signals(self, i: int) -> dict[str, Signal]:
+        """Candidate `i`'s signals: its lists in order, then its boosts."""
+        out = {
+            name: Signal(int(ranks[i]), float(self.raw[name][i]))
+            for name, ranks in self.ranks.items()
+            if ranks[i]
+        }
+        out.update((name, Signal(1, 1.0)) for name, lifted in self.boosted.items() if lifted[i])
+        return out
+
+    def best(self, count: int) -> np.ndarray:
+        """Positions of the `count` best candidates, ties to the lower rowid."""
+        return np.argsort(-self.scores, kind="stable")[:count]
+
+
+def fuse(lists: dict[str, Sequence[RankedRow]], weights: dict[str, float], k: int = RRF_K) -> Fused:
     """Weighted reciprocal-rank fusion: each list adds weight/(k + rank) per row."""
-    fused: dict[int, float] = {}
-    signals: dict[int, dict[str, Signal]] = {}
+    ids = {
+        name: np.fromiter((row.rowid for row in rows), np.int64, len(rows))
+        for name, rows in lists.items()
+    }
+    rowids = np.unique(np.concatenate(list(ids.values()))) if ids else np.zeros(0, np.int64)
+    fused = Fused(rowids, np.zeros(len(rowids)), {}, {})
     for name, rows in lists.items():
-        weight = weights.get(name, 1.0)
-        for rank, row in enumerate(rows, 1):
-            fused[row.rowid] = fused.get(row.rowid, 0.0) + weight / (k + rank)
-            signals.setdefault(row.rowid, {})[name] = Signal(rank, row.score)
-    return fused, signals
+        at = np.searchsorted(rowids, ids[name])
+        ranks = np.arange(1, len(rows) + 1)
+        # Lists are added in turn, as a sum per candidate in that order would be.
+        fused.scores[at] += weights.get(name, 1.0) / (k + ranks)
+        fused.ranks[name] = np.zeros(len(rowids), np.int64)
+        fused.ranks[name][at] = ranks
+        fused.raw[name] = np.zeros(len(rowids))
+        fused.raw[name][at] = np.fromiter((row.score for row in rows), np.float64, len(rows))
+    return fused
 
 
 def search(
@@ -155,26 +187,37 @@ def search(
     if weights.vector > 0 and (embedder is not None or query_vector is not None):
         lists["vector"] = _vector_rows(store, embedder, query, where, depth, result, query_vector)
     result.signals_used = [name for name in lists]
-    fused, signals = fuse(lists, {"bm25": weights.bm25, "vector": weights.vector})
-    if not fused:
+    fused = fuse(lists, {"bm25": weights.bm25, "vector": weights.vector})
+    if not len(fused.rowids):
         return result
     # Room, source and speaker of every candidate, from memory; full rows are read only
-    # for the hits returned. A candidate without facets was purged meanwhile: left out.
-    facets = store.facets(list(fused))
+    # for the hits returned. A candidate no longer stored (purged meanwhile) is left out.
+    facets = store.facets(fused.rowids.tolist())
     if weights.source > 0:
         _boost_sources(facets, fused, weights.source)
     result.boosted_rooms = rooms_for_query(query, store.taxonomy()) if weights.room > 0 else {}
     if result.boosted_rooms:
-        bonus = weights.room / (RRF_K + 1)
-        for rowid, facet in facets.items():
-            if facet.room in result.boosted_rooms:
-                fused[rowid] += bonus
-                signals[rowid]["room"] = Signal(1, 1.0)
+        rooms = result.boosted_rooms
+        lifted = np.fromiter(
+            (
+                stored and room in rooms
+                for stored, room in zip(facets.stored, facets.rooms, strict=True)
+            ),
+            bool,
+            len(facets.rooms),
+        )
+        fused.scores[lifted] += weights.room / (RRF_K + 1)
+        fused.boosted["room"] = lifted
     if weights.speaker > 0:
-        _boost_speaker(query, facets, fused, signals, weights.speaker, max(SPEAKER_TOP, limit))
-    order = heapq.nsmallest(limit, facets, key=lambda r: (-fused[r], r))
-    drawers = store.get(order)
-    result.hits = [Hit(drawers[r], fused[r], signals[r]) for r in order if r in drawers]
+        _boost_speaker(query, facets, fused, weights.speaker, max(SPEAKER_TOP, limit))
+    order = fused.best(len(fused.rowids))
+    order = order[np.asarray(facets.stored, bool)[order]][:limit].tolist()
+    drawers = store.get(fused.rowids[order].tolist())
+    result.hits = [
+        Hit(drawers[rowid], float(fused.scores[i]), fused.signals(i))
+        for i, rowid in zip(order, fused.rowids[order].tolist(), strict=True)
+        if rowid in drawers
+    ]
     return result
 
 
@@ -184,45 +227,44 @@ def names_speaker(speaker: str, words: set[str]) -> bool:
     return bool(parts) and all(part in words for part in parts)
 
 
-def _boost_speaker(
-    query: str,
-    facets: dict[int, Facets],
-    fused: dict[int, float],
-    signals: dict[int, dict[str, Signal]],
-    weight: float,
-    top: int,
-) -> None:
+def _boost_speaker(query: str, facets: Facets, fused: Fused, weight: float, top: int) -> None:
     """When the query names exactly one speaker of its `top` best candidates, each of
     that speaker's drawers among them gains `weight` times its fused score: "what did
     Caroline research?" is answered by what Caroline said (on LoCoMo dev: MRR +0.05,
     turn hit@10 +0.015). A query naming two speakers, or none, boosts nothing."""
-    # The `top` best of every candidate (purged ones too), as fusion ranked them.
-    order = [r for r in heapq.nsmallest(top, fused, key=lambda r: (-fused[r], r)) if r in facets]
+    best = fused.best(top).tolist()
     words = set(terms(query))
-    speakers = {facets[r].speaker for r in order}
-    named = {s for s in speakers if s and names_speaker(s, words)}
+    speakers = facets.speakers
+    named = {speakers[i] for i in best if speakers[i] and names_speaker(speakers[i], words)}
     if len(named) != 1:
         return
     speaker = named.pop()
-    for rowid in order:
-        if facets[rowid].speaker == speaker:
-            fused[rowid] *= 1 + weight
-            signals[rowid]["speaker"] = Signal(1, 1.0)
+    lifted = np.zeros(len(fused.rowids), bool)
+    lifted[[i for i in best if speakers[i] == speaker]] = True
+    fused.scores[lifted] *= 1 + weight
+    fused.boosted["speaker"] = lifted
 
 
-def _boost_sources(facets: dict[int, Facets], fused: dict[int, float], weight: float) -> None:
+def _boost_sources(facets: Facets, fused: Fused, weight: float) -> None:
     """Each candidate gains `weight` times the sum of its source's best three fused
     scores: a conversation that matches in several places is likelier the one asked
     about (on LoCoMo dev: turn hit@10 +0.015)."""
-    sources = {r: facets[r].source_file if r in facets else "" for r in fused}
-    best: dict[str, list[float]] = {}
-    for rowid, score in fused.items():
-        best.setdefault(sources[rowid], []).append(score)
-    totals = {
-        source: sum(sorted(scores, reverse=True)[:SOURCE_TOP]) for source, scores in best.items()
-    }
-    for rowid in fused:
-        fused[rowid] += weight * totals[sources[rowid]]
+    codes: dict[str, int] = {}
+    group = np.fromiter(
+        (codes.setdefault(source, len(codes)) for source in facets.sources),
+        np.int64,
+        len(facets.sources),
+    )
+    scores = fused.scores
+    order = np.lexsort((-scores, group))  # by source, best first within each
+    grouped = group[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    within = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    totals = np.zeros(len(codes))
+    for place in range(SOURCE_TOP):  # added best first, as `sum` over the sorted scores
+        picked = within == place
+        totals[grouped[picked]] += scores[order[picked]]
+    scores += weight * totals[group]
 
 
 def _vector_rows(

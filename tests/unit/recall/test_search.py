@@ -7,7 +7,7 @@ import pytest
 from recall_fakes import HashingEmbedder, fixture_text, options
 
 from memhubd.recall.ingest import Ingestor
-from memhubd.recall.search import RRF_K, Weights, fuse, query_terms, search
+from memhubd.recall.search import RRF_K, Signal, Weights, fuse, query_terms, search
 from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore, RankedRow, TaxonomyEntry
 
 FILES = {
@@ -29,10 +29,12 @@ def loaded(ingestor: Ingestor, store: DrawerStore) -> DrawerStore:
 
 def test_rrf_adds_weight_over_k_plus_rank_per_signal() -> None:
     lists = {"bm25": [RankedRow(1, 9.0), RankedRow(2, 5.0)], "vector": [RankedRow(2, 0.8)]}
-    fused, signals = fuse(lists, {"bm25": 1.0, "vector": 2.0})
-    assert fused[1] == pytest.approx(1 / (RRF_K + 1))
-    assert fused[2] == pytest.approx(1 / (RRF_K + 2) + 2 / (RRF_K + 1))
-    assert signals[2]["bm25"].rank == 2 and signals[2]["vector"].score == 0.8
+    fused = fuse(lists, {"bm25": 1.0, "vector": 2.0})
+    assert fused.rowids.tolist() == [1, 2]
+    assert fused.scores[0] == 1 / (RRF_K + 1)
+    assert fused.scores[1] == 1 / (RRF_K + 2) + 2 / (RRF_K + 1)  # bm25 first, as listed
+    assert fused.signals(0) == {"bm25": Signal(1, 9.0)}
+    assert fused.signals(1) == {"bm25": Signal(2, 5.0), "vector": Signal(1, 0.8)}
 
 
 def test_query_terms_drop_stopwords_and_keep_order() -> None:

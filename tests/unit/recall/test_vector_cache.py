@@ -61,20 +61,21 @@ def test_another_connections_writes_and_facets_are_seen(tmp_path: Path) -> None:
         writer.write([plain], None, None, AUDIT)
         rows = {d.id: d.rowid for batch in reader.iter_live(10) for d in batch}
         # One from the matrix, one (a drawer without a vector) from the database.
-        assert reader.facets([rows[one.id], rows[plain.id], 10_000]) == {
-            rows[one.id]: Facets("chat", "one.txt", "Caroline"),
-            rows[plain.id]: Facets("r", "plain.txt", "Melanie"),
-        }
+        assert reader.facets([rows[one.id], rows[plain.id], 10_000]) == Facets(
+            [True, True, False],
+            ["chat", "r", ""],
+            ["one.txt", "plain.txt", ""],
+            ["Caroline", "Melanie", None],
+        )
         # A deleted drawer keeps its facets; one without a speaker has None.
         quiet = drawer("no speaker", 2, source_file="one.txt")
         writer.write([quiet], np.stack([unit(0, 1, 0, 0)]), EMBEDDER, AUDIT)
         writer.soft_delete(one.id, AUDIT)
         assert nearest_ids(reader, unit(0, 1, 0, 0), 1) == [quiet.id]
         found = {d.id: d.rowid for batch in reader.iter_live(10) for d in batch}
-        assert reader.facets([rows[one.id], found[quiet.id]]) == {
-            rows[one.id]: Facets("chat", "one.txt", "Caroline"),
-            found[quiet.id]: Facets("r", "one.txt", None),
-        }
+        assert reader.facets([found[quiet.id], rows[one.id]]) == Facets(
+            [True, True], ["r", "chat"], ["one.txt", "one.txt"], [None, "Caroline"]
+        )
     finally:
         reader.close()
         writer.close()

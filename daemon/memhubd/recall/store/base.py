@@ -186,11 +186,14 @@ class StoreStatus:
 
 @dataclass(frozen=True, slots=True)
 class Facets:
-    """What search's boosts read of a drawer: none of it changes once it is written."""
+    """What search's boosts read of some drawers: room, source file and speaker, one entry
+    per rowid in the order asked. A rowid no longer stored has `stored` False, room and
+    source "" and speaker None. None of it changes once a drawer is written."""
 
-    room: str
-    source_file: str
-    speaker: str | None
+    stored: list[bool]
+    rooms: list[str]
+    sources: list[str]
+    speakers: list[str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,9 +278,9 @@ class DrawerStore(abc.ABC):
     def get(self, rowids: Sequence[int]) -> dict[int, Drawer]: ...
 
     @abc.abstractmethod
-    def facets(self, rowids: Sequence[int]) -> dict[int, Facets]:
-        """Room, source file and speaker of each of these drawers still stored, deleted
-        or not (cheaper than `get`: no content)."""
+    def facets(self, rowids: Sequence[int]) -> Facets:
+        """Room, source file and speaker of these drawers, deleted or not (cheaper than
+        `get`: no content)."""
 
     @abc.abstractmethod
     def get_by_id(self, drawer_id: str, *, include_deleted: bool = False) -> Drawer | None: ...

@@ -285,28 +285,27 @@ class _VectorCache:
         self.alive = np.concatenate([self.alive, np.ones(len(rows), dtype=bool)])
         self._max_rowid = rowids[-1]
 
-    def facets(self, rowids: Sequence[int]) -> dict[int, Facets]:
-        """The facets of those `rowids` this cache holds (call under `lock`). A stale
-        cache is still right: facets never change and rowids are never reused; rows it
-        lacks are simply not answered."""
+    def fill_facets(self, rowids: Sequence[int], facets: Facets) -> None:
+        """Fill in `facets` for those `rowids` this cache holds (call under `lock`). A
+        stale cache is still right: facets never change and rowids are never reused;
+        rows it lacks are left as they are."""
         if not len(self.rowids) or not len(rowids):
-            return {}
+            return
         wanted = np.asarray(rowids, dtype=np.int64)
         at = np.searchsorted(self.rowids, wanted)  # rowids are appended in ascending order
         at[at >= len(self.rowids)] = 0
-        found = self.rowids[at] == wanted
+        found = np.flatnonzero(self.rowids[at] == wanted)
         at = at[found]
-        rooms, sources, speakers = self.rooms.names, self.sources_of.names, self.speakers.names
-        return {
-            r: Facets(rooms[room], sources[source], speakers[speaker])
-            for r, room, source, speaker in zip(
-                wanted[found].tolist(),
-                self.rooms.codes[at].tolist(),
-                self.sources_of.codes[at].tolist(),
-                self.speakers.codes[at].tolist(),
-                strict=True,
-            )
-        }
+        for out, column in (
+            (facets.rooms, self.rooms),
+            (facets.sources, self.sources_of),
+            (facets.speakers, self.speakers),
+        ):
+            names = column.names
+            for i, code in zip(found.tolist(), column.codes[at].tolist(), strict=True):
+                out[i] = names[code]  # type: ignore[index]
+        for i in found.tolist():
+            facets.stored[i] = True
 
     def mask(self, where: DrawerFilter) -> np.ndarray:
         mask = self.alive.copy()
@@ -449,22 +448,28 @@ class SQLiteStore(DrawerStore):
                     out[row[0]] = _drawer(row)
         return out
 
-    def facets(self, rowids: Sequence[int]) -> dict[int, Facets]:
+    def facets(self, rowids: Sequence[int]) -> Facets:
+        count = len(rowids)
+        facets = Facets([False] * count, [""] * count, [""] * count, [None] * count)
         with self._vectors.lock:
-            out = self._vectors.facets(rowids)
-        rowids = [r for r in rowids if r not in out]  # drawers without a vector
-        if not rowids:
-            return out
+            self._vectors.fill_facets(rowids, facets)
+        # Drawers without a vector: one narrow query.
+        missing = {rowids[i]: i for i, stored in enumerate(facets.stored) if not stored}
+        if not missing:
+            return facets
+        rest = list(missing)
         with self._readers.connection() as connection:
-            for start in range(0, len(rowids), 500):
-                part = list(rowids[start : start + 500])
+            for start in range(0, len(rest), 500):
+                part = rest[start : start + 500]
                 marks = ",".join("?" * len(part))
                 for rowid, room, source, speaker in connection.execute(
                     f"SELECT rowid, room, source_file, speaker FROM drawers WHERE rowid IN ({marks})",
                     part,
                 ):
-                    out[rowid] = Facets(room, source, speaker)
-        return out
+                    i = missing[rowid]
+                    facets.stored[i] = True
+                    facets.rooms[i], facets.sources[i], facets.speakers[i] = room, source, speaker
+        return facets
 
     def get_by_id(self, drawer_id: str, *, include_deleted: bool = False) -> Drawer | None:
         live = "" if include_deleted else " AND deleted_at IS NULL"
