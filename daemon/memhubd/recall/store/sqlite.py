@@ -17,7 +17,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -296,16 +296,22 @@ class _VectorCache:
         at[at >= len(self.rowids)] = 0
         found = np.flatnonzero(self.rowids[at] == wanted)
         at = at[found]
+        positions = found.tolist()
+
+        def put(out: list[Any], values: Iterable[Any]) -> None:
+            if len(positions) == len(out):
+                out[:] = values  # the usual case: every candidate has a vector
+            else:
+                for i, value in zip(positions, values, strict=True):
+                    out[i] = value
+
         for out, column in (
             (facets.rooms, self.rooms),
             (facets.sources, self.sources_of),
             (facets.speakers, self.speakers),
         ):
-            names = column.names
-            for i, code in zip(found.tolist(), column.codes[at].tolist(), strict=True):
-                out[i] = names[code]  # type: ignore[index]
-        for i in found.tolist():
-            facets.stored[i] = True
+            put(out, list(map(column.names.__getitem__, column.codes[at].tolist())))
+        put(facets.stored, [True] * len(positions))
 
     def mask(self, where: DrawerFilter) -> np.ndarray:
         mask = self.alive.copy()
