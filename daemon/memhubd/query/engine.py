@@ -73,10 +73,9 @@ def build_evidence_pack(
             hits=[scored(entry) for entry in hits],
             excluded=[scored(entry) for entry in excluded],
             excluded_total=excluded_total,
-            questions=[
-                ix.declarations[o]
-                for o in ix.space.ordered(ranking.touched & candidates & ix.questions)
-            ],
+            questions=ix.declarations.take(
+                ix.space.ordered(ranking.touched & candidates & ix.questions)
+            ),
             must=_must_layer(ix, _must(ix, [o for o, _ in hits])),
         )
     )
