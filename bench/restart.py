@@ -47,7 +47,7 @@ import synth  # noqa: E402
 from harness import REPO_ROOT as REPO  # noqa: E402
 from soak import rss_mb  # noqa: E402
 
-from daemon import BIN, free_port  # noqa: E402
+from daemon import BIN, free_port, wait_until_idle  # noqa: E402
 
 
 class Served:
@@ -123,24 +123,6 @@ def wait_for_cache(state: Path, files: int, timeout_s: float = 1800) -> None:
         if len(list(cache.glob("*/*.entry"))) >= files and list(cache.glob("*/snapshot")):
             return
         time.sleep(0.5)
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_until_idle(pid: int, quiet_s: float = 1.0, timeout_s: float = 600) -> float:
-    """Wait until the daemon has used under 5% of a core for `quiet_s` (a start's
-    first lint and cache save run after it answers); returns the seconds waited."""
-    begun = time.monotonic()
-    while time.monotonic() - begun < timeout_s:
-        before = cpu_s(pid)
-        time.sleep(quiet_s)
-        if cpu_s(pid) - before < 0.05 * quiet_s:
-            break
-    return time.monotonic() - begun
 
 
 class Reloads:
@@ -310,7 +292,7 @@ def run(size: int, edits: int, queries: int, trace: bool = False) -> dict:
         cold.stop()
         warm = Served(root, state, secret, trace=trace)
         try:
-            settled = wait_until_idle(warm.proc.pid)
+            settled = wait_until_idle(warm.proc.pid, quiet_s=1.0, timeout_s=600)
             load = os.getloadavg()[0]
             swapped, served, moments = edit_to_served(warm, root, edits)
             if trace:
