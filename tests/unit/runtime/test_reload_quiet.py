@@ -44,11 +44,8 @@ async def test_waiting_for_quiet_gives_up_after_the_longest_wait() -> None:
         assert time.monotonic() - begun >= 0.3
 
 
-async def test_only_the_last_snapshot_of_a_burst_of_edits_is_linted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # given a hub whose background lint waits for 0.3 s without reloads
-    monkeypatch.setattr(hub_module, "WARM_QUIET_S", 0.3)
+def _record_lints(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The generations of the snapshots linted from now on, in order."""
     linted: list[int] = []
     lint = Snapshot.diagnostics
 
@@ -57,6 +54,15 @@ async def test_only_the_last_snapshot_of_a_burst_of_edits_is_linted(
         return lint(snapshot)
 
     monkeypatch.setattr(Snapshot, "diagnostics", recording)
+    return linted
+
+
+async def test_only_the_last_snapshot_of_a_burst_of_edits_is_linted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a hub whose background lint waits for 0.3 s without reloads
+    monkeypatch.setattr(hub_module, "WARM_QUIET_S", 0.3)
+    linted = _record_lints(monkeypatch)
     source = tmp_path / "a.mem"
     source.write_text(FACT.format(n=0), encoding="utf-8")
     hub = Hub(watch=WatchSettings(enabled=False))
@@ -85,14 +91,7 @@ async def test_edits_that_never_pause_are_still_linted_within_the_longest_wait(
     # given a hub that lints after 5 s without reloads, or at most 0.5 s after an edit
     monkeypatch.setattr(hub_module, "WARM_QUIET_S", 5.0)
     monkeypatch.setattr(hub_module, "WARM_WAIT_AT_MOST_S", 0.5)
-    linted: list[int] = []
-    lint = Snapshot.diagnostics
-
-    def recording(snapshot: Snapshot) -> list:
-        linted.append(snapshot.generation)
-        return lint(snapshot)
-
-    monkeypatch.setattr(Snapshot, "diagnostics", recording)
+    linted = _record_lints(monkeypatch)
     source = tmp_path / "a.mem"
     source.write_text(FACT.format(n=0), encoding="utf-8")
     hub = Hub(watch=WatchSettings(enabled=False))
