@@ -22,7 +22,7 @@ former also in a new process, as a daemon's start makes it, with the CPU of its 
 and the next snapshot after each one-file edit.
 
     python bench/restart.py [--sizes 10k,100k,1m] [--edits 20] [--queries 200] [--in-process]
-                            [--trace]
+                            [--trace] [--keep]
 """
 
 from __future__ import annotations
@@ -279,17 +279,26 @@ def query_p50(daemon: Served, workload: list[dict], count: int) -> float:
     return statistics.median(times)
 
 
-def run(size: int, edits: int, queries: int, trace: bool = False) -> dict:
+def run(size: int, edits: int, queries: int, trace: bool = False, keep: bool = False) -> dict:
+    """`keep`: serve a copy of the workspace and a state dir kept beside it
+    (bench/.cache/<workspace>-daemon) across runs, so that only the first run pays the
+    cold start (minutes at 1M); later runs report no cold figure."""
     data = synth.ensure_workspace(size)
     with tempfile.TemporaryDirectory(prefix="mh-restart-") as tmp:
-        root = Path(tmp) / "ws"
-        shutil.copytree(data.workspace, root)
-        state = Path(tmp) / "state"
+        place = data.root.parent / f"{data.root.name}-daemon" if keep else Path(tmp)
+        root = place / "ws"
+        state = place / "state"
+        if not root.exists():
+            shutil.copytree(data.workspace, root.with_name("ws.tmp"), dirs_exist_ok=True)
+            root.with_name("ws.tmp").rename(root)
+        (place / "daemon.log").unlink(missing_ok=True)
         secret = token(state)
         files = len(list(root.rglob("*.mem")))
-        cold = Served(root, state, secret)
-        wait_for_cache(state, files)
-        cold.stop()
+        cold = None
+        if not list((state / "parse-cache").glob("*/snapshot")):
+            cold = Served(root, state, secret)
+            wait_for_cache(state, files)
+            cold.stop()
         warm = Served(root, state, secret, trace=trace)
         try:
             settled = wait_until_idle(warm.proc.pid, quiet_s=1.0, timeout_s=600)
@@ -303,7 +312,7 @@ def run(size: int, edits: int, queries: int, trace: bool = False) -> dict:
             warm.stop()
     return {
         "size": size,
-        "cold_s": cold.started_s,
+        "cold_s": cold.started_s if cold is not None else None,
         "warm_s": warm.started_s,
         "settled_s": settled,
         "swap_median_ms": statistics.median(swapped) * 1000 if swapped else None,
@@ -464,6 +473,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="serve the edits at log level debug and print where each edit's time went",
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the served copy and its state dir across runs (bench/.cache/<ws>-daemon)",
+    )
     parser.add_argument("--restore", nargs=2, metavar=("ROOT", "CACHE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.restore:  # the child of restored_in_new_process
@@ -475,10 +489,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.in_process:
             in_process(size, args.edits)
             continue
-        r = run(size, args.edits, args.queries, args.trace)
+        r = run(size, args.edits, args.queries, args.trace, args.keep)
         edit = "n/a" if r["edit_median_ms"] is None else f"{r['edit_median_ms']:.0f} ms"
+        cold = "kept state" if r["cold_s"] is None else f"{r['cold_s']:.2f} s"
         print(
-            f"{synth.size_label(size)}: cold start {r['cold_s']:.2f} s, warm start "
+            f"{synth.size_label(size)}: cold start {cold}, warm start "
             f"{r['warm_s']:.2f} s (idle {r['settled_s']:.1f} s later), edit -> new generation "
             f"served median {r['swap_median_ms'] or 0:.0f} ms (max {r['swap_max_ms'] or 0:.0f} ms), "
             f"edit -> found by a query median {edit} "
