@@ -121,14 +121,20 @@ def live_codes(codes: np.ndarray, live: np.ndarray) -> np.ndarray:
     return codes[live[serials]]  # type: ignore[no-any-return]
 
 
+def slots_of(codes: np.ndarray, slot_of_serial: np.ndarray) -> np.ndarray:
+    """The slots (int64, in code order) of the codes whose serial has a slot
+    (`slot_of_serial`: a segment's first slot, or -1)."""
+    at = slot_of_serial[codes >> np.uint32(LOCAL_BITS)]
+    live = at >= 0
+    return at[live] + (codes[live] & np.uint32(LOCAL_MASK))  # type: ignore[no-any-return]
+
+
 def bitmap_bytes(codes: np.ndarray, slot_of_serial: np.ndarray, nbytes: int) -> np.ndarray:
     """The big-endian bitmap bytes (bit 0x80 of byte 0 is slot 0) of the codes whose
     serial has a slot (`slot_of_serial`: a segment's first slot, or -1)."""
     if not codes.size:
         return np.zeros(nbytes, np.uint8)
-    at = slot_of_serial[codes >> np.uint32(LOCAL_BITS)]
-    live = at >= 0
-    slots = at[live] + (codes[live] & np.uint32(LOCAL_MASK))
+    slots = slots_of(codes, slot_of_serial)
     if slots.size < _SPARSE:
         out = np.zeros(nbytes, np.uint8)
         bits = (np.int64(0x80) >> (slots & 7)).astype(np.uint8)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from memhubd.index import codes
-from memhubd.index.bitmaps import OrdinalSpace
+from memhubd.index.bitmaps import BYTE_BITS, OrdinalSpace
 from memhubd.index.segment import Segment, build_segment
 from memhubd.index.triggers import TriggerPhrases
 from memhubd.model.workspace import cyclic_gc_paused
@@ -48,6 +48,8 @@ _RARE = 64  # a posting key held by at most this many files lists them
 _EXTRAS = 8  # a common key's segments added since its codes were folded, at most
 # Edits (serials) allowed beyond the segment count before codes are rebuilt from scratch.
 _SPARE_SERIALS = 1024
+_NO_SLOTS = np.zeros(0, np.int64)
+_BIT = np.array([0x80 >> n for n in range(8)], np.uint8)  # slot & 7 -> its bit in a byte
 
 
 class _Layered:
@@ -337,8 +339,9 @@ class _BySlot(Sequence[Any]):
         return values[local] if local < len(values) else None
 
     def take(self, slots: Iterable[int]) -> list[Any]:
-        """The values at `slots` (each holding a declaration), in the order given."""
-        wanted = np.fromiter(slots, np.int64)
+        """The values at `slots` (each holding a declaration; an int array or any
+        iterable of ints), in the order given."""
+        wanted = slots if isinstance(slots, np.ndarray) else np.fromiter(slots, np.int64)
         if self._array is None:
             self._array = np.array(self._bases, np.int64)
         numbers = np.searchsorted(self._array, wanted, side="right") - 1
@@ -669,6 +672,55 @@ class WorkspaceIndex:
 
     def constraint_bits(self, table: str, key: str) -> int:
         return self.bits(table, key) & self.constraints
+
+    def constraint_slots(self, table: str, key: str) -> Any:
+        """`constraint_bits(table, key)` as ascending slots (an int64 array), read from
+        the holders' rows or the key's codes without a workspace-wide bitmap: a key of a
+        few files costs those files' rows at any workspace size."""
+        holders = self._holders[table]
+        held = holders.rare.get(key)
+        if held is not None:
+            slots = self._row_slots(table, key, held)
+        else:
+            entry = holders.common.get(key) if holders.counts.get(key) is not None else None
+            if entry is None:
+                return _NO_SLOTS
+            found, extras = entry
+            slots = codes.slots_of(found, self._slot_of_serial())
+            if extras:
+                slots = np.concatenate((slots, self._row_slots(table, key, extras)))
+        slots = self.only_constraints(slots)
+        slots.sort()
+        return slots
+
+    def only_constraints(self, slots: Any) -> Any:
+        """The `slots` (an int64 array) that hold live constraints, in the order given."""
+        flags = self._once("constraint_bytes", self._constraint_bytes)
+        return slots[(flags[slots >> 3] & _BIT[slots & 7]) != 0]
+
+    def _constraint_bytes(self) -> Any:
+        return np.frombuffer(self.constraints.to_bytes(self.space.nbytes, "big"), np.uint8)
+
+    def _row_slots(self, table: str, key: str, held: Sequence[Segment]) -> Any:
+        """Slots of the postings of `key` in the rows of `held`, one byte scan for all."""
+        base_of = self._base_of
+        rows: list[bytes] = []
+        starts: list[int] = []
+        for segment in held:
+            postings = getattr(segment, table)
+            width = postings.width
+            row = postings.index[key]
+            rows.append(postings.rows[row * width : (row + 1) * width])
+            starts.append(base_of[id(segment)])
+        lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+        offsets = np.cumsum(lengths) - lengths
+        # Slot of bit b of byte j of the joined rows: its row's base + (j - offset) * 8 + b.
+        first = np.repeat(np.array(starts, np.int64) - offsets * 8, lengths)
+        data = np.frombuffer(b"".join(rows), np.uint8)
+        at = np.flatnonzero(data)
+        byte, bit = np.nonzero(BYTE_BITS[data[at]])
+        at = at[byte]
+        return first[at] + at * 8 + bit
 
     def candidates(self, types: Any, subject: str | None) -> int:
         """Pool members passing the type filter (`kind in types`) and subject filter."""

@@ -12,6 +12,8 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+import numpy as np
+
 from memhubd.index import workspace as lexical
 from memhubd.index.tokens import word_tokens
 from memhubd.query.layers import (
@@ -113,66 +115,75 @@ def _scored(
     return ScoredDeclaration(decl, score, sorted(matched))
 
 
-def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> int:
-    """Constraints sharing an id, scope or subject with a hit, plus every global one."""
-    bits = ix.global_constraints
-    same_id = []
-    constraint_bits = _layers(ix).constraint_bits
+def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> Any:
+    """Constraints sharing an id, scope or subject with a hit, plus every global one:
+    their slots, ascending (an int64 array). Gathered as slots, not bitmaps: at 1M
+    declarations a bitmap is 125 KB to build and combine, a hit's rules a few dozen."""
+    layers = _layers(ix)
+    parts = [layers.global_slots(ix)]
+    same_id: list[int] = []
+    constraint_slots = layers.constraint_slots
     for o in hits:
-        same_id.extend(c for c in ix.ids[ix.ids_of[o]] if ix.has_bit(ix.constraints, c))
+        same_id.extend(ix.ids[ix.ids_of[o]])
         scope, subject = ix.scopes[o], ix.subjects[o]
         if scope:
-            bits |= constraint_bits(ix, lexical.SCOPE, scope)
+            parts.append(constraint_slots(ix, lexical.SCOPE, scope))
         if subject:
-            bits |= constraint_bits(ix, lexical.SUBJECT, subject)
+            parts.append(constraint_slots(ix, lexical.SUBJECT, subject))
     if same_id:
-        bits |= ix.space.bitmap(same_id)
-    return bits  # type: ignore[no-any-return]
+        parts.append(ix.only_constraints(np.array(same_id, np.int64)))
+    return np.unique(np.concatenate(parts))
 
 
-# MUST layers by their bitmap, per index (so per snapshot and view): with few scopes
-# most queries meet one of a few sets of hundreds of rules each, and a workload that
-# cycles through more sets than a count bound holds would miss every time. Bounded by
-# the rules the layers hold (about 100 bytes each) plus their keys, charged at the same
-# rate (a key is a bitmap as wide as its last rule's slot: 125 KB at 1M declarations);
-# an index that is replaced takes its layers with it.
+# MUST layers by their rules' slots, per index (so per snapshot and view): with few
+# scopes most queries meet one of a few sets of hundreds of rules each, and a workload
+# that cycles through more sets than a count bound holds would miss every time. Bounded
+# by the rules the layers hold (about 100 bytes each) plus their keys (8 bytes a rule),
+# charged at the same rate; an index that is replaced takes its layers with it.
 MUST_LAYER_RULES = 262_144
 
 
-def _layer_cost(bits: int, size: int) -> int:
+def _layer_cost(key: bytes, size: int) -> int:
     """A layer's charge in rule units of about 100 bytes: its rules and its key."""
-    return size + bits.bit_length() // 800
+    return size + len(key) // 100
 
 
-# The constraints under one scope or subject, per index: a hit's scope and subject are
-# met again by many queries, and the index assembles a key held by few files anew on
-# every call (at 10k most of them). Bounded by bytes, as wide as the index's bitmaps
-# (125 KB at 1M declarations); started over when full.
-CONSTRAINT_BITS_BYTES = 8 * 1024 * 1024
+# The constraints under one scope or subject, as slots, per index: a hit's scope and
+# subject are met again by many queries, and the index reads a key held by few files
+# anew on every call. Bounded by the arrays' bytes; started over when full.
+CONSTRAINT_SLOTS_BYTES = 8 * 1024 * 1024
+_ARRAY_OVERHEAD = 112  # an ndarray's header, its key tuple and dict entry, roughly
 
 
 class _Layers:
-    __slots__ = ("by_bits", "rules", "constraints", "constraint_bytes")
+    __slots__ = ("by_slots", "rules", "constraints", "constraint_bytes", "_global")
 
     def __init__(self) -> None:
-        self.by_bits: OrderedDict[int, MustLayer] = OrderedDict()
+        self.by_slots: OrderedDict[bytes, MustLayer] = OrderedDict()
         self.rules = 0
-        self.constraints: dict[tuple[str, str], int] = {}
+        self.constraints: dict[tuple[str, str], Any] = {}
         self.constraint_bytes = 0
+        self._global: Any = None
 
-    def constraint_bits(self, ix: lexical.WorkspaceIndex, table: str, key: str) -> int:
-        """`ix.constraint_bits(table, key)`, remembered."""
-        bits = self.constraints.get((table, key))
-        if bits is None:
-            bits = ix.constraint_bits(table, key)
-            cost = bits.bit_length() // 8 + 64
+    def global_slots(self, ix: lexical.WorkspaceIndex) -> Any:
+        """Slots of the index's global constraints (an int64 array)."""
+        if self._global is None:
+            self._global = np.array(ix.space.members(ix.global_constraints), np.int64)
+        return self._global
+
+    def constraint_slots(self, ix: lexical.WorkspaceIndex, table: str, key: str) -> Any:
+        """`ix.constraint_slots(table, key)`, remembered."""
+        slots = self.constraints.get((table, key))
+        if slots is None:
+            slots = ix.constraint_slots(table, key)
+            cost = slots.nbytes + _ARRAY_OVERHEAD
             with _LAYERS_LOCK:
-                if self.constraint_bytes + cost > CONSTRAINT_BITS_BYTES:
+                if self.constraint_bytes + cost > CONSTRAINT_SLOTS_BYTES:
                     self.constraints.clear()
                     self.constraint_bytes = 0
-                self.constraints[(table, key)] = bits
+                self.constraints[(table, key)] = slots
                 self.constraint_bytes += cost
-        return bits
+        return slots
 
 
 _LAYERS: weakref.WeakKeyDictionary[Any, _Layers] = weakref.WeakKeyDictionary()
@@ -189,24 +200,25 @@ def _layers(ix: lexical.WorkspaceIndex) -> _Layers:
     return layers
 
 
-def _must_layer(ix: lexical.WorkspaceIndex, bits: int) -> MustLayer:
+def _must_layer(ix: lexical.WorkspaceIndex, slots: Any) -> MustLayer:
     layers = _layers(ix)
+    key = slots.tobytes()
     with _LAYERS_LOCK:
-        layer = layers.by_bits.get(bits)
+        layer = layers.by_slots.get(key)
         if layer is not None:
-            layers.by_bits.move_to_end(bits)
+            layers.by_slots.move_to_end(key)
             return layer
-    layer = must_layer(ix.declarations.take(ix.space.ordered(bits)))
-    size = _layer_cost(bits, len(layer.declarations))
+    layer = must_layer(ix.declarations.take(slots))
+    size = _layer_cost(key, len(layer.declarations))
     if size > MUST_LAYER_RULES // 4:
         return layer  # one layer must not push out most of the others
     with _LAYERS_LOCK:
-        kept = layers.by_bits.get(bits)
+        kept = layers.by_slots.get(key)
         if kept is not None:
             return kept
-        layers.by_bits[bits] = layer
+        layers.by_slots[key] = layer
         layers.rules += size
         while layers.rules > MUST_LAYER_RULES:
-            dropped_bits, dropped = layers.by_bits.popitem(last=False)
-            layers.rules -= _layer_cost(dropped_bits, len(dropped.declarations))
+            dropped_key, dropped = layers.by_slots.popitem(last=False)
+            layers.rules -= _layer_cost(dropped_key, len(dropped.declarations))
     return layer

@@ -98,7 +98,19 @@ def _state(ix: WorkspaceIndex) -> dict[str, Any]:
         "terms": {t: ix.bits(TERM, t) for t in terms},
         "subject_bits": {s: ix.bits(SUBJECT, s) for s in ix.subjects if s is not None},
         "scope_bits": {s: ix.bits(SCOPE, s) for s in ix.scopes if s is not None},
+        "constraint_slots": _constraint_slots(ix),
     }
+
+
+def _constraint_slots(ix: WorkspaceIndex) -> dict[tuple[str, str], list[int]]:
+    """(table, key) -> the index's constraint slots of the key, checked against its bitmap."""
+    out = {}
+    for table, keys in ((SUBJECT, ix.subjects), (SCOPE, ix.scopes)):
+        for key in {k for k in keys if k is not None} | {"nothing such"}:
+            slots = ix.constraint_slots(table, key).tolist()
+            assert slots == ix.space.members(ix.constraint_bits(table, key))
+            out[(table, key)] = slots
+    return out
 
 
 def _linear_term_bits(ix: WorkspaceIndex) -> dict[str, int]:

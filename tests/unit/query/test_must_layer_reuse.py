@@ -80,19 +80,19 @@ def test_kept_layers_stay_within_their_rule_bound(load: Loader, monkeypatch) -> 
 
     # Then the last four are kept, and every answer is still the reference's
     kept = engine._LAYERS[index_for(ws)]
-    assert kept.rules == 8 and len(kept.by_bits) == 4
+    assert kept.rules == 8 and len(kept.by_slots) == 4
     for s, pack in zip(scopes, packs, strict=True):
         assert len(pack.must) == 2
         assert pack.as_dict() == build_evidence_pack_linear(ws, s).as_dict()
 
 
 def test_a_layer_is_charged_for_its_key_as_well_as_its_rules() -> None:
-    # A one-rule layer whose rule sits at slot 800,000 has a 100 KB key: the bound must
-    # see that, or one-rule layers of a 1M workspace could hold gigabytes of keys.
+    # A layer is keyed by its rules' slots (8 bytes each): the bound counts those bytes
+    # too, at the rate of its rules (about 100 bytes each).
     from memhubd.query import engine
 
-    assert engine._layer_cost(0b1011, 3) == 3
-    assert engine._layer_cost(1 << 800_000, 1) == 1 + 1_000
+    assert engine._layer_cost(bytes(16), 2) == 2
+    assert engine._layer_cost(bytes(8 * 1_000), 1_000) == 1_000 + 80
 
 
 def test_remembered_scope_constraints_are_the_indexs_and_stay_within_their_bound(
@@ -102,7 +102,7 @@ def test_remembered_scope_constraints_are_the_indexs_and_stay_within_their_bound
     from memhubd.query import engine
 
     # Given a bound that holds about one remembered key
-    monkeypatch.setattr(engine, "CONSTRAINT_BITS_BYTES", 100)
+    monkeypatch.setattr(engine, "CONSTRAINT_SLOTS_BYTES", 250)
     ws = load(RULES)
     ix = index_for(ws)
 
@@ -114,7 +114,7 @@ def test_remembered_scope_constraints_are_the_indexs_and_stay_within_their_bound
     # Then what is remembered is the index's own answer, within the bound
     layers = engine._layers(ix)
     assert layers.constraints
-    assert layers.constraint_bytes <= 100
-    for (table, key), bits in layers.constraints.items():
+    assert layers.constraint_bytes <= 250
+    for (table, key), slots in layers.constraints.items():
         assert table in (SCOPE, SUBJECT)
-        assert bits == ix.constraint_bits(table, key)
+        assert slots.tolist() == ix.space.members(ix.constraint_bits(table, key))
