@@ -99,7 +99,11 @@ class Served:
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(60)
+        try:
+            self.proc.wait(120)
+        except subprocess.TimeoutExpired:  # at 1M a lint in progress can outlast this
+            self.proc.kill()
+            self.proc.wait()
         shutil.rmtree(Path(self.socket).parent, ignore_errors=True)
 
 
