@@ -109,8 +109,9 @@ class Served:
 
 def token(state: Path) -> str:
     created = subprocess.run(
-        [str(BIN / "memhubd"), "token", "create", "bench", "--scopes", "all", "--roles", "*"]
-        + ["--state-dir", str(state), "--json"],
+        # A name of its own: a kept state dir (`--keep`) holds earlier runs' tokens.
+        [str(BIN / "memhubd"), "token", "create", f"bench{os.getpid()}", "--scopes", "all"]
+        + ["--roles", "*", "--state-dir", str(state), "--json"],
         check=True,
         capture_output=True,
         text=True,
