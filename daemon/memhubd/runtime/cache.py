@@ -56,7 +56,7 @@ _MAGIC = b"MHPC"
 _HEADER = len(_MAGIC) + 2 + 32  # magic, version (u16), HMAC-SHA256
 _KEY_FILE = "key"
 _SUFFIX = ".entry"
-SNAPSHOT_FORMAT = 3
+SNAPSHOT_FORMAT = 4
 _SNAPSHOT_MAGIC = b"MHSS"
 _SNAPSHOT_FILE = "snapshot"
 # How often the consolidated snapshot is rewritten at most while files keep changing
@@ -65,6 +65,9 @@ SNAPSHOT_INTERVAL_S = 300.0
 
 # path -> (stat, digest, text, entry data) of one file as a consolidated snapshot holds it
 Consolidated = dict[str, tuple[tuple[int, int, int], str, str, Any]]
+# The composed index a consolidated snapshot holds: the path of each of its segments'
+# files, in order, and the index as `memhubd.index.persist` saves it.
+SavedIndex = tuple[tuple[str, ...], Any]
 
 
 class ParseCache:
@@ -180,10 +183,19 @@ class ParseCache:
         return self.restore(saved, path, digest, text, registry, where)
 
     def restore(
-        self, saved: Any, path: str, digest: str, text: str, registry: Any, where: str
+        self,
+        saved: Any,
+        path: str,
+        digest: str,
+        text: str,
+        registry: Any,
+        where: str,
+        *,
+        served: bool = True,
     ) -> tuple[Document, tuple[Declaration, ...], Segment] | None:
         """(document, typed declarations, segment) from an entry's decoded data, or None
-        (logged) when it is not an entry of exactly this file."""
+        (logged) when it is not an entry of exactly this file. `served`: False for a
+        file's former state, restored only to update a saved index (not a hit)."""
         try:
             if saved[0] != path or saved[1] != digest:
                 raise ValueError("entry for another file")
@@ -192,19 +204,20 @@ class ParseCache:
             self.refused += 1
             log.warning("parse cache entry unusable", entry=where, path=path, error=str(error))
             return None
-        self.hits += 1
+        self.hits += served
         return restored
 
     # --- the consolidated snapshot ----------------------------------------------------
 
-    def load_snapshot(self, root: str, types: str) -> Consolidated:
-        """What the workspace's consolidated snapshot holds for registry `types`; empty
-        when there is none, or (logged) when it is corrupt, foreign or of other types."""
+    def load_snapshot(self, root: str, types: str) -> tuple[Consolidated, SavedIndex | None]:
+        """What the workspace's consolidated snapshot holds for registry `types`, and the
+        composed index saved with it (None if it was not); empty when there is none, or
+        (logged) when it is corrupt, foreign or of other types."""
         file = self._workspace_dir(root) / _SNAPSHOT_FILE
         try:
             data = file.read_bytes()
         except OSError:
-            return {}
+            return {}, None
         payload = self._open(data, _SNAPSHOT_MAGIC, SNAPSHOT_FORMAT)
         if payload is None:
             self.refused += 1
@@ -218,40 +231,46 @@ class ParseCache:
                 )
             else:
                 log.warning("parse cache snapshot refused (corrupt or foreign)", file=str(file))
-            return {}
+            return {}, None
         try:
-            saved_root, saved_types, files = marshal.loads(payload)
+            saved_root, saved_types, files, index = marshal.loads(payload)
             if saved_root != os.path.realpath(root):
                 raise ValueError("snapshot of another workspace")
             if saved_types != types:
                 log.info("parse cache snapshot of other types, not used", file=str(file))
-                return {}
+                return {}, None
             held: Consolidated = {
                 path: (tuple(stat), digest, text, entry)  # type: ignore[misc]
                 for path, stat, digest, text, entry in files
             }
+            if index is not None and (len(index) != 2 or not isinstance(index[0], tuple)):
+                raise ValueError("saved index of another shape")
         except Exception as error:  # sealed by us yet not what we write: never served
             self.refused += 1
             log.warning("parse cache snapshot unusable", file=str(file), error=str(error))
-            return {}
+            return {}, None
         marks = frozenset((path, item[0], item[1]) for path, item in held.items())
         with self._lock:
             self._snapshots[root] = (time.monotonic(), marks)
-        return held
+        return held, index
 
     def save_snapshot(
         self,
         root: str,
         types: str,
         files: list[tuple[str, tuple[int, int, int], str, str, Any, Any]],
+        index: Any = None,
     ) -> bool:
         """Rewrite the consolidated snapshot from (path, stat, digest, text, document,
         segment) of each file, unless it already holds exactly that or was written less
-        than `SNAPSHOT_INTERVAL_S` ago. True when written.
+        than `SNAPSHOT_INTERVAL_S` ago. True when written. `index`: called only when
+        the file is written, it gives the composed index to save with it (`SavedIndex`),
+        or None.
 
         The files' data go into one `marshal` document rather than one per file: a
         string that many files share (posting keys, field names, kinds) is then decoded
-        and interned once per start instead of once per file."""
+        and interned once per start instead of once per file, and the index's keys are
+        references to the files' own."""
         folder = self._workspace_dir(root)
         marks = frozenset((path, stat, digest) for path, stat, digest, *_rest in files)
         with self._lock:
@@ -266,11 +285,14 @@ class ParseCache:
                     held.append(
                         (path, stat, digest, text, _entry_data(path, digest, document, segment))
                     )
+            saved_index = index() if index is not None else None
+            real = os.path.realpath(root)
             try:
-                payload = marshal.dumps((os.path.realpath(root), types, tuple(held)))
+                payload = marshal.dumps((real, types, tuple(held), saved_index))
             except ValueError:  # a value marshal cannot write: that file is parsed at start
                 held = [item for item in held if _plain(item)]
-                payload = marshal.dumps((os.path.realpath(root), types, tuple(held)))
+                # The index covers every file: composed at start instead.
+                payload = marshal.dumps((real, types, tuple(held), None))
             sealed = self._seal(payload, _SNAPSHOT_MAGIC, SNAPSHOT_FORMAT)
             folder.mkdir(mode=0o700, exist_ok=True)
             self._write(folder / _SNAPSHOT_FILE, sealed)

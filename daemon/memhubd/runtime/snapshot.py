@@ -238,7 +238,7 @@ def build_snapshot(
             files=[f.path for f in files if f.document is not None],
             registry=registry,
         )
-        _index_from_segments(workspace, files, previous)
+        _index_from_segments(workspace, files, previous, saved)
     inherited = previous.lint_reuse() if previous is not None else None
     return Snapshot(
         name=name,
@@ -284,8 +284,27 @@ def persist(snapshot: Snapshot, cache: Any) -> int:
         snapshot.root,
         types,
         [(f.path, f.stat, f.digest, f.text, f.document, f.segment) for f in sound],
+        index=lambda: _saved_index(snapshot, sound),
     )
     return written
+
+
+def _saved_index(snapshot: Snapshot, sound: list[SourceFile]) -> Any:
+    """(paths of its segments' files, data) of the snapshot's composed index, for the
+    consolidated snapshot; None when some segment is not a saved file's (a last good
+    parse kept for broken bytes) or the index is not one `memhubd.index.persist` saves."""
+    from memhubd.index.persist import index_data
+    from memhubd.index.workspace import cached_index
+
+    index = cached_index(snapshot.workspace)
+    if index is None:
+        return None
+    path_of = {id(f.segment): f.path for f in sound}
+    paths = tuple(path_of.get(id(segment)) for segment in index.segments)
+    if None in paths:
+        return None
+    data = index_data(index)
+    return None if data is None else (paths, data)
 
 
 def _serve_walked(
@@ -438,16 +457,21 @@ def _insert_in_order(
 
 
 def _index_from_segments(
-    workspace: Workspace, files: list[SourceFile], previous: Snapshot | None
+    workspace: Workspace, files: list[SourceFile], previous: Snapshot | None, saved: Any = None
 ) -> None:
     """Compose the workspace index from per-file segments, updating the previous
-    snapshot's index when there is one, so an edit costs its segment, not the workspace."""
+    snapshot's index when there is one, so an edit costs its segment, not the workspace;
+    a first build restores the index saved with the consolidated snapshot instead
+    (`saved`: the build's `Saved`), updated for the files changed since."""
     from memhubd.index.workspace import WorkspaceIndex, adopt_index, cached_index
 
     segments = [f.segment for f in files if f.segment is not None]
     before = cached_index(previous.workspace) if previous is not None else None
     with cyclic_gc_paused():
-        adopt_index(workspace, WorkspaceIndex(segments, previous=before))
+        index = saved.index_for(segments) if before is None and saved is not None else None
+        if index is None:
+            index = WorkspaceIndex(segments, previous=before)
+        adopt_index(workspace, index)
 
 
 def unchanged(previous: Snapshot, candidate: Snapshot) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import operator
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -86,7 +87,9 @@ REFUSED_DIGEST = "refused"
 class Saved:
     """What an earlier run saved of this workspace, for one first build: files whose
     stat is what the consolidated snapshot recorded are served from it unread; others
-    are read, and restored from their entry when it holds exactly their bytes."""
+    are read, and restored from their entry when it holds exactly their bytes. The
+    composed index saved with the snapshot is restored over the files served from it,
+    and updated for the others (`index_for`)."""
 
     def __init__(self, cache: Any, root: str, registry_state: RegistryState) -> None:
         from memhubd.runtime.cache import registry_key
@@ -95,18 +98,68 @@ class Saved:
         self.root = root
         self.types = registry_key(registry_state.fingerprint)
         self.registry = registry_state.registry
-        self.consolidated = cache.load_snapshot(root, self.types)
+        self.consolidated, self.index = cache.load_snapshot(root, self.types)
+        self.unread: dict[str, Any] = {}  # path -> segment of a file served unread
+        self.changed: dict[str, Any] = {}  # path -> what the snapshot held of a changed file
 
     def by_stat(self, path: str, stat: tuple[int, int, int]) -> SourceFile | None:
         held = self.consolidated.pop(path, None)
-        if held is None or held[0] != stat:
+        if held is None:
+            return None
+        if held[0] != stat:
+            self.changed[path] = held
             return None
         _stat, digest, text, saved = held
         entry = self.cache.restore(saved, path, digest, text, self.registry, where="snapshot")
         if entry is None:
             return None
         document, typed, segment = entry
+        self.unread[path] = segment
         return SourceFile(path, digest, document, None, text, stat, typed, self.registry, segment)
+
+    def index_for(self, segments: list[Any]) -> Any:
+        """The saved index updated to `segments` (the build's, in order), or None when
+        there is none or composing from nothing costs less (most files changed). A
+        saved index that does not fit its files is ignored with a log line."""
+        if self.index is None:
+            return None
+        from memhubd.index.persist import restore_index
+        from memhubd.index.workspace import WorkspaceIndex
+        from memhubd.runtime.cache import log
+
+        paths, data = self.index
+        self.index = None  # one use: its segments are the build's from now on
+        before = [self._segment_before(path) for path in paths]
+        if any(segment is None for segment in before):
+            return None
+        changed = sum(1 for path in paths if path not in self.unread) + abs(
+            len(segments) - len(paths)
+        )
+        if changed > max(len(paths), len(segments)) // 4:
+            return None
+        try:
+            index = restore_index(data, before)
+        except Exception as error:  # sealed by us yet not what we write: never served
+            log.warning("parse cache snapshot index unusable", root=self.root, error=str(error))
+            return None
+        if len(before) == len(segments) and all(map(operator.is_, before, segments)):
+            return index
+        return WorkspaceIndex(segments, previous=index)
+
+    def _segment_before(self, path: str) -> Any:
+        """The segment the snapshot held for `path`: served unread, or decoded from what
+        it held for a file that changed or went away since."""
+        found = self.unread.get(path)
+        if found is not None:
+            return found
+        held = self.changed.get(path) or self.consolidated.get(path)
+        if held is None:
+            return None
+        _stat, digest, text, saved = held
+        entry = self.cache.restore(
+            saved, path, digest, text, self.registry, where="snapshot", served=False
+        )
+        return None if entry is None else entry[2]
 
     def by_digest(self, path: str, digest: str, text: str) -> tuple[Any, ...] | None:
         """(document, typed declarations, segment, registry) for exactly these bytes."""

@@ -1,0 +1,254 @@
+"""A composed `WorkspaceIndex` as plain data, so that a restart restores it instead of
+composing it again from every segment.
+
+Bitmaps are saved as bytes, directories and key holders as key tuples with arrays of
+segment positions, and posting codes as one array blob per table; restoring makes one
+dict per directory or table with C-level calls, no Python step per declaration or key
+of a single file. Segments are named by their position in `index.segments`: the caller
+saves which file each position is and hands back the same files' segments. Nothing
+here reads or writes a file, or decides whether the data can be trusted.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import Any
+
+import numpy as np
+
+from memhubd.index import workspace as _ix
+from memhubd.index.bitmaps import OrdinalSpace
+from memhubd.index.segment import Segment
+from memhubd.index.workspace import WorkspaceIndex
+
+FORMAT = 1
+
+# Every attribute a composed index holds, and how it comes back: saved (`_SAVED`),
+# recomputed from the segments (`_DERIVED`), or empty (`_FRESH`). An index with any
+# other attribute is not saved: composing it again is always right.
+_SAVED = frozenset(
+    {"ids", "_names", "_raw", "_raw_kinds", "_targets", "superseded_elsewhere"}
+    | {"_serials", "_serial_of", "_next_serial", "_holders"}
+)
+_DERIVED = frozenset(
+    {"segments", "bases", "space", "_base_of", "declarations", "ids_of", "subjects", "scopes"}
+    | {"count", "pool", "constraints", "high_confidence", "questions", "pool_kinds"}
+    | {"shared_ids", "global_constraints"}
+)
+_FRESH = frozenset(
+    {"_cache", "_cache_bytes", "_cache_budget", "_lock", "_lazy", "_lazy_lock"}
+    | {"_inherited", "memo"}
+)
+KNOWN = _SAVED | _DERIVED | _FRESH
+
+
+def index_data(index: WorkspaceIndex) -> tuple[Any, ...] | None:
+    """`index` as plain data (`marshal` can write it), or None when the index holds an
+    attribute this module does not know how to restore."""
+    if set(vars(index)) != KNOWN:
+        return None
+    position = {id(s): n for n, s in enumerate(index.segments)}
+    nbytes = index.space.nbytes
+    raw = {flag: bits.to_bytes(nbytes, "big") for flag, bits in index._raw.items()}
+    kinds = {kind: bits.to_bytes(nbytes, "big") for kind, bits in index._raw_kinds.items()}
+    targets = tuple(index._targets.items())
+    holders = {table: _holders_data(h, position) for table, h in index._holders.items()}
+    return (
+        FORMAT,
+        len(index.segments),
+        index.space.size,
+        raw,
+        kinds,
+        (tuple(k for k, _ in targets), array("q", (c for _, c in targets)).tobytes()),
+        tuple(sorted(index.superseded_elsewhere)),
+        _directory_data(index.ids, position),
+        _directory_data(index._names, position),
+        index._serials.astype(np.int64).tobytes(),
+        index._next_serial,
+        holders,
+    )
+
+
+def restore_index(data: tuple[Any, ...], segments: Sequence[Segment]) -> WorkspaceIndex:
+    """The index `index_data` saved, over `segments` (the same files' segments, in the
+    same order). Raises ValueError when the data do not fit them."""
+    (form, count, size, raw, kinds, targets, elsewhere, ids, names, serials, next_serial,
+     holders) = data  # fmt: skip
+    segments = tuple(segments)
+    if form != FORMAT or count != len(segments):
+        raise ValueError("persisted index of another format or file count")
+    index = WorkspaceIndex.__new__(WorkspaceIndex)
+    _derive_layout(index, segments)
+    if index.space.size != size:
+        raise ValueError("persisted index of another size")
+    single = [(s,) for s in segments]
+    index.ids = _directory(ids, "local_ids", index._base_of, segments, single)
+    index._names = _directory(names, "local_names", index._base_of, segments, single)
+    index._raw = {flag: int.from_bytes(bits, "big") for flag, bits in raw.items()}
+    index._raw_kinds = {kind: int.from_bytes(bits, "big") for kind, bits in kinds.items()}
+    target_keys, target_counts = targets
+    index._targets = _ix._Layered(dict(zip(target_keys, _ints("q", target_counts), strict=True)))
+    index.superseded_elsewhere = frozenset(elsewhere)
+    index._serials = np.frombuffer(serials, np.int64).copy()
+    if len(index._serials) != count:
+        raise ValueError("persisted index serials do not fit its files")
+    index._serial_of = _ix._Layered(
+        {id(s): int(n) for s, n in zip(segments, index._serials.tolist(), strict=True)}
+    )
+    index._next_serial = next_serial
+    index._holders = {table: _holders(found, segments, single) for table, found in holders.items()}
+    _derive_bitmaps(index)
+    _fresh_caches(index)
+    return index
+
+
+# --- what is recomputed, as `WorkspaceIndex.__init__` computes it --------------------
+
+
+def _derive_layout(index: WorkspaceIndex, segments: tuple[Segment, ...]) -> None:
+    index.segments = segments
+    widths = [s.nbytes * 8 for s in segments]
+    index.bases = tuple(accumulate(widths, initial=0))[:-1]
+    index.space = OrdinalSpace(sum(widths))
+    index._base_of = {id(s): base for s, base in zip(segments, index.bases, strict=True)}
+    size = index.space.size
+    index.declarations = _ix._BySlot(segments, index.bases, "declarations", size)
+    index.ids_of = _ix._BySlot(segments, index.bases, "ids", size)
+    index.subjects = _ix._BySlot(segments, index.bases, "subjects_of", size)
+    index.scopes = _ix._BySlot(segments, index.bases, "scopes_of", size)
+    index.count = sum(len(s) for s in segments)
+
+
+def _derive_bitmaps(index: WorkspaceIndex) -> None:
+    raw = index._raw
+    live = ~raw["superseded"]
+    index.pool = raw["in_pool"] & live
+    index.constraints = raw["is_constraint"] & live
+    index.high_confidence = raw["high_confidence"] & index.pool
+    index.questions = raw["question"] & index.pool
+    index.pool_kinds = {k: b & index.pool for k, b in index._raw_kinds.items() if b & index.pool}
+    index.shared_ids = index.pool & index.space.bitmap(
+        o for key in index.ids.multi for o in index.ids[key]
+    )
+    index.global_constraints = raw["global"] & index.constraints
+
+
+def _fresh_caches(index: WorkspaceIndex) -> None:
+    index._cache = OrderedDict()
+    index._cache_bytes = 0
+    index._cache_budget = _ix.CACHE_BYTES
+    index._lock = threading.Lock()
+    index._lazy = {}
+    index._lazy_lock = threading.RLock()
+    index._inherited = None
+    index.memo = {}
+
+
+# --- directories and holders ---------------------------------------------------------
+
+
+def _holder_codes(
+    items: Sequence[tuple[str, Sequence[Segment]]], position: dict[int, int]
+) -> tuple[tuple[str, ...], bytes, bytes, bytes]:
+    """Keys, and per key one code: the position of its only segment, or (below zero)
+    `-1 - n` for the n-th key of several segments, whose positions follow (all of them
+    in one array, and how many each)."""
+    keys = []
+    found = array("q")
+    several = array("q")
+    sizes = array("q")
+    for key, held in items:
+        keys.append(key)
+        if len(held) == 1:
+            found.append(position[id(held[0])])
+        else:
+            found.append(-1 - len(sizes))
+            sizes.append(len(held))
+            several.extend(position[id(s)] for s in held)
+    return tuple(keys), found.tobytes(), several.tobytes(), sizes.tobytes()
+
+
+def _held(
+    saved: tuple[Any, ...], segments: tuple[Segment, ...], single: list[tuple[Segment, ...]]
+) -> dict[str, tuple[Segment, ...]]:
+    """key -> its segments, from `_holder_codes`: a key of one file shares that file's
+    one-tuple with every other such key, so the dict is made without a Python step."""
+    keys, found, several, sizes = saved
+    codes = np.frombuffer(found, np.int64)
+    if len(codes) != len(keys):
+        raise ValueError("persisted holders do not fit their keys")
+    listed = list(map(segments.__getitem__, np.frombuffer(several, np.int64).tolist()))
+    ends = np.cumsum(np.frombuffer(sizes, np.int64)).tolist()
+    if ends and ends[-1] != len(listed):
+        raise ValueError("persisted holders do not fit their segments")
+    values = [*single, *map(tuple, map(listed.__getitem__, map(slice, [0, *ends], ends)))]
+    at = np.where(codes >= 0, codes, len(single) - 1 - codes).tolist()
+    return dict(zip(keys, map(values.__getitem__, at), strict=True))
+
+
+def _directory_data(directory: Any, position: dict[int, int]) -> tuple[Any, ...]:
+    return (_holder_codes(list(directory._where.items()), position), tuple(directory.multi))
+
+
+def _directory(
+    saved: tuple[Any, ...],
+    local: str,
+    bases: dict[int, int],
+    segments: tuple[Segment, ...],
+    single: list[tuple[Segment, ...]],
+) -> Any:
+    held, multi = saved
+    directory = _ix._Directory.__new__(_ix._Directory)
+    directory._local = local
+    directory._bases = bases
+    directory._where = _ix._Layered(_held(held, segments, single))
+    directory.multi = frozenset(multi)
+    return directory
+
+
+def _holders_data(holders: Any, position: dict[int, int]) -> tuple[Any, ...]:
+    counts = list(holders.counts.items())
+    rare = _holder_codes(list(holders.rare.items()), position)
+    common = list(holders.common.items())
+    blob = [np.asarray(found, np.uint32) for _, (found, _extras) in common]
+    sizes = array("q", (len(found) for found in blob))
+    extras = tuple(tuple(position[id(s)] for s in extras) for _, (_found, extras) in common)
+    return (
+        tuple(k for k, _ in counts),
+        array("q", (c for _, c in counts)).tobytes(),
+        rare,
+        tuple(k for k, _ in common),
+        (np.concatenate(blob) if blob else np.zeros(0, np.uint32)).tobytes(),
+        sizes.tobytes(),
+        extras,
+    )
+
+
+def _holders(
+    saved: tuple[Any, ...], segments: tuple[Segment, ...], single: list[tuple[Segment, ...]]
+) -> Any:
+    count_keys, counts, rare, common_keys, blob, sizes, extras = saved
+    found = np.frombuffer(blob, np.uint32).copy()
+    ends = np.cumsum(_ints("q", sizes), dtype=np.int64).tolist()
+    if len(ends) != len(common_keys) or (ends and ends[-1] != len(found)):
+        raise ValueError("persisted codes do not fit their keys")
+    starts = [0, *ends][: len(ends)]
+    common = {
+        key: (found[start:end], tuple(segments[n] for n in more))
+        for key, start, end, more in zip(common_keys, starts, ends, extras, strict=True)
+    }
+    return _ix._Holders(
+        _ix._Layered(dict(zip(count_keys, _ints("q", counts), strict=True))),
+        _ix._Layered(_held(rare, segments, single)),
+        _ix._Layered(common),
+    )
+
+
+def _ints(code: str, data: bytes) -> array[int]:
+    found = array(code)
+    found.frombytes(data)
+    return found

@@ -1,0 +1,111 @@
+"""Property: an index saved with a snapshot and restored answers exactly as one composed
+from scratch, and so does one composed from the restored index after further edits.
+
+Random workspaces go through random edit sequences; after every edit the index is
+saved (`memhubd.index.persist`), passed through `marshal` as the snapshot file holds it,
+restored over the same segments, then edited once more through the incremental path.
+"""
+
+from __future__ import annotations
+
+import marshal
+import sys
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+# The random workspaces and edits of the index's own property tests, imported as they are.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "index"))
+
+from random_workspaces import check_arguments, query_arguments, workspaces  # noqa: E402
+from test_incremental_index import Files, _apply, _files, _state, edits  # noqa: E402
+
+from memhubd.check import check_compliance  # noqa: E402
+from memhubd.index import adopt_index, build_segment  # noqa: E402
+from memhubd.index import workspace as index_module  # noqa: E402
+from memhubd.index.persist import KNOWN, index_data, restore_index  # noqa: E402
+from memhubd.index.workspace import WorkspaceIndex  # noqa: E402
+from memhubd.model import Workspace  # noqa: E402
+from memhubd.query import build_evidence_pack  # noqa: E402
+
+
+def _round_trip(index: WorkspaceIndex, segments: list[Any]) -> WorkspaceIndex:
+    data = index_data(index)
+    assert data is not None
+    return restore_index(marshal.loads(marshal.dumps(data)), segments)
+
+
+def _answers(files: Files, registry: Any, index: WorkspaceIndex, queries: Any, checks: Any) -> Any:
+    current = Workspace([d for f in files for d in f], [f[0].file for f in files], registry)
+    assert adopt_index(current, index)
+    return (
+        [build_evidence_pack(current, **args).as_dict() for args in queries],
+        [check_compliance(current, **args).as_dict() for args in checks],
+    )
+
+
+@settings(max_examples=max(settings.default.max_examples // 4, 1), deadline=None)
+@given(
+    workspaces(),
+    edits(),
+    st.lists(query_arguments(), min_size=1, max_size=2),
+    st.lists(check_arguments(), min_size=1, max_size=2),
+    st.booleans(),
+)
+def test_restored_index_answers_as_a_fresh_composition_after_edits(
+    ws: Workspace,
+    steps: list[tuple[str, int, Files]],
+    queries: list[dict[str, Any]],
+    checks: list[dict[str, Any]],
+    fold_every_time: bool,
+) -> None:
+    with (
+        mock.patch.object(index_module, "_FOLD_MIN", 0 if fold_every_time else 256),
+        mock.patch.object(index_module, "_RARE", 1 if fold_every_time else 64),
+        mock.patch.object(index_module, "_EXTRAS", 0 if fold_every_time else 8),
+    ):
+        # Given an index composed from per-file segments, edited and saved after each edit
+        files = _files(ws)
+        segments = [build_segment(f) for f in files]
+        index = WorkspaceIndex(segments)
+        for step in steps:
+            _apply(files, segments, step)
+            index = WorkspaceIndex(segments, previous=index)
+
+            # When it is restored over the same segments
+            restored = _round_trip(index, segments)
+
+            # Then it holds and answers what a fresh composition does
+            fresh = WorkspaceIndex(segments)
+            assert _state(restored) == _state(fresh)
+            expected = _answers(files, ws.registry, fresh, queries, checks)
+            assert _answers(files, ws.registry, restored, queries, checks) == expected
+
+            # And an edit composed from the restored index still does
+            _apply(files, segments, step)
+            patched = WorkspaceIndex(segments, previous=restored)
+            assert _state(patched) == _state(WorkspaceIndex(segments))
+            index = patched
+
+
+def test_an_index_with_an_attribute_persist_does_not_know_is_not_saved() -> None:
+    # Given an index that holds something the saved form has no place for
+    index = WorkspaceIndex([])
+    assert set(vars(index)) == KNOWN
+    index.something_new = 1  # type: ignore[attr-defined]
+
+    # Then it is not saved (a start composes it instead)
+    assert index_data(index) is None
+
+
+def test_restoring_over_other_segments_is_refused() -> None:
+    ws = Workspace()
+    index = WorkspaceIndex([])
+    data = index_data(index)
+    assert data is not None and ws.declarations == []
+    with pytest.raises(ValueError):
+        restore_index(data, [build_segment(())])
