@@ -10,6 +10,7 @@ only the socket file it created itself.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import grp
 import os
@@ -31,7 +32,7 @@ from memhubd.api import ApiContext, build_app
 from memhubd.api.connection import ConnectionLimits, GuardedHttpToolsProtocol
 from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.cache import ParseCache
-from memhubd.runtime.config import ConfigError, DaemonConfig, is_loopback_host
+from memhubd.runtime.config import ConfigError, DaemonConfig, McpConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
 from memhubd.runtime.state import StateDir, merge_workspaces
 from memhubd.service.cowork import open_cowork
@@ -39,6 +40,14 @@ from memhubd.service.recall import open_shelf as open_recall_shelf
 from memhubd.service.recall import watching as recall_watching
 
 log = structlog.get_logger("memhubd.server")
+
+# Where `memhubd.mcp` serves MCP (its MCP_PATH and ROUTE_NAME), named here so that a
+# start need not import the MCP SDK to route to it.
+MCP_PATH = "/mcp"
+MCP_ROUTE_NAME = "mcp"
+# How long after the workspaces are served the MCP SDK is imported, unless a request
+# to /mcp asks for it first: the first answers of a start do not share the GIL with it.
+MCP_IMPORT_DELAY_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,12 +220,18 @@ async def run_daemon(
     hub.cowork = open_cowork(state.path / "cowork", tokens)
     hub.cache = ParseCache(state.path / "parse-cache")
 
+    mcp: DeferredMcp | None = None
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         # Closes every recall store and cowork inbox on shutdown.
         with contextlib.closing(hub.recall), contextlib.closing(hub.cowork):
             async with hub.running(workspaces), recall_watching(hub, config.recall.watch):
-                yield
+                if mcp is None:
+                    yield
+                    return
+                async with mcp.running():
+                    yield
 
     context = ApiContext(
         hub=hub,
@@ -225,9 +240,9 @@ async def run_daemon(
         max_result_bytes=config.limits.max_result_bytes,
         lifespan=lifespan,
     )
-    from memhubd.mcp import mount_mcp
-
-    mount_mcp(context, config.mcp)  # /mcp on both listeners unless disabled; wraps the lifespan
+    if config.mcp.enabled:  # /mcp on both listeners, the SDK imported after the start
+        mcp = DeferredMcp(context, config.mcp)
+        context.extra_routes.append(mcp.route())
     app = build_app(context)
     sockets = [bind_tcp(config.host, config.port)]
     socket_path = config.socket_path
@@ -277,6 +292,80 @@ async def run_daemon(
             unix.remove_file()
     log.info("stopped")
     return 0 if server.started else 1
+
+
+class DeferredMcp:
+    """/mcp as `memhubd.mcp.mount_mcp` serves it, mounted after the start: the MCP SDK
+    costs about 2 s of CPU to import, so it is imported `MCP_IMPORT_DELAY_S` after the
+    workspaces are served, or by the first request to /mcp if that comes sooner (which
+    then waits for it). Answers are the mounted endpoint's, whichever mounted it."""
+
+    def __init__(self, context: ApiContext, settings: McpConfig) -> None:
+        self._context = context
+        self._settings = settings
+        self._endpoint: Any = None
+        self._lock: anyio.Lock | None = None
+        self._tg: Any = None
+        self._stopping: anyio.Event | None = None
+
+    def route(self) -> Any:
+        from starlette.routing import Route
+
+        return Route(MCP_PATH, self, name=MCP_ROUTE_NAME)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Mounts /mcp soon and runs the SDK's session manager until the block ends."""
+        self._lock, self._stopping = anyio.Lock(), anyio.Event()
+        soon = anyio.CancelScope()
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            tg.start_soon(self._mount_soon, soon)
+            try:
+                yield
+            finally:
+                # The session manager ends by itself once told to (not cancelled midway).
+                soon.cancel()
+                self._stopping.set()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        endpoint = self._endpoint
+        if endpoint is None:
+            endpoint = await self.mounted()
+        await endpoint(scope, receive, send)
+
+    async def mounted(self) -> Any:
+        """The mounted endpoint, mounting it first if needed."""
+        assert self._lock is not None and self._tg is not None, "not running"
+        async with self._lock:
+            if self._endpoint is None:
+                scratch = await anyio.to_thread.run_sync(self._mount)
+                if scratch.lifespan is not None:
+                    await self._tg.start(self._serve_sessions, scratch.lifespan)
+                self._endpoint = scratch.extra_routes[0].endpoint
+                log.debug("mcp mounted")
+        return self._endpoint
+
+    def _mount(self) -> ApiContext:
+        from memhubd.mcp import mount_mcp
+
+        scratch = dataclasses.replace(self._context, extra_routes=[], lifespan=None)
+        mount_mcp(scratch, self._settings)
+        return scratch
+
+    async def _serve_sessions(self, lifespan: Any, *, task_status: Any) -> None:
+        assert self._stopping is not None
+        async with lifespan(None):
+            task_status.started()
+            await self._stopping.wait()
+
+    async def _mount_soon(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            await anyio.sleep(MCP_IMPORT_DELAY_S)
+            try:
+                await self.mounted()
+            except Exception:  # the first request to /mcp tries again, and fails visibly
+                log.exception("mcp not mounted")
 
 
 async def _stop_on_signal(server: uvicorn.Server) -> None:
