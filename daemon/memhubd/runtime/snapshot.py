@@ -31,6 +31,7 @@ from typing import Any
 from memhubd.model import Workspace
 from memhubd.model.workspace import cyclic_gc_paused
 from memhubd.runtime.confine import Refused, observe
+from memhubd.runtime.parse_pool import pooled
 from memhubd.runtime.registry import (
     RegistryState,
     load_registry,
@@ -214,9 +215,14 @@ def build_snapshot(
         files, refused, reparsed = served
     else:
         walked = walk_sources(root) if root_problem is None else []
-        with cyclic_gc_paused():  # parsing or restoring allocates millions of objects that stay
+        # A first build parses what it cannot restore in worker processes (parse_pool).
+        first = previous is None
+        with (
+            cyclic_gc_paused(),  # parsing or restoring allocates millions of objects that stay
+            pooled(walked, saved, real_root, registry_state.registry, first=first) as source,
+        ):
             files, reparsed, walked_links = _serve_walked(
-                walked, known, files, refused, rules, root, real_root, saved
+                walked, known, files, refused, rules, root, real_root, source
             )
         has_links = walked_links if root_problem is None else has_links
         for path, before in known.items():  # served last time, not found by this walk
