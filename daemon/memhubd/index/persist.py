@@ -81,6 +81,8 @@ def restore_index(data: tuple[Any, ...], segments: Sequence[Segment]) -> Workspa
     segments = tuple(segments)
     if form != FORMAT or count != len(segments):
         raise ValueError("persisted index of another format or file count")
+    if set(raw) != {*_ix._FLAGS, "superseded", "global"} or set(holders) != set(_ix._TABLES):
+        raise ValueError("persisted index of another shape")
     index = WorkspaceIndex.__new__(WorkspaceIndex)
     _derive_layout(index, segments)
     if index.space.size != size:

@@ -80,6 +80,10 @@ def content_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+# A saved index is updated for the files changed since it was saved, unless more than
+# a quarter of them (and more than this many) did: composing from nothing is then cheaper.
+_FEW_CHANGED = 8
+
 EMPTY_DIGEST = content_digest(b"")
 REFUSED_DIGEST = "refused"
 
@@ -135,7 +139,7 @@ class Saved:
         changed = sum(1 for path in paths if path not in self.unread) + abs(
             len(segments) - len(paths)
         )
-        if changed > max(len(paths), len(segments)) // 4:
+        if changed > max(_FEW_CHANGED, max(len(paths), len(segments)) // 4):
             return None
         try:
             index = restore_index(data, before)

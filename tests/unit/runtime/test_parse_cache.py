@@ -336,3 +336,72 @@ def test_a_snapshot_of_an_older_format_is_ignored_with_a_log_line(
     )
     assert cache.refused == 1
     assert answers(again) == answers(first)
+
+
+def _compositions(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Records each `WorkspaceIndex` composed from segments: whether from a previous one."""
+    from memhubd.index.workspace import WorkspaceIndex
+
+    composed: list[bool] = []
+    compose = WorkspaceIndex.__init__
+
+    def counted(self: WorkspaceIndex, *args: object, previous: object = None, **kw: object) -> None:
+        composed.append(previous is not None)
+        compose(self, *args, previous=previous, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(WorkspaceIndex, "__init__", counted)
+    return composed
+
+
+def test_a_start_restores_the_saved_index_instead_of_composing_it(
+    saved: tuple[Path, Path, Snapshot], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, state, first = saved
+    composed = _compositions(monkeypatch)
+
+    again = build_snapshot("w", str(root), None, cache=ParseCache(state))
+
+    assert composed == []
+    assert answers(again) == answers(first)
+
+
+def test_a_file_changed_while_down_updates_the_saved_index(
+    saved: tuple[Path, Path, Snapshot], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, state, _first = saved
+    # Given a file edited and another added while the daemon was down
+    with (root / "a.mem").open("a", encoding="utf-8") as handle:
+        handle.write('fact deploy.night { claim: "Never deploy at night, me." }\n')
+    (root / "sub" / "c.mem").write_text('fact c.one { claim: "Push on mondays." }\n')
+    composed = _compositions(monkeypatch)
+
+    # When it starts again
+    again = build_snapshot("w", str(root), None, cache=ParseCache(state))
+
+    # Then the saved index is updated from, not composed from nothing
+    assert composed == [True]
+    monkeypatch.undo()
+    assert answers(again) == answers(build_snapshot("w", str(root), None))
+
+
+def test_a_saved_index_that_does_not_fit_is_ignored_with_a_log_line(
+    saved: tuple[Path, Path, Snapshot],
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    root, state, first = saved
+    # Given a snapshot file sealed by this cache whose saved index is of another shape
+    cache = ParseCache(state)
+    (file,) = snapshot_files(state)
+    payload = cache._open(file.read_bytes(), b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
+    assert payload is not None
+    real, types, files, (paths, data) = marshal.loads(payload)
+    broken = (real, types, files, (paths, (*data[:-1], {})))
+    file.write_bytes(cache._seal(marshal.dumps(broken), b"MHSS", SNAPSHOT_FORMAT))  # noqa: SLF001
+
+    # When a start reads it, the index is composed instead, with a log line
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    printed = capsys.readouterr()
+    assert "parse cache snapshot index unusable" in printed.out + printed.err + caplog.text
+    assert answers(again) == answers(first)
