@@ -70,11 +70,11 @@ class CompliancePack:
             "verdict": self.verdict,
         }
         rules = b",".join([piece(d) for d in self.applicable_must])
-        tail = {
-            "evaluated": [dict(item) for item in self.evaluated],
-            "violations": [dict(item) for item in self.violations],
-            "exceptions_applied": [dict(item) for item in self.exceptions_applied],
-            "unknowns": [dict(item) for item in self.unknowns],
+        tail = {  # encoded as they are: no copy of each item (15,000 at 1M declarations)
+            "evaluated": self.evaluated,
+            "violations": self.violations,
+            "exceptions_applied": self.exceptions_applied,
+            "unknowns": self.unknowns,
             **self._withheld_dict(),
         }
         return [

@@ -21,6 +21,9 @@ REGEX_FIELDS = ("deny_regex", "require_regex")
 
 log = structlog.get_logger("memhubd.check")
 
+# (status, bucket or None, bucket item without the rule reference)
+Judgement = tuple[str, str | None, dict[str, Any]]
+
 
 @dataclass(frozen=True, slots=True)
 class Texts:
@@ -28,13 +31,16 @@ class Texts:
 
     `timeout` is the budget of ALL the guard-regex searches of the check, counted from
     the moment the texts are made: each search gets what is left of it, so a workspace
-    with many slow patterns cannot multiply the bound.
+    with many slow patterns cannot multiply the bound. `fired`, when given, holds every
+    `when_any` phrase of the judged rules that occurs in `combined_lowered` (found once
+    through an index instead of rule by rule).
     """
 
     candidate: str
     candidate_lowered: str
     combined_lowered: str
     timeout: float
+    fired: frozenset[str] | None = None
     deadline: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -63,6 +69,8 @@ class Rule:
     require_any: tuple[tuple[str, str], ...]
     deny_regex: tuple[str, ...]
     require_regex: tuple[str, ...]
+    # The judgement of an unguarded rule when none of its exceptions is asserted.
+    unguarded: Judgement | None
 
     @classmethod
     def of(cls, decl: Any) -> Rule:
@@ -73,10 +81,11 @@ class Rule:
         def values(name: str) -> tuple[str, ...]:
             return tuple(field_values(fields.get(name)))
 
+        rule = decl.claim_text
         return cls(
             decl=decl,
             ref=rule_ref(decl),
-            rule=decl.claim_text,
+            rule=rule,
             declared=frozenset(field_values(decl.fields.get("exceptions"))),
             guarded=guarded,
             when=tuple(p.lower() for p in values("when_any")),
@@ -85,6 +94,7 @@ class Rule:
             require_any=tuple((p, p.lower()) for p in values("require_any")),
             deny_regex=values("deny_regex"),
             require_regex=values("require_regex"),
+            unguarded=None if guarded else _review_of(_UNGUARDED, rule),
         )
 
 
@@ -103,18 +113,19 @@ def _blocked(decl: Any, guard: dict[str, Any]) -> str | None:
     return "invalid guard regex: " + "; ".join(invalid) if invalid else None
 
 
-# (status, bucket or None, bucket item without the rule reference)
-Judgement = tuple[str, str | None, dict[str, Any]]
-
-
 def judge(rule: Rule, text: Texts, supplied: set[str]) -> Judgement:
     """The status of one rule for this task and candidate, and what to report."""
     # Most rules declare no exception and most checks assert none: no set work then.
     applied = sorted(rule.declared & supplied) if rule.declared and supplied else None
-    if not rule.guarded:
-        return _excepted(applied, rule) if applied else _review(_UNGUARDED, rule)
-    if rule.when and not any(map(text.combined_lowered.__contains__, rule.when)):
-        return ("not_triggered", None, {})
+    if rule.unguarded is not None:
+        return _excepted(applied, rule) if applied else rule.unguarded
+    if rule.when:
+        fired = text.fired
+        if fired is None:
+            if not any(map(text.combined_lowered.__contains__, rule.when)):
+                return _NOT_TRIGGERED
+        elif fired.isdisjoint(rule.when):
+            return _NOT_TRIGGERED
     if applied:
         return _excepted(applied, rule)
     if rule.blocked:
@@ -181,4 +192,13 @@ def _regex_hits(text: Texts, name: str, pats: tuple[str, ...]) -> tuple[list[str
 
 
 def _review(reason: str, rule: Rule) -> Judgement:
-    return ("needs_review", "unknowns", {"reason": reason, "rule": rule.rule})
+    return _review_of(reason, rule.rule)
+
+
+def _review_of(reason: str, rule: str) -> Judgement:
+    return ("needs_review", "unknowns", {"reason": reason, "rule": rule})
+
+
+# Judgements' items are read, never changed (the gate copies them into its findings),
+# so the common ones are shared.
+_NOT_TRIGGERED: Judgement = ("not_triggered", None, {})

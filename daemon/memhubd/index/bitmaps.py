@@ -57,10 +57,16 @@ class OrdinalSpace:
         """Every member, earliest first."""
         if not bits:
             return []
+        return self.member_array(bits).tolist()  # type: ignore[no-any-return]
+
+    def member_array(self, bits: int) -> np.ndarray:
+        """Every member, earliest first, as an int64 array."""
+        if not bits:
+            return np.zeros(0, np.int64)
         data = np.frombuffer(bits.to_bytes(self.nbytes, "big"), np.uint8)
         at = np.flatnonzero(data)  # scanning bytes, then the bits of the non-empty ones
         byte, bit = np.nonzero(BYTE_BITS[data[at]])
-        return ((at[byte] << 3) + bit).tolist()  # type: ignore[no-any-return]
+        return (at[byte] << 3) + bit  # type: ignore[no-any-return]
 
     def ordered(self, bits: int, count: int | None = None) -> list[int]:
         """Members earliest first, at most `count`; picks the cheaper extraction.

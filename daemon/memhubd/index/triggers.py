@@ -36,6 +36,13 @@ class TriggerPhrases:
     def slots_in(self, lowered: str) -> list[int]:
         """Slots of every phrase that occurs in `lowered` (already lowercased), phrase by
         phrase in no particular order; a slot may repeat."""
+        out: list[int] = []
+        for phrase in self.phrases_in(lowered):
+            out.extend(self._slots[phrase])
+        return out
+
+    def phrases_in(self, lowered: str) -> list[str]:
+        """Every phrase that occurs in `lowered` (already lowercased), once each."""
         words = set(_WORD.findall(lowered))
         lengths = self._lengths
         lookups = sum(len(w) - n + 1 for w in words for n in lengths if n <= len(w))
@@ -46,8 +53,4 @@ class TriggerPhrases:
             by_key = self._by_key
             phrases = [p for key in pieces & by_key.keys() for p in by_key[key]]
             phrases += self._unkeyed
-        out: list[int] = []
-        for phrase in phrases:
-            if phrase in lowered:
-                out.extend(self._slots[phrase])
-        return out
+        return [phrase for phrase in phrases if phrase in lowered]

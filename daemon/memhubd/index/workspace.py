@@ -539,6 +539,11 @@ class WorkspaceIndex:
             "superseded", lambda: set(self.space.members(self._raw["superseded"]))
         )
 
+    def derived(self, name: str, build: Any) -> Any:
+        """`build()`, made once per index on first use and kept with it: for consumers'
+        structures over this index's slots (their names must not clash)."""
+        return self._once(name, build)
+
     def _once(self, name: str, build: Any) -> Any:
         found = self._lazy.get(name)
         if found is None:

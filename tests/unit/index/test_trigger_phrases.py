@@ -29,8 +29,10 @@ def test_phrases_found_through_their_words_equal_a_scan_of_every_phrase(
     # When the text is searched through the phrases' keys
     found = TriggerPhrases(slots).slots_in(lowered)
 
-    # Then it finds the slots a test of every phrase finds
+    # Then it finds the slots a test of every phrase finds, and those phrases once each
     assert sorted(found) == scanned(slots, lowered)
+    named = TriggerPhrases(slots).phrases_in(lowered)
+    assert sorted(named) == sorted(phrase for phrase in slots if phrase in lowered)
 
 
 def test_a_phrase_is_found_inside_longer_words_and_across_word_edges() -> None:
