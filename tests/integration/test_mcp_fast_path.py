@@ -281,9 +281,9 @@ async def test_the_fast_path_answers_both_eras_and_leaves_other_methods_to_the_s
     answered: list[str] = []
     original = fast_module.answer
 
-    async def counting(server: Any, runner: Any, call: Any, *args: Any) -> None:
-        answered.append(call.version)
-        await original(server, runner, call, *args)
+    async def counting(*args: Any) -> Any:
+        answered.extend(a.version for a in args if isinstance(a, fast_module.ToolCall))
+        return await original(*args)
 
     monkeypatch.setattr(fast_module, "answer", counting)
     fast, sdk = pair
@@ -307,3 +307,119 @@ def test_fast_path_refuses_an_sdk_without_the_internals_it_calls() -> None:
 
     with pytest.raises(AttributeError):
         ToolCallFastPath(NoInternals(), fallback=None, max_body_bytes=1024)  # type: ignore[arg-type]
+
+
+QUERY_CALLS = [
+    (key, index, call)
+    for key in KEYS
+    for index, call in enumerate(load_golden(key)["calls"])
+    if call.get("tool") == "memory_query"
+]
+
+
+def handovers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts tools hand over to the fast path from now on (the daemons run in this
+    process)."""
+    from memhubd.mcp import kept
+
+    handed: list[str] = []
+    original = kept.Splice.hand_over
+
+    def counting(self: Any, text: Any) -> str:
+        handed.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(kept.Splice, "hand_over", counting)
+    return handed
+
+
+async def test_a_query_asked_again_is_answered_from_its_kept_text_with_the_same_bytes(
+    pair: tuple[LiveDaemon, LiveDaemon], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given every golden query, asked three times on both wires of the fast path
+    fast, sdk = pair
+    handed = handovers(monkeypatch)
+    differences = []
+    for key, index, call in QUERY_CALLS:
+        name = key.split("/", 1)[1]
+        scopes = call.get("scopes", "all")
+        fast_secret, sdk_secret = token(fast, name, scopes), token(sdk, name, scopes)
+        for version in (LEGACY, "2026-07-28"):
+            headers = {"mcp-protocol-version": version}
+            body = legacy_body(call, index)
+            if version != LEGACY:
+                headers |= {"mcp-method": "tools/call", "mcp-name": "memory_query"}
+                body["params"]["_meta"] = MODERN_META
+            expected = same_root(sdk, post(sdk, sdk_secret, body, **headers))
+            for _attempt in range(3):
+                got = same_root(fast, post(fast, fast_secret, body, **headers))
+                if got != expected:
+                    differences.append((key, index, version, _first_difference(got, expected)))
+    # then every answer is the SDK's, and the long ones were spliced from kept texts
+    assert not differences, differences[:3]
+    assert len(handed) >= len(QUERY_CALLS)
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "mcp", "version": "0.1.0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def _long_query() -> tuple[str, int, dict]:
+    """A golden query whose answer is long enough to be kept."""
+    for key, index, call in QUERY_CALLS:
+        if len(json.dumps(call.get("payload", ""))) > 4096 and not call.get("is_error"):
+            return key, index, call
+    raise AssertionError("no golden query has a long answer")
+
+
+async def test_a_kept_text_over_the_result_limit_is_refused_as_by_the_sdk(
+    pair: tuple[LiveDaemon, LiveDaemon], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a long answer kept by the fast daemon
+    fast, sdk = pair
+    key, index, call = _long_query()
+    name = key.split("/", 1)[1]
+    body = legacy_body(call, index)
+    secrets_ = {d.url: token(d, name, call.get("scopes", "all")) for d in (fast, sdk)}
+    sizes = {d.url: len(_text_of(post(d, secrets_[d.url], body)).encode()) for d in (fast, sdk)}
+    # when the result limit falls below its size
+    from memhubd.mcp import server as mcp_server
+
+    monkeypatch.setattr(mcp_server.MemhubMCP, "_result_limit", lambda self: 1000)
+    refused = {d.url: post(d, secrets_[d.url], body) for d in (fast, sdk)}
+    # then it is refused with its real size, as the SDK's path refuses it (the two
+    # daemons' copies of the workspace have paths of different lengths)
+    payload = json.loads(_text_of(refused[fast.url]))
+    assert payload["status"] == "too_large" and payload["size"] == sizes[fast.url]
+    ours = refused[fast.url][2].replace(str(sizes[fast.url]).encode(), b"<size>")
+    theirs = refused[sdk.url][2].replace(str(sizes[sdk.url]).encode(), b"<size>")
+    assert (refused[fast.url][:2], ours) == (refused[sdk.url][:2], theirs)
+
+
+def _text_of(answer: tuple[int, str, bytes]) -> str:
+    text = json.loads(answer[2])["result"]["content"][0]["text"]
+    assert isinstance(text, str)
+    return text
+
+
+async def test_a_kept_text_for_a_call_with_a_string_id_is_written_by_the_sdk_path(
+    pair: tuple[LiveDaemon, LiveDaemon], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast, sdk = pair
+    handed = handovers(monkeypatch)
+    key, index, call = _long_query()
+    name = key.split("/", 1)[1]
+    body = {**legacy_body(call, index), "id": "call-\u00e9"}
+    secrets_ = {d.url: token(d, name, call.get("scopes", "all")) for d in (fast, sdk)}
+    for version in (LEGACY, "2026-07-28"):
+        headers = {"mcp-protocol-version": version}
+        sent = json.loads(json.dumps(body))
+        if version != LEGACY:
+            sent["params"]["_meta"] = MODERN_META
+        for _attempt in range(2):
+            got = same_root(fast, post(fast, secrets_[fast.url], sent, **headers))
+            assert got == same_root(sdk, post(sdk, secrets_[sdk.url], sent, **headers))
+    assert handed

@@ -6,9 +6,11 @@ per POST on the handshake-era wire, middleware and validation passes on the 2026
 Whatever this module is not sure to answer exactly as the SDK would (initialize,
 notifications, batches, other methods, unknown protocol versions, `Mcp-Param-*`
 headers, `_meta` beyond the version envelope, a body it cannot parse) goes to the SDK
-unchanged, body included. A long text answer is escaped once, straight to bytes, and
-spliced into the envelope the SDK encodes around a short stand-in. It must not check
-identity or origin (`McpEndpoint` did), nor know what a tool does.
+unchanged, body included. A one-text result is written into the bytes the SDK encodes
+around a stand-in id and text, made once per wire version (`Envelopes`); its text is
+escaped once, straight to bytes, or comes already escaped when the tool kept it
+(`kept.Splice`). It must not check identity or origin (`McpEndpoint` did), nor know
+what a tool does.
 """
 
 from __future__ import annotations
@@ -35,13 +37,17 @@ from mcp_types import (
     DEFAULT_NEGOTIATED_VERSION,
     PROTOCOL_VERSION_META_KEY,
     CallToolRequestParams,
+    CallToolResult,
     ErrorData,
     JSONRPCError,
     JSONRPCResponse,
+    TextContent,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic_core import PydanticSerializationError, to_json
 from starlette.responses import Response
+
+from memhubd.mcp.kept import KeptText, Splice, offer_splice, withdraw_splice
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -59,6 +65,10 @@ _VERSION_HEADER = b"mcp-protocol-version"
 # pays off once escaping the text costs more than encoding a second, small envelope.
 SPLICE_MIN_CHARS = 2048
 _STAND_IN = "memhub:fast-path:text"
+# The id an envelope is made with, found again in its bytes and replaced by the call's.
+_STAND_IN_ID = 918273645546372819
+# Ids the envelopes take: plain ints written alike by `json.dumps` and pydantic.
+_MAX_ENVELOPE_ID = 2**53
 
 
 class ToolCall:
@@ -99,6 +109,7 @@ class ToolCallFastPath:
         if not callable(getattr(self._runner, "_serialize", None)):
             raise AttributeError("this mcp SDK's ServerRunner has no _serialize")
         self.schemas = HeaderSchemas(server)
+        self.envelopes = Envelopes(self._runner)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = scope["headers"]
@@ -110,7 +121,12 @@ class ToolCallFastPath:
         if call is None:
             await self.fallback(scope, _replay(body, receive), send)
             return
-        await answer(self.server, self._runner, call, scope, receive, send)
+        splice, offered = offer_splice()
+        try:
+            response = await answer(self.server, self._runner, self.envelopes, call, splice)
+        finally:
+            withdraw_splice(offered)
+        await response(scope, receive, send)
 
 
 def _plain_post(headers: list[tuple[bytes, bytes]], max_body_bytes: int) -> bool:
@@ -243,19 +259,22 @@ def parse_tool_call(
 async def answer(
     server: Any,
     runner: ServerRunner[Any],
+    envelopes: Envelopes,
     call: ToolCall,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-) -> None:
-    """Run the SDK's `tools/call` handler and write its result as that wire's SDK does."""
+    splice: Splice,
+) -> Response:
+    """Run the SDK's `tools/call` handler; its result as that wire's SDK writes it."""
     params = CallToolRequestParams.model_construct(name=call.name, arguments=call.arguments)
     text = None
     try:
         # The handler the SDK registers for tools/call: the same tool lookup, argument
         # validation, ToolError-to-isError conversion and logging; `MemhubMCP.call_tool`
-        # adds the max_result_bytes refusal.
+        # adds the max_result_bytes refusal. A tool may hand its text over to `splice`.
         result = await server._handle_call_tool(None, params)
+        body = envelopes.fill(call, result, splice)
+        if body is not None:
+            return _json_response(call, 200, body)
+        result = _unspliced(result, splice)
         dumped = runner._serialize(METHOD, call.version, result)
         dumped, text = _stand_in(dumped)
         message: JSONRPCResponse | JSONRPCError = JSONRPCResponse(
@@ -266,11 +285,95 @@ async def answer(
         message = JSONRPCError(jsonrpc="2.0", id=call.request_id, error=error)
     if call.modern:
         status, body = _modern_body(message, text)
-        response = Response(body, status_code=status, media_type="application/json")
-    else:
-        body = _legacy_body(message, text)
-        response = Response(body, status_code=200, headers={"Content-Type": "application/json"})
-    await response(scope, receive, send)
+        return _json_response(call, status, body)
+    return _json_response(call, 200, _legacy_body(message, text))
+
+
+def _json_response(call: ToolCall, status: int, body: bytes) -> Response:
+    if call.modern:  # as `_streamable_http_modern._write`
+        return Response(body, status_code=status, media_type="application/json")
+    return Response(body, status_code=status, headers={"Content-Type": "application/json"})
+
+
+def _one_text(result: Any) -> str | None:
+    """The text of a result that is one plain text item and nothing else, else None."""
+    if (
+        type(result) is not CallToolResult
+        or result.meta is not None
+        or result.structured_content is not None
+        or result.result_type != "complete"
+        or type(result.is_error) is not bool
+        or len(result.content) != 1
+    ):
+        return None
+    item = result.content[0]
+    if type(item) is not TextContent or item.annotations is not None or item.meta is not None:
+        return None
+    return item.text if type(item.text) is str else None
+
+
+def _unspliced(result: Any, splice: Splice) -> Any:
+    """`result` with a text handed over to `splice` put back in the marker's place."""
+    kept = splice.taken(_one_text(result))
+    if kept is None:
+        return result
+    item = TextContent(type="text", text=json.loads(kept.escaped))
+    return CallToolResult(content=[item], is_error=result.is_error)
+
+
+class Envelopes:
+    """The bytes the SDK writes around a one-text `tools/call` result with an int id,
+    per wire version and `isError`: made once by the SDK's own serialisation of a
+    result with a stand-in id and text, then filled with each call's id and text.
+
+    Such a result's wire form depends on nothing else (the serverInfo stamp and cache
+    hints are the server's), so the filled bytes are the ones the SDK would write.
+    """
+
+    def __init__(self, runner: ServerRunner[Any]) -> None:
+        self.runner = runner
+        # (version, modern, is_error) -> (before the id, between id and text, after), or
+        # None when the stand-ins were not found exactly once, in order.
+        self._made: dict[tuple[str, bool, bool], tuple[bytes, bytes, bytes] | None] = {}
+
+    def fill(self, call: ToolCall, result: Any, splice: Splice) -> bytes | None:
+        """The answer's bytes, or None when the envelope cannot hold this call's result."""
+        text = _one_text(result)
+        request_id = call.request_id
+        if text is None or type(request_id) is not int or abs(request_id) >= _MAX_ENVELOPE_ID:
+            return None
+        key = (call.version, call.modern, result.is_error)
+        if key not in self._made:
+            self._made[key] = self._make(call, result.is_error)
+        parts = self._made[key]
+        escaped = _escaped(text, splice.taken(text), call.modern)
+        if parts is None or escaped is None:
+            return None
+        before, between, after = parts
+        return b"".join((before, str(request_id).encode(), between, escaped, after))
+
+    def _make(self, call: ToolCall, is_error: bool) -> tuple[bytes, bytes, bytes] | None:
+        item = TextContent(type="text", text=_STAND_IN)
+        result = CallToolResult(content=[item], is_error=is_error)
+        dumped = self.runner._serialize(METHOD, call.version, result)
+        message = JSONRPCResponse(jsonrpc="2.0", id=_STAND_IN_ID, result=dumped)
+        body = _modern_body(message)[1] if call.modern else _legacy_body(message)
+        quoted_id = b'"id":' + str(_STAND_IN_ID).encode()
+        quoted_text = b'"' + _STAND_IN.encode() + b'"'
+        if body.count(quoted_id) != 1 or body.count(quoted_text) != 1:
+            return None
+        before, _, rest = body.partition(quoted_id)
+        between, found, after = rest.partition(quoted_text)
+        if not found:
+            return None  # the text came before the id
+        return before + b'"id":', between, after
+
+
+def _escaped(text: str, kept: KeptText | None, modern: bool) -> bytes | None:
+    """`text` as the wire's SDK encodes a string: the kept bytes when there are some."""
+    if kept is not None:
+        return kept.escaped
+    return _escaped_ascii(text) if modern else _escaped_utf8(text)
 
 
 def _stand_in(dumped: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

@@ -34,6 +34,7 @@ from memhubd.mcp.cowork_tools import register_cowork_tools
 from memhubd.mcp.diary_tools import register_diary_tools
 from memhubd.mcp.fast import ToolCallFastPath
 from memhubd.mcp.graph_tools import register_graph_tools
+from memhubd.mcp.kept import current_splice
 from memhubd.mcp.origin import rebinding_problem
 from memhubd.mcp.recall_tools import register_recall_tools
 from memhubd.mcp.resources import register_resources
@@ -111,7 +112,14 @@ def _size(content: str | bytes) -> int:
 
 
 def _text_bytes(content: list[Any]) -> int:
-    return sum(_size(item.text) for item in content if isinstance(item, TextContent))
+    # A text handed over to the fast path's splice is measured by what it stands for.
+    splice = current_splice()
+    total = 0
+    for item in content:
+        if isinstance(item, TextContent):
+            kept = splice.taken(item.text) if splice is not None else None
+            total += kept.size if kept is not None else _size(item.text)
+    return total
 
 
 def too_large_result(tool: str, size: int, limit: int) -> CallToolResult:

@@ -8,8 +8,8 @@ by validation) stay payloads with `isError=false`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,6 +23,7 @@ from memhubd import service
 from memhubd.auth.identity import Identity
 from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import choose_workspace, current_caller, describe_error
+from memhubd.mcp.kept import Splice, current_splice, keepable, kept_texts
 from memhubd.runtime.hub import Hub
 from memhubd.service.encoding import AnswerTooLarge, Raw, dumps_text
 
@@ -31,7 +32,7 @@ MCP_CLIENT = "mcp"
 
 WorkspaceArg = Annotated[str, Field(description=text.WORKSPACE_ARGUMENT)]
 Payload = dict[str, Any]
-Work = Callable[[Identity, str], Awaitable[Payload]]
+Outcome = TypeVar("Outcome")
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -48,11 +49,37 @@ def reply(payload: Payload, *, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=body)], is_error=error)
 
 
+def kept_reply(
+    hub: Hub, splice: Splice, key: Hashable, build: Callable[[], Payload]
+) -> CallToolResult:
+    """`reply(build())`, its text kept under `key` and handed over to the fast path.
+
+    For answers fully named by `key`: met again, the text is neither built nor escaped.
+    A text too short or not plain ASCII is answered as `reply` does, and not kept.
+    """
+    texts = kept_texts(hub)
+    kept = texts.get(key)
+    if kept is None:
+        body = dumps_text(build())
+        kept = keepable(body)
+        if kept is None:
+            return CallToolResult(content=[TextContent(type="text", text=body)], is_error=False)
+        texts.put(key, kept)
+    marker = splice.hand_over(kept)
+    return CallToolResult(content=[TextContent(type="text", text=marker)], is_error=False)
+
+
 def tool_error(error: ProtocolError) -> ToolError:
     return ToolError(describe_error(error))
 
 
-async def run_tool(hub: Hub, schema: str | None, scope: str, requested: str, work: Work) -> Payload:
+async def run_tool(
+    hub: Hub,
+    schema: str | None,
+    scope: str,
+    requested: str,
+    work: Callable[[Identity, str], Awaitable[Outcome]],
+) -> Outcome | Payload:
     """Resolve caller and workspace, run `work`, and turn protocol errors into tool errors.
 
     With a memdsl payload `schema`, a workspace that has not loaded answers memdsl's
@@ -147,7 +174,7 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
         ] = None,
         max_must: Annotated[int | None, Field(description="show at most this many MUST")] = None,
     ) -> CallToolResult:
-        async def work(identity: Identity, name: str) -> Payload:
+        async def work(identity: Identity, name: str) -> Payload | CallToolResult:
             text_ = query.strip()
             if not text_:
                 return payloads.invalid(
@@ -180,11 +207,21 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
             vocabulary = None
             if not payloads.is_match(facts):
                 vocabulary = await service.vocabulary(view)
-            payload = payloads.query_payload(facts, answer.text, name, vocabulary)
-            payload["evidence_pack"] = Raw(answer.body)
-            return payload
 
-        return reply(await run_tool(hub, payloads.MCP_QUERY, READ_SEARCH, workspace, work))
+            def payload() -> Payload:
+                built = payloads.query_payload(facts, answer.text, name, vocabulary)
+                built["evidence_pack"] = Raw(answer.body)
+                return built
+
+            splice = current_splice()
+            if splice is not None and vocabulary is None:
+                # The answer key names the snapshot, the view and the request: with the
+                # workspace, all that a matched payload is made of.
+                return kept_reply(hub, splice, (answer.key, name), payload)
+            return payload()
+
+        outcome = await run_tool(hub, payloads.MCP_QUERY, READ_SEARCH, workspace, work)
+        return outcome if isinstance(outcome, CallToolResult) else reply(outcome)
 
     @server.tool(description=text.DESCRIBE["memory_check"], annotations=READ_ONLY)
     async def memory_check(
