@@ -22,6 +22,7 @@ from memhubd.query.layers import (
     Retrieval,
     assemble_pack,
     must_layer,
+    question_line,
     subject_hits,
 )
 from memhubd.query.pack import EvidencePack, ScoredDeclaration
@@ -75,12 +76,25 @@ def build_evidence_pack(
             hits=[scored(entry) for entry in hits],
             excluded=[scored(entry) for entry in excluded],
             excluded_total=excluded_total,
-            questions=ix.declarations.take(
-                ix.space.ordered(ranking.touched & candidates & ix.questions)
-            ),
+            questions=_question_lines(ix, ranking.touched & candidates & ix.questions),
             must=_must_layer(ix, _must(ix, [o for o, _ in hits])),
         )
     )
+
+
+def _question_lines(ix: lexical.WorkspaceIndex, questions: int) -> list[str]:
+    """The MISSING lines of the questions in `questions`, workspace order. Kept per slot
+    with the index: a common word matches about 800 questions at 1M declarations, and
+    reading each through its segment and formatting it would cost more than the rest of
+    many queries."""
+    lines: list[str | None] = ix.derived("query.question_lines", lambda: [None] * ix.space.size)
+    slots = ix.space.member_array(questions)
+    found = list(map(lines.__getitem__, slots.tolist()))
+    unread = [n for n, line in enumerate(found) if line is None]
+    if unread:
+        for n, decl in zip(unread, ix.declarations.take(slots[unread]), strict=True):
+            found[n] = lines[slots[n]] = question_line(decl)
+    return found  # type: ignore[return-value]
 
 
 def _hits(ranking: Ranking, candidates: int, limit: int) -> list[tuple[int, float]]:

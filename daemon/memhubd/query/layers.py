@@ -58,9 +58,10 @@ class Retrieval:
     `hits` are scored candidates in score order after `limit`; `excluded` are the
     best-scored pool members the filters removed (at least the first
     `EXCLUDED_SHOWN`; only looked for when the filters removed something) and
-    `excluded_total` how many there are; `questions` are the question declarations
-    among the scored candidates, in workspace order; `must` is the MUST layer in
-    workspace order, as declarations or as a `MustLayer`.
+    `excluded_total` how many there are; `questions` are the MISSING lines
+    (`question_line`) of the question declarations among the scored candidates, in
+    workspace order; `must` is the MUST layer in workspace order, as declarations or
+    as a `MustLayer`.
     """
 
     query: str
@@ -72,7 +73,7 @@ class Retrieval:
     hits: list[ScoredDeclaration]
     excluded: list[ScoredDeclaration]
     excluded_total: int
-    questions: list[Any]
+    questions: list[str]
     must: Sequence[Any] | MustLayer
 
 
@@ -151,8 +152,13 @@ def _missing(r: Retrieval, must: MustLayer, others: list[Any]) -> list[str]:
         and not any(d.subject == r.subject for d in others)
     ):
         out.append(f"no declarations found for subject '{r.subject}'")
-    out.extend(f"question [{d.id}]: {d.claim_text}" for d in r.questions)
+    out.extend(r.questions)
     return out
+
+
+def question_line(d: Any) -> str:
+    """The MISSING line of a question declaration the query matched."""
+    return f"question [{d.id}]: {d.claim_text}"
 
 
 def _trace(r: Retrieval) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memhubd.index.tokens import word_tokens
-from memhubd.query.layers import Retrieval, assemble_pack, subject_hits
+from memhubd.query.layers import Retrieval, assemble_pack, question_line, subject_hits
 from memhubd.query.pack import EvidencePack, ScoredDeclaration
 from memhubd.query.terms import QUERY_STOPWORDS, query_terms
 
@@ -66,7 +66,9 @@ def build_evidence_pack_linear(
         )
     ]
     questions = [
-        s.declaration for s in scored if s.declaration.runtime_role == "question" and s.score > 0
+        question_line(s.declaration)
+        for s in scored
+        if s.declaration.runtime_role == "question" and s.score > 0
     ]
     return assemble_pack(
         Retrieval(
