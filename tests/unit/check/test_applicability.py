@@ -61,3 +61,24 @@ def test_applicability_never_truncates(load: Loader) -> None:
     rules = "\n".join(f'boundary r{n:02} {{ rule: "Rule {n}" scope: global }}' for n in range(60))
 
     assert len(applicable_constraints(load(rules), "anything", "")) == 60
+
+
+def test_rules_come_in_id_order_and_a_duplicated_id_selects_its_later_declaration(
+    load: Loader,
+) -> None:
+    # Given rules written out of id order, one id declared twice
+    ws = load(
+        """
+        boundary zeta { rule: "Zeta push" scope: git }
+        boundary alpha { rule: "First alpha push" scope: git }
+        boundary mid { rule: "Mid push" scope: git }
+        boundary alpha { rule: "Second alpha push" scope: git }
+        """
+    )
+
+    # When a check selects them all
+    found = applicable_constraints(ws, "push", "")
+
+    # Then they come sorted by id, the duplicated id once, as its later declaration
+    assert ids(found) == ["boundary:alpha", "boundary:mid", "boundary:zeta"]
+    assert found[0].claim_text == "Second alpha push"
