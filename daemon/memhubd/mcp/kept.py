@@ -94,6 +94,11 @@ def kept_texts(hub: Any) -> KeptTexts:
         return texts
 
 
+# Unguessable, so no text a tool builds can be taken for it; and a marker stands for
+# something only in the call whose tool handed a text over.
+_MARKER = f"memhub:kept-text:{secrets.token_hex(8)}"
+
+
 class Splice:
     """One call's offer from the fast path: a tool may answer with `marker` as its text
     and leave the real text's kept form here, to be spliced into the answer's bytes."""
@@ -101,8 +106,7 @@ class Splice:
     __slots__ = ("marker", "kept")
 
     def __init__(self) -> None:
-        # Unguessable, so no text a tool builds can be taken for it.
-        self.marker = f"memhub:kept-text:{secrets.token_hex(8)}"
+        self.marker = _MARKER
         self.kept: KeptText | None = None
 
     def hand_over(self, kept: KeptText) -> str:

@@ -113,7 +113,7 @@ def test_a_kept_text_handed_over_is_written_as_the_text_it_stands_for(
     expected = sdk_bytes(fast_path, version, text_result(text), 7)
     assert fast_path.envelopes.fill(call(version), result, splice) == expected
     assert sdk_bytes(fast_path, version, _unspliced(result, splice), 7) == expected
-    # and another call's marker, or a text equal to none, stands for nothing
+    # and the marker stands for nothing in a call whose tool handed nothing over
     assert Splice().taken(splice.marker) is None
     assert splice.taken(text) is None
 
