@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import marshal
 import sys
+from array import array
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memhubd.lang.tree import FieldPath, Position, RawDeclaration
@@ -427,6 +429,120 @@ class RestoredRaw(RawDeclaration):
         """The fields in their saved form while not decoded (the cache writes them back
         unchanged), else None."""
         return self._saved_fields
+
+
+class RestoredFile:
+    """One file's declarations as the parse cache saved them (by column), each made
+    (`RestoredRaw` and `RestoredDeclaration`) the first time it is read, so that a
+    restart builds none of them before its first answer. A declaration is made once:
+    every reader gets the same objects. Seen through `RestoredDeclarations` (typed) and
+    `RestoredRaws` (parsed); once all are made, the saved columns are dropped."""
+
+    __slots__ = ("path", "size", "columns", "_kinds", "_names", "_descriptors", "_source", "_made")
+
+    def __init__(
+        self,
+        path: str,
+        kinds: tuple[str, ...],
+        names: tuple[str, ...],
+        columns: tuple[Any, ...],
+        descriptors: dict[str, Any],
+        source: Any,
+    ) -> None:
+        lines, modules, positions, packeds, fields = columns
+        self.size = len(kinds)
+        if not self.size == len(names) == len(lines) == len(modules) == len(fields):
+            raise ValueError("declaration columns of different sizes")
+        if not len(positions) == len(packeds) == self.size:
+            raise ValueError("declaration columns of different sizes")
+        self.path = path
+        # (lines, modules, columns, packed positions, fields' marshal bytes), as saved.
+        self.columns: tuple[Any, ...] | None = columns
+        self._kinds = kinds
+        self._names = names
+        self._descriptors = descriptors
+        self._source = source
+        self._made: dict[int, tuple[RestoredRaw, RestoredDeclaration]] = {}
+
+    def made(self, index: int) -> tuple[RestoredRaw, RestoredDeclaration]:
+        """(parsed, typed) declaration number `index` (0 <= index < size)."""
+        found = self._made.get(index)
+        if found is not None:
+            return found
+        columns = self.columns
+        if columns is None:  # all made meanwhile, by another thread
+            return self._made[index]
+        lines, modules, positions, packeds, fields = columns
+        kind, column = self._kinds[index], positions[index]
+        if column is None:
+            raw = RestoredRaw(
+                kind, self._names[index], fields[index], self.path, lines[index],
+                modules[index], 0, None, self._source, index,
+            )  # fmt: skip
+        else:
+            packed = packeds[index]
+            raw = RestoredRaw(
+                kind, self._names[index], fields[index], self.path, lines[index],
+                modules[index], column, None if packed is None else array("l", packed), None,
+                index,
+            )  # fmt: skip
+        pair = (raw, RestoredDeclaration.restore(raw, self._descriptors[kind]))
+        # setdefault is atomic: two threads making the same declaration keep one pair.
+        found = self._made.setdefault(index, pair)
+        if len(self._made) == self.size:
+            self.columns = None  # every declaration made: the saved form is theirs now
+        return found
+
+
+class _RestoredView(Sequence[Any]):
+    """One side of a `RestoredFile`'s declarations, as a read-only sequence."""
+
+    __slots__ = ("file",)
+    _side = 0
+
+    def __init__(self, file: RestoredFile) -> None:
+        self.file = file
+
+    def __len__(self) -> int:
+        return self.file.size
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.file.size))]
+        if index < 0:
+            index += self.file.size
+        if not 0 <= index < self.file.size:
+            raise IndexError(index)
+        return self.file.made(index)[self._side]
+
+    def __iter__(self) -> Iterator[Any]:
+        made, side = self.file.made, self._side
+        for index in range(self.file.size):
+            yield made(index)[side]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self)!r})"
+
+
+class RestoredDeclarations(_RestoredView):
+    """A restored file's typed declarations (what a parse's tuple of them holds)."""
+
+    __slots__ = ()
+    _side = 1
+
+
+class RestoredRaws(_RestoredView):
+    """A restored file's parsed declarations (what a `Document` holds)."""
+
+    __slots__ = ()
+    _side = 0
 
 
 def _extend_text(parts: list[str], value: Any) -> None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Iterable, Iterator
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import accumulate, chain
 from typing import Any, TypeVar
 
 from memhubd.lang import Document, parse_file
@@ -30,14 +32,15 @@ class Workspace:
 
     def __init__(
         self,
-        declarations: list[Declaration] | None = None,
+        declarations: list[Declaration] | Declarations | None = None,
         files: list[str] | None = None,
         registry: TypeRegistry | None = None,
         *,
         superseded_elsewhere: frozenset[str] = frozenset(),
         cut_from: Workspace | None = None,
     ) -> None:
-        self.declarations: list[Declaration] = declarations if declarations is not None else []
+        # A list, or (a snapshot's) the files' runs read through (`Declarations`).
+        self.declarations: Any = declarations if declarations is not None else []
         self.files: list[str] = files if files is not None else []
         self.registry: TypeRegistry = registry if registry is not None else TypeRegistry.standard()
         # `supersedes` targets of declarations left out of this workspace by `restricted`:
@@ -242,6 +245,46 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"Workspace({len(self.declarations)} declarations, {len(self.files)} files)"
+
+
+class Declarations(Sequence[Declaration]):
+    """A workspace's declarations as its files' runs in order, read through: made in
+    O(files), and a run restored from the parse cache makes a declaration only when it
+    is read (`memhubd.model.declaration.RestoredDeclarations`). Read-only; equal to a
+    list of the same declarations."""
+
+    __slots__ = ("_runs", "_starts", "_size")
+
+    def __init__(self, runs: Iterable[Sequence[Declaration]]) -> None:
+        self._runs = [run for run in runs if len(run)]
+        self._starts = list(accumulate((len(run) for run in self._runs), initial=0))
+        self._size = self._starts[-1]
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._size))]
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError(index)
+        number = bisect_right(self._starts, index) - 1
+        return self._runs[number][index - self._starts[number]]
+
+    def __iter__(self) -> Iterator[Declaration]:
+        return chain.from_iterable(self._runs)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Declarations({list(self)!r})"
 
 
 @contextmanager

@@ -38,7 +38,6 @@ import os
 import secrets
 import threading
 import time
-from array import array
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,12 @@ import structlog
 from memhubd.index.segment import PostingTable, Segment
 from memhubd.lang.tree import Document, SourceText
 from memhubd.model import Declaration
-from memhubd.model.declaration import RestoredDeclaration, RestoredRaw
+from memhubd.model.declaration import (
+    RestoredDeclarations,
+    RestoredFile,
+    RestoredRaw,
+    RestoredRaws,
+)
 
 log = structlog.get_logger("memhubd.cache")
 
@@ -386,8 +390,13 @@ def _entry_data(path: str, digest: str, document: Document, segment: Segment) ->
     Declarations are saved by column (their kinds and names are the segment's), each
     one's fields as its own `marshal` bytes so that a start decodes them only when they
     are read (`RestoredRaw`)."""
+    raws = document.declarations
+    if isinstance(raws, RestoredRaws):
+        saved = raws.file.columns  # None once every declaration was made
+        if saved is not None:  # written back as it was read, nothing made for it
+            return _entry_of(path, digest, document, segment, saved)
     lines, modules, columns, packeds, fields = [], [], [], [], []
-    for raw in document.declarations:
+    for raw in raws:
         lines.append(raw.line)
         modules.append(raw.module)
         # Positions come from the source text on demand (fast parser) or were kept.
@@ -398,6 +407,12 @@ def _entry_data(path: str, digest: str, document: Document, segment: Segment) ->
         saved = raw.saved_fields if isinstance(raw, RestoredRaw) else None
         fields.append(saved if saved is not None else marshal.dumps(raw.fields))
     declarations = (tuple(lines), tuple(modules), tuple(columns), tuple(packeds), tuple(fields))
+    return _entry_of(path, digest, document, segment, declarations)
+
+
+def _entry_of(
+    path: str, digest: str, document: Document, segment: Segment, declarations: Any
+) -> Any:
     tables = tuple((t.keys, t.rows, t.width) for t in (getattr(segment, n) for n in _TABLES))
     plain = tuple(getattr(segment, name) for name in _SEGMENT_PLAIN)
     return (path, digest, document.module, document.uses, declarations, tables, plain)
@@ -413,32 +428,17 @@ def _decode(
     kinds, names = parts["kinds"], parts["names"]
     if not len(parts["ids"]) == len(kinds) == len(names):
         raise ValueError("segment of another size")
-    lines, modules, columns, packeds, fields = declarations
-    source = SourceText(text, path)
+    if len(declarations) != 5:
+        raise ValueError("declarations of another shape")
     resolve = registry.resolve
-    descriptor_of = {kind: resolve(kind) for kind in set(kinds)}
-    restore = RestoredDeclaration.restore
-    raws = []
-    typed = []
-    columns_of = zip(kinds, names, fields, lines, modules, columns, packeds, strict=True)
-    for index, (kind, name, saved_fields, line, decl_module, column, packed) in enumerate(
-        columns_of
-    ):
-        if column is None:
-            raw = RestoredRaw(
-                kind, name, saved_fields, path, line, decl_module, 0, None, source, index
-            )
-        else:
-            positions = None if packed is None else array("l", packed)
-            raw = RestoredRaw(
-                kind, name, saved_fields, path, line, decl_module, column, positions, None, index
-            )
-        raws.append(raw)
-        typed.append(restore(raw, descriptor_of[kind]))
+    descriptors = {kind: resolve(kind) for kind in set(kinds)}
+    # Declarations are made when first read: a start makes none of them.
+    file = RestoredFile(path, kinds, names, declarations, descriptors, SourceText(text, path))
     for name, (keys, rows, width) in zip(_TABLES, tables, strict=True):
         # marshal keeps the interning of the keys it saved: no sys.intern pass needed.
         index = dict(zip(keys, range(len(keys)), strict=True))
         parts[name] = PostingTable(keys=keys, rows=rows, width=width, index=index)
-    restored = tuple(typed)
+    restored: Any = RestoredDeclarations(file)
     segment = Segment(declarations=restored, **parts)
+    raws: Any = RestoredRaws(file)
     return Document(module=module, uses=list(uses), declarations=raws, file=path), restored, segment

@@ -25,11 +25,10 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 from memhubd.model import Workspace
-from memhubd.model.workspace import cyclic_gc_paused
+from memhubd.model.workspace import Declarations, cyclic_gc_paused
 from memhubd.runtime.confine import Refused, observe
 from memhubd.runtime.parse_pool import pooled
 from memhubd.runtime.registry import (
@@ -240,7 +239,9 @@ def build_snapshot(
         workspace = previous.workspace
     else:
         workspace = Workspace(
-            declarations=list(chain.from_iterable(f.typed for f in files)),
+            # The files' runs read through: O(files), and restored declarations are
+            # made only when read.
+            declarations=Declarations(f.typed for f in files),
             files=[f.path for f in files if f.document is not None],
             registry=registry,
         )

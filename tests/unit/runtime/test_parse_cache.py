@@ -405,3 +405,36 @@ def test_a_saved_index_that_does_not_fit_is_ignored_with_a_log_line(
     printed = capsys.readouterr()
     assert "parse cache snapshot index unusable" in printed.out + printed.err + caplog.text
     assert answers(again) == answers(first)
+
+
+def test_a_restart_makes_each_declaration_only_when_read_and_once(
+    saved: tuple[Path, Path, Snapshot],
+) -> None:
+    from memhubd.index.workspace import index_for
+
+    root, state, first = saved
+    # Given a start from the snapshot file
+    again = build_snapshot("w", str(root), None, cache=ParseCache(state))
+    files = [f.typed.file for f in again.files]
+
+    # Then only the declarations its index checks were made (each file's first and last)
+    assert sum(len(f._made) for f in files) == 3  # noqa: SLF001
+
+    # And reading them makes each once: every reader holds the same objects
+    ws = again.workspace
+    index = index_for(ws)
+    assert [index.declarations[slot] for slot in index.space.members(index.pool)] == [
+        d for d in ws.declarations if index.has_bit(index.pool, _slot_of(index, d))
+    ]
+    made = [d for f in again.files for d in f.typed]
+    assert all(a is b for a, b in zip(ws.declarations, made, strict=True))
+    assert all(f.columns is None for f in files)  # all made: the saved form dropped
+    assert answers(again) == answers(first)
+
+
+def _slot_of(index: object, declaration: object) -> int:
+    return next(
+        slot
+        for slot in range(index.space.size)  # type: ignore[attr-defined]
+        if index.declarations[slot] is declaration  # type: ignore[attr-defined]
+    )
