@@ -438,7 +438,10 @@ class RestoredFile:
     every reader gets the same objects. Seen through `RestoredDeclarations` (typed) and
     `RestoredRaws` (parsed); once all are made, the saved columns are dropped."""
 
-    __slots__ = ("path", "size", "columns", "_kinds", "_names", "_descriptors", "_source", "_made")
+    __slots__ = (
+        "path", "size", "columns", "made_all", "_kinds", "_names", "_descriptors", "_source",
+        "_made",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -458,6 +461,8 @@ class RestoredFile:
         self.path = path
         # (lines, modules, columns, packed positions, fields' marshal bytes), as saved.
         self.columns: tuple[Any, ...] | None = columns
+        # (parsed, typed) tuples once every declaration is made (iterated in C).
+        self.made_all: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
         self._kinds = kinds
         self._names = names
         self._descriptors = descriptors
@@ -489,7 +494,9 @@ class RestoredFile:
         pair = (raw, RestoredDeclaration.restore(raw, self._descriptors[kind]))
         # setdefault is atomic: two threads making the same declaration keep one pair.
         found = self._made.setdefault(index, pair)
-        if len(self._made) == self.size:
+        if len(self._made) == self.size and self.columns is not None:
+            made = [self._made[i] for i in range(self.size)]
+            self.made_all = (tuple(p[0] for p in made), tuple(p[1] for p in made))
             self.columns = None  # every declaration made: the saved form is theirs now
         return found
 
@@ -516,6 +523,12 @@ class _RestoredView(Sequence[Any]):
         return self.file.made(index)[self._side]
 
     def __iter__(self) -> Iterator[Any]:
+        made_all = self.file.made_all
+        if made_all is not None:
+            return iter(made_all[self._side])
+        return self._making()
+
+    def _making(self) -> Iterator[Any]:
         made, side = self.file.made, self._side
         for index in range(self.file.size):
             yield made(index)[side]
