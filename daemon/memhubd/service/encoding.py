@@ -70,11 +70,15 @@ class _Pieces:
     Keyed by object identity and holding the declaration beside its bytes, so an id
     can never be reused by another object while its entry exists. Declarations do not
     reference their snapshot, so these values never keep their key alive.
+
+    The tables of shapes start as the previous snapshot's of the same workspace: a
+    reload keeps the declarations of files it did not reparse, and their bytes with
+    them, so a new generation's first answers do not encode them all again.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, shapes: dict[str, dict[int, tuple[Any, bytes]]]) -> None:
         self.limit = limit
-        self.shapes: dict[str, dict[int, tuple[Any, bytes]]] = {}
+        self.shapes = shapes
         # Joined sections (a MUST layer's JSON or text) by (shape, id of the tuple),
         # holding the tuple; least recently used first out past SECTION_BYTES.
         self.sections: OrderedDict[tuple[str, int], tuple[Any, Any]] = OrderedDict()
@@ -82,6 +86,8 @@ class _Pieces:
 
 
 _PIECES: weakref.WeakKeyDictionary[Snapshot, _Pieces] = weakref.WeakKeyDictionary()
+# The newest store of each workspace (by name and root), whose tables the next takes on.
+_NEWEST: weakref.WeakValueDictionary[tuple[str, str], _Pieces] = weakref.WeakValueDictionary()
 _PIECES_LOCK = threading.Lock()
 
 
@@ -89,8 +95,14 @@ def _store(snapshot: Snapshot) -> _Pieces:
     with _PIECES_LOCK:
         store = _PIECES.get(snapshot)
         if store is None:
-            store = _Pieces(2 * len(snapshot.workspace.declarations) + 1024)
+            # Stand-ins for a snapshot (benchmarks, tests) may have no name: not shared.
+            workspace = (getattr(snapshot, "name", None), getattr(snapshot, "root", None))
+            newest = _NEWEST.get(workspace) if None not in workspace else None
+            shapes = newest.shapes if newest is not None else {}
+            store = _Pieces(2 * len(snapshot.workspace.declarations) + 1024, shapes)
             _PIECES[snapshot] = store
+            if None not in workspace:
+                _NEWEST[workspace] = store
         return store
 
 
