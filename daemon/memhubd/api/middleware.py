@@ -54,9 +54,10 @@ async def send_error(send: Any, code: ErrorCode, message: str, request_id: str) 
 class ApiMiddleware:
     """Resolves the caller, enforces the body limit, logs and measures each request."""
 
-    def __init__(self, app: Any, *, context: Any) -> None:
+    def __init__(self, app: Any, *, context: Any, direct: Any = None) -> None:
         self.app = app
         self.context = context
+        self.direct = direct  # api.direct.DirectRoutes: hot routes that skip the router
 
     def _identity(self, scope: Scope) -> Identity | None | str:
         """An Identity, None when no credentials were given, or "bad" for a rejected token."""
@@ -88,8 +89,12 @@ class ApiMiddleware:
             await send(message)
 
         limited_receive = self._limit_body(scope, receive)
+        direct = self.direct.match(scope) if self.direct is not None else None
         try:
-            await self.app(scope, limited_receive, send_wrapper)
+            if direct is None:
+                await self.app(scope, limited_receive, send_wrapper)
+            else:
+                await self.direct.serve(*direct, scope, limited_receive, send_wrapper)
         except Exception as error:
             # Routes answer their own errors; this catches what escaped them (other doors,
             # an error while rendering an error) so no caller gets a bare text 500.

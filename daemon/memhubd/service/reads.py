@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from memhub_protocol import (
@@ -301,13 +302,38 @@ def _query_key(view: View, request: QueryRequest, as_text: bool) -> tuple[Any, .
     )
 
 
+@dataclass(frozen=True, slots=True)
+class QueryLookup:
+    """One query's caller view, answer key and entity tag, and its cached answer if any:
+    what a door needs to answer `If-None-Match` before anything is computed."""
+
+    view: View
+    key: tuple[Any, ...]
+    tag: str
+    cached: QueryAnswer | None
+
+
+def query_lookup(
+    hub: Hub, identity: Identity, name: str, request: QueryRequest, *, as_text: bool = False
+) -> QueryLookup:
+    """The access checks of `query`, then its answer's key, tag and cached answer.
+
+    Pass it to `query` to serve the same request without doing all that again.
+    """
+    view = view_for(hub, identity, name, READ_SEARCH)
+    check_length(hub, "query", request.query)
+    key = _query_key(view, request, as_text)
+    cached = answer_cache(hub).get(key)
+    # A cached answer carries its tag: the digest is only computed for a miss.
+    tag = cached.tag if cached is not None else answer_tag(key)
+    return QueryLookup(view, key, tag, cached)
+
+
 async def query_tag(
     hub: Hub, identity: Identity, name: str, request: QueryRequest, *, as_text: bool = False
 ) -> str:
     """The entity tag `query` would give its answer, without computing the answer."""
-    view = view_for(hub, identity, name, READ_SEARCH)
-    check_length(hub, "query", request.query)
-    return answer_tag(_query_key(view, request, as_text))
+    return query_lookup(hub, identity, name, request, as_text=as_text).tag
 
 
 async def query(
@@ -318,17 +344,19 @@ async def query(
     *,
     as_text: bool = False,
     max_result_bytes: int | None = None,
+    lookup: QueryLookup | None = None,
 ) -> tuple[QueryAnswer, View]:
     """The EvidencePack as JSON bytes, and its text rendering when `as_text` (else "").
 
     Answers are joined from per-snapshot pieces and kept in the hub's answer cache.
     Over `max_result_bytes` (JSON) the request is refused before the answer is joined.
+    `lookup` is `query_lookup` of the same call, made just before (no await between).
     """
-    view = view_for(hub, identity, name, READ_SEARCH)
-    check_length(hub, "query", request.query)
-    key = _query_key(view, request, as_text)
+    if lookup is None:
+        lookup = query_lookup(hub, identity, name, request, as_text=as_text)
+    view, key, tag = lookup.view, lookup.key, lookup.tag
     cache = answer_cache(hub)
-    answer = cache.get(key)
+    answer = lookup.cached
     shared = answer is not None
     if answer is None:
 
@@ -337,7 +365,7 @@ async def query(
             if refused is not None and max_result_bytes is not None:
                 _refuse_over(refused, max_result_bytes)
             try:
-                computed = await _answer_query(view, request, key, as_text, max_result_bytes)
+                computed = await _answer_query(view, request, key, tag, as_text, max_result_bytes)
             except AnswerTooLarge as error:
                 cache.note_refusal(key, error.size)
                 raise
@@ -357,7 +385,12 @@ def _refuse_over(size: int, limit: int) -> None:
 
 
 async def _answer_query(
-    view: View, request: QueryRequest, key: Any, as_text: bool, max_result_bytes: int | None
+    view: View,
+    request: QueryRequest,
+    key: Any,
+    tag: str,
+    as_text: bool,
+    max_result_bytes: int | None,
 ) -> QueryAnswer:
     from memhubd.query import build_evidence_pack
     from memhubd.query.pack import declaration_json, join_pieces, must_text
@@ -398,7 +431,7 @@ async def _answer_query(
             key=key,
             body=b"".join(parts),
             text=text,
-            tag=answer_tag(key),
+            tag=tag,
             generation=view.snapshot.generation,
             health=view.snapshot.health,
             counts={
