@@ -270,6 +270,11 @@ def run(data: Path, variants: bool) -> list[dict[str, Any]]:
             ),
             ("7 fused + source boost", replace(CHOSEN, speaker=0)),
             ("8 + the speaker the question names (defaults)", CHOSEN),
+            ("11 defaults with context words at weight 0.5 (before)", replace(CHOSEN, context=0.5)),
+            (
+                "12 bm25 alone as 5, context words at weight 0.5 (before)",
+                Weights(1, 0, 0, 0.5, source=0, speaker=0),
+            ),
         ],
     )
     with framing_kept():

@@ -303,8 +303,8 @@ class LexicalIndex:
             idf = math.log((self.live - hits + 0.5) / (hits + 0.5))
             if idf <= 0.0:
                 idf = MIN_IDF
-            # FTS5 adds a column's weight once per token instance; with weights such as
-            # 1.0 and 0.5 the sum is exact in any order.
+            # FTS5 adds a column's weight once per token instance; with weights of few
+            # binary digits (the defaults 1.0, 0.5 and 0.75) the sum is exact in any order.
             frequency = freqs @ column
             scores[positions] += idf * ((frequency * (K1 + 1.0)) / (frequency + norm[positions]))
             seen[positions] = True

@@ -13,7 +13,15 @@ import pytest
 
 from memhubd.recall.ids import content_hash
 from memhubd.recall.lexical import COLUMN_BITS, LexicalIndex
-from memhubd.recall.store import AuditEntry, DrawerFilter, NewDrawer, RankedRow, bm25, open_store
+from memhubd.recall.store import (
+    CONTEXT_WEIGHT,
+    AuditEntry,
+    DrawerFilter,
+    NewDrawer,
+    RankedRow,
+    bm25,
+    open_store,
+)
 from memhubd.recall.store.sqlite import SQLiteStore
 
 AUDIT = AuditEntry("tester", "test", "ingest")
@@ -191,6 +199,18 @@ def test_a_weight_of_zero_still_matches_the_column(store: SQLiteStore) -> None:
         finally:
             bm25.ENABLED = enabled
         assert_same(memory, fts)
+
+
+def test_the_default_column_weights_add_up_as_fts5_adds_them() -> None:
+    # Given the weights search uses (content, speaker, context)
+    weights = (1.0, 0.5, CONTEXT_WEIGHT)
+    for weight in weights:
+        # When a column holds a term many times, FTS5 adds its weight once per instance
+        added = 0.0
+        for count in range(1, 300):
+            added += weight
+            # Then that sum is the count times the weight, as the index computes it
+            assert added == count * weight
 
 
 def codes(rowid: int, column: int, count: int) -> np.ndarray:

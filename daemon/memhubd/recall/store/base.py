@@ -15,7 +15,7 @@ import numpy as np
 
 SOURCE_KINDS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text", "manual")
 MAX_IMPORTANCE = 5
-CONTEXT_WEIGHT = 0.5  # tuned on the LoCoMo dev set (bench/recall_locomo.py)
+CONTEXT_WEIGHT = 0.75  # tuned with fusion on the LoCoMo dev set (bench/recall_locomo.py)
 
 
 class StoreError(RuntimeError):
