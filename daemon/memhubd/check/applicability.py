@@ -68,12 +68,36 @@ def applicable_slots(
     # One entry per id; with duplicate ids the later declaration wins (memdsl keys
     # its selection by id while walking the workspace in order). Ordered by the rank
     # of each constraint's id, then by slot: the last of each rank is kept.
-    ranks = ix.derived("check.id_ranks", lambda: _id_ranks(ix))[selected]
+    ranks = ix.derived(
+        "check.id_ranks", lambda: _id_ranks(ix), lambda old, slots: _carry_ranks(ix, old, slots)
+    )[selected]
     order = np.lexsort((selected, ranks))
     ranked = ranks[order]
     last = np.ones(len(order), np.bool_)
     last[:-1] = ranked[1:] != ranked[:-1]
     return selected[order[last]]
+
+
+# Constraints of changed files that take their ranks from other holders of their ids,
+# at most; beyond that (or for an id no kept file holds) the ranks are built anew.
+_CARRIED_RANKS = 4096
+
+
+def _carry_ranks(ix: lexical.WorkspaceIndex, old: Any, slots: Any) -> Any:
+    """The previous index's ranks for the slots it shares with `ix`, and for the live
+    constraints in between the rank of another holder of the same id; None when some
+    id has no ranked holder left (its place among the ids is unknown)."""
+    ranks = slots.array(old, -1)
+    constraints = ix.space.member_array(ix.constraints)
+    unranked = constraints[ranks[constraints] < 0]
+    if unranked.size > _CARRIED_RANKS:
+        return None
+    for slot in unranked.tolist():
+        rank = max((int(ranks[o]) for o in ix.ids[ix.ids_of[slot]]), default=-1)
+        if rank < 0:
+            return None
+        ranks[slot] = rank
+    return ranks
 
 
 def _id_ranks(ix: lexical.WorkspaceIndex) -> Any:

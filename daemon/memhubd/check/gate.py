@@ -45,7 +45,9 @@ def check_compliance(
     # Rules are read once per index, kept by slot: a check reads about 15,000 of them at
     # 1M declarations, and a list lookup per slot costs less than reaching each
     # declaration through its file's segment.
-    by_slot: list[Rule | None] = ix.derived("check.rules", lambda: [None] * ix.space.size)
+    by_slot: list[Rule | None] = ix.derived(
+        "check.rules", lambda: [None] * ix.space.size, lambda old, slots: slots.list(old)
+    )
 
     def select(task_text: str, candidate_text: str) -> list[Rule]:
         text = joined_text(task_text, candidate_text)

@@ -17,6 +17,7 @@ import weakref
 from bisect import bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import accumulate, chain, repeat
 from operator import getitem
 from typing import Any
@@ -496,7 +497,10 @@ class WorkspaceIndex:
         self._lazy_lock = threading.RLock()  # a lazy part may need another (when_any: superseded)
         # The previous index's posting bitmaps, spliced on a miss instead of assembled
         # from every segment (only the previous cache's ints are kept, not that index).
-        self._inherited = (previous._cache, splice) if previous is not None else None
+        # and the consumers' derived structures that can be carried over (`derived`).
+        self._inherited = (
+            (previous._cache, splice, _carried(previous._lazy)) if previous is not None else None
+        )
         self.global_constraints = raw["global"] & self.constraints
         # Per-index caches of downstream engines (e.g. compiled rules), dropped with it.
         self.memo: dict[str, dict[Any, Any]] = {}
@@ -539,10 +543,30 @@ class WorkspaceIndex:
             "superseded", lambda: set(self.space.members(self._raw["superseded"]))
         )
 
-    def derived(self, name: str, build: Any) -> Any:
+    def derived(self, name: str, build: Any, carry: Any = None) -> Any:
         """`build()`, made once per index on first use and kept with it: for consumers'
-        structures over this index's slots (their names must not clash)."""
-        return self._once(name, build)
+        structures over this index's slots (their names must not clash).
+
+        With `carry`, an index composed from a previous one that had made it first asks
+        `carry(old, slots)` (`slots`: a `SlotSplice`) and builds only when that gives
+        None, so a one-file edit does not cost a rebuild over the whole workspace.
+        """
+        if carry is None:
+            return self._once(name, build)
+        _CARRIED.add(name)
+        inherited = self._inherited
+        old = inherited[2].get(name) if inherited is not None else None
+        if old is None:
+            return self._once(name, build)
+        splice = inherited[1]
+
+        def carried() -> Any:
+            inherited[2].pop(name, None)  # this index's own copy: the old one may go
+            head, tail = splice.head_bytes * 8, splice.tail_bytes * 8
+            found = carry(old, SlotSplice(head, tail, splice.old_nbytes * 8, self.space.width))
+            return build() if found is None else found
+
+        return self._once(name, carried)
 
     def _once(self, name: str, build: Any) -> Any:
         found = self._lazy.get(name)
@@ -770,6 +794,39 @@ def _serials(
         (old[: splice.head], np.array(middle, np.int64), old[len(old) - splice.tail :])
     )
     return array, of.updated(changes), next_serial
+
+
+@dataclass(frozen=True, slots=True)
+class SlotSplice:
+    """How an index's slots continue the previous index's: its first `head` slots are
+    the previous first `head`, its last `tail` the previous last `tail` (same
+    declarations); the slots between belong to changed files."""
+
+    head: int
+    tail: int
+    old_size: int
+    size: int
+
+    def list(self, old: Sequence[Any], fill: Any = None) -> list[Any]:
+        """A per-slot list carried over: `fill` for the slots between."""
+        kept_tail = list(old[self.old_size - self.tail :]) if self.tail else []
+        return [*old[: self.head], *repeat(fill, self.size - self.head - self.tail), *kept_tail]
+
+    def array(self, old: Any, fill: Any) -> Any:
+        """A per-slot numpy array carried over: `fill` for the slots between."""
+        out = np.full(self.size, fill, old.dtype)
+        out[: self.head] = old[: self.head]
+        if self.tail:
+            out[self.size - self.tail :] = old[self.old_size - self.tail :]
+        return out
+
+
+# Names of derived structures an index hands to the next one (see `derived`).
+_CARRIED: set[str] = set()
+
+
+def _carried(lazy: dict[str, Any]) -> dict[str, Any]:
+    return {name: lazy[name] for name in tuple(_CARRIED) if name in lazy}
 
 
 def _cost(bits: int) -> int:

@@ -87,7 +87,9 @@ def _question_lines(ix: lexical.WorkspaceIndex, questions: int) -> list[str]:
     with the index: a common word matches about 800 questions at 1M declarations, and
     reading each through its segment and formatting it would cost more than the rest of
     many queries."""
-    lines: list[str | None] = ix.derived("query.question_lines", lambda: [None] * ix.space.size)
+    lines: list[str | None] = ix.derived(
+        "query.question_lines", lambda: [None] * ix.space.size, lambda old, slots: slots.list(old)
+    )
     slots = ix.space.member_array(questions)
     found = list(map(lines.__getitem__, slots.tolist()))
     unread = [n for n, line in enumerate(found) if line is None]

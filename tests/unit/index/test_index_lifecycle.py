@@ -91,3 +91,52 @@ def test_alias_lookup_by_substrings_equals_a_scan_of_all_aliases(
     assert matcher.scan(query) == expected
     assert matcher.lookup(query) == expected
     assert matcher.match(query) == expected
+
+
+def test_a_derived_per_slot_structure_is_carried_to_the_next_index() -> None:
+    # Given an index over three files and a per-slot structure derived from it
+    ws = workspace({**SOURCES, "c.mem": 'fact c1 { claim: "deploy now" }'})
+    segments = [build_segment(ws.declarations[:2]), *map(build_segment, _runs(ws)[1:])]
+    first = WorkspaceIndex(segments)
+    built: list[int] = []
+
+    def slots_named(ix: WorkspaceIndex) -> list[str | None]:
+        built.append(ix.space.size)
+        return [None if d is None else d.name for d in ix.declarations]
+
+    def carry(old: list[str | None], slots: index_workspace.SlotSplice) -> list[str | None]:
+        return slots.list(old, "changed")
+
+    before = first.derived("test.names", lambda: slots_named(first), carry)
+
+    # When the middle file is edited and the index composed from the first one
+    segments[1] = build_segment(
+        workspace({"b.mem": 'fact b1 { claim: "x" }\nfact b2 { claim: "y" }'}).declarations
+    )
+    second = WorkspaceIndex(segments, previous=first)
+    after = second.derived("test.names", lambda: slots_named(second), carry)
+
+    # Then the unchanged files' slots are carried over and only the edited one's are not
+    assert len(built) == 1
+    assert before[:8] == after[:8] and before[-8:] == after[-8:]
+    assert after[8:-8] == ["changed"] * (second.space.size - 16)
+
+
+def test_a_derived_structure_that_cannot_be_carried_is_built_anew() -> None:
+    ws = workspace()
+    first = build_index(ws)
+    first.derived("test.count", lambda: 1, lambda old, slots: old + 1)
+
+    second = WorkspaceIndex(first.segments, previous=first)
+
+    assert second.derived("test.count", lambda: 10, lambda old, slots: None) == 10
+
+
+def _runs(ws: Workspace) -> list[list]:
+    out: list[list] = []
+    for decl in ws.declarations:
+        if out and out[-1][0].file == decl.file:
+            out[-1].append(decl)
+        else:
+            out.append([decl])
+    return out
