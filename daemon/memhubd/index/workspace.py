@@ -19,7 +19,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, chain, repeat
-from operator import getitem
+from operator import getitem, is_
 from typing import Any
 
 import numpy as np
@@ -942,6 +942,13 @@ def _same_declarations(index: WorkspaceIndex, declarations: Sequence[Any]) -> bo
     built from runs of the workspace list, so that pins every run in place)."""
     if index.count != len(declarations):
         return False
+    runs = getattr(declarations, "runs", None)  # memhubd.model.workspace.Declarations
+    if runs is not None and len(runs) == len(index.segments):
+        # A snapshot's declarations are its segments' own runs: one identity test each
+        # (indexing the runs costs a bisect per segment, 20,000 at 1M declarations).
+        mine = (segment.declarations for segment in index.segments)
+        if all(map(is_, runs, mine)):
+            return True
     at = 0
     for segment in index.segments:
         mine = segment.declarations

@@ -263,6 +263,11 @@ class Declarations(Sequence[Declaration]):
     def __len__(self) -> int:
         return self._size
 
+    @property
+    def runs(self) -> list[Sequence[Declaration]]:
+        """The files' runs in order, none empty (read-only)."""
+        return self._runs
+
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._size))]
