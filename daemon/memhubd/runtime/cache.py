@@ -52,6 +52,7 @@ from memhubd.model.declaration import (
     RestoredRaw,
     RestoredRaws,
 )
+from memhubd.model.workspace import cyclic_gc_paused
 
 log = structlog.get_logger("memhubd.cache")
 
@@ -237,7 +238,8 @@ class ParseCache:
                 log.warning("parse cache snapshot refused (corrupt or foreign)", file=str(file))
             return {}, None
         try:
-            saved_root, saved_types, files, index = marshal.loads(payload)
+            with cyclic_gc_paused():  # a million objects that all stay: no collection
+                saved_root, saved_types, files, index = marshal.loads(payload)
             if saved_root != os.path.realpath(root):
                 raise ValueError("snapshot of another workspace")
             if saved_types != types:
