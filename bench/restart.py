@@ -51,7 +51,8 @@ from daemon import BIN, free_port, wait_until_idle  # noqa: E402
 
 
 class Served:
-    """`memhubd serve` over `root` with `state`; `started_s`: start -> first answer."""
+    """`memhubd serve` over `root` with `state`; `started_s`: start -> first answer,
+    `cpu_s`: the daemon's CPU time by then (steadier than wall time on a shared machine)."""
 
     def __init__(self, root: Path, state: Path, token: str, *, trace: bool = False) -> None:
         self.url = f"http://127.0.0.1:{free_port()}"
@@ -88,6 +89,7 @@ class Served:
                 pass
             time.sleep(0.05)
         self.started_s = time.perf_counter() - begun
+        self.cpu_s = process_cpu_s(self.proc.pid)
 
     def query(self, text: str) -> httpx.Response:
         return httpx.post(
@@ -105,6 +107,12 @@ class Served:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(Path(self.socket).parent, ignore_errors=True)
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds process `pid` has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def token(state: Path) -> str:
@@ -318,7 +326,9 @@ def run(size: int, edits: int, queries: int, trace: bool = False, keep: bool = F
     return {
         "size": size,
         "cold_s": cold.started_s if cold is not None else None,
+        "cold_cpu_s": cold.cpu_s if cold is not None else None,
         "warm_s": warm.started_s,
+        "warm_cpu_s": warm.cpu_s,
         "settled_s": settled,
         "swap_median_ms": statistics.median(swapped) * 1000 if swapped else None,
         "swap_max_ms": max(swapped) * 1000 if swapped else None,
@@ -496,10 +506,15 @@ def main(argv: list[str] | None = None) -> int:
             continue
         r = run(size, args.edits, args.queries, args.trace, args.keep)
         edit = "n/a" if r["edit_median_ms"] is None else f"{r['edit_median_ms']:.0f} ms"
-        cold = "kept state" if r["cold_s"] is None else f"{r['cold_s']:.2f} s"
+        cold = (
+            "kept state"
+            if r["cold_s"] is None
+            else f"{r['cold_s']:.2f} s ({r['cold_cpu_s']:.2f} s CPU)"
+        )
         print(
             f"{synth.size_label(size)}: cold start {cold}, warm start "
-            f"{r['warm_s']:.2f} s (idle {r['settled_s']:.1f} s later), edit -> new generation "
+            f"{r['warm_s']:.2f} s ({r['warm_cpu_s']:.2f} s CPU; idle {r['settled_s']:.1f} s "
+            "later), edit -> new generation "
             f"served median {r['swap_median_ms'] or 0:.0f} ms (max {r['swap_max_ms'] or 0:.0f} ms), "
             f"edit -> found by a query median {edit} "
             f"(max {r['edit_max_ms'] or 0:.0f} ms), query p50 {r['query_p50_ms']:.1f} ms, "
