@@ -84,18 +84,25 @@ _CARRIED_RANKS = 4096
 
 
 def _carry_ranks(ix: lexical.WorkspaceIndex, old: Any, slots: Any) -> Any:
-    """The previous index's ranks for the slots it shares with `ix`, and for the live
-    constraints in between the rank of another holder of the same id; None when some
-    id has no ranked holder left (its place among the ids is unknown)."""
+    """The previous index's ranks for the slots it shares with `ix`; a live constraint
+    in between takes the rank its id had before (in the changed files, or held by
+    another of the shared slots). None when an id had no rank (its place among the
+    ids is unknown) or too many constraints are in between."""
+    if slots.size - slots.head - slots.tail > _CARRIED_RANKS:
+        return None
     ranks = slots.array(old, -1)
+    before = {ident: rank for ident, rank in slots.old_ids(old) if rank >= 0}
     constraints = ix.space.member_array(ix.constraints)
     unranked = constraints[ranks[constraints] < 0]
     if unranked.size > _CARRIED_RANKS:
         return None
     for slot in unranked.tolist():
-        rank = max((int(ranks[o]) for o in ix.ids[ix.ids_of[slot]]), default=-1)
-        if rank < 0:
-            return None
+        ident = ix.ids_of[slot]
+        rank = before.get(ident)
+        if rank is None:
+            rank = max((int(ranks[o]) for o in ix.ids[ident]), default=-1)
+            if rank < 0:
+                return None
         ranks[slot] = rank
     return ranks
 

@@ -563,7 +563,10 @@ class WorkspaceIndex:
         def carried() -> Any:
             inherited[2].pop(name, None)  # this index's own copy: the old one may go
             head, tail = splice.head_bytes * 8, splice.tail_bytes * 8
-            found = carry(old, SlotSplice(head, tail, splice.old_nbytes * 8, self.space.width))
+            where = SlotSplice(
+                head, tail, splice.old_nbytes * 8, self.space.width, splice.old_middle
+            )
+            found = carry(old, where)
             return build() if found is None else found
 
         return self._once(name, carried)
@@ -806,6 +809,7 @@ class SlotSplice:
     tail: int
     old_size: int
     size: int
+    old_between: tuple[Segment, ...]  # the previous index's segments between head and tail
 
     def list(self, old: Sequence[Any], fill: Any = None) -> list[Any]:
         """A per-slot list carried over: `fill` for the slots between."""
@@ -819,6 +823,14 @@ class SlotSplice:
         if self.tail:
             out[self.size - self.tail :] = old[self.old_size - self.tail :]
         return out
+
+    def old_ids(self, old: Sequence[Any]) -> Iterator[tuple[str, Any]]:
+        """(id, value in `old`) of each declaration the previous index held between
+        head and tail: what changed files held before."""
+        at = self.head
+        for segment in self.old_between:
+            yield from zip(segment.ids, old[at : at + len(segment)], strict=True)
+            at += segment.nbytes * 8
 
 
 # Names of derived structures an index hands to the next one (see `derived`).
