@@ -5,11 +5,17 @@ The daemon runs in a child process (so client and server do not share a GIL); ea
 an MCP SDK session; `raw` clients send plain JSON-RPC POSTs (the SDK client's share) and `api`
 clients the JSON API's query (the baseline MCP adds to). `floor` runs the SDK client against
 a stand-in server that answers every call at once with an answer the daemon gave (same
-bytes, same size): what a call costs with the daemon's part taken out. `srv cpu ms` is the
-daemon's own CPU time (user + system, from /proc) per call and `cli cpu ms` this process's
-(the clients'): on a shared machine they move far less with the load than the latencies do. `--in-process` calls the daemon's ASGI app directly (no
-sockets, no HTTP server) with the requests each client kind sends and prints the CPU time
-per call of a first pass (answers computed) and a second (answers cached).
+bytes, same size): what a call costs with the daemon's part taken out; `floor-short` the
+same with each answer's text cut to a few bytes (what the SDK client costs whatever the
+answer's size), and `floor-raw` the `raw` client against the same stand-in (plain httpx).
+`srv cpu ms` is the daemon's own CPU time (user + system, from /proc) per call and
+`cli cpu ms` this process's while the clients make their calls (not while they connect):
+on a shared machine they move far less with the load than the latencies do.
+`--client-profile` samples this process with py-spy during the one-client `floor*` runs
+and prints where the client's CPU goes, by layer, stage and function.
+`--in-process` calls the daemon's ASGI app directly (no sockets, no HTTP server) with the
+requests each client kind sends and prints the CPU time per call of a first pass (answers
+computed) and a second (answers cached).
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import asyncio
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -292,7 +300,30 @@ def start_child(*args: str) -> tuple[subprocess.Popen, dict]:
 # --- the clients ------------------------------------------------------------------------
 
 
-async def sdk_client(url: str, token: str, queries: list[dict], calls: int) -> list[float]:
+class CallWindow:
+    """This process's CPU time from when every client has connected and warmed up to when
+    the last one has made its calls: what the calls cost, without connecting."""
+
+    def __init__(self, clients: int) -> None:
+        self.barrier = asyncio.Barrier(clients)
+        self.started: float | None = None
+        self.ended = 0.0
+
+    async def start(self) -> None:
+        await self.barrier.wait()
+        if self.started is None:
+            self.started = time.process_time()
+
+    def end(self) -> None:
+        self.ended = max(self.ended, time.process_time())
+
+    def cpu_seconds(self) -> float:
+        return 0.0 if self.started is None else self.ended - self.started
+
+
+async def sdk_client(
+    url: str, token: str, queries: list[dict], calls: int, window: CallWindow
+) -> list[float]:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -301,6 +332,7 @@ async def sdk_client(url: str, token: str, queries: list[dict], calls: int) -> l
     timings = []
     async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
         await client.call_tool("memory_query", arguments(queries[0]))  # warm the session
+        await window.start()
         for index in range(calls):
             started = time.perf_counter()
             result = await client.call_tool(
@@ -309,10 +341,13 @@ async def sdk_client(url: str, token: str, queries: list[dict], calls: int) -> l
             timings.append(time.perf_counter() - started)
             if result.is_error:
                 raise RuntimeError(result.content[0].text)
+        window.end()
     return timings
 
 
-async def raw_client(url: str, token: str, queries: list[dict], calls: int) -> list[float]:
+async def raw_client(
+    url: str, token: str, queries: list[dict], calls: int, window: CallWindow
+) -> list[float]:
     """Plain JSON-RPC `tools/call` POSTs (stateless server: no handshake needed)."""
     import httpx
 
@@ -324,6 +359,8 @@ async def raw_client(url: str, token: str, queries: list[dict], calls: int) -> l
     timings = []
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
         for index in range(calls + 1):
+            if index == 1:  # the first call warms the connection
+                await window.start()
             body = {
                 "jsonrpc": "2.0",
                 "id": index,
@@ -338,12 +375,15 @@ async def raw_client(url: str, token: str, queries: list[dict], calls: int) -> l
             elapsed = time.perf_counter() - started
             if response.status_code != 200 or response.json()["result"].get("isError"):
                 raise RuntimeError(response.text[:300])
-            if index:  # the first call warms the connection
+            if index:
                 timings.append(elapsed)
+        window.end()
     return timings
 
 
-async def api_client(url: str, token: str, queries: list[dict], calls: int) -> list[float]:
+async def api_client(
+    url: str, token: str, queries: list[dict], calls: int, window: CallWindow
+) -> list[float]:
     """The JSON API's query route on the same daemon: the baseline MCP adds its cost to."""
     import httpx
 
@@ -351,6 +391,8 @@ async def api_client(url: str, token: str, queries: list[dict], calls: int) -> l
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
         for index in range(calls + 1):
+            if index == 1:
+                await window.start()
             started = time.perf_counter()
             body = arguments(queries[index % len(queries)])
             response = await http.post("/v1/workspaces/bench/query", json=body)
@@ -359,6 +401,7 @@ async def api_client(url: str, token: str, queries: list[dict], calls: int) -> l
                 raise RuntimeError(response.text[:300])
             if index:
                 timings.append(elapsed)
+        window.end()
     return timings
 
 
@@ -386,15 +429,26 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+CLIENTS = {
+    "sdk": sdk_client,
+    "floor": sdk_client,
+    "floor-short": sdk_client,
+    "floor-raw": raw_client,
+    "raw": raw_client,
+    "api": api_client,
+}
+
+
 async def run_clients(kind: str, count: int, server: dict, queries: list[dict], calls: int) -> dict:
-    client = {"sdk": sdk_client, "floor": sdk_client, "raw": raw_client, "api": api_client}[kind]
+    client = CLIENTS[kind]
     # Each client starts at a different place in the query list.
     shifted = [
         queries[i * 7 % len(queries) :] + queries[: i * 7 % len(queries)] for i in range(count)
     ]
+    window = CallWindow(count)
     started = time.perf_counter()
     results = await asyncio.gather(
-        *(client(server["url"], server["token"], shifted[i], calls) for i in range(count))
+        *(client(server["url"], server["token"], shifted[i], calls, window) for i in range(count))
     )
     wall = time.perf_counter() - started
     timings = [t for result in results for t in result]
@@ -405,19 +459,136 @@ async def run_clients(kind: str, count: int, server: dict, queries: list[dict], 
         "p50_ms": harness.percentile(timings, 0.5) * 1000,
         "p99_ms": harness.percentile(timings, 0.99) * 1000,
         "throughput_per_s": len(timings) / wall,
+        "client_cpu_ms": window.cpu_seconds() * 1000 / len(timings),
     }
 
 
+# A short text in place of each recorded answer's (`floor-short`): the SDK client's cost
+# for an answer of a few hundred bytes.
+SHORT_TEXT = '{"ok":true,"status":"ok"}'
+
+
 def start_floor(
-    server: dict, queries: list[dict], children: list[subprocess.Popen]
+    server: dict, queries: list[dict], children: list[subprocess.Popen], short: bool = False
 ) -> tuple[subprocess.Popen, dict]:
     """The stand-in server, serving the daemon's answers to the first 100 queries."""
     recorded = asyncio.run(record_answers(server["url"], server["token"], queries, 100))
+    if short:
+        answers = []
+        for answer in recorded["tools/call"]:
+            message = json.loads(answer)
+            message["result"]["content"][0]["text"] = SHORT_TEXT
+            answers.append(json.dumps(message, separators=(",", ":")))
+        recorded["tools/call"] = answers
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(recorded, handle)
-    stand_in, address = start_child("--serve-recorded", handle.name)
+    try:
+        stand_in, address = start_child("--serve-recorded", handle.name)
+    finally:
+        os.unlink(handle.name)  # read by the child before it prints its address
     children.append(stand_in)
     return stand_in, {**address, "token": server["token"]}
+
+
+# --- where the SDK client's CPU goes (py-spy, --client-profile) ---------------------------
+
+# Layers by the module a sample's innermost frame is in.
+LAYERS = [
+    ("mcp SDK client (session, transport, dispatcher)", ("mcp/", "mcp_types/", "opentelemetry/")),
+    ("pydantic (models, validation, dumps)", ("pydantic/", "pydantic_core/")),
+    ("httpx2 / httpx (client, models, URLs)", ("httpx2/", "httpx/")),
+    ("httpcore2 / httpcore + h11 (HTTP/1.1 connection)", ("httpcore2/", "httpcore/", "h11/")),
+    ("anyio (tasks, streams, cancel scopes)", ("anyio/",)),
+    ("asyncio event loop + socket calls", ("asyncio/", "selectors.py", "socket.py")),
+    ("json (stdlib decoder and encoder)", ("json/",)),
+]
+# Samples taken while connecting or between runs, not while calling: left out.
+SETUP_FRAMES = ("sampled", "AsyncClient.__init__", "Client.__aenter__", "Client.__aexit__")
+
+
+def sampled(pid: int, out: Path) -> subprocess.Popen:
+    """py-spy sampling process `pid` into `out` (raw stacks) until interrupted."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    command = [spy, "record", "-r", "500", "-f", "raw", "-o", str(out), "--pid", str(pid)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.5)  # attached before the calls start
+    return process
+
+
+def client_profile(stacks: Path) -> dict:
+    """Shares of the samples by layer (innermost frame) and by function (innermost frame,
+    and anywhere on the stack), from py-spy's raw output."""
+    layers: dict[str, int] = {}
+    leaves: dict[str, int] = {}
+    within: dict[str, int] = {}
+    total = 0
+    for line in stacks.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        names = {frame.split(" (", 1)[0] for frame in frames}
+        if names & set(SETUP_FRAMES):
+            continue
+        samples = int(count)
+        total += samples
+        leaf = frames[-1]
+        where = leaf[leaf.rfind("(") + 1 :]
+        layer = next((name for name, parts in LAYERS if where.startswith(parts)), "other stdlib")
+        layers[layer] = layers.get(layer, 0) + samples
+        leaves[leaf] = leaves.get(leaf, 0) + samples
+        for name in names:
+            within[name] = within.get(name, 0) + samples
+
+    def top(counts: dict[str, int], n: int) -> list[tuple[str, float]]:
+        ranked = sorted(counts.items(), key=lambda item: -item[1])[:n]
+        return [(name, 100 * value / max(total, 1)) for name, value in ranked]
+
+    stages = [name for name in STAGES if name in within]
+    return {
+        "samples": total,
+        "layers": top(layers, len(LAYERS) + 1),
+        "functions": top(leaves, 15),
+        "stages": [(name, 100 * within[name] / max(total, 1)) for name in stages],
+    }
+
+
+# Stages of one SDK call, each with everything it calls.
+STAGES = [
+    "Client.call_tool",
+    "ClientSession.send_request",
+    "JSONRPCDispatcher.send_raw_request",
+    "StreamableHTTPTransport.post_writer",
+    "StreamableHTTPTransport._handle_post_request",
+    "BaseClient.build_request",
+    "AsyncClient.send",
+    "AsyncHTTP11Connection._send_request_headers",
+    "AsyncHTTP11Connection._send_request_body",
+    "AsyncHTTP11Connection._receive_response_headers",
+    "StreamableHTTPTransport._handle_json_response",
+    "Response.aread",
+    "TypeAdapter.validate_json",
+    "JSONRPCDispatcher.run",
+    "EpollSelector.select",
+]
+
+
+def render_profile(kind: str, profile: dict, cpu_ms: float) -> str:
+    lines = [
+        f"\n{kind} x1: where the client's CPU goes ({profile['samples']} samples, "
+        f"{cpu_ms:.2f} ms of client CPU a call)"
+    ]
+    lines.append("by layer (innermost frame):")
+    lines += [
+        f"  {share:5.1f}%  {share * cpu_ms / 100:5.2f} ms  {name}"
+        for name, share in profile["layers"]
+    ]
+    lines.append("by stage (with what it calls):")
+    lines += [
+        f"  {share:5.1f}%  {share * cpu_ms / 100:5.2f} ms  {name}"
+        for name, share in profile["stages"]
+    ]
+    lines.append("by function (innermost frame):")
+    lines += [f"  {share:5.1f}%  {name}" for name, share in profile["functions"]]
+    return "\n".join(lines)
 
 
 def render(report: dict) -> str:
@@ -460,7 +631,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kinds",
         default="sdk,raw,api",
-        help="which clients to run, of sdk,raw,api,floor (default sdk,raw,api)",
+        help="which clients to run, of sdk,raw,api,floor,floor-short,floor-raw "
+        "(default sdk,raw,api)",
+    )
+    parser.add_argument(
+        "--client-profile",
+        action="store_true",
+        help="sample the one-client floor and floor-short runs with py-spy: the SDK "
+        "client's CPU by layer, stage and function",
     )
     parser.add_argument(
         "--in-process",
@@ -484,7 +662,10 @@ def main(argv: list[str] | None = None) -> int:
     kinds = args.kinds.split(",")
     if args.in_process:
         runs = in_process(
-            generated.workspace, queries, args.calls, [k for k in kinds if k != "floor"]
+            generated.workspace,
+            queries,
+            args.calls,
+            [k for k in kinds if k in ("sdk", "raw", "api")],
         )
         if args.json:
             print(json.dumps({"benchmark": "mcp_query_in_process", "runs": runs}, indent=2))
@@ -499,22 +680,37 @@ def main(argv: list[str] | None = None) -> int:
         # The first call builds what every later one reuses (the index, the vocabulary):
         # made with a question of its own before anything is measured.
         asyncio.run(run_clients("api", 1, server, [{"query": "warm up the daemon"}], 1))
-        import httpx2  # noqa: F401 - imported before any client's CPU time is counted
+        import httpx  # noqa: F401 - imported before any client's CPU time is counted
+        import httpx2  # noqa: F401
         from mcp import Client  # noqa: F401
 
         runs = []
+        profiles = []
         for kind in kinds:
             # Recording the stand-in's answers caches them in the daemon: only when due.
-            floor = kind == "floor"
-            serving, address = start_floor(server, queries, children) if floor else (child, server)
+            floor = kind.startswith("floor")
+            serving, address = (
+                start_floor(server, queries, children, short=kind == "floor-short")
+                if floor
+                else (child, server)
+            )
             for count in (1, args.clients):
-                before, used = cpu_seconds(serving.pid), time.process_time()
+                profiled = floor and count == 1 and args.client_profile
+                stacks = Path(tempfile.mkdtemp(prefix="mcp-query-")) / "stacks.txt"
+                spy = sampled(os.getpid(), stacks) if profiled else None
+                before = cpu_seconds(serving.pid)
                 run = asyncio.run(run_clients(kind, count, address, queries, args.calls))
-                after, used = cpu_seconds(serving.pid), time.process_time() - used
+                after = cpu_seconds(serving.pid)
                 spent = None if before is None or after is None else after - before
                 run["server_cpu_ms"] = None if spent is None else spent * 1000 / run["calls"]
-                run["client_cpu_ms"] = used * 1000 / run["calls"]
                 runs.append(run)
+                if spy is not None:
+                    spy.send_signal(signal.SIGINT)
+                    spy.wait(60)
+                    profile = client_profile(stacks)
+                    profiles.append(render_profile(kind, profile, run["client_cpu_ms"]))
+                    run["client_profile"] = profile
+                shutil.rmtree(stacks.parent, ignore_errors=True)
     finally:
         for running in children:
             running.terminate()
@@ -530,6 +726,8 @@ def main(argv: list[str] | None = None) -> int:
         "goal_met": single is not None and single["p50_ms"] <= GOAL_P50_MS,
     }
     print(json.dumps(report, indent=2) if args.json else render(report))
+    if profiles and not args.json:
+        print("\n".join(profiles))
     return 0
 
 
