@@ -57,6 +57,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._field_bytes = 0
         self._header_count = 0
         self._deadline: asyncio.TimerHandle | None = None
+        self._one_send: OneSendTransport | None = None
 
     @classmethod
     def with_limits(cls, limits: ConnectionLimits) -> type[GuardedHttpToolsProtocol]:
@@ -111,6 +112,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._in_head = False
         self._head_bytes = 0
         super().on_headers_complete()
+        if self.cycle is not None:  # its task has not run yet: no write made
+            if self._one_send is None or self._one_send.transport is not self.transport:
+                self._one_send = OneSendTransport(self.transport, self.loop)
+            self.cycle.transport = self._one_send  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         self._cancel_deadline()
@@ -181,6 +186,55 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             ErrorCode.REQUEST_TIMEOUT,
             f"request not received within {self.limits.read_timeout_s:g} seconds",
         )
+
+
+class OneSendTransport:
+    """The transport as a request's cycle sees it: the response head is held until the
+    body's first write, so that an answer leaves in one send (one loopback segment and
+    one wake-up of the client) instead of two. Whatever is held is written before any
+    other write and before a close, and at the latest at the end of the loop's current
+    step (a stream's head, a `100 Continue`).
+    """
+
+    __slots__ = ("transport", "_loop", "_held")
+
+    # Longer bodies go out on their own: copying them to join the head costs more
+    # than the send it saves.
+    JOIN_MAX_BYTES = 256 * 1024
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            if len(data) <= self.JOIN_MAX_BYTES:
+                self.transport.write(held + data)
+                return
+            self.transport.write(held)
+        elif data[:5] == b"HTTP/" and data[-4:] == b"\r\n\r\n":
+            self._held = data
+            self._loop.call_soon(self.flush)
+            return
+        self.transport.write(data)
+
+    def flush(self) -> None:
+        held, self._held = self._held, None
+        if held is not None and not self.transport.is_closing():
+            self.transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
 
 
 def _refusal_being_handled() -> _Refused | None:
