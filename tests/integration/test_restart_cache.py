@@ -129,8 +129,26 @@ def workload_answers(daemon: LiveDaemon, queries: list[Any], checks: list[Any]) 
     return out
 
 
+def restores_of_the_saved_index(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Records each composed index a start restores (the daemon runs in this process)."""
+    from memhubd.index import persist
+
+    restored: list[int] = []
+    restore = persist.restore_index
+
+    def counted(data: Any, segments: Any) -> Any:
+        restored.append(1)
+        return restore(data, segments)
+
+    monkeypatch.setattr(persist, "restore_index", counted)
+    return restored
+
+
 def test_a_warm_started_daemon_answers_the_workload_as_a_cold_started_one(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     workspaces, queries, checks = synthetic_workspace(tmp_path / "synth")
     # Given a daemon started without any cache, that saved one
@@ -140,9 +158,26 @@ def test_a_warm_started_daemon_answers_the_workload_as_a_cold_started_one(
     assert len(snapshots) == 1
     saved = snapshots[0].read_bytes()
 
-    # When it starts again from that cache, it serves every answer byte for byte
+    # When it starts again from that cache (its composed index restored, not composed),
+    # it serves every answer byte for byte
+    restored = restores_of_the_saved_index(monkeypatch)
     with restart(tmp_path, workspaces) as warm:
         assert workload_answers(warm, queries, checks) == expected
+    assert restored == [1]
+
+    # And so it does after a file changed while it was down (the saved index updated),
+    # as a daemon started without any cache does
+    source = sorted(Path(workspaces["synth"]).rglob("*.mem"))[1]
+    with source.open("a", encoding="utf-8") as handle:
+        handle.write(EXTRA)
+    with restart(tmp_path, workspaces) as edited:
+        after_edit = workload_answers(edited, queries, checks)
+    assert restored == [1, 1]
+    fresh_dir = tmp_path / "fresh"
+    fresh_dir.mkdir()
+    with start_daemon(fresh_dir, workspaces) as fresh:
+        assert after_edit == workload_answers(fresh, queries, checks)
+    source.write_text(source.read_text(encoding="utf-8").replace(EXTRA, ""), encoding="utf-8")
 
     # And a snapshot file it cannot trust is ignored with a log line, answers unchanged
     other = ParseCache(tmp_path / "other-state")  # another daemon's secret

@@ -146,6 +146,7 @@ class Saved:
         except Exception as error:  # sealed by us yet not what we write: never served
             log.warning("parse cache snapshot index unusable", root=self.root, error=str(error))
             return None
+        log.info("parse cache snapshot index restored", root=self.root, files_changed=changed)
         if len(before) == len(segments) and all(map(operator.is_, before, segments)):
             return index
         return WorkspaceIndex(segments, previous=index)
