@@ -419,7 +419,10 @@ class WorkspaceIndex:
         previous: WorkspaceIndex | None = None,
     ) -> None:
         self.segments = tuple(segments)
-        widths = [s.nbytes * 8 for s in self.segments]
+        # Sizes from each segment's ids (a tuple): the length of a restored file's
+        # declarations takes two Python calls, and there are 20,000 files at 1M.
+        sizes = [len(s.ids) for s in self.segments]
+        widths = [(n + 7) // 8 * 8 for n in sizes]
         self.bases = tuple(accumulate(widths, initial=0))[:-1]
         self.space = OrdinalSpace(sum(widths))
         self._base_of = {id(s): base for s, base in zip(self.segments, self.bases, strict=True)}
@@ -430,7 +433,7 @@ class WorkspaceIndex:
             self.segments, self.bases, "subjects_of", size
         )
         self.scopes: Sequence[str | None] = _BySlot(self.segments, self.bases, "scopes_of", size)
-        self.count = sum(len(s) for s in self.segments)
+        self.count = sum(sizes)
         splice = _Splice(previous, self.segments)
         if previous is not None:
             kept = {id(s) for s in splice.middle}

@@ -14,7 +14,7 @@ import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import accumulate, chain
+from itertools import accumulate, chain, compress
 from typing import Any, TypeVar
 
 from memhubd.lang import Document, parse_file
@@ -256,8 +256,10 @@ class Declarations(Sequence[Declaration]):
     __slots__ = ("_runs", "_starts", "_size")
 
     def __init__(self, runs: Iterable[Sequence[Declaration]]) -> None:
-        self._runs = [run for run in runs if len(run)]
-        self._starts = list(accumulate((len(run) for run in self._runs), initial=0))
+        runs = list(runs)
+        sizes = list(map(len, runs))  # once a run: a restored file's length is a Python call
+        self._runs = list(compress(runs, sizes))
+        self._starts = list(accumulate(filter(None, sizes), initial=0))
         self._size = self._starts[-1]
 
     def __len__(self) -> int:
