@@ -344,12 +344,8 @@ async def test_a_query_asked_again_is_answered_from_its_kept_text_with_the_same_
         name = key.split("/", 1)[1]
         scopes = call.get("scopes", "all")
         fast_secret, sdk_secret = token(fast, name, scopes), token(sdk, name, scopes)
-        for version in (LEGACY, "2026-07-28"):
-            headers = {"mcp-protocol-version": version}
-            body = legacy_body(call, index)
-            if version != LEGACY:
-                headers |= {"mcp-method": "tools/call", "mcp-name": "memory_query"}
-                body["params"]["_meta"] = MODERN_META
+        for version in (LEGACY, MODERN):
+            body, headers = query_request(call, index, version)
             expected = same_root(sdk, post(sdk, sdk_secret, body, **headers))
             for _attempt in range(3):
                 got = same_root(fast, post(fast, fast_secret, body, **headers))
@@ -360,11 +356,25 @@ async def test_a_query_asked_again_is_answered_from_its_kept_text_with_the_same_
     assert len(handed) >= len(QUERY_CALLS)
 
 
+MODERN = "2026-07-28"
 MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientInfo": {"name": "mcp", "version": "0.1.0"},
     "io.modelcontextprotocol/clientCapabilities": {},
 }
+
+
+def query_request(
+    call: dict, request_id: int | str, version: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """(body, headers) of a golden `memory_query` call as `version`'s clients send it."""
+    body = legacy_body(call, 0)
+    body["id"] = request_id
+    headers = {"mcp-protocol-version": version}
+    if version == MODERN:
+        headers |= {"mcp-method": "tools/call", "mcp-name": "memory_query"}
+        body["params"]["_meta"] = MODERN_META
+    return body, headers
 
 
 def _long_query() -> tuple[str, int, dict]:
@@ -408,18 +418,17 @@ def _text_of(answer: tuple[int, str, bytes]) -> str:
 async def test_a_kept_text_for_a_call_with_a_string_id_is_written_by_the_sdk_path(
     pair: tuple[LiveDaemon, LiveDaemon], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fast, sdk = pair
+    # given a long answer asked for with a string id, which no envelope takes
     handed = handovers(monkeypatch)
-    key, index, call = _long_query()
+    key, _index, call = _long_query()
     name = key.split("/", 1)[1]
-    body = {**legacy_body(call, index), "id": "call-\u00e9"}
-    secrets_ = {d.url: token(d, name, call.get("scopes", "all")) for d in (fast, sdk)}
-    for version in (LEGACY, "2026-07-28"):
-        headers = {"mcp-protocol-version": version}
-        sent = json.loads(json.dumps(body))
-        if version != LEGACY:
-            sent["params"]["_meta"] = MODERN_META
+    for version in (LEGACY, MODERN):
+        body, headers = query_request(call, "call-\u00e9", version)
         for _attempt in range(2):
-            got = same_root(fast, post(fast, secrets_[fast.url], sent, **headers))
-            assert got == same_root(sdk, post(sdk, secrets_[sdk.url], sent, **headers))
+            # then its kept text is put back and written as the SDK writes it
+            answers = [
+                same_root(d, post(d, token(d, name, call.get("scopes", "all")), body, **headers))
+                for d in pair
+            ]
+            assert answers[0] == answers[1]
     assert handed
