@@ -128,9 +128,9 @@ class Daemon:
         return ["--config", str(path)]
 
     def generation(self) -> int:
-        return httpx.get(f"{self.url}/v1/workspaces/bench", headers=self.headers).json()[
-            "generation"
-        ]
+        return httpx.get(
+            f"{self.url}/v1/workspaces/bench", headers=self.headers, timeout=120
+        ).json()["generation"]
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
@@ -309,23 +309,30 @@ def reload_latency(daemon: Daemon, rounds: int) -> dict:
 
 def answer_sizes(daemon: Daemon, queries: list[dict], max_bytes: int | None) -> dict:
     """Median and largest answer (JSON bytes, uncompressed) and how many were refused."""
-    sizes, refused = [], 0
+    sizes, refused, within = [], 0, []
+    times: dict[bool, list[float]] = {True: [], False: []}  # by refused, one client
     with httpx.Client(base_url=daemon.url, headers=daemon.headers, timeout=120) as client:
         for item in queries:
+            started = time.perf_counter()
             response = client.post(
                 "/v1/workspaces/bench/query",
                 json=query_body(item, max_bytes),
                 headers={"accept-encoding": "identity"},
             )
+            times[response.status_code == 413].append(time.perf_counter() - started)
             if response.status_code == 413:
                 refused += 1
             else:
                 sizes.append(len(response.content))
+                within.append(item)
     return {
         "queries": len(queries),
         "median": statistics.median(sizes) if sizes else None,
         "max": max(sizes) if sizes else None,
         "refused": refused,
+        "within": within,
+        "served_p50_ms": statistics.median(times[False]) * 1000 if times[False] else None,
+        "refused_p50_ms": statistics.median(times[True]) * 1000 if times[True] else None,
     }
 
 
@@ -416,9 +423,25 @@ def main(argv: list[str] | None = None) -> int:
             daemon = Daemon(generated.workspace, Path(tmp), settings)
             try:
                 entry: dict = {"shape": args.shape, "settings": settings}
-                entry["answer_bytes"] = answer_sizes(daemon, queries[:50], args.max_bytes)
+                # The dense shape past 10k: every question asked once, so that answers
+                # within `max_result_bytes` and refusals are loaded apart below.
+                split = args.shape == "dense" and size > 10_000
+                asked = queries if split else queries[:50]
+                entry["answer_bytes"] = answer_sizes(daemon, asked, args.max_bytes)
+                within = entry["answer_bytes"].pop("within")
                 entry["reload"] = reload_latency(daemon, args.reload_rounds)
-                if size <= 10_000:
+                if split and shutil.which("wrk"):
+                    print(f"[{label}] throughput, within and over ...", file=sys.stderr, flush=True)
+                    entry["idle_after_s"] = wait_until_idle(daemon.proc.pid)
+                    within_ids = {id(q) for q in within}
+                    over = [q for q in queries if id(q) not in within_ids]
+                    for key, subset in (("throughput", within), ("throughput_refused", over)):
+                        if subset:
+                            entry[key] = wrk_throughput(
+                                daemon, subset, args.clients, args.seconds, args.max_bytes
+                            )
+                            entry[key]["distinct"] = len(subset)
+                elif size <= 10_000:
                     print(f"[{label}] throughput ...", file=sys.stderr, flush=True)
                     if shutil.which("wrk"):
                         entry["idle_after_s"] = wait_until_idle(daemon.proc.pid)
@@ -464,13 +487,22 @@ def render(report: dict) -> str:
         lines.append(
             f"{label} ({entry['shape']}, {settings}): median answer {median}, "
             f"{sizes['refused']} of {sizes['queries']} refused (413)"
+            + "".join(
+                f", {what} p50 {sizes[key]:.1f} ms (first time, one client)"
+                for key, what in (("served_p50_ms", "served"), ("refused_p50_ms", "refused"))
+                if sizes.get(key) is not None
+            )
         )
         reload = entry["reload"]
         lines.append(
             f"{label}: write -> served generation: median {harness.fmt_ms(reload['median_ms'] / 1000) if reload['median_ms'] else 'n/a'}"
             f", max {harness.fmt_ms(reload['max_ms'] / 1000) if reload['max_ms'] else 'n/a'} ({reload['rounds']} rounds)"
         )
-        for key, what in (("throughput", ""), ("throughput_cached", ", every answer cached")):
+        for key, what in (
+            ("throughput", ""),
+            ("throughput_cached", ", every answer cached"),
+            ("throughput_refused", ", only questions refused (413)"),
+        ):
             if key not in entry:
                 continue
             t = entry[key]
