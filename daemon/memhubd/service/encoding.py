@@ -71,9 +71,10 @@ class _Pieces:
     can never be reused by another object while its entry exists. Declarations do not
     reference their snapshot, so these values never keep their key alive.
 
-    The tables of shapes start as the previous snapshot's of the same workspace: a
-    reload keeps the declarations of files it did not reparse, and their bytes with
-    them, so a new generation's first answers do not encode them all again.
+    Given an owner (the served workspace), the tables of shapes are the owner's, shared
+    by all its snapshots: a reload keeps the declarations of files it did not reparse,
+    and their bytes with them, so a new generation's first answers do not encode them
+    all again. They go with the owner.
     """
 
     def __init__(self, limit: int, shapes: dict[str, dict[int, tuple[Any, bytes]]]) -> None:
@@ -86,30 +87,29 @@ class _Pieces:
 
 
 _PIECES: weakref.WeakKeyDictionary[Snapshot, _Pieces] = weakref.WeakKeyDictionary()
-# The newest store of each workspace (by name and root), whose tables the next takes on.
-_NEWEST: weakref.WeakValueDictionary[tuple[str, str], _Pieces] = weakref.WeakValueDictionary()
+# Piece tables by shape of each owner (a served workspace), for as long as it lives.
+_SHARED: weakref.WeakKeyDictionary[Any, dict[str, dict[int, tuple[Any, bytes]]]] = (
+    weakref.WeakKeyDictionary()
+)
 _PIECES_LOCK = threading.Lock()
 
 
-def _store(snapshot: Snapshot) -> _Pieces:
+def _store(snapshot: Snapshot, owner: Any = None) -> _Pieces:
     with _PIECES_LOCK:
         store = _PIECES.get(snapshot)
         if store is None:
-            # Stand-ins for a snapshot (benchmarks, tests) may have no name: not shared.
-            workspace = (getattr(snapshot, "name", None), getattr(snapshot, "root", None))
-            newest = _NEWEST.get(workspace) if None not in workspace else None
-            shapes = newest.shapes if newest is not None else {}
+            shapes = {} if owner is None else _SHARED.setdefault(owner, {})
             store = _Pieces(2 * len(snapshot.workspace.declarations) + 1024, shapes)
             _PIECES[snapshot] = store
-            if None not in workspace:
-                _NEWEST[workspace] = store
         return store
 
 
-def pieces(snapshot: Snapshot, shape: str, encode: Piece) -> Piece:
+def pieces(snapshot: Snapshot, shape: str, encode: Piece, owner: Any = None) -> Piece:
     """`encode`, remembered per declaration of `snapshot` (a declaration never changes
-    within one). Bounded: past twice the snapshot's declarations a shape starts over."""
-    store = _store(snapshot)
+    within one), and across the snapshots of `owner` (weakly referenced: the workspace's
+    host) when given. Bounded: past twice the snapshot's declarations a shape starts
+    over."""
+    store = _store(snapshot, owner)
     with _PIECES_LOCK:
         table = store.shapes.setdefault(shape, {})
     limit = store.limit

@@ -241,7 +241,7 @@ async def list_encoded(
     encoded once per snapshot."""
     view = view_for(hub, identity, name, READ_SUMMARY)
     limit = max(1, min(500, limit))
-    piece = pieces(view.snapshot, "list", lambda d: compact_json(_list_item(d)))
+    piece = pieces(view.snapshot, "list", lambda d: compact_json(_list_item(d)), hub.get(name))
 
     def work() -> tuple[int, bytes]:
         selected = _listed(view, memory_type, subject, include_inactive)
@@ -365,7 +365,9 @@ async def query(
             if refused is not None and max_result_bytes is not None:
                 _refuse_over(refused, max_result_bytes)
             try:
-                computed = await _answer_query(view, request, key, tag, as_text, max_result_bytes)
+                computed = await _answer_query(
+                    view, request, key, tag, as_text, max_result_bytes, hub.get(name)
+                )
             except AnswerTooLarge as error:
                 cache.note_refusal(key, error.size)
                 raise
@@ -391,6 +393,7 @@ async def _answer_query(
     tag: str,
     as_text: bool,
     max_result_bytes: int | None,
+    owner: Any,
 ) -> QueryAnswer:
     from memhubd.query import build_evidence_pack
     from memhubd.query.pack import declaration_json, join_pieces, must_text
@@ -409,7 +412,8 @@ async def _answer_query(
         )
         _trace_additions(view, {"search_trace": pack.trace})
         hidden_must = pack.trace.get("hidden_must_rules", 0)
-        piece = pieces(view.snapshot, "query", declaration_json)
+        # Shared by the host's snapshots: a reload re-encodes only what it reparsed.
+        piece = pieces(view.snapshot, "query", declaration_json, owner)
         extra = None
         if request.max_bytes is not None or request.max_must is not None:
             pack, budget = apply_budget(
