@@ -499,8 +499,8 @@ class WorkspaceIndex:
         self._lazy: dict[str, Any] = {}
         self._lazy_lock = threading.RLock()  # a lazy part may need another (when_any: superseded)
         # The previous index's posting bitmaps, spliced on a miss instead of assembled
-        # from every segment (only the previous cache's ints are kept, not that index).
-        # and the consumers' derived structures that can be carried over (`derived`).
+        # from every segment, and the consumers' structures it can carry over
+        # (`derived`): only those are kept, not that index.
         self._inherited = (
             (previous._cache, splice, _carried(previous._lazy)) if previous is not None else None
         )
