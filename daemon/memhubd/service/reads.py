@@ -329,13 +329,6 @@ def query_lookup(
     return QueryLookup(view, key, tag, cached)
 
 
-async def query_tag(
-    hub: Hub, identity: Identity, name: str, request: QueryRequest, *, as_text: bool = False
-) -> str:
-    """The entity tag `query` would give its answer, without computing the answer."""
-    return query_lookup(hub, identity, name, request, as_text=as_text).tag
-
-
 async def query(
     hub: Hub,
     identity: Identity,
