@@ -109,11 +109,14 @@ class PooledParses:
         self.current = -1  # the chunk whose answers are held in `answers`
         self.answers: dict[str, tuple[str, bytes | None]] = {}
         self.used = 0
+        self.broken = False  # a worker died: the build parses whatever is left itself
         # Files whose entry the parse cache holds are restored by the build: a worker
         # reads and hashes them, and parses nothing (a start with no snapshot file).
         entries = None
         if saved is not None:
-            entries = (str(saved.cache._workspace_dir(saved.root)), saved.types)
+            folder = saved.cache._workspace_dir(saved.root)
+            if folder.is_dir() and next(folder.glob("*.entry"), None) is not None:
+                entries = (str(folder), saved.types)
         self.executor = ProcessPoolExecutor(
             max_workers=workers,
             # Not fork: the daemon has threads (the event loop, watchers) by now.
@@ -160,19 +163,28 @@ class PooledParses:
             self._submit_up_to(n + 1 + self.ahead)
             for earlier in [k for k in self.futures if k < n]:
                 self.futures.pop(earlier).cancel()  # skipped by the build
+            future = self.futures.pop(n, None)
+            if future is None:
+                return None  # never handed out: the pool broke first
             try:
-                results = self.futures.pop(n).result()
-            except Exception:
+                results = future.result()
+            except Exception:  # e.g. a worker killed: the pool is unusable from now on
                 log.exception("pooled parse failed", files=len(self.chunks[n]))
+                self.broken = True
                 results = []
             self.current = n
             self.answers = {p: (digest, payload) for p, digest, payload in results}
         return self.answers.pop(path, None)
 
     def _submit_up_to(self, end: int) -> None:
-        while self.submitted < min(end, len(self.chunks)):
+        while not self.broken and self.submitted < min(end, len(self.chunks)):
             chunk = self.chunks[self.submitted]
-            self.futures[self.submitted] = self.executor.submit(_parse_chunk, chunk)
+            try:
+                self.futures[self.submitted] = self.executor.submit(_parse_chunk, chunk)
+            except Exception:  # a worker died: the build parses the rest itself
+                log.exception("pooled parse failed", files=len(chunk))
+                self.broken = True
+                return
             self.submitted += 1
 
     def close(self) -> None:

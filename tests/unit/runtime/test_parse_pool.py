@@ -5,6 +5,7 @@ restored form, and leaves whatever a worker could not parse to the build."""
 from __future__ import annotations
 
 import json
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -146,6 +147,28 @@ def test_a_file_changed_after_its_worker_read_it_is_parsed_by_the_build(
     pooled = build_snapshot("w", str(root), None)
 
     assert pooled_builds == [FILES - 1]
+    assert answers(pooled) == expected
+
+
+def test_when_the_workers_fail_the_build_parses_the_rest_itself(
+    tmp_path: Path, pooled_builds: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_workspace(tmp_path / "ws")
+    expected = answers(serial_build(root, monkeypatch))
+    submit = parse_pool.ProcessPoolExecutor.submit
+    calls: list[object] = []
+
+    def failing(self: object, *args: object) -> object:
+        calls.append(args)
+        if len(calls) > 2:  # as a pool whose worker was killed
+            raise BrokenProcessPool("a worker died")
+        return submit(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parse_pool.ProcessPoolExecutor, "submit", failing)
+
+    pooled = build_snapshot("w", str(root), None)
+
+    assert pooled_builds and pooled_builds[0] < FILES  # the first chunks, no more
     assert answers(pooled) == expected
 
 
