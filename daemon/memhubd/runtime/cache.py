@@ -5,7 +5,8 @@ One entry per (workspace root, file path, content digest, type-registry fingerpr
 format version), written after a snapshot is served and read by the first build
 after a start. An entry holds the file's parse as plain data (declarations' line,
 module and positions by column, each one's fields as their own `marshal` bytes; the
-index segment's ids, names, kinds, postings, directories and flag rows) in `marshal`
+index segment's ids, names, kinds, postings (each table's keys as their own bytes,
+decoded when first used: `RestoredPostingTable`), directories and flag rows) in `marshal`
 form, which loads about seven times faster than a pickle of the objects. Declarations
 are rebuilt from it as the parser builds them, typed through the current registry,
 and their fields are decoded when first read (`RestoredDeclaration`). Nothing but
@@ -56,12 +57,12 @@ from memhubd.model.workspace import cyclic_gc_paused
 
 log = structlog.get_logger("memhubd.cache")
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _MAGIC = b"MHPC"
 _HEADER = len(_MAGIC) + 2 + 32  # magic, version (u16), HMAC-SHA256
 _KEY_FILE = "key"
 _SUFFIX = ".entry"
-SNAPSHOT_FORMAT = 4
+SNAPSHOT_FORMAT = 5
 _SNAPSHOT_MAGIC = b"MHSS"
 _SNAPSHOT_FILE = "snapshot"
 # How often the consolidated snapshot is rewritten at most while files keep changing
@@ -415,7 +416,9 @@ def _entry_data(path: str, digest: str, document: Document, segment: Segment) ->
 def _entry_of(
     path: str, digest: str, document: Document, segment: Segment, declarations: Any
 ) -> Any:
-    tables = tuple((t.keys, t.rows, t.width) for t in (getattr(segment, n) for n in _TABLES))
+    tables = tuple(
+        (_saved_keys(t), t.rows, t.width) for t in (getattr(segment, n) for n in _TABLES)
+    )
     plain = tuple(getattr(segment, name) for name in _SEGMENT_PLAIN)
     return (path, digest, document.module, document.uses, declarations, tables, plain)
 
@@ -437,10 +440,51 @@ def _decode(
     # Declarations are made when first read: a start makes none of them.
     file = RestoredFile(path, kinds, names, declarations, descriptors, SourceText(text, path))
     for name, (keys, rows, width) in zip(_TABLES, tables, strict=True):
-        # marshal keeps the interning of the keys it saved: no sys.intern pass needed.
-        index = dict(zip(keys, range(len(keys)), strict=True))
-        parts[name] = PostingTable(keys=keys, rows=rows, width=width, index=index)
+        if not isinstance(keys, bytes) or not isinstance(rows, bytes) or width < 0:
+            raise ValueError("posting table of another shape")
+        parts[name] = RestoredPostingTable(keys, rows, width)
     restored: Any = RestoredDeclarations(file)
     segment = Segment(declarations=restored, **parts)
     raws: Any = RestoredRaws(file)
     return Document(module=module, uses=list(uses), declarations=raws, file=path), restored, segment
+
+
+def _saved_keys(table: PostingTable) -> bytes:
+    """A posting table's keys as their own `marshal` bytes: as read, when never decoded."""
+    if isinstance(table, RestoredPostingTable):
+        return table.saved_keys
+    return marshal.dumps(table.keys)
+
+
+class RestoredPostingTable(PostingTable):
+    """A posting table whose keys, and their key -> row dict, are decoded from their
+    saved bytes when first used: a start that serves a file unchanged uses neither
+    (the restored index knows which files hold a key), and building them for every
+    file was a third of a restart's CPU. The rows are plain bytes from the start."""
+
+    def __init__(self, saved_keys: bytes, rows: bytes, width: int) -> None:
+        # Not the frozen dataclass's __init__: `keys` and `index` are computed here.
+        object.__setattr__(self, "rows", rows)
+        object.__setattr__(self, "width", width)
+        object.__setattr__(self, "saved_keys", saved_keys)
+        object.__setattr__(self, "_decoded", None)
+
+    def _keys_and_index(self) -> tuple[tuple[str, ...], dict[str, int]]:
+        decoded = self._decoded
+        if decoded is None:
+            # One assignment of both: a reader on another thread sees both or neither.
+            # marshal keeps the interning of the keys it saved: no sys.intern pass needed.
+            keys = marshal.loads(self.saved_keys)
+            if not isinstance(keys, tuple) or len(keys) * self.width != len(self.rows):
+                raise ValueError("posting table keys do not fit its rows")
+            decoded = (keys, dict(zip(keys, range(len(keys)), strict=True)))
+            object.__setattr__(self, "_decoded", decoded)
+        return decoded
+
+    @property  # type: ignore[override]
+    def keys(self) -> tuple[str, ...]:
+        return self._keys_and_index()[0]
+
+    @property  # type: ignore[override]
+    def index(self) -> dict[str, int]:
+        return self._keys_and_index()[1]

@@ -14,7 +14,7 @@ from memhubd.model import Declaration
 from memhubd.model.declaration import RestoredDeclaration
 from memhubd.query import build_evidence_pack
 from memhubd.runtime import sources as sources_module
-from memhubd.runtime.cache import SNAPSHOT_FORMAT, ParseCache
+from memhubd.runtime.cache import SNAPSHOT_FORMAT, ParseCache, RestoredPostingTable
 from memhubd.runtime.snapshot import Snapshot, build_snapshot, persist
 
 SOURCES = {
@@ -438,3 +438,28 @@ def _slot_of(index: object, declaration: object) -> int:
         for slot in range(index.space.size)  # type: ignore[attr-defined]
         if index.declarations[slot] is declaration  # type: ignore[attr-defined]
     )
+
+
+def test_a_start_decodes_a_files_posting_keys_only_when_a_query_uses_them(
+    saved: tuple[Path, Path, Snapshot],
+) -> None:
+    root, state, first = saved
+
+    again = build_snapshot("w", str(root), None, cache=ParseCache(state))
+
+    # Given a start from the snapshot file, no posting table's keys were decoded
+    tables = [
+        getattr(f.segment, name)
+        for f in again.files
+        for name in ("terms", "subjects", "constraint_scopes")
+    ]
+    assert all(isinstance(t, RestoredPostingTable) for t in tables)
+    assert all(t._decoded is None for t in tables)  # noqa: SLF001
+    # When read, they are the parsed tables' keys, rows and key -> row dicts
+    parsed = build_snapshot("w", str(root), None)
+    for restored, built in zip(again.files, parsed.files, strict=True):
+        for name in ("terms", "subjects", "constraint_scopes"):
+            mine, theirs = getattr(restored.segment, name), getattr(built.segment, name)
+            assert (mine.keys, mine.rows, mine.width) == (theirs.keys, theirs.rows, theirs.width)
+            assert mine.index == theirs.index
+    assert answers(again) == answers(first)
