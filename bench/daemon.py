@@ -441,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
                                 daemon, subset, args.clients, args.seconds, args.max_bytes
                             )
                             entry[key]["distinct"] = len(subset)
+                    if over:  # a refusal asked again, one client (its size is remembered)
+                        again = answer_sizes(daemon, over[:50], args.max_bytes)
+                        entry["refused_again_p50_ms"] = again["refused_p50_ms"]
                 elif size <= 10_000:
                     print(f"[{label}] throughput ...", file=sys.stderr, flush=True)
                     if shutil.which("wrk"):
@@ -493,6 +496,11 @@ def render(report: dict) -> str:
                 if sizes.get(key) is not None
             )
         )
+        if entry.get("refused_again_p50_ms") is not None:
+            lines.append(
+                f"{label}: a refusal asked again, one client: p50 "
+                f"{entry['refused_again_p50_ms']:.1f} ms"
+            )
         reload = entry["reload"]
         lines.append(
             f"{label}: write -> served generation: median {harness.fmt_ms(reload['median_ms'] / 1000) if reload['median_ms'] else 'n/a'}"
