@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -174,6 +174,23 @@ def _holder_codes(
     return tuple(keys), found.tobytes(), several.tobytes(), sizes.tobytes()
 
 
+def _check_held(saved: tuple[Any, ...], segments: int) -> None:
+    """Raise ValueError unless `_held` can make its dict from `saved` (checked when
+    restored: the dict itself is made when first read)."""
+    keys, found, several, sizes = saved
+    codes = np.frombuffer(found, np.int64)
+    if len(codes) != len(keys):
+        raise ValueError("persisted holders do not fit their keys")
+    listed = np.frombuffer(several, np.int64)
+    counts = np.frombuffer(sizes, np.int64)
+    if int(counts.sum()) != len(listed) or (
+        len(listed) and not 0 <= int(listed.min()) <= int(listed.max()) < segments
+    ):
+        raise ValueError("persisted holders do not fit their segments")
+    if len(codes) and (int(codes.max()) >= segments or int(codes.min()) < -len(counts)):
+        raise ValueError("persisted holders do not fit their segments")
+
+
 def _held(
     saved: tuple[Any, ...], segments: tuple[Segment, ...], single: list[tuple[Segment, ...]]
 ) -> dict[str, tuple[Segment, ...]]:
@@ -207,7 +224,8 @@ def _directory(
     directory = _ix._Directory.__new__(_ix._Directory)
     directory._local = local
     directory._bases = bases
-    directory._where = _ix._Layered(_held(held, segments, single))
+    _check_held(held, len(segments))
+    directory._where = _Unfolded(lambda: _held(held, segments, single))
     directory.multi = frozenset(multi)
     return directory
 
@@ -234,6 +252,9 @@ def _holders(
     saved: tuple[Any, ...], segments: tuple[Segment, ...], single: list[tuple[Segment, ...]]
 ) -> Any:
     count_keys, counts, rare, common_keys, blob, sizes, extras = saved
+    if len(counts) != 8 * len(count_keys):
+        raise ValueError("persisted counts do not fit their keys")
+    _check_held(rare, len(segments))
     found = np.frombuffer(blob, np.uint32).copy()
     ends = np.cumsum(_ints("q", sizes), dtype=np.int64).tolist()
     if len(ends) != len(common_keys) or (ends and ends[-1] != len(found)):
@@ -244,10 +265,35 @@ def _holders(
         for key, start, end, more in zip(common_keys, starts, ends, extras, strict=True)
     }
     return _ix._Holders(
-        _ix._Layered(dict(zip(count_keys, _ints("q", counts), strict=True))),
-        _ix._Layered(_held(rare, segments, single)),
+        _Unfolded(lambda: dict(zip(count_keys, _ints("q", counts), strict=True))),
+        _Unfolded(lambda: _held(rare, segments, single)),
         _ix._Layered(common),
     )
+
+
+class _Unfolded(_ix._Layered):
+    """A restored key -> value dict made from its saved columns when first read: a
+    start then makes none of the id, name, count and rare-key dicts (a fifth of a
+    100k restart), and a query makes only those it reads. Read as any `_Layered`;
+    an update makes a plain one from it."""
+
+    __slots__ = ("_make", "_made")
+
+    def __init__(self, make: Callable[[], dict[str, Any]]) -> None:
+        self.delta = {}
+        self._make = make
+        self._made: dict[str, Any] | None = None
+
+    @property  # type: ignore[override]
+    def base(self) -> dict[str, Any]:
+        made = self._made
+        if made is None:  # two threads may both make it: equal dicts, either is kept
+            make = self._make
+            if make is None:  # made meanwhile (set before `_make` is dropped)
+                return self._made  # type: ignore[return-value]
+            made = self._made = make()
+            self._make = None  # the saved columns are the dict's now
+        return made
 
 
 def _ints(code: str, data: bytes) -> array[int]:

@@ -463,3 +463,28 @@ def test_a_start_decodes_a_files_posting_keys_only_when_a_query_uses_them(
             assert (mine.keys, mine.rows, mine.width) == (theirs.keys, theirs.rows, theirs.width)
             assert mine.index == theirs.index
     assert answers(again) == answers(first)
+
+
+def test_a_restored_index_makes_its_key_dicts_when_first_read(
+    saved: tuple[Path, Path, Snapshot],
+) -> None:
+    from memhubd.index.workspace import cached_index
+
+    root, state, first = saved
+
+    again = build_snapshot("w", str(root), None, cache=ParseCache(state))
+
+    # Given a start that restored the saved index, its id and name dicts are not made
+    index = cached_index(again.workspace)
+    assert index is not None
+    assert index.ids._where._made is None  # noqa: SLF001
+    assert index._names._where._made is None  # noqa: SLF001
+    # When read, they hold what a composed index holds, and the answers are the same
+    composed = cached_index(build_snapshot("w", str(root), None).workspace)
+    assert composed is not None
+    for mine, theirs in ((index.ids, composed.ids), (index._names, composed._names)):  # noqa: SLF001
+        assert [(k, len(v)) for k, v in mine._where.items()] == [  # noqa: SLF001
+            (k, len(v))
+            for k, v in theirs._where.items()  # noqa: SLF001
+        ]
+    assert answers(again) == answers(first)
