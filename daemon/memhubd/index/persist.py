@@ -103,7 +103,7 @@ def restore_index(data: tuple[Any, ...], segments: Sequence[Segment]) -> Workspa
     )
     index._next_serial = next_serial
     index._holders = {table: _holders(found, segments, single) for table, found in holders.items()}
-    _derive_bitmaps(index)
+    index._derive_bitmaps()
     _fresh_caches(index)
     return index
 
@@ -123,20 +123,6 @@ def _derive_layout(index: WorkspaceIndex, segments: tuple[Segment, ...]) -> None
     index.subjects = _ix._BySlot(segments, index.bases, "subjects_of", size)
     index.scopes = _ix._BySlot(segments, index.bases, "scopes_of", size)
     index.count = sum(len(s) for s in segments)
-
-
-def _derive_bitmaps(index: WorkspaceIndex) -> None:
-    raw = index._raw
-    live = ~raw["superseded"]
-    index.pool = raw["in_pool"] & live
-    index.constraints = raw["is_constraint"] & live
-    index.high_confidence = raw["high_confidence"] & index.pool
-    index.questions = raw["question"] & index.pool
-    index.pool_kinds = {k: b & index.pool for k, b in index._raw_kinds.items() if b & index.pool}
-    index.shared_ids = index.pool & index.space.bitmap(
-        o for key in index.ids.multi for o in index.ids[key]
-    )
-    index.global_constraints = raw["global"] & index.constraints
 
 
 def _fresh_caches(index: WorkspaceIndex) -> None:

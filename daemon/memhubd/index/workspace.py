@@ -467,15 +467,7 @@ class WorkspaceIndex:
         raw = self._raw
         raw["superseded"] = self._superseded(splice, old_raw["superseded"], flipped)
         raw["global"] = splice.apply(old_raw["global"], _global_row)
-        live = ~raw["superseded"]
-        self.pool = raw["in_pool"] & live
-        self.constraints = raw["is_constraint"] & live
-        self.high_confidence = raw["high_confidence"] & self.pool
-        self.questions = raw["question"] & self.pool
-        self.pool_kinds = {k: b & self.pool for k, b in self._raw_kinds.items() if b & self.pool}
-        self.shared_ids = self.pool & self.space.bitmap(
-            o for key in self.ids.multi for o in self.ids[key]
-        )
+        self._derive_bitmaps()
         self._serials, self._serial_of, self._next_serial = _serials(
             splice, previous, self.segments
         )
@@ -504,9 +496,23 @@ class WorkspaceIndex:
         self._inherited = (
             (previous._cache, splice, _carried(previous._lazy)) if previous is not None else None
         )
-        self.global_constraints = raw["global"] & self.constraints
         # Per-index caches of downstream engines (e.g. compiled rules), dropped with it.
         self.memo: dict[str, dict[Any, Any]] = {}
+
+    def _derive_bitmaps(self) -> None:
+        """The bitmaps read from the raw rows, the kinds and the ids: built, patched
+        and restored indexes (index/persist.py) derive them alike."""
+        raw = self._raw
+        live = ~raw["superseded"]
+        self.pool = raw["in_pool"] & live
+        self.constraints = raw["is_constraint"] & live
+        self.high_confidence = raw["high_confidence"] & self.pool
+        self.questions = raw["question"] & self.pool
+        self.pool_kinds = {k: b & self.pool for k, b in self._raw_kinds.items() if b & self.pool}
+        self.shared_ids = self.pool & self.space.bitmap(
+            o for key in self.ids.multi for o in self.ids[key]
+        )
+        self.global_constraints = raw["global"] & self.constraints
 
     def _superseded(self, splice: _Splice, before: int, flipped: set[str]) -> int:
         """Bitmap of the declarations whose id or bare name some declaration supersedes.
