@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,8 +38,14 @@ def build_evidence_pack(
     subject: str | None = None,
     limit: int = 8,
     types: list[str] | None = None,
+    must_gate: Callable[[Any, Any], None] | None = None,
 ) -> EvidencePack:
-    """Answer `query` with MUST/SHOULD/CONTEXT/CONFLICT/MISSING (`types` overrides `kinds`)."""
+    """Answer `query` with MUST/SHOULD/CONTEXT/CONFLICT/MISSING (`types` overrides `kinds`).
+
+    `must_gate(index, slots)`, when given, sees the MUST layer's slots (ascending, an int64
+    array of `index`) as soon as they are known, before the layer is built: it may raise
+    to stop a query whose answer is already known to be refused (a size limit).
+    """
     ix = lexical.index_for(ws)
     terms = query_terms(query)
     matched = ix.match_aliases(query.lower())
@@ -57,6 +64,9 @@ def build_evidence_pack(
     )
     candidates = ix.candidates(type_filter, subject)
     hits = _hits(ranking, candidates, limit)
+    must = _must(ix, [o for o, _ in hits])
+    if must_gate is not None:
+        must_gate(ix, must)
     excluded: list[tuple[int, float]] = []
     excluded_total = 0
     if candidates != ix.pool:
@@ -77,7 +87,7 @@ def build_evidence_pack(
             excluded=[scored(entry) for entry in excluded],
             excluded_total=excluded_total,
             questions=_question_lines(ix, ranking.touched & candidates & ix.questions),
-            must=_must_layer(ix, _must(ix, [o for o, _ in hits])),
+            must=_must_layer(ix, must),
         )
     )
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
+import numpy as np
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhubd.query.pack import compact_json, compact_text
@@ -172,6 +173,34 @@ def sections(
 
 def joined_size(parts: list[bytes]) -> int:
     return sum(len(part) for part in parts)
+
+
+# The length of each slot's "query" piece, per index (-1: not encoded yet), carried
+# over to the index of a one-file edit like the index's own per-slot structures.
+_PIECE_LENGTHS = "service.query_piece_lengths"
+
+
+def joined_length(index: Any, slots: Any, piece: Piece) -> int:
+    """`len(b",".join(piece(d) for d in index.declarations.take(slots)))`, from each
+    slot's piece length kept with `index` (the index of the declarations `piece`
+    encodes): a dense workspace's MUST layer is thousands of rules, whose size is then a
+    sum over an array instead of a join. Slots met for the first time are encoded.
+    """
+    if not len(slots):
+        return 0
+    lengths = index.derived(
+        _PIECE_LENGTHS,
+        lambda: np.full(index.space.size, -1, np.int64),
+        lambda old, splice: splice.array(old, -1),
+    )
+    found = lengths[slots]
+    unknown = np.flatnonzero(found < 0)
+    if len(unknown):
+        for at, declaration in zip(
+            unknown.tolist(), index.declarations.take(slots[unknown]), strict=True
+        ):
+            found[at] = lengths[slots[at]] = len(piece(declaration))
+    return int(found.sum()) + len(slots) - 1
 
 
 # --- the MUST budget ----------------------------------------------------------------------
@@ -346,7 +375,8 @@ class AnswerCache:
         return len(self._flights)
 
     def refused_size(self, key: Hashable) -> int | None:
-        """The size of the answer for `key` if it was refused as too large, else None."""
+        """The size of the answer for `key` if it was refused as too large (or a lower
+        bound of it over the limit it was refused at), else None."""
         with self._lock:
             return self._refused.get(key)
 
@@ -408,7 +438,8 @@ def answer_cache(hub: Any) -> AnswerCache:
 
 
 class AnswerTooLarge(ProtocolError):
-    """The refusal of an answer larger than `limits.max_result_bytes`; `size` is its size."""
+    """The refusal of an answer larger than `limits.max_result_bytes`; `size` is its size,
+    or a lower bound of it that is over the limit (a refusal decided early)."""
 
     def __init__(self, limit: int, size: int) -> None:
         super().__init__(

@@ -53,6 +53,7 @@ from memhubd.service.encoding import (
     answer_cache,
     answer_tag,
     apply_budget,
+    joined_length,
     joined_size,
     pieces,
     result_too_large,
@@ -394,6 +395,23 @@ async def _answer_query(
     kinds = list(request.kinds) if request.kinds is not None else None
     types_ = list(request.types) if request.types is not None else None
 
+    budgeted = request.max_bytes is not None or request.max_must is not None
+    # Shared by the host's snapshots: a reload re-encodes only what it reparsed.
+    piece = pieces(view.snapshot, "query", declaration_json, owner)
+
+    must_gate = None
+    if not as_text and not budgeted and max_result_bytes is not None:
+        limit = max_result_bytes
+
+        def refuse_early(index: Any, slots: Any) -> None:
+            # The MUST section alone is a lower bound of the JSON answer's size: over
+            # the limit, the refusal is decided before the layer and the answer are
+            # built (a dense workspace's layer is thousands of rules). The size the
+            # refusal carries, and the answer cache notes, is then that bound.
+            _refuse_over(joined_length(index, slots, piece), limit)
+
+        must_gate = refuse_early
+
     def work() -> QueryAnswer:
         pack = build_evidence_pack(
             view.workspace,
@@ -402,13 +420,12 @@ async def _answer_query(
             subject=request.subject,
             limit=request.limit,
             types=types_,
+            must_gate=must_gate,
         )
         _trace_additions(view, {"search_trace": pack.trace})
         hidden_must = pack.trace.get("hidden_must_rules", 0)
-        # Shared by the host's snapshots: a reload re-encodes only what it reparsed.
-        piece = pieces(view.snapshot, "query", declaration_json, owner)
         extra = None
-        if request.max_bytes is not None or request.max_must is not None:
+        if budgeted:
             pack, budget = apply_budget(
                 pack, piece, request.max_bytes, request.max_must, hidden_must
             )
