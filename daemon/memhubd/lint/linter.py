@@ -2,26 +2,38 @@
 
 Workspace-wide checks run around the per-declaration ones in memdsl's emission
 order, then one stable sort by (file, line, code). Lint reports; it never fixes.
-`lint_files` gives the same answer and reuses the per-declaration diagnostics of
-files that did not change since a previous lint (`LintReuse`), as long as every
-name those files looked up is still known or unknown as it was.
+`lint_files` gives the same answer from a previous lint (`LintReuse`): files that did
+not change keep their per-declaration diagnostics, as long as every name they looked
+up is still known or unknown as it was, and the workspace-wide checks start from the
+previous lint's combined facts (`workspace_facts`), updated by the files that changed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from memhubd.lint.declaration_checks import KnownNames, check_declaration
-from memhubd.lint.diagnostics import ERROR, WARNING, Diagnostic
-from memhubd.model import EXCLUDED_STATUSES, Declaration, Workspace
+from memhubd.lint.declaration_checks import check_declaration
+from memhubd.lint.diagnostics import Diagnostic
+from memhubd.lint.workspace_facts import (
+    MODULE_MAX_DECLARATIONS,
+    NO_MODULE,
+    Combined,
+    Findings,
+    RunFacts,
+    read_facts,
+)
+from memhubd.model import Declaration, Workspace
 
-MODULE_MAX_DECLARATIONS = 50
-NO_MODULE = "<no module>"
+__all__ = ["MODULE_MAX_DECLARATIONS", "NO_MODULE", "LintReuse", "lint", "lint_files"]
 
 _SORT_KEY = attrgetter("file", "line", "code")
+# Handing a lint's combined facts on to the next is one step: two lints starting from
+# the same previous one must not both update them.
+_HANDOVER = threading.Lock()
 
 
 def lint(ws: Workspace, today: dt.date | None = None) -> list[Diagnostic]:
@@ -32,24 +44,26 @@ def lint(ws: Workspace, today: dt.date | None = None) -> list[Diagnostic]:
 @dataclass(frozen=True, slots=True)
 class _FileLint:
     declarations: Sequence[Declaration]  # the very objects checked
+    facts: RunFacts
     diagnostics: list[Diagnostic]
     lookups: dict[str, bool]  # every name the checks looked up -> was it known
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class LintReuse:
-    """Per-file declaration diagnostics of one lint. Holds no workspace or snapshot."""
+    """Per-file results of one lint and its combined facts. Holds no workspace or snapshot."""
 
     today: dt.date
     files: dict[int, _FileLint]  # id(declarations sequence) -> its results
+    combined: Combined
 
 
 class _Recording:
-    """KnownNames that remembers each answer, so a later lint can tell whether it holds."""
+    """Known names that remember each answer, so a later lint can tell whether it holds."""
 
     __slots__ = ("known", "seen")
 
-    def __init__(self, known: KnownNames) -> None:
+    def __init__(self, known: Combined) -> None:
         self.known = known
         self.seen: dict[str, bool] = {}
 
@@ -68,149 +82,120 @@ def lint_files(
 ) -> tuple[list[Diagnostic], LintReuse]:
     """`lint(ws)` where `files` split `ws.declarations` (in order) into per-file runs.
 
-    A run that is the same object as one linted in `previous`, on the same day, keeps
-    its diagnostics when every name it looked up resolves as it did then.
+    A run that is the same object as one linted in `previous` keeps its facts, and on
+    the same day its diagnostics when every name it looked up resolves as it did then.
     """
     if today is None:
         today = dt.date.today()
-    known = KnownNames(ws.known_names(), ws.known_symbols())
-    ambiguous = _ambiguous_aliases(ws)
-    superseded = _supersede_targets(ws)
-    # One pass resolves every name these two checks need (like `by_id`, first match).
-    located = ws.by_ids([*(owners[0] for _, owners in ambiguous), *superseded])
+    runs = _distinct(files)
+    keys = [id(run) for run in runs]
+    before = previous.files if previous is not None else {}
+    kept = {
+        key: found
+        for key, run in zip(keys, runs, strict=True)
+        if _same(found := before.get(key), run)
+    }
+    facts = {
+        key: kept[key].facts if key in kept else read_facts(run)
+        for key, run in zip(keys, runs, strict=True)
+    }
+    combined, flipped = _combine(previous, keys, facts)
+    same_day = previous is not None and previous.today == today
     out: list[Diagnostic] = []
-    _check_duplicate_ids(ws.declarations, out)
-    _check_duplicate_content(ws.declarations, out)
-    _report_ambiguous_aliases(ambiguous, located, out)
-    reusable = previous.files if previous is not None and previous.today == today else {}
+    findings = Findings(combined, runs)
+    out.extend(findings.duplicate_ids())
+    out.extend(findings.duplicate_contents())
+    out.extend(findings.ambiguous_aliases())
     done: dict[int, _FileLint] = {}
-    for run in files:
-        before = reusable.get(id(run))
-        if (
-            before is not None
-            and before.declarations is run
-            and all((name in known) == was for name, was in before.lookups.items())
-        ):
-            out.extend(before.diagnostics)
-            done[id(run)] = before
+    for key, run in zip(keys, runs, strict=True):
+        old = kept.get(key)
+        if old is not None and same_day and _still_valid(old, combined, flipped):
+            out.extend(old.diagnostics)
+            done[key] = old
             continue
-        recording = _Recording(known)
+        recording = _Recording(combined)
         mine: list[Diagnostic] = []
         for decl in run:
-            check_declaration(decl, recording, today, mine)  # type: ignore[arg-type]
+            check_declaration(decl, recording, today, mine)
         out.extend(mine)
-        done[id(run)] = _FileLint(run, mine, recording.seen)
-    _check_unmarked_supersedes(superseded, located, out)
-    _check_module_sizes(ws.declarations, out)
+        done[key] = _FileLint(run, facts[key], mine, recording.seen)
+    out.extend(findings.unmarked_supersedes())
+    out.extend(findings.module_sizes())
     out.sort(key=_SORT_KEY)
-    return out, LintReuse(today, done)
+    reuse = LintReuse(today, done, combined)
+    combined.holder = reuse
+    return out, reuse
 
 
-def _diagnostic(
-    decl: Declaration, code: str, severity: str, message: str, *, own: bool = True
-) -> Diagnostic:
-    """A diagnostic located at `decl`; `own=False` for workspace-level findings (no decl_id)."""
-    decl_id = decl.id if own else None
-    return Diagnostic(code, severity, message, decl.file, decl.line, decl_id, where=(decl, ()))
+def _distinct(files: Sequence[Sequence[Declaration]]) -> list[Sequence[Declaration]]:
+    """The runs, a run given twice copied so that each has its own identity."""
+    seen: set[int] = set()
+    runs: list[Sequence[Declaration]] = []
+    for run in files:
+        if id(run) in seen:
+            run = list(run)
+        seen.add(id(run))
+        runs.append(run)
+    return runs
 
 
-def _check_duplicate_ids(declarations: list[Declaration], out: list[Diagnostic]) -> None:
-    first_by_id: dict[str, Declaration] = {}
-    for decl in declarations:
-        first = first_by_id.get(decl.id)
-        if first is None:
-            first_by_id[decl.id] = decl
-        else:
-            message = f"'{decl.id}' already declared at {first.file}:{first.line}"
-            out.append(_diagnostic(decl, "duplicate_declaration_id", ERROR, message))
+def _same(found: _FileLint | None, run: Sequence[Declaration]) -> bool:
+    return found is not None and found.declarations is run
 
 
-def _content_key(decl: Declaration) -> tuple[str, str | None, str | None, str]:
-    return (decl.kind, decl.subject, decl.scope, decl.claim_text.strip().lower())
+def _still_valid(old: _FileLint, known: Combined, flipped: set[str] | None) -> bool:
+    """Does every name `old` looked up still resolve as it did? `flipped` holds the names
+    whose knownness changed since the previous lint, None when that is not known."""
+    if flipped is not None:
+        return old.lookups.keys().isdisjoint(flipped)
+    return all((name in known) == was for name, was in old.lookups.items())
 
 
-def _check_duplicate_content(declarations: list[Declaration], out: list[Diagnostic]) -> None:
-    # Keyed by the hash of (type, subject, scope, lowercased claim) so that 100k keys
-    # are not all kept alive at once; a hash hit is confirmed on the full key, and
-    # the rare true collision turns the entry into a list.
-    firsts: dict[int, Declaration | list[Declaration]] = {}
-    for decl in declarations:
-        key = _content_key(decl)
-        if not key[3]:
-            continue
-        digest = hash(key)
-        entry = firsts.get(digest)
-        if entry is None:
-            firsts[digest] = decl
-            continue
-        bucket = entry if isinstance(entry, list) else [entry]
-        first = next((d for d in bucket if _content_key(d) == key), None)
-        if first is None:
-            firsts[digest] = [*bucket, decl]
-        elif first.id != decl.id:  # a re-declared id is reported as such, not here
-            message = f"'{decl.id}' duplicates '{first.id}' (same type/subject/scope/claim)"
-            out.append(_diagnostic(decl, "duplicate_declaration", WARNING, message))
+def _combine(
+    previous: LintReuse | None, keys: list[int], facts: dict[int, RunFacts]
+) -> tuple[Combined, set[str] | None]:
+    """The combined facts of the runs `keys`, and the names whose knownness changed
+    since `previous` (None when they were combined afresh)."""
+    combined = _take(previous)
+    position = {key: number for number, key in enumerate(keys)}
+    if combined is None:
+        combined = Combined()
+        for key in keys:
+            combined.add(key, facts[key])
+        combined.order = keys
+        combined.recheck_supersedes(list(combined.mentions.map), position)
+        return combined, None
+    gone = [key for key in combined.order if key not in facts]
+    new = [key for key in keys if key not in combined.facts]
+    staying = [key for key in combined.order if key in facts]
+    reordered = staying != [key for key in keys if key in combined.facts]
+    changed = [combined.facts[key] for key in gone] + [facts[key] for key in new]
+    touched = {name for run in changed for name in (*run.ids, *run.names, *run.symbols)}
+    known_before = {name for name in touched if name in combined}
+    for key in gone:
+        combined.remove(key)
+    for key in new:
+        combined.add(key, facts[key])
+    combined.order = keys
+    flipped = known_before.symmetric_difference(name for name in touched if name in combined)
+    if reordered:  # which declaration comes first may have changed for any name
+        recheck: set[str] = set(combined.mentions.map) | set(combined.unmarked)
+    else:
+        recheck = {target for run in changed for target in run.supersedes}
+        recheck.update(name for name in touched if name in combined.mentions.map)
+        recheck.update(name for name in touched if name in combined.unmarked)
+    combined.recheck_supersedes(recheck, position)
+    return combined, flipped
 
 
-def _ambiguous_aliases(ws: Workspace) -> list[tuple[str, list[str]]]:
-    """(alias, sorted distinct owners) for every alias naming more than one symbol."""
-    ambiguous: list[tuple[str, list[str]]] = []
-    for alias, names in ws.alias_map().items():
-        owners = sorted(set(names))
-        if len(owners) > 1:
-            ambiguous.append((alias, owners))
-    return ambiguous
-
-
-def _report_ambiguous_aliases(
-    ambiguous: list[tuple[str, list[str]]],
-    located: dict[str, Declaration],
-    out: list[Diagnostic],
-) -> None:
-    for alias, owners in ambiguous:
-        message = f"alias '{alias}' resolves to multiple symbols: {', '.join(owners)}"
-        # Located at whatever declaration the first owner's name finds first.
-        symbol = located.get(owners[0])
-        if symbol is None:
-            out.append(Diagnostic("ambiguous_alias", WARNING, message, "<workspace>", 0))
-        else:
-            out.append(_diagnostic(symbol, "ambiguous_alias", WARNING, message, own=False))
-
-
-def _supersede_targets(ws: Workspace) -> list[str]:
-    """Each distinct `supersedes` target once, in first-mention order."""
-    targets: dict[str, None] = {}
-    for decl in ws.declarations:
-        targets.update(dict.fromkeys(decl.relation_targets("supersedes")))
-    return list(targets)
-
-
-def _check_unmarked_supersedes(
-    targets: list[str], located: dict[str, Declaration], out: list[Diagnostic]
-) -> None:
-    for target in targets:
-        superseded = located.get(target)
-        if superseded is None or superseded.status in EXCLUDED_STATUSES:
-            continue
-        message = (
-            f"'{superseded.id}' is superseded by a newer declaration but its status is "
-            f"'{superseded.status}'; mark it status: superseded"
-        )
-        out.append(_diagnostic(superseded, "unmarked_supersede_status", WARNING, message))
-
-
-def _check_module_sizes(declarations: list[Declaration], out: list[Diagnostic]) -> None:
-    counts: dict[str, int] = {}
-    firsts: dict[str, Declaration] = {}
-    for decl in declarations:
-        module = decl.module or NO_MODULE
-        counts[module] = counts.get(module, 0) + 1
-        firsts.setdefault(module, decl)
-    for module, count in counts.items():
-        if count > MODULE_MAX_DECLARATIONS:
-            first = firsts[module]
-            message = (
-                f"module '{module}' has {count} declarations "
-                f"(budget {MODULE_MAX_DECLARATIONS}); split it"
-            )
-            out.append(_diagnostic(first, "module_too_large", WARNING, message, own=False))
+def _take(previous: LintReuse | None) -> Combined | None:
+    """`previous`'s combined facts, now this lint's to update; None if another lint
+    took them first (or there are none)."""
+    if previous is None:
+        return None
+    with _HANDOVER:
+        combined = previous.combined
+        if combined.holder is not previous:
+            return None
+        combined.holder = None
+        return combined
