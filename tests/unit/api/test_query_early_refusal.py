@@ -114,8 +114,8 @@ async def test_a_must_layer_over_the_limit_is_refused_before_it_is_built(
     built: list[int] = []
     real = engine.must_layer
 
-    def counting(declarations):  # noqa: ANN001, ANN202
-        layer = real(declarations)
+    def counting(*args):  # noqa: ANN002, ANN202
+        layer = real(*args)
         built.append(len(layer.declarations))
         return layer
 
