@@ -58,6 +58,13 @@ class Diagnostic:
             self._where = None
         return self._column
 
+    def relocate(self, decl: Declaration) -> None:
+        """Work the column out from `decl`: the same declaration as the one checked, which
+        was a stand-in nothing keeps."""
+        where = self._where
+        if where is not None:
+            self._where = (decl, where[1])
+
     def render(self) -> str:
         """`<file>:<line>: <severity>[<code>] <message>`, the CLI's line."""
         return f"{self.file}:{self.line}: {self.severity}[{self.code}] {self.message}"

@@ -500,6 +500,25 @@ class RestoredFile:
             self.columns = None  # every declaration made: the saved form is theirs now
         return found
 
+    def passing(self, index: int) -> Declaration | None:
+        """A typed declaration for number `index` that nothing keeps: its fields decoded
+        from the saved form and stored nowhere, so a reader passing over every declaration
+        once (lint) leaves none made or decoded behind. None once it has been made (read
+        that one instead), or when its saved form is not a block."""
+        columns = self.columns
+        if columns is None or index in self._made:
+            return None
+        lines, modules, _, _, fields = columns
+        saved = fields[index]
+        decoded = marshal.loads(saved) if saved is not None else None
+        if type(decoded) is not dict:
+            return None
+        kind = self._kinds[index]
+        return Declaration(
+            kind, self._names[index], decoded, self.path, lines[index], modules[index],
+            self._descriptors[kind],
+        )  # fmt: skip
+
 
 class _RestoredView(Sequence[Any]):
     """One side of a `RestoredFile`'s declarations, as a read-only sequence."""

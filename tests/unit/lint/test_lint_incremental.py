@@ -9,6 +9,7 @@ of `lint(ws)` and of the linter before it was made incremental, in the same orde
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -19,6 +20,9 @@ from reference_lint import lint as reference_lint
 from memhubd.lang import parse_text
 from memhubd.lint import Diagnostic, lint, lint_files
 from memhubd.model import Declaration, Workspace
+from memhubd.model.declaration import RestoredDeclarations
+from memhubd.runtime.cache import ParseCache
+from memhubd.runtime.snapshot import build_snapshot, persist
 from memhubd.schema import TypeRegistry
 
 REGISTRY = TypeRegistry.standard()
@@ -147,3 +151,33 @@ def test_reordered_files_change_which_declaration_a_supersedes_target_names() ->
     # then the target now names the active one first
     assert _full(found) == _full(reference_lint(ws, TODAY))
     assert "unmarked_supersede_status" in [d.code for d in found]
+
+
+def test_a_restored_workspace_is_linted_without_making_or_decoding_its_declarations(
+    tmp_path: Path,
+) -> None:
+    # given a workspace saved to the parse cache and restored from it
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "memdsl.json").write_text('{"schema_version": "memdsl.workspace.v1", "schemas": []}')
+    (root / "a.mem").write_text(
+        'entity User { aliases: ["me"] }\n'
+        'fact ok { claim: "Fine." subject: User evidence { source: "t" } }\n'
+        'fact odd {\n  claim: "Odd."\n  subject: Nobody\n  evidence { source: "t" } }\n'
+    )
+    (root / "b.mem").write_text('fact twin { claim: "Fine." subject: User supersedes: ok }\n')
+    state = tmp_path / "state"
+    parsed = build_snapshot("w", str(root), None, cache=ParseCache(state))
+    persist(parsed, ParseCache(state))
+    restored = build_snapshot("w", str(root), None, cache=ParseCache(state))
+    # when it is linted
+    found = [d.as_dict() for d in restored.diagnostics()]
+    # then it says what the parsed one says, columns included
+    assert found == [d.as_dict() for d in parsed.diagnostics()]
+    assert {d["decl_id"] for d in found} >= {"fact:odd", "fact:twin"}
+    # and only declarations a diagnostic names were made, none of the others decoded
+    files = [f.typed.file for f in restored.files if isinstance(f.typed, RestoredDeclarations)]
+    assert len(files) == 2
+    made = [decl for file in files for _, decl in file._made.values()]  # noqa: SLF001
+    assert "User" not in {decl.name for decl in made}
+    assert {(d.file, d.line) for d in made} <= {(d["file"], d["line"]) for d in found}
