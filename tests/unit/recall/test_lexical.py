@@ -269,3 +269,19 @@ def test_an_index_that_fails_to_keep_up_hands_every_query_to_fts5(
     answer = store.lexical(["alpha", "omega"], DrawerFilter(), 50)
     assert store._lexical.ranked(["alpha"], DrawerFilter(), 5, (1.0, 0.5, 0.5)) is None
     assert answer == from_fts(store, ["alpha", "omega"], DrawerFilter(), 50)
+
+
+def test_a_full_token_cache_keeps_answering_from_memory(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a token cache of three terms, two of them remembered from a first query
+    monkeypatch.setattr(bm25, "_TOKEN_CACHE", 3)
+    store.write(drawers(random.Random(9), 60, 0), None, None, AUDIT)
+    assert store._lexical.ranked(["alpha", "beta"], DrawerFilter(), 10, (1.0, 0.5, 0.5))
+    # When a query mixes a remembered term with two new ones (the cache overflows)
+    terms = ["alpha", "gamma", "delta"]
+    memory = store._lexical.ranked(terms, DrawerFilter(), 10, (1.0, 0.5, CONTEXT_WEIGHT))
+    # Then the index still answers, as FTS5 does, and stays on for the next query
+    assert memory is not None
+    assert_same([RankedRow(r, s) for r, s in memory], from_fts(store, terms, DrawerFilter(), 10))
+    assert store._lexical.ranked(["omega"], DrawerFilter(), 10, (1.0, 0.5, 0.5)) is not None

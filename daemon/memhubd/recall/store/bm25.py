@@ -202,7 +202,9 @@ class _Scratch:
         missing = [t for t in dict.fromkeys(terms) if t not in self._tokens]
         if missing:
             if len(self._tokens) + len(missing) > _TOKEN_CACHE:
+                # Every term asked is tokenized again: a cached one would be lost here.
                 self._tokens.clear()
+                missing = list(dict.fromkeys(terms))
             found: dict[int, list[tuple[int, str]]] = {}
             with self._rolled_back() as connection:
                 connection.executemany(
