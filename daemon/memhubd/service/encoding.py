@@ -190,7 +190,7 @@ def joined_length(index: Any, slots: Any, piece: Piece) -> int:
         return 0
     lengths = index.derived(
         _PIECE_LENGTHS,
-        lambda: np.full(index.space.size, -1, np.int64),
+        lambda: np.full(index.space.size, -1, np.int32),
         lambda old, splice: splice.array(old, -1),
     )
     found = lengths[slots]
@@ -200,7 +200,7 @@ def joined_length(index: Any, slots: Any, piece: Piece) -> int:
             unknown.tolist(), index.declarations.take(slots[unknown]), strict=True
         ):
             found[at] = lengths[slots[at]] = len(piece(declaration))
-    return int(found.sum()) + len(slots) - 1
+    return int(found.sum(dtype=np.int64)) + len(slots) - 1
 
 
 # --- the MUST budget ----------------------------------------------------------------------
