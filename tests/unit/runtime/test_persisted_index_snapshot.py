@@ -109,3 +109,37 @@ def test_restoring_over_other_segments_is_refused() -> None:
     assert data is not None and ws.declarations == []
     with pytest.raises(ValueError):
         restore_index(data, [build_segment(())])
+
+
+@settings(max_examples=max(settings.default.max_examples // 4, 1), deadline=None)
+@given(workspaces(), edits(), st.booleans())
+def test_restored_lookups_before_any_dict_is_made_read_as_the_saved_dicts(
+    ws: Workspace, steps: list[tuple[str, int, Files]], fold_every_time: bool
+) -> None:
+    with mock.patch.object(index_module, "_RARE", 1 if fold_every_time else 64):
+        # Given an index composed from per-file segments, edited, saved and restored
+        files = _files(ws)
+        segments = [build_segment(f) for f in files]
+        index = WorkspaceIndex(segments)
+        for step in steps:
+            _apply(files, segments, step)
+            index = WorkspaceIndex(segments, previous=index)
+        restored = _round_trip(index, segments)
+        saved = [(index.ids._where, restored.ids._where)]
+        saved.append((index._names._where, restored._names._where))
+        for table, holders in index._holders.items():
+            saved.append((holders.counts, restored._holders[table].counts))
+            saved.append((holders.rare, restored._holders[table].rare))
+
+        # When every key, and one no file holds, is looked up before anything reads a
+        # restored dict whole
+        keys = [[key for key, _ in before.items()] + ["no such key"] for before, _ in saved]
+        answers = [
+            [after.get(key, "absent") for key in some]
+            for some, (_, after) in zip(keys, saved, strict=True)
+        ]
+
+        # Then each lookup answers as the saved dict, and no dict was made for it
+        for some, (before, after), found in zip(keys, saved, answers, strict=True):
+            assert found == [before.get(key, "absent") for key in some]
+            assert after._made is None
