@@ -506,12 +506,13 @@ def render(report: dict) -> str:
                 if sizes.get(key) is not None
             )
         )
-        if sizes.get("refused_cpu_ms") is not None:
-            lines.append(
-                f"{label}: daemon CPU a request, first time: "
-                + (f"served {sizes['served_cpu_ms']:.1f} ms, " if sizes["served_cpu_ms"] else "")
-                + f"refused {sizes['refused_cpu_ms']:.1f} ms (mean)"
-            )
+        cpu = [
+            f"{what} {sizes[key]:.1f} ms"
+            for key, what in (("served_cpu_ms", "served"), ("refused_cpu_ms", "refused"))
+            if sizes.get(key) is not None
+        ]
+        if cpu:
+            lines.append(f"{label}: daemon CPU a first-time request: {', '.join(cpu)} (mean)")
         if entry.get("refused_again_p50_ms") is not None:
             lines.append(
                 f"{label}: a refusal asked again, one client: p50 "
