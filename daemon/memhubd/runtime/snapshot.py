@@ -93,6 +93,15 @@ class Snapshot:
     # this one is linted) and this one's, for the next (never a snapshot reference).
     _lint_from: list[Any] = field(default_factory=list, repr=False, compare=False)
     _lint_reuse: list[Any] = field(default_factory=list, repr=False, compare=False)
+    # path -> position in `files`, made on first use and handed to the next snapshot
+    # when it lists the same paths (a one-file edit): never a pass over every file.
+    _positions: list[dict[str, int]] = field(default_factory=list, repr=False, compare=False)
+
+    def position_of(self) -> dict[str, int]:
+        """Each served path's position in `files` (read-only)."""
+        if not self._positions:
+            self._positions.append({f.path: n for n, f in enumerate(self.files)})
+        return self._positions[0]
 
     @property
     def problems(self) -> list[SourceProblem]:
@@ -188,7 +197,6 @@ def build_snapshot(
     if registry_state.registry is None:
         assert registry_state.problem is not None
         raise WorkspaceUnavailable(registry_state.problem)
-    known = {f.path: f for f in previous.files} if previous is not None else {}
     saved = Saved(cache, root, registry_state) if cache is not None else None
     files: list[SourceFile] = []
     refused: list[SourceProblem] = []
@@ -199,7 +207,6 @@ def build_snapshot(
         root_problem = SourceProblem("read_error", root, 0, 0, "workspace directory is missing")
         files = list(previous.files) if previous is not None else []
         rules.pending.update(held)
-        known = {}
     served = None
     has_links = previous is not None and previous.has_links
     if (
@@ -211,9 +218,15 @@ def build_snapshot(
     ):
         with cyclic_gc_paused():
             served = _serve_changed(changed, held, previous, rules, root, real_root)
+    touched: list[int] | None = None  # positions that may differ from `previous.files`
     if served is not None:
-        files, refused, reparsed = served
+        files, refused, reparsed, touched = served
     else:
+        known = (
+            {f.path: f for f in previous.files}
+            if previous is not None and root_problem is None
+            else {}
+        )
         walked = walk_sources(root) if root_problem is None else []
         # A first build parses what it cannot restore in worker processes (parse_pool).
         first = previous is None
@@ -229,12 +242,18 @@ def build_snapshot(
             if serve_file(path, before, None, rules, real_root) is not None:
                 _insert_in_order(files, before, previous.files if previous else ())
     registry = registry_state.registry
+    if previous is None or registry is not previous.workspace.registry:
+        touched = None  # every file is typed again
     with cyclic_gc_paused():
-        files = [
-            f if f.typed_with is registry and f.segment is not None else _typed(f, registry)
-            for f in files
-        ]
-    if previous is not None and _same_declarations(previous, files, registry):
+        if touched is None:
+            files = [
+                f if f.typed_with is registry and f.segment is not None else _typed(f, registry)
+                for f in files
+            ]
+        else:  # the others were typed with this registry by the build before
+            for at in touched:
+                files[at] = _typed(files[at], registry)
+    if previous is not None and _same_declarations(previous, files, registry, touched):
         # Nothing to compose again: a build that only held a save back, or found no
         # change, costs a walk rather than a whole index (seconds at 100k declarations).
         workspace = previous.workspace
@@ -243,7 +262,7 @@ def build_snapshot(
             # The files' runs read through: O(files), and restored declarations are
             # made only when read.
             declarations=Declarations(f.typed for f in files),
-            files=[f.path for f in files if f.document is not None],
+            files=_parsed_paths(previous, files, touched),
             registry=registry,
         )
         _index_from_segments(workspace, files, previous, saved)
@@ -264,6 +283,8 @@ def build_snapshot(
         recheck_at=rules.recheck_at,
         has_links=has_links,
         _lint_from=[inherited] if inherited is not None else [],
+        # The same paths in the same order: the previous snapshot's positions hold.
+        _positions=previous._positions if touched is not None and previous is not None else [],
     )
 
 
@@ -362,12 +383,13 @@ def _serve_changed(
     rules: SaveRules,
     root: str,
     real_root: str,
-) -> tuple[list[SourceFile], list[SourceProblem], int] | None:
+) -> tuple[list[SourceFile], list[SourceProblem], int, list[int] | None] | None:
     """`previous.files` with only `changed` and held-back paths looked at again: what
-    to serve, what is refused, and how many files were parsed anew. None when only a
-    walk can tell (a new directory, a link, a source refused now or before); `rules`
-    are then as they were."""
-    known = {f.path: f for f in previous.files}
+    to serve, what is refused, how many files were parsed anew, and the positions of
+    the files served anew when every other file kept its position (else None). None
+    when only a walk can tell (a new directory, a link, a source refused now or
+    before); `rules` are then as they were."""
+    position = previous.position_of()
     refused_paths = {p.file for p in previous.refused}
     looks: list[tuple[str, SourceFile | None, tuple[int, int, int] | None]] = []
     for path in sorted({os.fspath(p) for p in changed}.union(held)):
@@ -381,7 +403,8 @@ def _serve_changed(
             return None
         if link_target is not None:
             return None
-        looks.append((path, known.get(path), stat))
+        at = position.get(path)
+        looks.append((path, previous.files[at] if at is not None else None, stat))
     kept = (dict(rules.pending), list(rules.deadlines))
     served: dict[str, SourceFile | None] = {}
     reparsed = 0
@@ -394,12 +417,19 @@ def _serve_changed(
         served[path] = loaded
         if loaded is not None and (before is None or loaded.digest != before.digest):
             reparsed += 1
-    added = sorted(p for p, f in served.items() if f is not None and p not in known)
-    files = _spliced(previous.files, served, added)
-    if files is None:
+    added = sorted(p for p, f in served.items() if f is not None and p not in position)
+    if not added and all(served[p] is not None for p in served if p in position):
+        # The usual edit: files replaced in place, found by position.
+        files = list(previous.files)
+        touched = sorted(position[p] for p in served if p in position)
+        for at in touched:
+            files[at] = served[files[at].path]  # type: ignore[assignment]
+        return files, list(previous.refused), reparsed, touched
+    spliced = _spliced(previous.files, served, added)
+    if spliced is None:
         rules.pending, rules.deadlines = kept
         return None
-    return files, list(previous.refused), reparsed
+    return spliced, list(previous.refused), reparsed, None
 
 
 def _spliced(
@@ -439,8 +469,12 @@ def _spliced(
     return files
 
 
-def _same_declarations(previous: Snapshot, files: list[SourceFile], registry: Any) -> bool:
+def _same_declarations(
+    previous: Snapshot, files: list[SourceFile], registry: Any, touched: list[int] | None = None
+) -> bool:
     before = previous.files
+    if touched is not None and any(files[at].typed is not before[at].typed for at in touched):
+        return False  # an edited file's new declarations: no pass over the others
     return (
         previous.workspace.registry is registry
         and len(before) == len(files)
@@ -453,6 +487,19 @@ def _same_declarations(previous: Snapshot, files: list[SourceFile], registry: An
 
 
 _TYPED, _DOCUMENT, _PATH = attrgetter("typed"), attrgetter("document"), attrgetter("path")
+
+
+def _parsed_paths(
+    previous: Snapshot | None, files: list[SourceFile], touched: list[int] | None
+) -> list[str]:
+    """The paths of the files that parsed at some point, in order: the previous
+    workspace's list again (a copy in C) when only `touched` files changed and each of
+    them parsed exactly when its predecessor did."""
+    if previous is not None and touched is not None:
+        before = previous.files
+        if all((files[at].document is None) == (before[at].document is None) for at in touched):
+            return list(previous.workspace.files)
+    return [f.path for f in files if f.document is not None]
 
 
 def _insert_in_order(

@@ -80,6 +80,8 @@ def test_builds_told_the_changed_paths_equal_builds_that_walk(
                 snapshot = told
                 continue
             assert _served(told) == _served(walked)
+            assert told.workspace.files == walked.workspace.files
+            assert told.position_of() == {f.path: n for n, f in enumerate(told.files)}
             assert [p.as_dict() for p in told.problems] == [p.as_dict() for p in walked.problems]
             for query in QUERIES:
                 assert (
@@ -107,3 +109,29 @@ def test_a_changed_path_only_is_looked_at(tmp_path: Path) -> None:
     assert told.reparsed == 1
     walked = build_snapshot("w", str(tmp_path), told, trusted=True)
     assert [d.name for d in walked.workspace.declarations] == ["a2", "b2"]
+
+
+def test_a_told_one_file_edit_replaces_that_file_in_place(tmp_path: Path) -> None:
+    # Given a served workspace of three files whose positions were looked up
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.mem").write_text(
+            f'fact {name} {{ claim: "{name}" evidence {{ source: "t" quote: "q" }} }}\n'
+        )
+    first = build_snapshot("w", str(tmp_path), None)
+    positions = first.position_of()
+
+    # When b.mem changes and the build is told so
+    (tmp_path / "b.mem").write_text(
+        'fact b2 { claim: "two" evidence { source: "t" quote: "q" } }\n'
+    )
+    told = build_snapshot(
+        "w", str(tmp_path), first, changed={str(tmp_path / "b.mem")}, trusted=True
+    )
+
+    # Then the other files are the very same objects, the positions are shared, and
+    # the workspace serves the new declaration where b.mem was
+    assert told.files[0] is first.files[0] and told.files[2] is first.files[2]
+    assert told.files[1] is not first.files[1]
+    assert told.position_of() is positions
+    assert told.workspace.files == first.workspace.files
+    assert [d.name for d in told.workspace.declarations] == ["a", "b2", "c"]
