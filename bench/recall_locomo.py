@@ -8,6 +8,7 @@ latency, for BM25 alone, vectors alone and fused, plus the variants compared whe
 tuning. Only the dev split is used, for tuning and reporting alike.
 
     .venv/bin/python bench/recall_locomo.py [--data DIR] [--json OUT] [--variants]
+        [--embedder static|onnx]
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from memhubd.recall import search as search_module  # noqa: E402
-from memhubd.recall.embed import load_embedder  # noqa: E402
+from memhubd.recall.embed import EmbedderSettings, load_embedder  # noqa: E402
 from memhubd.recall.ids import content_hash, drawer_id  # noqa: E402
 from memhubd.recall.ingest.chunk import said_on  # noqa: E402
 from memhubd.recall.search import Weights, search  # noqa: E402
@@ -221,8 +222,8 @@ def evaluate(
     }
 
 
-def run(data: Path, variants: bool) -> list[dict[str, Any]]:
-    embedder = load_embedder()
+def run(data: Path, variants: bool, embedder_kind: str = "static") -> list[dict[str, Any]]:
+    embedder = load_embedder(EmbedderSettings(kind=embedder_kind))
     conversations = [load(p) for p in sorted(data.glob("*.json"))]
     rows: list[dict[str, Any]] = []
 
@@ -319,11 +320,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--variants", action="store_true", help="also the tuning variants")
+    parser.add_argument(
+        "--embedder",
+        choices=("static", "onnx"),
+        default="static",
+        help="the embedder kind (onnx: MiniLM itself, the `onnx` extra; about 300x slower)",
+    )
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         print(f"no LoCoMo data at {args.data}", file=sys.stderr)
         return 2
-    rows = run(args.data, args.variants)
+    rows = run(args.data, args.variants, args.embedder)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     return 0
