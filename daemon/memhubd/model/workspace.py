@@ -14,7 +14,8 @@ import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import accumulate, chain, compress
+from itertools import accumulate, chain, compress, count, repeat
+from operator import add, is_
 from typing import Any, TypeVar
 
 from memhubd.lang import Document, parse_file
@@ -261,6 +262,26 @@ class Declarations(Sequence[Declaration]):
         self._runs = list(compress(runs, sizes))
         self._starts = list(accumulate(filter(None, sizes), initial=0))
         self._size = self._starts[-1]
+
+    def replaced(
+        self, old: Sequence[Declaration], new: Sequence[Declaration]
+    ) -> Declarations | None:
+        """These declarations with the run `old` (this very object) replaced by `new`,
+        both non-empty: a one-file edit costs copies in C, not a len() a run. None when
+        `old` is not one of the runs."""
+        at = next(compress(count(), map(is_, self._runs, repeat(old))), None)
+        if at is None or not old or not new:
+            return None
+        out = Declarations.__new__(Declarations)
+        out._runs = list(self._runs)
+        out._runs[at] = new
+        grown = len(new) - len(old)
+        starts = self._starts
+        if grown:
+            starts = starts[: at + 1] + list(map(add, starts[at + 1 :], repeat(grown)))
+        out._starts = starts  # never mutated, so shared while no size changed
+        out._size = starts[-1]
+        return out
 
     def __len__(self) -> int:
         return self._size

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import compress, count, repeat
 from operator import attrgetter, is_
 from typing import Any
 
@@ -261,11 +262,11 @@ def build_snapshot(
         workspace = Workspace(
             # The files' runs read through: O(files), and restored declarations are
             # made only when read.
-            declarations=Declarations(f.typed for f in files),
+            declarations=_declarations(previous, files, touched),
             files=_parsed_paths(previous, files, touched),
             registry=registry,
         )
-        _index_from_segments(workspace, files, previous, saved)
+        _index_from_segments(workspace, files, previous, saved, touched)
     inherited = previous.lint_reuse() if previous is not None else None
     return Snapshot(
         name=name,
@@ -489,6 +490,41 @@ def _same_declarations(
 _TYPED, _DOCUMENT, _PATH = attrgetter("typed"), attrgetter("document"), attrgetter("path")
 
 
+def _declarations(
+    previous: Snapshot | None, files: list[SourceFile], touched: list[int] | None
+) -> Declarations:
+    """The files' runs as the workspace's declarations: the previous view with the
+    `touched` files' runs replaced when it can (no len() of every other run)."""
+    found = previous.workspace.declarations if previous is not None else None
+    if touched is not None and isinstance(found, Declarations):
+        before = previous.files  # type: ignore[union-attr]
+        for at in touched:
+            if before[at].typed is not files[at].typed:
+                found = found.replaced(before[at].typed, files[at].typed)
+                if found is None:
+                    break
+        else:
+            return found  # type: ignore[return-value]
+    return Declarations(f.typed for f in files)
+
+
+def _segments(before: Any, previous: Snapshot, files: list[SourceFile], touched: list[int]) -> Any:
+    """The previous index's segments with the `touched` files' replaced (found by
+    identity, in C), or None when a file gained or lost its segment."""
+    segments = list(before.segments)
+    for at in touched:
+        old, new = previous.files[at].segment, files[at].segment
+        if old is new:
+            continue
+        if old is None or new is None:
+            return None
+        where = next(compress(count(), map(is_, segments, repeat(old))), None)
+        if where is None:
+            return None
+        segments[where] = new
+    return segments
+
+
 def _parsed_paths(
     previous: Snapshot | None, files: list[SourceFile], touched: list[int] | None
 ) -> list[str]:
@@ -517,7 +553,11 @@ def _insert_in_order(
 
 
 def _index_from_segments(
-    workspace: Workspace, files: list[SourceFile], previous: Snapshot | None, saved: Any = None
+    workspace: Workspace,
+    files: list[SourceFile],
+    previous: Snapshot | None,
+    saved: Any = None,
+    touched: list[int] | None = None,
 ) -> None:
     """Compose the workspace index from per-file segments, updating the previous
     snapshot's index when there is one, so an edit costs its segment, not the workspace;
@@ -525,8 +565,12 @@ def _index_from_segments(
     (`saved`: the build's `Saved`), updated for the files changed since."""
     from memhubd.index.workspace import WorkspaceIndex, adopt_index, cached_index
 
-    segments = [f.segment for f in files if f.segment is not None]
     before = cached_index(previous.workspace) if previous is not None else None
+    segments = None
+    if before is not None and touched is not None:
+        segments = _segments(before, previous, files, touched)  # type: ignore[arg-type]
+    if segments is None:
+        segments = [f.segment for f in files if f.segment is not None]
     with cyclic_gc_paused():
         index = saved.index_for(segments) if before is None and saved is not None else None
         if index is None:
