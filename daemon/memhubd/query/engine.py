@@ -21,11 +21,9 @@ from memhubd.query.layers import (
     EXCLUDED_SHOWN,
     MustLayer,
     Retrieval,
-    RuleFacts,
     assemble_pack,
     must_layer,
     question_line,
-    rule_facts,
     subject_hits,
 )
 from memhubd.query.pack import EvidencePack, ScoredDeclaration
@@ -236,7 +234,7 @@ def _must_layer(ix: lexical.WorkspaceIndex, slots: Any) -> MustLayer:
         if layer is not None:
             layers.by_slots.move_to_end(key)
             return layer
-    layer = _new_must_layer(ix, slots)
+    layer = must_layer(ix.declarations.take(slots))
     size = _layer_cost(key, len(layer.declarations))
     if size > MUST_LAYER_RULES // 4:
         return layer  # one layer must not push out most of the others
@@ -250,20 +248,3 @@ def _must_layer(ix: lexical.WorkspaceIndex, slots: Any) -> MustLayer:
             dropped_key, dropped = layers.by_slots.popitem(last=False)
             layers.rules -= _layer_cost(dropped_key, len(dropped.declarations))
     return layer
-
-
-def _new_must_layer(ix: lexical.WorkspaceIndex, slots: Any) -> MustLayer:
-    """`must_layer(ix.declarations.take(slots))`, with each rule and its facts kept per
-    slot with the index: when most queries meet a MUST set of their own (many scopes
-    and subjects), the same rules still recur in most of them."""
-    kept: list[tuple[Any, RuleFacts] | None] = ix.derived(
-        "query.must_rules", lambda: [None] * ix.space.size, lambda old, splice: splice.list(old)
-    )
-    at = slots.tolist()
-    found = list(map(kept.__getitem__, at))
-    if None in found:
-        unread = [n for n, entry in enumerate(found) if entry is None]
-        for n, rule in zip(unread, ix.declarations.take(slots[unread]), strict=True):
-            found[n] = kept[at[n]] = (rule, rule_facts(rule))
-    rules, facts = zip(*found, strict=True) if found else ((), ())
-    return must_layer(rules, facts)

@@ -33,31 +33,20 @@ class MustLayer:
     relations: tuple[tuple[Any, str], ...]  # (rule, conflicts_with target), in order
 
 
-# What a MUST layer asks of one rule: its id, name, subject and `conflicts_with` targets.
-RuleFacts = tuple[str, str, Any, Sequence[str]]
-
-
-def rule_facts(d: Any) -> RuleFacts:
-    """One rule's facts for `must_layer` (a retriever may keep them per rule)."""
-    return (d.id, d.name, d.subject, _conflict_targets(d))
-
-
-def must_layer(declarations: Iterable[Any], facts: Sequence[RuleFacts] | None = None) -> MustLayer:
-    """The MUST layer of `declarations` (in workspace order); `facts`, when given, are
-    their `rule_facts`, in the same order."""
+def must_layer(declarations: Iterable[Any]) -> MustLayer:
+    """The MUST layer of `declarations` (in workspace order)."""
     items = tuple(declarations)
-    if facts is None:
-        facts = [rule_facts(d) for d in items]
-    ids = frozenset([f[0] for f in facts])
+    ids = frozenset([d.id for d in items])
     relations = []
-    for d, f in zip(items, facts, strict=True):
-        if f[3]:  # most rules have none
-            relations.extend([(d, target) for target in f[3]])
+    for d in items:
+        targets = _conflict_targets(d)
+        if targets:  # most rules have none
+            relations.extend([(d, target) for target in targets])
     return MustLayer(
         declarations=items,
         ids=ids,
-        identities=ids.union([f[1] for f in facts]),
-        subjects=frozenset([f[2] for f in facts]),
+        identities=ids.union([d.name for d in items]),
+        subjects=frozenset([d.subject for d in items]),
         relations=tuple(relations),
     )
 
