@@ -305,9 +305,10 @@ class Findings:
                 for r in combined.mentions.runs(target)
             )
             superseded = self._decl((position[run], number))
+            status = combined.facts[run].statuses[number]  # read without decoding fields
             message = (
                 f"'{superseded.id}' is superseded by a newer declaration but its status is "
-                f"'{superseded.status}'; mark it status: superseded"
+                f"'{status}'; mark it status: superseded"
             )
             diag = _diagnostic(superseded, "unmarked_supersede_status", WARNING, message)
             found.append((mentioned, diag))
