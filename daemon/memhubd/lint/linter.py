@@ -100,13 +100,13 @@ def lint_files(
         key: kept[key].facts if key in kept else read_facts(d for _, d, _ in _passing(run))
         for key, run in zip(keys, runs, strict=True)
     }
-    combined, flipped = _combine(previous, keys, facts)
+    combined, flipped, aliases = _combine(previous, keys, facts)
     same_day = previous is not None and previous.today == today
     out: list[Diagnostic] = []
     findings = Findings(combined, runs)
     out.extend(findings.duplicate_ids())
     out.extend(findings.duplicate_contents())
-    out.extend(findings.ambiguous_aliases())
+    out.extend(findings.ambiguous_aliases(aliases))
     done: dict[int, _FileLint] = {}
     for key, run in zip(keys, runs, strict=True):
         old = kept.get(key)
@@ -177,9 +177,10 @@ def _still_valid(old: _FileLint, known: Combined, flipped: set[str] | None) -> b
 
 def _combine(
     previous: LintReuse | None, keys: list[int], facts: dict[int, RunFacts]
-) -> tuple[Combined, set[str] | None]:
-    """The combined facts of the runs `keys`, and the names whose knownness changed
-    since `previous` (None when they were combined afresh)."""
+) -> tuple[Combined, set[str] | None, set[str] | None]:
+    """The combined facts of the runs `keys`, the names whose knownness changed since
+    `previous`, and the aliases whose finding may have changed (both None when they
+    were combined afresh)."""
     combined = _take(previous)
     position = {key: number for number, key in enumerate(keys)}
     if combined is None:
@@ -188,7 +189,7 @@ def _combine(
             combined.add(key, facts[key])
         combined.order = keys
         combined.recheck_supersedes(list(combined.mentions.map), position)
-        return combined, None
+        return combined, None, None
     gone = [key for key in combined.order if key not in facts]
     new = [key for key in keys if key not in combined.facts]
     staying = [key for key in combined.order if key in facts]
@@ -209,7 +210,12 @@ def _combine(
         recheck.update(name for name in touched if name in combined.mentions.map)
         recheck.update(name for name in touched if name in combined.unmarked)
     combined.recheck_supersedes(recheck, position)
-    return combined, flipped
+    if reordered:
+        return combined, flipped, None
+    # An alias's finding depends on the runs naming it and on where its first owner is.
+    aliases = {alias for run in changed for alias, _ in run.aliases}
+    aliases.update(alias for alias, kept in combined.ambiguous.items() if kept[2] in touched)
+    return combined, flipped, aliases
 
 
 def _take(previous: LintReuse | None) -> Combined | None:

@@ -132,7 +132,7 @@ class Combined:
 
     __slots__ = (
         "holder", "facts", "order", "ids", "names", "symbols", "contents", "aliases",
-        "mentions", "module_runs", "module_counts", "big_modules", "unmarked",
+        "mentions", "module_runs", "module_counts", "big_modules", "unmarked", "ambiguous",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -151,6 +151,10 @@ class Combined:
         # supersedes target -> (run key, number) of what it names, while its status
         # is not excluded (the findings of `unmarked_supersede_status`).
         self.unmarked: dict[str, tuple[int, int]] = {}
+        # ambiguous alias -> (run key, number among the run's aliases) of its first
+        # mention, its first owner, and its diagnostic (kept while nothing they depend on
+        # changes: thousands at 1M).
+        self.ambiguous: dict[str, tuple[int, int, str, Diagnostic]] = {}
 
     def __contains__(self, text: object) -> bool:
         """Is `text` a known name: a declaration's name or id, or a symbol's name?"""
@@ -271,30 +275,42 @@ class Findings:
                     found.append((at, _diagnostic(decl, "duplicate_declaration", WARNING, message)))
         return _in_order(found)
 
-    def ambiguous_aliases(self) -> list[Diagnostic]:
+    def ambiguous_aliases(self, recheck: set[str] | None) -> list[Diagnostic]:
+        """`recheck`: the aliases whose finding may have changed since the previous lint
+        (None: any of them)."""
+        combined, position, kept = self.combined, self.position, self.combined.ambiguous
+        if recheck is None:
+            kept.clear()
+        for alias in combined.aliases.multi if recheck is None else recheck:
+            kept.pop(alias, None)
+            if alias in combined.aliases.multi:
+                self._ambiguous_alias(alias)
+        found = [(position[run], number, diag) for run, number, _, diag in kept.values()]
+        found.sort(key=lambda item: item[:2])
+        return [diag for _, _, diag in found]
+
+    def _ambiguous_alias(self, alias: str) -> None:
         combined, position = self.combined, self.position
-        found: list[tuple[Position, Diagnostic]] = []
-        for alias in combined.aliases.multi:
-            owners: set[str] = set()
-            seen: list[Position] = []
-            for run in combined.aliases.runs(alias):
-                pairs = combined.facts[run].aliases
-                mine = [n for n, pair in enumerate(pairs) if pair[0] == alias]
-                owners.update(pairs[n][1] for n in mine)
-                seen.append((position[run], mine[0]))
-            if len(owners) < 2:
-                continue
-            ordered = sorted(owners)
-            message = f"alias '{alias}' resolves to multiple symbols: {', '.join(ordered)}"
-            # Located at whatever declaration the first owner's name finds first.
-            symbol = combined.first(ordered[0], position)
-            if symbol is None:
-                diag = Diagnostic("ambiguous_alias", WARNING, message, "<workspace>", 0)
-            else:
-                decl = self._decl((position[symbol[0]], symbol[1]))
-                diag = _diagnostic(decl, "ambiguous_alias", WARNING, message, own=False)
-            found.append((min(seen), diag))
-        return _in_order(found)
+        owners: set[str] = set()
+        seen: list[tuple[int, int, int]] = []
+        for run in combined.aliases.runs(alias):
+            pairs = combined.facts[run].aliases
+            mine = [n for n, pair in enumerate(pairs) if pair[0] == alias]
+            owners.update(pairs[n][1] for n in mine)
+            seen.append((position[run], mine[0], run))
+        if len(owners) < 2:
+            return
+        ordered = sorted(owners)
+        message = f"alias '{alias}' resolves to multiple symbols: {', '.join(ordered)}"
+        # Located at whatever declaration the first owner's name finds first.
+        symbol = combined.first(ordered[0], position)
+        if symbol is None:
+            diag = Diagnostic("ambiguous_alias", WARNING, message, "<workspace>", 0)
+        else:
+            decl = self._decl((position[symbol[0]], symbol[1]))
+            diag = _diagnostic(decl, "ambiguous_alias", WARNING, message, own=False)
+        _, number, run = min(seen)
+        combined.ambiguous[alias] = (run, number, ordered[0], diag)
 
     def unmarked_supersedes(self) -> list[Diagnostic]:
         combined, position = self.combined, self.position

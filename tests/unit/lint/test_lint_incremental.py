@@ -181,3 +181,19 @@ def test_a_restored_workspace_is_linted_without_making_or_decoding_its_declarati
     made = [decl for file in files for _, decl in file._made.values()]  # noqa: SLF001
     assert "User" not in {decl.name for decl in made}
     assert {(d.file, d.line) for d in made} <= {(d["file"], d["line"]) for d in found}
+
+
+def test_an_ambiguous_alias_moves_to_where_its_first_owner_is_now_first_found() -> None:
+    # given an alias two symbols share, its first owner first found in the second file
+    before = _run("w.mem", 'fact other { claim: "x" }\n')
+    amy = _run("x.mem", "entity Amy { aliases: [boss] }\n")
+    zed = _run("y.mem", "entity Zed { aliases: [boss] }\n")
+    ws = Workspace([*before, *amy, *zed], [], REGISTRY)
+    _, reuse = lint_files(ws, [before, amy, zed], TODAY)
+    # when the first file, which names no alias, now declares something named Amy
+    after = _run("w.mem", 'fact Amy { claim: "x" }\n')
+    ws = Workspace([*after, *amy, *zed], [], REGISTRY)
+    found, _ = lint_files(ws, [after, amy, zed], TODAY, reuse)
+    # then the finding is located there, as a fresh lint has it
+    assert _full(found) == _full(reference_lint(ws, TODAY))
+    assert [d.file for d in found if d.code == "ambiguous_alias"] == ["w.mem"]
