@@ -80,7 +80,8 @@ class _Layered:
         delta = {**self.delta, **changes}
         if len(delta) <= max(_FOLD_MIN, len(self.base) >> 5):
             return _Layered(self.base, delta)
-        base = dict(self.base)
+        source = self.base  # a restored map (`persist._Unfolded`) gives its dict, made now
+        base = dict(source if type(source) is dict else source.base)
         for key, value in delta.items():
             if value is _GONE:
                 base.pop(key, None)

@@ -143,3 +143,33 @@ def test_restored_lookups_before_any_dict_is_made_read_as_the_saved_dicts(
         for some, (before, after), found in zip(keys, saved, answers, strict=True):
             assert found == [before.get(key, "absent") for key in some]
             assert after._made is None
+
+
+@settings(max_examples=max(settings.default.max_examples // 4, 1), deadline=None)
+@given(workspaces())
+def test_an_update_of_a_restored_map_layers_over_it_without_making_its_dict(
+    ws: Workspace,
+) -> None:
+    # Given an index saved and restored
+    files = _files(ws)
+    segments = [build_segment(f) for f in files]
+    index = WorkspaceIndex(segments)
+    restored = _round_trip(index, segments)
+    table = next(iter(index._holders))
+    before = dict(index._holders[table].counts.items())
+    counts = restored._holders[table].counts
+    added = {f"k{n} not a word": n for n in range(len(before) + 1)}
+
+    # When a small change is made on top of a restored map
+    changed = counts.updated({"a new key": 1})
+
+    # Then the change reads through, the rest reads as saved, and no dict was made
+    assert changed.get("a new key") == 1
+    assert [changed.get(key) for key in before] == list(before.values())
+    assert len(counts) == len(before) and counts._made is None
+
+    # And folding changes into a new base makes the dict then, with every key
+    with mock.patch.object(index_module, "_FOLD_MIN", 0):
+        folded = counts.updated(added)
+    assert type(folded.base) is dict
+    assert dict(folded.items()) == {**before, **added}
