@@ -11,6 +11,7 @@ import datetime
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from memhub_protocol.commandline import CommandParser, add_completion_command, run_command_line
 from memhubd import __version__, daemon, offline
@@ -101,7 +102,6 @@ def _add_offline_commands(sub: argparse._SubParsersAction) -> None:
 
 def _add_daemon_commands(sub: argparse._SubParsersAction) -> None:
     from memhubd.auth.commands import add_token_commands
-    from memhubd.recall.longmemeval import add_bench_command as add_recall_bench_command
     from memhubd.runtime.config import add_serve_arguments
 
     p = sub.add_parser("serve", help="run the daemon (JSON API on TCP and a Unix socket)")
@@ -120,7 +120,31 @@ def _add_daemon_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=daemon.cmd_run_examples)
 
     add_token_commands(sub)
-    add_recall_bench_command(sub)
+    _add_recall_bench_command(sub)
+
+
+def _add_recall_bench_command(sub: argparse._SubParsersAction) -> None:
+    # Declared here, not beside the benchmark: importing memhubd.recall to build the parser
+    # cost every command, `serve` included, about a tenth of a second.
+    p = sub.add_parser("bench", help="retrieval benchmarks of recall")
+    kinds = p.add_subparsers(dest="bench_kind", required=True, metavar="BENCHMARK")
+    b = kinds.add_parser("longmemeval", help="LongMemEval's JSON format (mempal's modes)")
+    b.add_argument("file", type=Path, help="LongMemEval JSON (e.g. the s_cleaned file)")
+    b.add_argument("--mode", choices=("raw", "aaak", "rooms"), default="raw")
+    b.add_argument("--granularity", choices=("session", "turn"), default="session")
+    b.add_argument("--limit", type=int, default=0, help="at most N questions (0 = all)")
+    b.add_argument("--skip", type=int, default=0, help="skip the first N questions")
+    b.add_argument("--top-k", type=int, default=50)
+    b.add_argument("--out", type=Path, help="one JSONL line per question")
+    b.add_argument("--no-vectors", action="store_true", help="BM25 only")
+    b.add_argument("--json", action="store_true", help="print the report as JSON")
+    b.set_defaults(handler=_longmemeval)
+
+
+def _longmemeval(args: argparse.Namespace) -> int:
+    from memhubd.recall.longmemeval import cmd_longmemeval
+
+    return cmd_longmemeval(args)
 
 
 def build_parser() -> argparse.ArgumentParser:

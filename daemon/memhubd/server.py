@@ -29,6 +29,7 @@ import uvicorn
 
 from memhubd import __version__
 from memhubd.api import ApiContext, build_app
+from memhubd.api.app import import_route_modules
 from memhubd.api.connection import ConnectionLimits, GuardedHttpToolsProtocol
 from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.cache import ParseCache
@@ -36,8 +37,6 @@ from memhubd.runtime.config import ConfigError, DaemonConfig, McpConfig, is_loop
 from memhubd.runtime.hub import Hub, WatchSettings
 from memhubd.runtime.state import StateDir, merge_workspaces
 from memhubd.service.cowork import open_cowork
-from memhubd.service.recall import open_shelf as open_recall_shelf
-from memhubd.service.recall import watching as recall_watching
 
 log = structlog.get_logger("memhubd.server")
 
@@ -48,6 +47,10 @@ MCP_ROUTE_NAME = "mcp"
 # How long after the workspaces are served the MCP SDK is imported, unless a request
 # to /mcp asks for it first: the first answers of a start do not share the GIL with it.
 MCP_IMPORT_DELAY_S = 1.0
+# The same for what else a start defers (the recall shelf, the route modules of recall,
+# graph, cowork and diary): loaded this long after the workspaces are served, or by
+# their first use if that comes sooner.
+DEFERRED_IMPORT_DELAY_S = MCP_IMPORT_DELAY_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +219,8 @@ async def run_daemon(
         settle_ms=config.watch.settle_ms,
     )
     hub = Hub(watch=watch, membership=membership, limits=config.limits)
-    hub.recall = open_recall_shelf(state.recall_dir, config.recall)
+    shelf = OnDemandShelf(state.recall_dir, config.recall)
+    hub.recall = shelf
     hub.cowork = open_cowork(state.path / "cowork", tokens)
     hub.cache = ParseCache(state.path / "parse-cache")
 
@@ -225,13 +229,21 @@ async def run_daemon(
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         # Closes every recall store and cowork inbox on shutdown.
-        with contextlib.closing(hub.recall), contextlib.closing(hub.cowork):
-            async with hub.running(workspaces), recall_watching(hub, config.recall.watch):
-                if mcp is None:
-                    yield
-                    return
-                async with mcp.running():
-                    yield
+        with contextlib.closing(shelf), contextlib.closing(hub.cowork):
+            async with (
+                hub.running(workspaces),
+                _recall_watching(hub, config.recall.watch),
+                anyio.create_task_group() as tg,
+            ):
+                tg.start_soon(_load_deferred, shelf)
+                try:
+                    if mcp is None:
+                        yield
+                        return
+                    async with mcp.running():
+                        yield
+                finally:
+                    tg.cancel_scope.cancel()  # the deferred loading, if still waiting
 
     context = ApiContext(
         hub=hub,
@@ -292,6 +304,69 @@ async def run_daemon(
             unix.remove_file()
     log.info("stopped")
     return 0 if server.started else 1
+
+
+class OnDemandShelf:
+    """The recall shelf (`memhubd.recall.shelf.RecallShelf`), opened by its first use:
+    opening it imports recall (its store, search and ingest), which a start does not
+    need to answer governed memory. Every attribute but `close` is the opened shelf's,
+    so the services use it as they would the shelf itself."""
+
+    def __init__(self, directory: Any, config: Any) -> None:
+        self._directory = directory
+        self._config = config  # memhubd.runtime.config.RecallConfig
+        self._shelf: Any = None
+        self._lock = threading.Lock()
+
+    def opened(self) -> Any:
+        """The shelf, opened first if needed (from any thread)."""
+        shelf = self._shelf
+        if shelf is None:
+            with self._lock:
+                if self._shelf is None:
+                    from memhubd.service.recall import open_shelf
+
+                    self._shelf = open_shelf(self._directory, self._config)
+                shelf = self._shelf
+        return shelf
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for names this class does not define.
+        return getattr(self.opened(), name)
+
+    def close(self) -> None:
+        """Close the stores of an opened shelf; one never opened has none."""
+        with self._lock:
+            shelf = self._shelf
+        if shelf is not None:
+            shelf.close()
+
+
+@contextlib.asynccontextmanager
+async def _recall_watching(hub: Hub, watched: dict[str, tuple[str, ...]]) -> AsyncIterator[None]:
+    """`memhubd.service.recall.watching`, imported only when a directory is watched."""
+    if not watched:
+        yield
+        return
+    from memhubd.service.recall import watching
+
+    async with watching(hub, watched):
+        yield
+
+
+async def _load_deferred(shelf: OnDemandShelf) -> None:
+    """Open the recall shelf and import the deferred route modules once the start's
+    first answers are out, so that their first callers do not wait for them."""
+    await anyio.sleep(DEFERRED_IMPORT_DELAY_S)
+
+    def load() -> None:
+        shelf.opened()
+        import_route_modules()
+
+    try:
+        await anyio.to_thread.run_sync(load)
+    except Exception:  # their first use tries again, and fails visibly
+        log.exception("deferred modules not loaded")
 
 
 class DeferredMcp:

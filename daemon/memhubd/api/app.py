@@ -6,12 +6,14 @@ shape the response (JSON, or memdsl's text rendering on `Accept: text/plain`).
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import structlog
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -39,7 +41,6 @@ from memhubd.api import cache as http_cache
 from memhubd.api.direct import DirectRoutes
 from memhubd.api.events import events_endpoint
 from memhubd.api.middleware import ApiMiddleware, BodyTooLarge
-from memhubd.api.openapi import openapi_document
 from memhubd.auth.identity import Identity
 from memhubd.runtime.hub import Hub
 
@@ -49,6 +50,42 @@ Handler = Callable[[Request, Identity], Awaitable[Response]]
 
 # Served by `api.direct` without the router (same endpoints, same answers).
 DIRECT_ROUTES = ("query", "check")
+
+# The route modules imported when one of their routes is first called (or by
+# `import_route_modules`, which the daemon runs in the background after its start): they
+# import recall, the knowledge graph and cowork, which no governed-memory answer needs,
+# and a start that imported them answered its first query about 0.1 s of CPU later.
+# Module -> (its handlers' factory, the routes it serves).
+DEFERRED_ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "memhubd.api.recall": (
+        "recall_handlers",
+        (
+            "recall_ingest",
+            "recall_search",
+            "recall_search_get",
+            "recall_search_all",
+            "recall_compress",
+            "recall_status",
+            "recall_wake_up",
+            "recall_drawer",
+            "recall_delete",
+            "recall_purge",
+            "recall_taxonomy",
+            "recall_taxonomy_edit",
+            "recall_reindex",
+        ),
+    ),
+    "memhubd.api.cowork": (
+        "cowork_handlers",
+        ("cowork_push", "cowork_drain", "cowork_status", "cowork_peek"),
+    ),
+    "memhubd.api.graph": (
+        "graph_handlers",
+        ("kg_add", "kg_query", "kg_invalidate", "kg_timeline", "kg_stats", "tunnels", "fact_check"),
+    ),
+    "memhubd.api.diary": ("diary_handlers", ("diary_write", "diary_read")),
+    "memhubd.api.recall_review": ("recall_review_handlers", ("recall_propose",)),
+}
 
 
 @dataclass
@@ -217,6 +254,8 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def openapi(request: Request, identity: Identity) -> Response:
+        from memhubd.api.openapi import openapi_document  # only the rare caller pays for it
+
         return JSONResponse(openapi_document())
 
     async def status(request: Request, identity: Identity) -> Response:
@@ -436,19 +475,40 @@ def _other_slash(request: Request) -> str | None:
     return None
 
 
-def build_app(context: ApiContext) -> Starlette:
-    from memhubd.api.cowork import cowork_handlers  # it imports this module
-    from memhubd.api.diary import diary_handlers  # it imports this module
-    from memhubd.api.graph import graph_handlers  # it imports this module
-    from memhubd.api.recall import recall_handlers  # it imports this module
-    from memhubd.api.recall_review import recall_review_handlers  # it imports this module
+class _DeferredHandlers:
+    """The handlers of one route module, imported when one of its routes is first called
+    (in a worker thread: the event loop keeps answering meanwhile)."""
 
+    def __init__(self, context: ApiContext, module: str, factory: str) -> None:
+        self._context = context
+        self._module = module
+        self._factory = factory
+        self._handlers: dict[str, Handler] | None = None
+
+    def handler(self, name: str) -> Handler:
+        async def run(request: Request, identity: Identity) -> Response:
+            handlers = self._handlers
+            if handlers is None:
+                module = await anyio.to_thread.run_sync(importlib.import_module, self._module)
+                if self._handlers is None:  # no await since the test: the first one wins
+                    self._handlers = getattr(module, self._factory)(self._context)
+                handlers = self._handlers
+            return await handlers[name](request, identity)
+
+        return run
+
+
+def import_route_modules() -> None:
+    """Import the deferred route modules now (their routes then answer without the wait)."""
+    for module in DEFERRED_ROUTES:
+        importlib.import_module(module)
+
+
+def build_app(context: ApiContext) -> Starlette:
     handlers = _handlers(context)
-    handlers.update(recall_handlers(context))
-    handlers.update(cowork_handlers(context))
-    handlers.update(graph_handlers(context))
-    handlers.update(diary_handlers(context))
-    handlers.update(recall_review_handlers(context))
+    for module, (factory, names) in DEFERRED_ROUTES.items():
+        deferred = _DeferredHandlers(context, module, factory)
+        handlers.update((name, deferred.handler(name)) for name in names)
     routes: list[Any] = []
     for spec in ROUTES:
         path = spec.path.replace("{file_id}", "{file_id:path}").replace(

@@ -227,22 +227,6 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def add_bench_command(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="retrieval benchmarks of recall")
-    kinds = p.add_subparsers(dest="bench_kind", required=True, metavar="BENCHMARK")
-    b = kinds.add_parser("longmemeval", help="LongMemEval's JSON format (mempal's modes)")
-    b.add_argument("file", type=Path, help="LongMemEval JSON (e.g. the s_cleaned file)")
-    b.add_argument("--mode", choices=("raw", "aaak", "rooms"), default="raw")
-    b.add_argument("--granularity", choices=("session", "turn"), default="session")
-    b.add_argument("--limit", type=int, default=0, help="at most N questions (0 = all)")
-    b.add_argument("--skip", type=int, default=0, help="skip the first N questions")
-    b.add_argument("--top-k", type=int, default=50)
-    b.add_argument("--out", type=Path, help="one JSONL line per question")
-    b.add_argument("--no-vectors", action="store_true", help="BM25 only")
-    b.add_argument("--json", action="store_true", help="print the report as JSON")
-    b.set_defaults(handler=cmd_longmemeval)
-
-
 def cmd_longmemeval(args: argparse.Namespace) -> int:
     try:
         if args.top_k < 1:
