@@ -144,10 +144,15 @@ class _WorkspaceWatch:
 
     def _remember(self, signature: Signature) -> None:
         self.entries = _entries(signature)
-        dirs = {self.root}
+        # The root and every directory between it and a source. On strings: Path.parents
+        # of each source cost a start at 100k declarations 60 ms of CPU beside its build.
+        names = {""}
         for relpath, _, _ in signature or ():
-            dirs.update((self.root / relpath).parents)
-        self.known_dirs = frozenset(d for d in dirs if d.is_relative_to(self.root))
+            parent = os.path.dirname(relpath)
+            while parent not in names:
+                names.add(parent)
+                parent = os.path.dirname(parent)
+        self.known_dirs = frozenset(self.root / name for name in names)
 
     def _update(self, paths: set[Path]) -> bool:
         """Take the current stat of `paths` into `entries`, so that a batch costs its
