@@ -5,7 +5,8 @@ A script, not a test: it prints numbers. For each size it serves a generated
 workspace (`synth`) with a real `memhubd serve` and default settings:
 
 * cold: an empty state dir; time from process start to the first query answered;
-* warm: the same state dir again (the first run saved the parse cache);
+* warm: the same state dir again (the first run saved the parse cache), `--starts` times
+  (the median, and the modules the daemon had imported by its first answer);
 * edit: once the warm daemon is idle (its first lint and cache save done), `--edits`
   times append one declaration to one file (0.3 s apart) and time until the status
   reports a reload (its `reloaded` event: write -> served, watcher included) and until a query
@@ -22,7 +23,10 @@ former also in a new process, as a daemon's start makes it, with the CPU of its 
 and the next snapshot after each one-file edit.
 
     python bench/restart.py [--sizes 10k,100k,1m] [--edits 20] [--queries 200] [--in-process]
-                            [--trace] [--keep]
+                            [--starts N] [--trace] [--keep]
+
+Set PYTHONPATH to time other code (e.g. a worktree's daemon/, client/ and protocol/): the
+daemons run from it, and it is compiled as the repository's own code is.
 """
 
 from __future__ import annotations
@@ -49,20 +53,39 @@ from soak import rss_mb  # noqa: E402
 
 from daemon import BIN, free_port, wait_until_idle  # noqa: E402
 
+# `memhubd serve` as its console script runs it; on SIGUSR1 it writes how many modules
+# it has imported to $MEMHUB_BENCH_MODULES.
+SERVE = """
+import os, signal, sys
+def count(*_):
+    path = os.environ["MEMHUB_BENCH_MODULES"]
+    with open(path + ".part", "w") as out:
+        out.write(str(sum(1 for module in sys.modules.values() if module is not None)))
+    os.replace(path + ".part", path)
+signal.signal(signal.SIGUSR1, count)
+from memhubd.cli import main
+sys.argv[0] = "memhubd"
+sys.exit(main())
+"""
+
 
 class Served:
     """`memhubd serve` over `root` with `state`; `started_s`: start -> first answer,
-    `cpu_s`: the daemon's CPU time by then (steadier than wall time on a shared machine)."""
+    `cpu_s`: the daemon's CPU time by then (steadier than wall time on a shared machine),
+    `modules`: how many modules it had imported by then."""
 
     def __init__(self, root: Path, state: Path, token: str, *, trace: bool = False) -> None:
         self.url = f"http://127.0.0.1:{free_port()}"
         self.headers = {"authorization": f"Bearer {token}"}
         self.socket = str(Path(tempfile.mkdtemp(prefix="mhr-")) / "d.sock")
         self.log = state.parent / "daemon.log"
+        counted = Path(self.socket).with_name("modules")
         begun = time.perf_counter()
         self.proc = subprocess.Popen(
             [
-                str(BIN / "memhubd"),
+                sys.executable,
+                "-c",
+                SERVE,
                 "serve",
                 "--port",
                 self.url.rsplit(":", 1)[1],
@@ -76,6 +99,7 @@ class Served:
             ],
             stdout=subprocess.DEVNULL,
             stderr=open(self.log, "ab"),  # noqa: SIM115 - the daemon's lifetime
+            env={**os.environ, "MEMHUB_BENCH_MODULES": str(counted)},
         )
         deadline = time.monotonic() + 1800
         while time.monotonic() < deadline:
@@ -90,6 +114,10 @@ class Served:
             time.sleep(0.05)
         self.started_s = time.perf_counter() - begun
         self.cpu_s = process_cpu_s(self.proc.pid)
+        self.proc.send_signal(signal.SIGUSR1)
+        while not counted.exists() and time.perf_counter() - begun < self.started_s + 10:
+            time.sleep(0.01)
+        self.modules = int(counted.read_text()) if counted.exists() else 0
 
     def query(self, text: str) -> httpx.Response:
         return httpx.post(
@@ -292,10 +320,18 @@ def query_p50(daemon: Served, workload: list[dict], count: int) -> float:
     return statistics.median(times)
 
 
-def run(size: int, edits: int, queries: int, trace: bool = False, keep: bool = False) -> dict:
+def run(
+    size: int,
+    edits: int,
+    queries: int,
+    trace: bool = False,
+    keep: bool = False,
+    starts: int = 1,
+) -> dict:
     """`keep`: serve a copy of the workspace and a state dir kept beside it
     (bench/.cache/<workspace>-daemon) across runs, so that only the first run pays the
-    cold start (minutes at 1M); later runs report no cold figure."""
+    cold start (minutes at 1M); later runs report no cold figure. `starts`: warm starts
+    timed (each stopped after its first answer but the last, which the edits use)."""
     data = synth.ensure_workspace(size)
     with tempfile.TemporaryDirectory(prefix="mh-restart-") as tmp:
         place = data.root.parent / f"{data.root.name}-daemon" if keep else Path(tmp)
@@ -312,7 +348,12 @@ def run(size: int, edits: int, queries: int, trace: bool = False, keep: bool = F
             cold = Served(root, state, secret)
             wait_for_cache(state, files)
             cold.stop()
+        earlier = []
+        for _ in range(starts - 1):
+            earlier.append(Served(root, state, secret))
+            earlier[-1].stop()
         warm = Served(root, state, secret, trace=trace)
+        every = [*earlier, warm]
         try:
             settled = wait_until_idle(warm.proc.pid, quiet_s=1.0, timeout_s=600)
             load = os.getloadavg()[0]
@@ -327,8 +368,10 @@ def run(size: int, edits: int, queries: int, trace: bool = False, keep: bool = F
         "size": size,
         "cold_s": cold.started_s if cold is not None else None,
         "cold_cpu_s": cold.cpu_s if cold is not None else None,
-        "warm_s": warm.started_s,
-        "warm_cpu_s": warm.cpu_s,
+        "warm_s": statistics.median(start.started_s for start in every),
+        "warm_cpu_s": statistics.median(start.cpu_s for start in every),
+        "warm_all_s": [start.started_s for start in every],
+        "warm_modules": warm.modules,
         "settled_s": settled,
         "swap_median_ms": statistics.median(swapped) * 1000 if swapped else None,
         "swap_max_ms": max(swapped) * 1000 if swapped else None,
@@ -465,12 +508,14 @@ def restore_steps(root: str, folder: str) -> None:
 
 
 def compile_daemon() -> None:
-    """Compile the daemon's modules once, as pip does when it installs a wheel.
+    """Compile the daemon's modules once, as pip does when it installs a wheel (and the
+    code on PYTHONPATH, which the daemons then run).
 
     An editable checkout, or PYTHONDONTWRITEBYTECODE in the environment, would
     otherwise make every daemon start compile them again, and a start would be timed
     with work an installed daemon never does.
     """
+    other = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
     subprocess.run(
         [
             sys.executable,
@@ -479,6 +524,7 @@ def compile_daemon() -> None:
             "-q",
             str(REPO / "daemon"),
             str(REPO / "protocol"),
+            *other,
         ],
         check=False,
         capture_output=True,
@@ -491,6 +537,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--in-process", action="store_true", help="the builder alone")
+    parser.add_argument(
+        "--starts", type=int, default=1, help="warm starts timed (their median is printed)"
+    )
     parser.add_argument(
         "--trace",
         action="store_true",
@@ -512,17 +561,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.in_process:
             in_process(size, args.edits)
             continue
-        r = run(size, args.edits, args.queries, args.trace, args.keep)
+        r = run(size, args.edits, args.queries, args.trace, args.keep, max(1, args.starts))
         edit = "n/a" if r["edit_median_ms"] is None else f"{r['edit_median_ms']:.0f} ms"
         cold = (
             "kept state"
             if r["cold_s"] is None
             else f"{r['cold_s']:.2f} s ({r['cold_cpu_s']:.2f} s CPU)"
         )
+        starts = ""
+        if len(r["warm_all_s"]) > 1:
+            each = ", ".join(f"{took:.2f}" for took in r["warm_all_s"])
+            starts = f" median of {len(r['warm_all_s'])}: {each};"
         print(
             f"{synth.size_label(size)}: cold start {cold}, warm start "
-            f"{r['warm_s']:.2f} s ({r['warm_cpu_s']:.2f} s CPU; idle {r['settled_s']:.1f} s "
-            "later), edit -> new generation "
+            f"{r['warm_s']:.2f} s ({r['warm_cpu_s']:.2f} s CPU;{starts} {r['warm_modules']} "
+            f"modules imported; idle {r['settled_s']:.1f} s later), edit -> new generation "
             f"served median {r['swap_median_ms'] or 0:.0f} ms (max {r['swap_max_ms'] or 0:.0f} ms), "
             f"edit -> found by a query median {edit} "
             f"(max {r['edit_max_ms'] or 0:.0f} ms), query p50 {r['query_p50_ms']:.1f} ms, "
