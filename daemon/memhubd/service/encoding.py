@@ -180,11 +180,16 @@ def joined_size(parts: list[bytes]) -> int:
 _PIECE_LENGTHS = "service.query_piece_lengths"
 
 
-def joined_length(index: Any, slots: Any, piece: Piece) -> int:
+def joined_length(index: Any, slots: Any, piece: Piece, over: int | None = None) -> int:
     """`len(b",".join(piece(d) for d in index.declarations.take(slots)))`, from each
     slot's piece length kept with `index` (the index of the declarations `piece`
     encodes): a dense workspace's MUST layer is thousands of rules, whose size is then a
     sum over an array instead of a join. Slots met for the first time are encoded.
+
+    With `over`, a length known to exceed it may come back as a lower bound of the
+    length that still exceeds it: the slots not encoded yet are encoded only until the
+    sum passes `over` (a refusal needs no more, and a first-time one would otherwise
+    encode thousands of rules no answer will hold).
     """
     if not len(slots):
         return 0
@@ -195,12 +200,23 @@ def joined_length(index: Any, slots: Any, piece: Piece) -> int:
     )
     found = lengths[slots]
     unknown = np.flatnonzero(found < 0)
-    if len(unknown):
+    # The commas between pieces, and the known pieces (each unknown one counted -1).
+    total = int(found.sum(dtype=np.int64)) + len(unknown) + len(slots) - 1
+    limit = -1 if over is None else over
+    for start in range(0, len(unknown), _ENCODED_AT_ONCE):
+        if 0 <= limit < total:
+            break
+        chunk = unknown[start : start + _ENCODED_AT_ONCE]
         for at, declaration in zip(
-            unknown.tolist(), index.declarations.take(slots[unknown]), strict=True
+            chunk.tolist(), index.declarations.take(slots[chunk]), strict=True
         ):
-            found[at] = lengths[slots[at]] = len(piece(declaration))
-    return int(found.sum(dtype=np.int64)) + len(slots) - 1
+            length = lengths[slots[at]] = len(piece(declaration))
+            total += length
+    return total
+
+
+# Unknown slots made and encoded per step of `joined_length` when it may stop early.
+_ENCODED_AT_ONCE = 64
 
 
 # --- the MUST budget ----------------------------------------------------------------------

@@ -408,7 +408,7 @@ async def _answer_query(
             # the limit, the refusal is decided before the layer and the answer are
             # built (a dense workspace's layer is thousands of rules). The size the
             # refusal carries, and the answer cache notes, is then that bound.
-            _refuse_over(joined_length(index, slots, piece), limit)
+            _refuse_over(joined_length(index, slots, piece, over=limit), limit)
 
         must_gate = refuse_early
 
