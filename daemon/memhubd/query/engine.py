@@ -146,19 +146,32 @@ def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> Any:
     their slots, ascending (an int64 array). Gathered as slots, not bitmaps: at 1M
     declarations a bitmap is 125 KB to build and combine, a hit's rules a few dozen."""
     layers = _layers(ix)
-    parts = [layers.global_slots(ix)]
     same_id: list[int] = []
-    constraint_slots = layers.constraint_slots
+    keys: set[tuple[str, str]] = set()
     for o in hits:
         same_id.extend(ix.ids[ix.ids_of[o]])
         scope, subject = ix.scopes[o], ix.subjects[o]
         if scope:
-            parts.append(constraint_slots(ix, lexical.SCOPE, scope))
+            keys.add((lexical.SCOPE, scope))
         if subject:
-            parts.append(constraint_slots(ix, lexical.SUBJECT, subject))
+            keys.add((lexical.SUBJECT, subject))
+    # Hits share scopes and subjects: each one's constraints are taken once (at 10k a
+    # union of 156 slots became 92, on the dense shape at 100k 2,997 became 1,910).
+    parts = [layers.global_slots(ix)]
+    parts.extend([layers.constraint_slots(ix, table, key) for table, key in keys])
     if same_id:
         parts.append(ix.only_constraints(np.array(same_id, np.int64)))
-    return np.unique(np.concatenate(parts))
+    return _union(np.concatenate(parts))
+
+
+def _union(slots: Any) -> Any:
+    """`np.unique(slots)` by sorting: numpy 2's `unique` hashes first, 0.5 ms for the
+    2,000 slots of a dense workspace's MUST layer where a sort takes 0.03 ms."""
+    slots.sort()
+    keep = np.empty(len(slots), bool)
+    keep[:1] = True
+    np.not_equal(slots[1:], slots[:-1], out=keep[1:])
+    return slots[keep]
 
 
 # MUST layers by their rules' slots, per index (so per snapshot and view): with few
