@@ -11,7 +11,7 @@ is built takes it out of those walks. Nothing here decides when a snapshot is bu
 from __future__ import annotations
 
 import gc
-import resource
+import sys
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -22,17 +22,19 @@ T = TypeVar("T")
 
 # A frozen object freed by reference counting leaves the frozen set. What cannot be
 # freed that way are cycles frozen while still alive: the state of requests in flight
-# during a settle, garbage once they end (bench/soak.py grew about 15 MiB per 100
-# edit+query cycles at 10k). So when the process's peak memory has grown by a tenth
-# since the last full collection, one takes them back. Peak memory, not the frozen
-# count: counting walks every frozen object.
+# during a settle, garbage once they end. So when the objects the allocator holds have
+# grown by a tenth since the last full collection, one takes them back. Counted in the
+# allocator's blocks (`sys.getallocatedblocks`, a pass over its arenas, not its
+# objects), never in the process's memory: freed memory stays mapped, so a baseline
+# of memory would only ever rise, and so would the garbage allowed over it. Counting
+# objects would walk every frozen one.
 _GROWTH_BEFORE_COLLECTING = 1.1
 _lock = threading.Lock()
 _size_after_collect = 0
 
 
 def _heap_size() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return sys.getallocatedblocks()
 
 
 def settle_long_lived(*, collect: bool = True) -> None:
@@ -52,8 +54,8 @@ def settle_long_lived(*, collect: bool = True) -> None:
         elif size > _GROWTH_BEFORE_COLLECTING * _size_after_collect:
             gc.unfreeze()
             gc.collect()
-            gc.freeze()
             _size_after_collect = _heap_size()
+            gc.freeze()
 
 
 def settled(build: Callable[[], T], *, collect: bool = True) -> Callable[[], T]:
