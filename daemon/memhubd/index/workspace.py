@@ -44,7 +44,10 @@ CACHE_BYTES = 128 << 20
 _ENTRY_OVERHEAD = 100  # an int's header, the key tuple and the OrderedDict node, roughly
 
 _GONE: Any = object()  # a key removed in a layer
-_FOLD_MIN = 256  # a delta this small is never folded into a new base
+# A delta this small is never folded into a new base. Kept small: each key a delta
+# overrides may pin a replaced segment (and its file's declarations) in the base, and
+# a map small enough for this floor to matter is cheap to copy.
+_FOLD_MIN = 16
 _RARE = 64  # a posting key held by at most this many files lists them
 _EXTRAS = 8  # a common key's segments added since its codes were folded, at most
 # Edits (serials) allowed beyond the segment count before codes are rebuilt from scratch.
@@ -58,8 +61,9 @@ class _Layered:
 
     `updated` returns a new mapping and never mutates either dict, so older indexes
     keep reading theirs; the delta is folded into a new base once it holds a 32nd
-    of the keys, which keeps lookups two probes and updates amortised O(changes), and
-    bounds what the base still holds of replaced segments to a few percent.
+    of the keys (or `_FOLD_MIN`), which keeps lookups two probes and updates amortised
+    O(changes), and bounds what the base still holds of replaced segments to a few
+    percent of the files.
     """
 
     __slots__ = ("base", "delta")
