@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from memhubd.service import stale
+
 # Shorter texts are escaped again: cheap, and not worth an entry.
 KEEP_MIN_CHARS = 2048
 
@@ -53,6 +55,7 @@ class KeptTexts:
         self.max_bytes = max_bytes
         self.used = 0
         self._items: OrderedDict[Hashable, KeptText] = OrderedDict()
+        self._by_snapshot = stale.KeysBySnapshot()  # a replaced snapshot's go at once
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> KeptText | None:
@@ -67,14 +70,18 @@ class KeptTexts:
         if cost > self.max_bytes // 4:
             return  # one text must not flush most of the others
         with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self.used -= len(old.escaped) + 256
+            for freed in (*self._by_snapshot.take_freed(), key):
+                old = self._items.pop(freed, None)
+                if old is not None:
+                    self.used -= len(old.escaped) + 256
+                    self._by_snapshot.discard(freed)
             self._items[key] = kept
+            self._by_snapshot.add(key)
             self.used += cost
             while self.used > self.max_bytes and self._items:
-                _key, dropped = self._items.popitem(last=False)
+                dropped_key, dropped = self._items.popitem(last=False)
                 self.used -= len(dropped.escaped) + 256
+                self._by_snapshot.discard(dropped_key)
 
     def __len__(self) -> int:
         return len(self._items)

@@ -25,6 +25,7 @@ import numpy as np
 from memhub_protocol import ErrorCode, ProtocolError
 from memhubd.query.pack import compact_json, compact_text
 from memhubd.runtime.snapshot import Snapshot
+from memhubd.service import stale
 
 Piece = Callable[[Any], bytes]
 Section = TypeVar("Section", bytes, str)
@@ -319,6 +320,7 @@ def snapshot_serial(snapshot: Snapshot) -> int:
         if serial is None:
             serial = next(_SERIAL_COUNTER)
             _SERIALS[snapshot] = serial
+            stale.remember(serial, snapshot)
         return serial
 
 
@@ -342,7 +344,7 @@ class AnswerCache:
     """Whole answers, least recently used first out, bounded by their encoded size.
 
     Keys start with a snapshot serial; an answer of a replaced snapshot is never asked
-    for again and simply ages out.
+    for again, and is dropped at the next `put` once that snapshot is gone.
     """
 
     # Sizes of answers refused for their size, so asking again is refused at once.
@@ -355,6 +357,7 @@ class AnswerCache:
         self.max_bytes = max_bytes
         self.used = 0
         self._items: OrderedDict[Hashable, QueryAnswer] = OrderedDict()
+        self._by_snapshot = stale.KeysBySnapshot()
         self._refused: OrderedDict[Hashable, int] = OrderedDict()
         self._flights: dict[Hashable, _Flight] = {}
         self._lock = threading.Lock()
@@ -415,14 +418,25 @@ class AnswerCache:
         if cost > self.max_bytes // 4:
             return  # one answer must not flush most of the others
         with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self.used -= old.cost
+            for freed in self._by_snapshot.take_freed():
+                self._forget(freed)
+            self._forget(key)
             self._items[key] = answer
+            self._by_snapshot.add(key)
             self.used += cost
-            while self.used > self.max_bytes and self._items:
-                _key, dropped = self._items.popitem(last=False)
-                self.used -= dropped.cost
+            self._shrink()
+
+    def _forget(self, key: Hashable) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.used -= old.cost
+            self._by_snapshot.discard(key)
+
+    def _shrink(self) -> None:
+        while self.used > self.max_bytes and self._items:
+            key, dropped = self._items.popitem(last=False)
+            self.used -= dropped.cost
+            self._by_snapshot.discard(key)
 
     def attach_gzip(self, answer: QueryAnswer, data: bytes) -> None:
         """Keep `data`, the compressed body, with a cached answer (and count it)."""
@@ -431,9 +445,7 @@ class AnswerCache:
                 return
             answer.gzipped = data
             self.used += len(data)
-            while self.used > self.max_bytes and self._items:
-                _key, dropped = self._items.popitem(last=False)
-                self.used -= dropped.cost
+            self._shrink()
 
     def __len__(self) -> int:
         return len(self._items)

@@ -1,11 +1,21 @@
-"""The answer cache is bounded by bytes and drops the least recently used answer first;
-`dumps` splices already-encoded values into the API's own encoding."""
+"""The answer cache is bounded by bytes and drops the least recently used answer first,
+and a replaced snapshot's answers as soon as it is gone; `dumps` splices
+already-encoded values into the API's own encoding."""
 
 from __future__ import annotations
 
+import gc
 import json
 
-from memhubd.service.encoding import AnswerCache, QueryAnswer, Raw, dumps, dumps_text
+from memhubd.mcp.kept import KEEP_MIN_CHARS, KeptTexts, keepable
+from memhubd.service.encoding import (
+    AnswerCache,
+    QueryAnswer,
+    Raw,
+    dumps,
+    dumps_text,
+    snapshot_serial,
+)
 
 
 def answer(key: str, size: int) -> QueryAnswer:
@@ -72,3 +82,41 @@ def test_raw_values_are_spliced_into_the_api_encoding() -> None:
     expected = json.dumps({**payload, "pack": inner}, ensure_ascii=False, separators=(",", ":"))
     assert dumps(payload) == expected.encode("utf-8")
     assert dumps_text(payload) == expected
+
+
+class FakeSnapshot:
+    """Stands for a served snapshot: only its identity and lifetime matter here."""
+
+
+def test_answers_of_a_snapshot_that_is_gone_are_dropped_at_the_next_put() -> None:
+    cache = AnswerCache(max_bytes=1_000_000)
+    old, new = FakeSnapshot(), FakeSnapshot()
+    old_keys = [(snapshot_serial(old), (), f"q{n}") for n in range(5)]
+    for key in old_keys:
+        cache.put(key, answer(str(key), 1_000))
+    alive = (snapshot_serial(new), (), "q0")
+    cache.put(alive, answer("alive", 1_000))
+    assert all(cache.get(key) is not None for key in old_keys)  # its snapshot still lives
+
+    del old
+    gc.collect()
+    cache.put((snapshot_serial(new), (), "q1"), answer("next", 1_000))
+
+    assert all(cache.get(key) is None for key in old_keys)
+    assert cache.get(alive) is not None
+    assert cache.used == 2 * answer("x", 1_000).cost
+
+
+def test_kept_mcp_texts_of_a_snapshot_that_is_gone_are_dropped_too() -> None:
+    texts = KeptTexts(max_bytes=1_000_000)
+    old, new = FakeSnapshot(), FakeSnapshot()
+    text = keepable("x" * KEEP_MIN_CHARS)
+    assert text is not None
+    old_key = ((snapshot_serial(old), (), "q"), "memory_query")
+    texts.put(old_key, text)
+
+    del old
+    gc.collect()
+    texts.put(((snapshot_serial(new), (), "q"), "memory_query"), text)
+
+    assert texts.get(old_key) is None and len(texts) == 1
