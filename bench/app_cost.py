@@ -91,8 +91,11 @@ def build(root: Path, state: Path) -> tuple[Any, Any, Any]:
     """The hub, the application and its lifespan, as `memhubd serve` builds them."""
     from memhubd import server
     from memhubd.mcp import mount_mcp
+    from memhubd.runtime.cache import ParseCache
     from memhubd.runtime.config import load_config
     from memhubd.runtime.logging import configure_logging
+    from memhubd.service.cowork import open_cowork
+    from memhubd.service.recall import open_shelf
 
     config = load_config(None, {"state_dir": str(state), "workspaces": {"bench": str(root)}})
     configure_logging(config.log_format, config.log_level)  # defaults: info, JSON lines
@@ -103,9 +106,11 @@ def build(root: Path, state: Path) -> tuple[Any, Any, Any]:
         membership=state_dir.workspace_list(),
         limits=config.limits,
     )
-    hub.recall = server.open_recall_shelf(state_dir.recall_dir, config.recall)
-    hub.cowork = server.open_cowork(state_dir.path / "cowork", tokens)
-    hub.cache = server.ParseCache(state_dir.path / "parse-cache")
+    # Opened at once, as the daemon opens them by their first use or a second after its
+    # start: the application's cost per request is the same.
+    hub.recall = open_shelf(state_dir.recall_dir, config.recall)
+    hub.cowork = open_cowork(state_dir.path / "cowork", tokens)
+    hub.cache = ParseCache(state_dir.path / "parse-cache")
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Any) -> Any:
