@@ -88,33 +88,78 @@ class _Pieces:
         self.section_bytes = 0
 
 
+class _Owned:
+    """The piece tables of one owner (a served workspace), shared by its snapshots, and
+    which declarations' pieces they hold by file. When a new snapshot is first answered
+    from, the pieces of the files it replaced are dropped: a reload costs the edited
+    files here too, and the tables hold no declarations no snapshot serves (up to as
+    many again as the workspace's, before)."""
+
+    __slots__ = ("shapes", "by_file", "files")
+
+    def __init__(self) -> None:
+        self.shapes: dict[str, dict[int, tuple[Any, bytes]]] = {}
+        self.by_file: dict[str, set[int]] = {}
+        self.files: tuple[Any, ...] = ()  # the sources of the snapshot last advanced to
+
+    def advance(self, files: tuple[Any, ...]) -> None:
+        before, self.files = self.files, files
+        if not before or before is files:
+            return
+        if len(before) == len(files):  # an edit: files in the same order, a few replaced
+            changed = [
+                path
+                for old, new in zip(before, files, strict=True)
+                if old is not new and (old.path != new.path or old.digest != new.digest)
+                for path in {old.path, new.path}
+            ]
+        else:
+            now = {source.path: source for source in files}
+            changed = [
+                old.path
+                for old in before
+                if (new := now.get(old.path)) is None
+                or (new is not old and new.digest != old.digest)
+            ]
+        tables = list(self.shapes.values())
+        for path in changed:
+            for key in list(self.by_file.pop(path, ())):  # list(): one step in C
+                for table in tables:
+                    table.pop(key, None)
+
+
 _PIECES: weakref.WeakKeyDictionary[Snapshot, _Pieces] = weakref.WeakKeyDictionary()
 # Piece tables by shape of each owner (a served workspace), for as long as it lives.
-_SHARED: weakref.WeakKeyDictionary[Any, dict[str, dict[int, tuple[Any, bytes]]]] = (
-    weakref.WeakKeyDictionary()
-)
+_SHARED: weakref.WeakKeyDictionary[Any, _Owned] = weakref.WeakKeyDictionary()
 _PIECES_LOCK = threading.Lock()
 
 
-def _store(snapshot: Snapshot, owner: Any = None) -> _Pieces:
+def _store(snapshot: Snapshot, owner: Any = None) -> tuple[_Pieces, _Owned | None]:
     with _PIECES_LOCK:
+        owned = None if owner is None else _SHARED.get(owner)
+        if owner is not None and owned is None:
+            owned = _SHARED[owner] = _Owned()
         store = _PIECES.get(snapshot)
         if store is None:
-            shapes = {} if owner is None else _SHARED.setdefault(owner, {})
+            shapes: dict[str, dict[int, tuple[Any, bytes]]] = {}
+            if owned is not None:
+                owned.advance(snapshot.files)
+                shapes = owned.shapes
             store = _Pieces(2 * len(snapshot.workspace.declarations) + 1024, shapes)
             _PIECES[snapshot] = store
-        return store
+        return store, owned
 
 
 def pieces(snapshot: Snapshot, shape: str, encode: Piece, owner: Any = None) -> Piece:
     """`encode`, remembered per declaration of `snapshot` (a declaration never changes
     within one), and across the snapshots of `owner` (weakly referenced: the workspace's
-    host) when given. Bounded: past twice the snapshot's declarations a shape starts
-    over."""
-    store = _store(snapshot, owner)
+    host) when given, less the files each new snapshot replaced. Bounded: past twice
+    the snapshot's declarations a shape starts over."""
+    store, owned = _store(snapshot, owner)
     with _PIECES_LOCK:
         table = store.shapes.setdefault(shape, {})
     limit = store.limit
+    by_file = owned.by_file if owned is not None else None
 
     # Unlocked on purpose: dict reads and writes are atomic, and two threads encoding
     # the same declaration at once both get the same bytes.
@@ -126,6 +171,8 @@ def pieces(snapshot: Snapshot, shape: str, encode: Piece, owner: Any = None) -> 
         if len(table) >= limit:
             table.clear()
         table[id(declaration)] = (declaration, data)
+        if by_file is not None:
+            by_file.setdefault(declaration.file, set()).add(id(declaration))
         return data
 
     return piece
@@ -143,7 +190,7 @@ def sections(
     """`join`, remembered per tuple of declarations of `snapshot` (the engine hands the
     same tuple back for a MUST layer met again). Lists, which could change, and short
     tuples are joined every time."""
-    store = _store(snapshot)
+    store, _owned = _store(snapshot)
 
     def section(items: Sequence[Any]) -> Section:
         if type(items) is not tuple or len(items) < SECTION_MIN_ITEMS:

@@ -1,7 +1,8 @@
 """A declaration's encoded piece outlives its snapshot when the next snapshot of the same
 workspace keeps the declaration: a reload does not make every answer encode it again.
 Pieces are shared by the snapshots of one workspace host only, never given to a
-declaration they were not encoded from, and go with the host."""
+declaration they were not encoded from, let go of when a snapshot replaces their
+file, and go with the host."""
 
 from __future__ import annotations
 
@@ -13,15 +14,21 @@ from memhubd.service import encoding
 
 
 class Declaration:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, file: str = "a.mem") -> None:
         self.name = name
+        self.file = file
 
 
 class Snapshot:
     """What the piece tables need of a snapshot (weakly referenced, as a real one)."""
 
-    def __init__(self, declarations: list[Declaration]) -> None:
+    def __init__(self, declarations: list[Declaration], files: tuple[object, ...] = ()) -> None:
         self.workspace = SimpleNamespace(declarations=declarations)
+        self.files = files
+
+
+def source(path: str, digest: str) -> SimpleNamespace:
+    return SimpleNamespace(path=path, digest=digest)
 
 
 class Host:
@@ -79,6 +86,44 @@ def test_the_pieces_go_with_their_host() -> None:
     gone = weakref.ref(declaration)
 
     del host, snapshot, declaration
+    gc.collect()
+
+    assert gone() is None
+
+
+def test_a_new_snapshot_lets_go_of_the_pieces_of_the_files_it_replaced() -> None:
+    # given a snapshot of two files whose declarations were encoded
+    host = Host()
+    kept, edited = Declaration("kept", "a.mem"), Declaration("edited", "b.mem")
+    files = (source("a.mem", "1"), source("b.mem", "1"))
+    calls: list[str] = []
+    piece = encoding.pieces(Snapshot([kept, edited], files), "query", counting_encoder(calls), host)
+    piece(kept), piece(edited)
+    gone = weakref.ref(edited)
+    # when the next snapshot replaces b.mem (and keeps a.mem's source as it was)
+    replaced = Declaration("edited", "b.mem")
+    second = Snapshot([kept, replaced], (files[0], source("b.mem", "2")))
+    del edited, piece
+    calls.clear()
+    piece = encoding.pieces(second, "query", counting_encoder(calls), host)
+    gc.collect()
+    # then the replaced declaration is no longer held, and the kept piece is reused
+    assert gone() is None
+    assert piece(kept) == b'{"name":"kept"}' and piece(replaced) == b'{"name":"edited"}'
+    assert calls == ["edited"]
+
+
+def test_a_removed_file_lets_go_of_its_pieces_too() -> None:
+    host = Host()
+    first, second = Declaration("a", "a.mem"), Declaration("b", "b.mem")
+    files = (source("a.mem", "1"), source("b.mem", "1"))
+    piece = encoding.pieces(Snapshot([first, second], files), "query", counting_encoder([]), host)
+    piece(first), piece(second)
+    gone = weakref.ref(second)
+    del second, piece
+
+    after = Snapshot([first], (files[0],))
+    encoding.pieces(after, "query", counting_encoder([]), host)
     gc.collect()
 
     assert gone() is None

@@ -83,6 +83,6 @@ def test_kept_sections_stay_within_their_byte_bound(monkeypatch) -> None:  # noq
     for layer in layers:
         section(layer)
 
-    store = encoding._store(snapshot)
+    store, _owned = encoding._store(snapshot)
     assert store.section_bytes <= 10_000
     assert len(store.sections) < len(layers)
