@@ -996,6 +996,42 @@ def build_index(ws: Any) -> WorkspaceIndex:
         return WorkspaceIndex(segments, elsewhere)
 
 
+def compose_index(ws: Any, earlier: Sequence[WorkspaceIndex]) -> WorkspaceIndex:
+    """The index of `ws` composed from segments of `earlier` indexes where it can.
+
+    For a workspace restricted to what a role set may read: `earlier` is that role
+    set's index of the previous snapshot (first, if any) and the whole workspace's
+    index. A file run made of the same declaration objects as a segment of theirs
+    keeps that segment, and the index is updated from the first one's instead of
+    composed from nothing when their supersession from outside agrees. The answers are
+    the same either way, as for a reload: an edit costs a role set's view the edited
+    files, not a new index over every file.
+    """
+    reusable: dict[int, list[Segment]] = {}
+    for index in earlier:
+        for segment in index.segments:
+            if segment.declarations:
+                reusable.setdefault(id(segment.declarations[0]), []).append(segment)
+    elsewhere = frozenset(getattr(ws, "superseded_elsewhere", ()))
+    with cyclic_gc_paused():
+        segments = []
+        for run in _file_runs(ws.declarations):
+            kept = _same_run(reusable.get(id(run[0]), ()), run)
+            segments.append(kept if kept is not None else build_segment(run))
+        previous = earlier[0] if earlier else None
+        if previous is not None and previous.superseded_elsewhere != elsewhere:
+            previous = None
+        return WorkspaceIndex(segments, elsewhere, previous=previous)
+
+
+def _same_run(candidates: Sequence[Segment], run: Sequence[Any]) -> Segment | None:
+    for segment in candidates:
+        mine = segment.declarations
+        if len(mine) == len(run) and all(map(is_, mine, run)):
+            return segment
+    return None
+
+
 def _file_runs(declarations: Sequence[Any]) -> Iterable[Sequence[Any]]:
     start = 0
     for end in range(1, len(declarations) + 1):
@@ -1062,9 +1098,31 @@ def index_for(ws: Any) -> WorkspaceIndex:
         entry = _CACHE.get(id(ws))
         if entry is not None and entry[0] == stamp:
             return entry[1]
-        index = build_index(ws)
+        build = _BUILDERS.pop(id(ws), None)
+        index = build(ws) if build is not None else None
+        if index is None or not _same_declarations(index, ws.declarations):
+            index = build_index(ws)
         _remember(ws, index)
         return index
+
+
+# Workspaces whose index is to be built otherwise than from nothing (`build_with`).
+_BUILDERS: dict[int, Any] = {}
+
+
+def build_with(ws: Any, build: Any) -> None:
+    """Have `index_for(ws)` build the index of `ws` with `build(ws)` (e.g. `compose_index`
+    over earlier indexes) when it first needs it; one whose declarations are not
+    exactly those of `ws` is not used. `build` must not hold `ws` (it is kept until
+    `ws` goes)."""
+    with _LOCK:
+        if id(ws) in _BUILDERS or id(ws) in _CACHE:
+            return
+        try:
+            weakref.finalize(ws, _BUILDERS.pop, id(ws), None)
+        except TypeError:  # not weak-referenceable: an id() key could be reused
+            return
+        _BUILDERS[id(ws)] = build
 
 
 def _remember(ws: Any, index: WorkspaceIndex) -> None:

@@ -177,7 +177,7 @@ def _cut_for(snapshot: Snapshot, identity: Identity) -> _Cut:
         if cut is not None:
             cuts.move_to_end(key)
             return cut
-    cut = _build_cut(snapshot.workspace, key)
+    cut = _build_cut(snapshot.workspace, key, snapshot.name)
     with _CUTS_LOCK:
         cuts = _CUTS.setdefault(snapshot, OrderedDict())
         cut = cuts.setdefault(key, cut)
@@ -187,13 +187,42 @@ def _cut_for(snapshot: Snapshot, identity: Identity) -> _Cut:
     return cut
 
 
-def _build_cut(whole: Workspace, roles: frozenset[str]) -> _Cut:
+def _build_cut(whole: Workspace, roles: frozenset[str], name: str = "") -> _Cut:
     if ANY in roles:  # reads everything: no declaration needs looking at (or making)
         return _Cut(roles, whole, frozenset())
     hidden = frozenset(d.id for d in whole.declarations if not is_readable(d, roles))
     if not hidden:
         return _Cut(roles, whole, hidden)
-    return _Cut(roles, whole.restricted(lambda d: is_readable(d, roles)), hidden)
+    view = whole.restricted(lambda d: is_readable(d, roles))
+    _index_over_earlier(view, (name, roles))
+    return _Cut(roles, view, hidden)
+
+
+# The index each (workspace, role set) last had its view indexed with, for the next
+# snapshot's view to be composed over: a reload then costs a role-limited caller the
+# edited files, not a new index over the whole view (0.45 s at 10k declarations).
+# Bounded: the least recently indexed role set goes first.
+MAX_EARLIER_VIEWS = 8
+_EARLIER: OrderedDict[tuple[str, frozenset[str]], Any] = OrderedDict()
+_EARLIER_LOCK = threading.Lock()
+
+
+def _index_over_earlier(view: Workspace, key: tuple[str, frozenset[str]]) -> None:
+    from memhubd.index.workspace import build_with, cached_index, compose_index
+
+    def build(ws: Workspace) -> Any:
+        with _EARLIER_LOCK:
+            earlier = _EARLIER.get(key)
+        whole = cached_index(ws.whole)
+        index = compose_index(ws, [i for i in (earlier, whole) if i is not None])
+        with _EARLIER_LOCK:
+            _EARLIER[key] = index
+            _EARLIER.move_to_end(key)
+            while len(_EARLIER) > MAX_EARLIER_VIEWS:
+                _EARLIER.popitem(last=False)
+        return index
+
+    build_with(view, build)
 
 
 def view_of(snapshot: Snapshot, identity: Identity) -> View:

@@ -1,0 +1,67 @@
+"""A role-limited caller's view follows every reload: its index is composed over the
+previous view's, and what the caller may not read stays hidden in each generation."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+SECRET_BUG = "teamcode.bug_pattern:payments.sandbox_key_in_logs"
+QUERY = {"query": "payment sdk sandbox key logs debug ledger retry"}
+
+NEW_BUG = """
+teamcode.bug_pattern payments.retry_key_in_trace {
+  subject: Service.Ledger
+  scope: component("billing")
+  claim: "The ledger retry trace prints the payment SDK sandbox key."
+  fix: "Redact the key before the retry trace is written."
+  evidence {
+    source: "incidents/2026-09-retry-trace.md"
+    quote: "The retry trace held the sandbox key."
+  }
+  access_policy {
+    readers: [maintainer, security]
+    writers: [security]
+    export: none
+  }
+}
+"""
+NEW_FACT = (
+    'fact payments.ledger_retry { claim: "The ledger retries a payment SDK call twice '
+    'before it logs the failure." evidence { source: "runbook" quote: "two retries" } }\n'
+)
+
+
+def _answer_with(daemon, token: str, text: str) -> dict:
+    """The query's answer once it holds `text` (polled while the edit is picked up)."""
+    deadline = time.monotonic() + 20
+    with daemon.http(token) as client:
+        while True:
+            response = client.post("/v1/workspaces/team-coding/query", json=QUERY)
+            assert response.status_code == 200
+            if text in response.text:
+                return response.json()
+            assert time.monotonic() < deadline, f"{text} not served"
+            time.sleep(0.05)
+
+
+def test_a_role_limited_view_follows_edits_and_keeps_hiding(live_daemon) -> None:
+    agent = live_daemon.add_token("agent", "read:summary,read:search", roles=["coding_agent"])
+    root = Path(live_daemon.workspaces["team-coding"])
+    before = _answer_with(live_daemon, agent, "search_trace")
+    assert SECRET_BUG not in json.dumps(before)
+
+    for round_ in range(3):  # each edit's view is composed over the one before
+        with (root / "bugs.mem").open("a", encoding="utf-8") as handle:
+            handle.write(NEW_BUG.replace("retry_key_in_trace", f"retry_key_{round_}"))
+        (root / f"retry{round_}.mem").write_text(
+            NEW_FACT.replace("ledger_retry", f"ledger_retry_{round_}"), encoding="utf-8"
+        )
+        seen = json.dumps(_answer_with(live_daemon, agent, f"payments.ledger_retry_{round_}"))
+        assert "retry_key_" not in seen and SECRET_BUG not in seen
+        assert json.loads(seen)["search_trace"]["hidden_by_access_policy"] >= 2
+
+    with live_daemon.http(live_daemon.admin_token) as client:
+        whole = json.dumps(client.post("/v1/workspaces/team-coding/query", json=QUERY).json())
+    assert "retry_key_2" in whole and SECRET_BUG in whole

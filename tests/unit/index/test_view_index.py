@@ -1,0 +1,93 @@
+"""Property: the index of a role set's view composed over that view's previous index
+and the whole workspace's (`compose_index`) answers exactly as one built from nothing.
+
+Random workspaces go through random edit sequences; after every edit the view (what a
+random role set may read: `Workspace.restricted`) is indexed over the earlier indexes,
+and must hold the same slots, bitmaps and directories as `build_index` of that view,
+and answer every query and check as the linear scans do.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import test_incremental_index as incremental
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from random_workspaces import check_arguments, query_arguments, workspaces
+
+from memhubd.check import check_compliance
+from memhubd.check.reference import check_compliance_linear
+from memhubd.index import build_index, build_segment, index_for
+from memhubd.index.workspace import WorkspaceIndex, build_with, compose_index
+from memhubd.model import Workspace
+from memhubd.query import build_evidence_pack
+from memhubd.query.reference import build_evidence_pack_linear
+
+
+def _readable(modulus: int, residue: int) -> Any:
+    """A role set's reading rule over declarations, stable across edits (by id)."""
+    return lambda d: zlib.crc32(d.id.encode()) % modulus != residue
+
+
+@settings(max_examples=max(settings.default.max_examples // 2, 1), deadline=None)
+@given(
+    workspaces(),
+    incremental.edits(),
+    st.integers(2, 4),
+    st.integers(0, 3),
+    st.lists(query_arguments(), min_size=1, max_size=2),
+    st.lists(check_arguments(), min_size=1, max_size=2),
+)
+def test_a_view_indexed_over_earlier_indexes_equals_one_built_from_nothing(
+    ws: Workspace,
+    steps: list[tuple[str, int, Any]],
+    modulus: int,
+    residue: int,
+    queries: list[dict[str, Any]],
+    checks: list[dict[str, Any]],
+) -> None:
+    readable = _readable(modulus, residue)
+    files = incremental._files(ws)
+    segments = [build_segment(f) for f in files]
+    earlier: WorkspaceIndex | None = None
+    for step in [None, *steps]:
+        # Given the whole workspace after an edit, indexed, and a role set's view of it
+        if step is not None:
+            incremental._apply(files, segments, step)
+        whole = Workspace([d for f in files for d in f], [f[0].file for f in files], ws.registry)
+        whole_index = WorkspaceIndex(segments)
+        view = whole.restricted(readable)
+
+        # When the view's index is composed over the earlier view index and the whole's
+        index = compose_index(view, [i for i in (earlier, whole_index) if i is not None])
+
+        # Then it holds what an index built from nothing holds
+        assert incremental._state(index) == incremental._state(build_index(view))
+        # And index_for uses it when asked to, and every answer is the linear scans'
+        build_with(view, lambda _ws, made=index: made)
+        assert index_for(view) is index
+        for args in queries:
+            indexed = build_evidence_pack(view, **args)
+            assert indexed.as_dict() == build_evidence_pack_linear(view, **args).as_dict()
+        for args in checks:
+            checked = check_compliance(view, **args)
+            assert checked.as_dict() == check_compliance_linear(view, **args).as_dict()
+        earlier = index
+
+
+def test_a_composed_index_that_is_not_of_the_workspace_is_not_used(tmp_path: Any) -> None:
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.mem").write_text(
+            f'fact team.{name} {{ claim: "{name}" evidence {{ source: "s" quote: "q" }} }}\n'
+        )
+    ws = Workspace.load([str(tmp_path / "a.mem")])
+    other = Workspace.load([str(tmp_path / "b.mem")])
+    stranger = build_index(other)
+
+    build_with(ws, lambda _ws: stranger)
+
+    index = index_for(ws)
+    assert index is not stranger
+    assert [d for d in index.declarations if d is not None] == list(ws.declarations)
