@@ -28,7 +28,7 @@ from memhubd.index import codes
 from memhubd.index.bitmaps import BYTE_BITS, OrdinalSpace
 from memhubd.index.segment import Segment, build_segment
 from memhubd.index.triggers import TriggerPhrases
-from memhubd.model.workspace import cyclic_gc_paused
+from memhubd.model.workspace import cyclic_gc_paused, file_runs
 
 # Segment posting tables a bitmap can be asked for.
 TERM = "terms"
@@ -1015,13 +1015,25 @@ def compose_index(ws: Any, earlier: Sequence[WorkspaceIndex]) -> WorkspaceIndex:
     elsewhere = frozenset(getattr(ws, "superseded_elsewhere", ()))
     with cyclic_gc_paused():
         segments = []
-        for run in _file_runs(ws.declarations):
+        for run in _joined(file_runs(ws.declarations)):
             kept = _same_run(reusable.get(id(run[0]), ()), run)
             segments.append(kept if kept is not None else build_segment(run))
         previous = earlier[0] if earlier else None
         if previous is not None and previous.superseded_elsewhere != elsewhere:
             previous = None
         return WorkspaceIndex(segments, elsewhere, previous=previous)
+
+
+def _joined(runs: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+    """`runs` with neighbours of the same file joined, as `build_index` segments them
+    (a view's runs of one file meet when the declarations between them are hidden)."""
+    out: list[Sequence[Any]] = []
+    for run in runs:
+        if out and out[-1][-1].file == run[0].file:
+            out[-1] = (*out[-1], *run)
+        else:
+            out.append(run)
+    return out
 
 
 def _same_run(candidates: Sequence[Segment], run: Sequence[Any]) -> Segment | None:

@@ -103,6 +103,44 @@ class Workspace:
             cut_from=self.whole,
         )
 
+    def restricted_by_run(
+        self, keep: Callable[[Declaration], bool], earlier: dict[int, Any] | None = None
+    ) -> tuple[Workspace, dict[int, Any]]:
+        """`restricted(keep)` worked out one file's run at a time, with what an earlier
+        call gave as its second value (`earlier`) reused for runs that are the very same
+        objects: a snapshot after a one-file edit costs that file's run, not a pass over
+        every declaration. Returns the workspace and the per-run results for next time;
+        the left-out declarations' ids are `left_out(results)`."""
+        earlier = earlier or {}
+        results: dict[int, Any] = {}
+        kept_runs: list[Sequence[Declaration]] = []
+        targets: set[str] = set(self.superseded_elsewhere)
+        for run in file_runs(self.declarations):
+            entry = earlier.get(id(run))
+            if entry is None or entry[0] is not run:
+                kept: list[Declaration] = []
+                left: list[str] = []
+                left_targets: set[str] = set()
+                for decl in run:
+                    if keep(decl):
+                        kept.append(decl)
+                    else:
+                        left.append(decl.id)
+                        left_targets.update(decl.relation_targets("supersedes"))
+                entry = (run, tuple(kept), tuple(left), frozenset(left_targets))
+            results[id(run)] = entry
+            if entry[1]:
+                kept_runs.append(entry[1])
+            targets.update(entry[3])
+        restricted = Workspace(
+            declarations=Declarations(kept_runs),
+            files=list(self.files),
+            registry=self.registry,
+            superseded_elsewhere=frozenset(targets),
+            cut_from=self.whole,
+        )
+        return restricted, results
+
     @property
     def whole(self) -> Workspace:
         """The workspace this one was restricted from, or itself when it is whole."""
@@ -344,3 +382,22 @@ def source_files(path: str) -> Iterable[str]:
         for name in sorted(names):
             if name.endswith(".mem"):
                 yield os.path.join(root, name)
+
+
+def file_runs(declarations: Sequence[Declaration]) -> Sequence[Sequence[Declaration]]:
+    """The runs of consecutive declarations of one file: a snapshot's own runs (the same
+    objects while their files are unchanged), else grouped from the list."""
+    if isinstance(declarations, Declarations):
+        return declarations.runs
+    runs: list[list[Declaration]] = []
+    for decl in declarations:
+        if runs and runs[-1][0].file == decl.file:
+            runs[-1].append(decl)
+        else:
+            runs.append([decl])
+    return runs
+
+
+def left_out(results: dict[int, Any]) -> frozenset[str]:
+    """The ids `Workspace.restricted_by_run` left out, from its per-run results."""
+    return frozenset(chain.from_iterable(entry[2] for entry in results.values()))

@@ -1,10 +1,12 @@
-"""Property: the index of a role set's view composed over that view's previous index
-and the whole workspace's (`compose_index`) answers exactly as one built from nothing.
+"""Property: a role set's view made per file over the previous view's results
+(`Workspace.restricted_by_run`) is `Workspace.restricted`, and its index composed over
+that view's previous index and the whole workspace's (`compose_index`) answers exactly
+as one built from nothing.
 
 Random workspaces go through random edit sequences; after every edit the view (what a
-random role set may read: `Workspace.restricted`) is indexed over the earlier indexes,
-and must hold the same slots, bitmaps and directories as `build_index` of that view,
-and answer every query and check as the linear scans do.
+random role set may read) is made and indexed over the earlier ones, and must hold the
+same declarations as `restricted`, the same slots, bitmaps and directories as
+`build_index` of that view, and answer every query and check as the linear scans do.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from memhubd.check.reference import check_compliance_linear
 from memhubd.index import build_index, build_segment, index_for
 from memhubd.index.workspace import WorkspaceIndex, build_with, compose_index
 from memhubd.model import Workspace
+from memhubd.model.workspace import Declarations, left_out
 from memhubd.query import build_evidence_pack
 from memhubd.query.reference import build_evidence_pack_linear
 
@@ -52,13 +55,20 @@ def test_a_view_indexed_over_earlier_indexes_equals_one_built_from_nothing(
     files = incremental._files(ws)
     segments = [build_segment(f) for f in files]
     earlier: WorkspaceIndex | None = None
+    runs = None
     for step in [None, *steps]:
-        # Given the whole workspace after an edit, indexed, and a role set's view of it
+        # Given the whole workspace after an edit (its files' runs, the same objects
+        # while a file is unchanged), indexed, and a role set's view of it made over
+        # the per-file results of the view before
         if step is not None:
             incremental._apply(files, segments, step)
-        whole = Workspace([d for f in files for d in f], [f[0].file for f in files], ws.registry)
+        whole = Workspace(Declarations(list(files)), [f[0].file for f in files], ws.registry)
         whole_index = WorkspaceIndex(segments)
-        view = whole.restricted(readable)
+        view, runs = whole.restricted_by_run(readable, runs)
+        plain = whole.restricted(readable)
+        assert list(view.declarations) == list(plain.declarations)
+        assert view.superseded_elsewhere == plain.superseded_elsewhere
+        assert left_out(runs) == {d.id for d in whole.declarations if not readable(d)}
 
         # When the view's index is composed over the earlier view index and the whole's
         index = compose_index(view, [i for i in (earlier, whole_index) if i is not None])
