@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 from memhubd.index.tokens import field_values, word_tokens
@@ -131,6 +132,86 @@ def build_segment(declarations: Sequence[Any]) -> Segment:
         subjects=postings.table(postings.subjects),
         constraint_scopes=postings.table(postings.scopes),
         when_any={phrase: tuple(found) for phrase, found in postings.triggers.items()},
+        supersedes=tuple(supersedes),
+        local_ids=_local_directory(ids),
+        local_names=_local_directory(names),
+        flag_rows={
+            "in_pool": _row(nbytes, in_pool),
+            "is_constraint": _row(nbytes, is_constraint),
+            "high_confidence": _row(nbytes, high),
+            "question": _row(nbytes, [role == "question" for role in roles]),
+        },
+        kind_rows={kind: _row(nbytes, members, ordinals=True) for kind, members in by_kind.items()},
+        aliases=_aliases(declarations),
+    )
+
+
+def cut_segment(segment: Segment, kept: Sequence[int]) -> Segment:
+    """The segment `build_segment` makes of some of `segment`'s declarations (`kept`:
+    their local ordinals, increasing), taken from `segment` instead of read again: the
+    posting rows keep the columns of `kept` (keys left with no declaration go), and
+    the per-declaration facts are selected. A posting table's keys keep their order in
+    `segment`, which no answer depends on.
+    """
+    import numpy as np
+
+    columns = np.asarray(kept, dtype=np.intp)
+    declarations = tuple(segment.declarations[o] for o in kept)
+    nbytes = (len(kept) + 7) // 8
+
+    def pick(values: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(values[o] for o in kept)
+
+    def table(postings: PostingTable) -> PostingTable:
+        if not postings.keys:
+            return PostingTable(keys=(), rows=b"", width=nbytes, index={})
+        rows = np.frombuffer(postings.rows, np.uint8).reshape(len(postings.keys), postings.width)
+        packed = np.packbits(np.unpackbits(rows, axis=1)[:, columns], axis=1)
+        live = packed.any(axis=1)
+        keys = tuple(compress(postings.keys, live.tolist()))
+        return PostingTable(
+            keys=keys,
+            rows=packed[live].tobytes(),
+            width=nbytes,
+            index=dict(zip(keys, range(len(keys)), strict=True)),
+        )
+
+    new_local = {old: new for new, old in enumerate(kept)}
+    when_any = {}
+    for phrase, found in segment.when_any.items():
+        moved = tuple(new_local[o] for o in found if o in new_local)
+        if moved:
+            when_any[phrase] = moved
+    ids, names, kinds, roles = (
+        pick(segment.ids),
+        pick(segment.names),
+        pick(segment.kinds),
+        pick(segment.roles),
+    )
+    in_pool, high = pick(segment.in_pool), pick(segment.high_confidence)
+    is_constraint = pick(segment.is_constraint)
+    supersedes: list[str] = []
+    for decl in declarations:
+        supersedes.extend(decl.relations().get("supersedes", ()))
+    by_kind: dict[str, list[int]] = {}
+    for local, kind in enumerate(kinds):
+        if in_pool[local]:
+            by_kind.setdefault(kind, []).append(local)
+    return Segment(
+        declarations=declarations,
+        ids=ids,
+        names=names,
+        kinds=kinds,
+        subjects_of=pick(segment.subjects_of),
+        scopes_of=pick(segment.scopes_of),
+        roles=roles,
+        high_confidence=high,
+        in_pool=in_pool,
+        is_constraint=is_constraint,
+        terms=table(segment.terms),
+        subjects=table(segment.subjects),
+        constraint_scopes=table(segment.constraint_scopes),
+        when_any=when_any,
         supersedes=tuple(supersedes),
         local_ids=_local_directory(ids),
         local_names=_local_directory(names),

@@ -19,14 +19,14 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, count, repeat
-from operator import attrgetter, getitem, is_, is_not
+from operator import attrgetter, getitem, is_, is_not, lt
 from typing import Any
 
 import numpy as np
 
 from memhubd.index import codes
 from memhubd.index.bitmaps import BYTE_BITS, OrdinalSpace
-from memhubd.index.segment import Segment, build_segment
+from memhubd.index.segment import Segment, build_segment, cut_segment
 from memhubd.index.triggers import TriggerPhrases
 from memhubd.model.workspace import cyclic_gc_paused, file_runs
 
@@ -996,32 +996,50 @@ def build_index(ws: Any) -> WorkspaceIndex:
         return WorkspaceIndex(segments, elsewhere)
 
 
-def compose_index(ws: Any, earlier: Sequence[WorkspaceIndex]) -> WorkspaceIndex:
-    """The index of `ws` composed from segments of `earlier` indexes where it can.
+def compose_index(
+    ws: Any, previous: WorkspaceIndex | None, whole: WorkspaceIndex | None
+) -> WorkspaceIndex:
+    """The index of `ws`, a workspace restricted to what a role set may read, composed
+    from segments it already has where it can.
 
-    For a workspace restricted to what a role set may read: `earlier` is that role
-    set's index of the previous snapshot (first, if any) and the whole workspace's
-    index. A file run made of the same declaration objects as a segment of theirs
-    keeps that segment, and the index is updated from the first one's instead of
-    composed from nothing when their supersession from outside agrees. The answers are
-    the same either way, as for a reload: an edit costs a role set's view the edited
-    files, not a new index over every file.
+    `previous` is that role set's index of the previous snapshot, `whole` the whole
+    workspace's index. A file run made of the same declaration objects as a segment of
+    theirs keeps that segment; one made of some of the declarations of a segment of
+    `whole` is cut from it (`cut_segment`) instead of read again; the others are built.
+    The index is updated from `previous` instead of composed from nothing when their
+    supersession from outside agrees. The answers are the same either way, as for a
+    reload: an edit costs a role set's view the edited files.
     """
     reusable: dict[int, list[Segment]] = {}
-    for index in earlier:
-        for segment in index.segments:
+    by_file: dict[str, list[Segment]] = {}
+    for index in (previous, whole):
+        for segment in index.segments if index is not None else ():
             if segment.declarations:
-                reusable.setdefault(id(segment.declarations[0]), []).append(segment)
+                first = segment.declarations[0]
+                reusable.setdefault(id(first), []).append(segment)
+                if index is whole:
+                    by_file.setdefault(first.file, []).append(segment)
     elsewhere = frozenset(getattr(ws, "superseded_elsewhere", ()))
     with cyclic_gc_paused():
         segments = []
         for run in _joined(file_runs(ws.declarations)):
             kept = _same_run(reusable.get(id(run[0]), ()), run)
+            if kept is None:
+                kept = _cut_from(by_file.get(run[0].file, ()), run)
             segments.append(kept if kept is not None else build_segment(run))
-        previous = earlier[0] if earlier else None
         if previous is not None and previous.superseded_elsewhere != elsewhere:
             previous = None
         return WorkspaceIndex(segments, elsewhere, previous=previous)
+
+
+def _cut_from(candidates: Sequence[Segment], run: Sequence[Any]) -> Segment | None:
+    """`run` cut from the first of `candidates` that holds all its declarations in order."""
+    for segment in candidates:
+        position = {id(d): o for o, d in enumerate(segment.declarations)}
+        kept = [position.get(id(d), -1) for d in run]
+        if min(kept) >= 0 and all(map(lt, kept, kept[1:])):
+            return cut_segment(segment, kept)
+    return None
 
 
 def _joined(runs: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:

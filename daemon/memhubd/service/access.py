@@ -244,8 +244,7 @@ def _index_over_earlier(view: Workspace, key: tuple[str, frozenset[str]]) -> Non
         with _EARLIER_LOCK:
             entry = _EARLIER.get(key)
             earlier = entry.index if entry is not None else None
-        whole = cached_index(ws.whole)
-        index = compose_index(ws, [i for i in (earlier, whole) if i is not None])
+        index = compose_index(ws, earlier, cached_index(ws.whole))
         with _EARLIER_LOCK:
             _remember_earlier(key).index = index
         return index

@@ -22,6 +22,7 @@ from random_workspaces import check_arguments, query_arguments, workspaces
 from memhubd.check import check_compliance
 from memhubd.check.reference import check_compliance_linear
 from memhubd.index import build_index, build_segment, index_for
+from memhubd.index.segment import PostingTable, cut_segment
 from memhubd.index.workspace import WorkspaceIndex, build_with, compose_index
 from memhubd.model import Workspace
 from memhubd.model.workspace import Declarations, left_out
@@ -71,7 +72,7 @@ def test_a_view_indexed_over_earlier_indexes_equals_one_built_from_nothing(
         assert left_out(runs) == {d.id for d in whole.declarations if not readable(d)}
 
         # When the view's index is composed over the earlier view index and the whole's
-        index = compose_index(view, [i for i in (earlier, whole_index) if i is not None])
+        index = compose_index(view, earlier, whole_index)
 
         # Then it holds what an index built from nothing holds
         assert incremental._state(index) == incremental._state(build_index(view))
@@ -101,3 +102,28 @@ def test_a_composed_index_that_is_not_of_the_workspace_is_not_used(tmp_path: Any
     index = index_for(ws)
     assert index is not stranger
     assert [d for d in index.declarations if d is not None] == list(ws.declarations)
+
+
+def _comparable(segment: Any) -> dict[str, Any]:
+    """A segment's fields, posting tables as key -> row (their key order means nothing)."""
+    out = {}
+    for name in segment.__slots__:
+        value = getattr(segment, name)
+        if isinstance(value, PostingTable):
+            value = (value.width, value.as_dict(), value.index.keys() == set(value.keys))
+        out[name] = value
+    return out
+
+
+@settings(max_examples=max(settings.default.max_examples // 2, 1), deadline=None)
+@given(workspaces(), st.data())
+def test_a_segment_cut_from_a_file_is_the_segment_of_the_declarations_kept(
+    ws: Workspace, data: st.DataObject
+) -> None:
+    for run in incremental._files(ws):
+        # Given a file's segment and some of its declarations, in order
+        kept = sorted(data.draw(st.sets(st.integers(0, len(run) - 1), min_size=1)))
+        # When the segment of those is cut from the file's
+        cut = cut_segment(build_segment(run), kept)
+        # Then it is the segment built from them
+        assert _comparable(cut) == _comparable(build_segment([run[o] for o in kept]))
