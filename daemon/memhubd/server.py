@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import errno
 import grp
 import os
@@ -36,6 +37,7 @@ from memhubd.runtime.cache import ParseCache
 from memhubd.runtime.config import ConfigError, DaemonConfig, McpConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
 from memhubd.runtime.state import StateDir, merge_workspaces
+from memhubd.service.access import warm_views
 from memhubd.service.cowork import open_cowork
 
 log = structlog.get_logger("memhubd.server")
@@ -195,6 +197,18 @@ def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def _view_warmer(tokens: TokenStore) -> Callable[[Any], None]:
+    """A hub warmer making each new snapshot's views for the role sets of the stored
+    tokens (and those served last) before their callers ask."""
+
+    def warm(snapshot: Any) -> None:
+        now = dt.datetime.now(dt.UTC)
+        identities = [r.identity() for r in tokens.list() if not r.is_expired(now)]
+        warm_views(snapshot, identities)
+
+    return warm
+
+
 async def run_daemon(
     config: DaemonConfig,
     *,
@@ -223,6 +237,7 @@ async def run_daemon(
     hub.recall = shelf
     hub.cowork = open_cowork(state.path / "cowork", tokens)
     hub.cache = ParseCache(state.path / "parse-cache")
+    hub.warmers.append(_view_warmer(tokens))
 
     mcp: DeferredMcp | None = None
 

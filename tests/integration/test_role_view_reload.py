@@ -1,11 +1,14 @@
 """A role-limited caller's view follows every reload: its index is composed over the
-previous view's, and what the caller may not read stays hidden in each generation."""
+previous view's, what the caller may not read stays hidden in each generation, and the
+views of stored tokens are made off the request path before they ask."""
 
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
+
+from memhubd.service import access
 
 SECRET_BUG = "teamcode.bug_pattern:payments.sandbox_key_in_logs"
 QUERY = {"query": "payment sdk sandbox key logs debug ledger retry"}
@@ -65,3 +68,24 @@ def test_a_role_limited_view_follows_edits_and_keeps_hiding(live_daemon) -> None
     with live_daemon.http(live_daemon.admin_token) as client:
         whole = json.dumps(client.post("/v1/workspaces/team-coding/query", json=QUERY).json())
     assert "retry_key_2" in whole and SECRET_BUG in whole
+
+
+def test_the_views_of_stored_tokens_are_made_before_they_ask(live_daemon) -> None:
+    # A token is stored; it has not asked anything yet
+    live_daemon.add_token("quiet", "read:summary,read:search", roles=["coding_agent"])
+    key = ("team-coding", frozenset({"coding_agent"}))
+    # When the workspace is reloaded
+    root = Path(live_daemon.workspaces["team-coding"])
+    (root / "warm.mem").write_text(NEW_FACT, encoding="utf-8")
+    # Then its view of the new snapshot is made and indexed off the request path
+    deadline = time.monotonic() + 20
+    while True:
+        with access._EARLIER_LOCK:
+            entry = access._EARLIER.get(key)
+            made = entry is not None and entry.index is not None
+        if made and any(
+            d.name == "payments.ledger_retry" for d in entry.index.declarations if d is not None
+        ):
+            break
+        assert time.monotonic() < deadline, "the stored token's view was not warmed"
+        time.sleep(0.05)

@@ -313,6 +313,9 @@ class Hub:
         # memhubd.runtime.cache.ParseCache in the state dir, opened by the server; None: off.
         self.cache: Any = None
         self.cowork: Any = None  # memhubd.service.cowork.CoworkDesk, opened by the server
+        # Called with each new snapshot once its index is warm, in the same worker thread
+        # (e.g. the service layer making the views its callers will ask for).
+        self.warmers: list[Callable[[Snapshot], None]] = []
         self._tg: TaskGroup | None = None
         # Where workspaces added or removed at run time are remembered
         # (memhubd.runtime.state.WorkspaceList); None keeps them in memory only.
@@ -383,6 +386,9 @@ class Hub:
             if host.snapshot is snapshot:
                 # Collecting waits for the quiet step: it holds the GIL throughout.
                 settled(index_for(snapshot.workspace).warm, collect=False)()
+            for warmer in self.warmers:
+                if host.snapshot is snapshot:
+                    settled(lambda w=warmer: w(snapshot), collect=False)()
 
         async def run() -> None:
             try:

@@ -12,6 +12,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,7 +172,10 @@ _CUTS_LOCK = threading.Lock()
 
 
 def _cut_for(snapshot: Snapshot, identity: Identity) -> _Cut:
-    key = _EVERYTHING if identity.sees_everything else identity.roles
+    return _cut_of(snapshot, _EVERYTHING if identity.sees_everything else identity.roles)
+
+
+def _cut_of(snapshot: Snapshot, key: frozenset[str]) -> _Cut:
     with _CUTS_LOCK:
         cuts = _CUTS.setdefault(snapshot, OrderedDict())
         cut = cuts.get(key)
@@ -250,6 +254,23 @@ def _index_over_earlier(view: Workspace, key: tuple[str, frozenset[str]]) -> Non
         return index
 
     build_with(view, build)
+
+
+def warm_views(snapshot: Snapshot, identities: Iterable[Identity] = ()) -> None:
+    """Make and index the views of `snapshot` its callers will ask for, off the request
+    path (a hub warmer): the role sets last served for its workspace, and those of
+    `identities` (the stored tokens) that may read it, at most `MAX_EARLIER_VIEWS`."""
+    from memhubd.index.workspace import index_for
+
+    with _EARLIER_LOCK:
+        role_sets = dict.fromkeys(roles for name, roles in _EARLIER if name == snapshot.name)
+    for identity in identities:
+        if not identity.sees_everything and identity.can_use(snapshot.name):
+            role_sets.setdefault(identity.roles)
+    for roles in list(role_sets)[:MAX_EARLIER_VIEWS]:
+        cut = _cut_of(snapshot, roles)
+        if cut.workspace is not snapshot.workspace:
+            index_for(cut.workspace)
 
 
 def view_of(snapshot: Snapshot, identity: Identity) -> View:
