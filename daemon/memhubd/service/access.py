@@ -74,20 +74,38 @@ class _Cut:
     WeakKeyDictionary, and a value holding its key would keep every snapshot alive.
     """
 
-    def __init__(self, roles: frozenset[str], workspace: Workspace, hidden: frozenset[str]):
+    def __init__(
+        self,
+        roles: frozenset[str],
+        workspace: Workspace,
+        hidden: frozenset[str],
+        earlier: tuple[str, frozenset[str]] | None = None,
+    ):
         self.roles = roles
         self.workspace = workspace
         self.hidden = hidden
+        self.earlier = earlier  # the `_EARLIER` key its lint reuses and leaves its results
         self._lock = threading.Lock()
         self._diagnostics: list[Any] | None = None
         self._hidden_must: int | None = None
 
     def diagnostics(self) -> list[Any]:
-        from memhubd.lint import lint
+        """Lint of the view, reusing the role set's previous view's per-file results for
+        the runs it kept (`lint_files`): a reload costs the edited files here too."""
+        from memhubd.lint import lint_files
+        from memhubd.model.workspace import file_runs
 
         with self._lock:
             if self._diagnostics is None:
-                self._diagnostics = lint(self.workspace)
+                key = self.earlier
+                with _EARLIER_LOCK:
+                    entry = _EARLIER.get(key) if key is not None else None
+                    before = entry.lint if entry is not None else None
+                runs = file_runs(self.workspace.declarations)
+                self._diagnostics, reuse = lint_files(self.workspace, runs, previous=before)
+                if key is not None:
+                    with _EARLIER_LOCK:
+                        _remember_earlier(key).lint = reuse
             return self._diagnostics
 
     def hidden_must_rules(self, whole: Workspace) -> int:
@@ -207,18 +225,20 @@ def _build_cut(whole: Workspace, roles: frozenset[str], name: str = "") -> _Cut:
     if not hidden:
         return _Cut(roles, whole, hidden)
     _index_over_earlier(view, key)
-    return _Cut(roles, view, hidden)
+    return _Cut(roles, view, hidden, key)
 
 
 class _Earlier:
     """What the last view of one (workspace, role set) was made with: its per-file
-    reading results (`Workspace.restricted_by_run`) and the index it was given."""
+    reading results (`Workspace.restricted_by_run`), the index it was given and its
+    lint's per-file results (`memhubd.lint.LintReuse`)."""
 
-    __slots__ = ("runs", "index")
+    __slots__ = ("runs", "index", "lint")
 
     def __init__(self) -> None:
         self.runs: dict[int, Any] | None = None
         self.index: Any = None
+        self.lint: Any = None
 
 
 # The last view of each (workspace, role set), for the next snapshot's view to be made

@@ -1,7 +1,7 @@
 """Property: a role set's view made per file over the previous view's results
 (`Workspace.restricted_by_run`) is `Workspace.restricted`, and its index composed over
 that view's previous index and the whole workspace's (`compose_index`) answers exactly
-as one built from nothing.
+as one built from nothing, and its lint over the previous view's is a fresh lint.
 
 Random workspaces go through random edit sequences; after every edit the view (what a
 random role set may read) is made and indexed over the earlier ones, and must hold the
@@ -24,8 +24,9 @@ from memhubd.check.reference import check_compliance_linear
 from memhubd.index import build_index, build_segment, index_for
 from memhubd.index.segment import PostingTable, cut_segment
 from memhubd.index.workspace import WorkspaceIndex, build_with, compose_index
+from memhubd.lint import lint, lint_files
 from memhubd.model import Workspace
-from memhubd.model.workspace import Declarations, left_out
+from memhubd.model.workspace import Declarations, file_runs, left_out
 from memhubd.query import build_evidence_pack
 from memhubd.query.reference import build_evidence_pack_linear
 
@@ -57,6 +58,7 @@ def test_a_view_indexed_over_earlier_indexes_equals_one_built_from_nothing(
     segments = [build_segment(f) for f in files]
     earlier: WorkspaceIndex | None = None
     runs = None
+    linted = None
     for step in [None, *steps]:
         # Given the whole workspace after an edit (its files' runs, the same objects
         # while a file is unchanged), indexed, and a role set's view of it made over
@@ -85,6 +87,9 @@ def test_a_view_indexed_over_earlier_indexes_equals_one_built_from_nothing(
         for args in checks:
             checked = check_compliance(view, **args)
             assert checked.as_dict() == check_compliance_linear(view, **args).as_dict()
+        # And its lint over the previous view's per-file results is a fresh lint's
+        found, linted = lint_files(view, file_runs(view.declarations), previous=linted)
+        assert [d.as_dict() for d in found] == [d.as_dict() for d in lint(view)]
         earlier = index
 
 
