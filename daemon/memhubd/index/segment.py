@@ -94,7 +94,6 @@ class Segment:
 def build_segment(declarations: Sequence[Any]) -> Segment:
     """Index the declarations of one file (in file order)."""
     postings = _SegmentPostings(len(declarations))
-    nbytes = (len(declarations) + 7) // 8
     in_pool: list[bool] = []
     is_constraint: list[bool] = []
     supersedes: list[str] = []
@@ -108,24 +107,15 @@ def build_segment(declarations: Sequence[Any]) -> Segment:
         is_constraint.append(constraint)
         if pooled or constraint:
             postings.add(decl, local, constraint)
-    roles = tuple(d.runtime_role for d in declarations)
-    high = tuple(str(d.confidence or "") == "high" for d in declarations)
-    kinds = tuple(d.kind for d in declarations)
-    ids = tuple(d.id for d in declarations)
-    names = tuple(d.name for d in declarations)
-    by_kind: dict[str, list[int]] = {}
-    for local, kind in enumerate(kinds):
-        if in_pool[local]:
-            by_kind.setdefault(kind, []).append(local)
-    return Segment(
-        declarations=tuple(declarations),
-        ids=ids,
-        names=names,
-        kinds=kinds,
+    return _assembled(
+        tuple(declarations),
+        ids=tuple(d.id for d in declarations),
+        names=tuple(d.name for d in declarations),
+        kinds=tuple(d.kind for d in declarations),
         subjects_of=tuple(d.subject for d in declarations),
         scopes_of=tuple(d.scope for d in declarations),
-        roles=roles,
-        high_confidence=high,
+        roles=tuple(d.runtime_role for d in declarations),
+        high_confidence=tuple(str(d.confidence or "") == "high" for d in declarations),
         in_pool=tuple(in_pool),
         is_constraint=tuple(is_constraint),
         terms=postings.table(postings.terms),
@@ -133,12 +123,28 @@ def build_segment(declarations: Sequence[Any]) -> Segment:
         constraint_scopes=postings.table(postings.scopes),
         when_any={phrase: tuple(found) for phrase, found in postings.triggers.items()},
         supersedes=tuple(supersedes),
-        local_ids=_local_directory(ids),
-        local_names=_local_directory(names),
+    )
+
+
+def _assembled(declarations: tuple[Any, ...], **facts: Any) -> Segment:
+    """A segment of `declarations` from their per-declaration facts and postings
+    (`Segment`'s fields of those names); the directories, the flag and kind rows and
+    the aliases are derived here."""
+    nbytes = (len(declarations) + 7) // 8
+    in_pool, roles = facts["in_pool"], facts["roles"]
+    by_kind: dict[str, list[int]] = {}
+    for local, kind in enumerate(facts["kinds"]):
+        if in_pool[local]:
+            by_kind.setdefault(kind, []).append(local)
+    return Segment(
+        declarations=declarations,
+        **facts,
+        local_ids=_local_directory(facts["ids"]),
+        local_names=_local_directory(facts["names"]),
         flag_rows={
             "in_pool": _row(nbytes, in_pool),
-            "is_constraint": _row(nbytes, is_constraint),
-            "high_confidence": _row(nbytes, high),
+            "is_constraint": _row(nbytes, facts["is_constraint"]),
+            "high_confidence": _row(nbytes, facts["high_confidence"]),
             "question": _row(nbytes, [role == "question" for role in roles]),
         },
         kind_rows={kind: _row(nbytes, members, ordinals=True) for kind, members in by_kind.items()},
@@ -182,47 +188,25 @@ def cut_segment(segment: Segment, kept: Sequence[int]) -> Segment:
         moved = tuple(new_local[o] for o in found if o in new_local)
         if moved:
             when_any[phrase] = moved
-    ids, names, kinds, roles = (
-        pick(segment.ids),
-        pick(segment.names),
-        pick(segment.kinds),
-        pick(segment.roles),
-    )
-    in_pool, high = pick(segment.in_pool), pick(segment.high_confidence)
-    is_constraint = pick(segment.is_constraint)
     supersedes: list[str] = []
     for decl in declarations:
         supersedes.extend(decl.relations().get("supersedes", ()))
-    by_kind: dict[str, list[int]] = {}
-    for local, kind in enumerate(kinds):
-        if in_pool[local]:
-            by_kind.setdefault(kind, []).append(local)
-    return Segment(
-        declarations=declarations,
-        ids=ids,
-        names=names,
-        kinds=kinds,
+    return _assembled(
+        declarations,
+        ids=pick(segment.ids),
+        names=pick(segment.names),
+        kinds=pick(segment.kinds),
         subjects_of=pick(segment.subjects_of),
         scopes_of=pick(segment.scopes_of),
-        roles=roles,
-        high_confidence=high,
-        in_pool=in_pool,
-        is_constraint=is_constraint,
+        roles=pick(segment.roles),
+        high_confidence=pick(segment.high_confidence),
+        in_pool=pick(segment.in_pool),
+        is_constraint=pick(segment.is_constraint),
         terms=table(segment.terms),
         subjects=table(segment.subjects),
         constraint_scopes=table(segment.constraint_scopes),
         when_any=when_any,
         supersedes=tuple(supersedes),
-        local_ids=_local_directory(ids),
-        local_names=_local_directory(names),
-        flag_rows={
-            "in_pool": _row(nbytes, in_pool),
-            "is_constraint": _row(nbytes, is_constraint),
-            "high_confidence": _row(nbytes, high),
-            "question": _row(nbytes, [role == "question" for role in roles]),
-        },
-        kind_rows={kind: _row(nbytes, members, ordinals=True) for kind, members in by_kind.items()},
-        aliases=_aliases(declarations),
     )
 
 
