@@ -172,6 +172,17 @@ def test_ingest_never_quotes_a_hidden_drawer_as_a_near_duplicate(daemon: LiveDae
     board = token(daemon, "near-board", workspaces=[TEAM], roles=["board"])
     secret = "The acquisition of Northwind closes on March 3 for 41 million euros."
     (hidden,) = ingest(daemon, board, content=secret, room="deals", readers=["board"])
+    # A caller that may read it is told about a near copy (kept hidden as well)
+    with daemon.http(board) as http:
+        told = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={
+                "content": "For 41 million euros, the acquisition of Northwind closes on March 3.",
+                "readers": ["board"],
+            },
+        )
+    assert told.status_code == 201, told.text
+    assert hidden in {n["similar_drawer_id"] for n in told.json()["near_duplicates"]}
     # When a caller without the role ingests a near copy (the same words, reordered)
     guesser = token(daemon, "near-guesser", workspaces=[TEAM])
     with daemon.http(guesser) as http:
@@ -181,19 +192,10 @@ def test_ingest_never_quotes_a_hidden_drawer_as_a_near_duplicate(daemon: LiveDae
                 "content": "For 41 million euros the acquisition of Northwind closes on March 3."
             },
         )
-    # Then nothing in the answer names or quotes the hidden drawer
+    # Then nothing in the answer names or quotes either hidden drawer
     assert answer.status_code == 201, answer.text
     assert answer.json()["near_duplicates"] == []
     assert hidden not in answer.text and "Northwind closes on March 3 for" not in answer.text
-    # While a caller that may read it is told about the near copy
-    with daemon.http(board) as http:
-        again = http.post(
-            f"/v1/workspaces/{TEAM}/recall/ingest",
-            json={
-                "content": "For 41 million euros, the acquisition of Northwind closes on March 3."
-            },
-        )
-    assert hidden in {n["similar_drawer_id"] for n in again.json()["near_duplicates"]}
 
 
 def test_exact_content_of_a_hidden_drawer_is_no_duplicate_oracle(daemon: LiveDaemon) -> None:
