@@ -66,6 +66,15 @@ class View:
             return 0
         return self.cut.hidden_must_rules(self.snapshot.workspace)
 
+    def ready(self) -> bool:
+        """Whether a query over this view needs nothing built first: its index and, when
+        something is hidden, the count of hidden MUST rules (made once per view)."""
+        from memhubd.index.workspace import is_indexed
+
+        if self.hidden and self.cut.hidden_must is None:
+            return False
+        return is_indexed(self.workspace)
+
 
 class _Cut:
     """What one role set may read of one snapshot, and what is computed over it once.
@@ -87,7 +96,7 @@ class _Cut:
         self.earlier = earlier  # the `_EARLIER` key its lint reuses and leaves its results
         self._lock = threading.Lock()
         self._diagnostics: list[Any] | None = None
-        self._hidden_must: int | None = None
+        self.hidden_must: int | None = None  # `hidden_must_rules`, once counted
 
     def diagnostics(self) -> list[Any]:
         """Lint of the view, reusing the role set's previous view's per-file results for
@@ -112,14 +121,14 @@ class _Cut:
         from memhubd.index.workspace import index_for
 
         with self._lock:
-            if self._hidden_must is None:
+            if self.hidden_must is None:
                 index = index_for(whole)
-                self._hidden_must = sum(
+                self.hidden_must = sum(
                     1
                     for slot in index.space.members(index.constraints)
                     if not is_readable(index.declarations[slot], self.roles)
                 )
-            return self._hidden_must
+            return self.hidden_must
 
 
 # --- access -----------------------------------------------------------------------------
@@ -291,6 +300,7 @@ def warm_views(snapshot: Snapshot, identities: Iterable[Identity] = ()) -> None:
         cut = _cut_of(snapshot, roles)
         if cut.workspace is not snapshot.workspace:
             index_for(cut.workspace)
+            cut.hidden_must_rules(snapshot.workspace)
 
 
 def view_of(snapshot: Snapshot, identity: Identity) -> View:

@@ -41,7 +41,6 @@ from memhubd.service.access import (
     problem_dicts,
     require_scope,
     run_engine,
-    run_indexed,
     view_for,
     view_of,
     visible_workspaces,
@@ -458,9 +457,10 @@ async def _answer_query(
             excluded_total=int(pack.trace.get("excluded_by_filters_total", 0) or 0),
         )
 
-    if view.hidden:  # the caller's own index and counts may still need building
-        return await run_engine(work)  # type: ignore[no-any-return]
-    return await run_indexed(view.workspace, work)  # type: ignore[no-any-return]
+    if view.ready():  # a query-sized call: inline, as `run_indexed` does
+        return work()
+    # The caller's own index or counts need building first: off the event loop.
+    return await run_engine(work)  # type: ignore[no-any-return]
 
 
 # A caller's view of a snapshot never changes, and computing its vocabulary takes
