@@ -1129,15 +1129,35 @@ def index_for(ws: Any) -> WorkspaceIndex:
         if entry is not None and entry[0] == stamp:
             return entry[1]
         build = _BUILDERS.pop(id(ws), None)
-        index = build(ws) if build is not None else None
-        if index is None or not _same_declarations(index, ws.declarations):
+        underway = _UNDERWAY.get(id(ws))
+        if build is None and underway is None:
             index = build_index(ws)
-        _remember(ws, index)
-        return index
+            _remember(ws, index)
+            return index
+        if build is not None:
+            underway = _UNDERWAY[id(ws)] = threading.Event()
+    if build is None:  # another thread composes it: wait for that one
+        underway.wait()
+        return index_for(ws)
+    # Composed outside the lock, which every index's first use and every reload's
+    # adoption take: a view's first composition can take seconds on a large workspace.
+    index = None
+    try:
+        index = build(ws)
+    finally:
+        with _LOCK:
+            if index is None or not _same_declarations(index, ws.declarations):
+                index = build_index(ws)
+            _remember(ws, index)
+            del _UNDERWAY[id(ws)]
+            underway.set()
+    return index
 
 
-# Workspaces whose index is to be built otherwise than from nothing (`build_with`).
+# Workspaces whose index is to be built otherwise than from nothing (`build_with`), and
+# those whose builder is running (their other askers wait for it).
 _BUILDERS: dict[int, Any] = {}
+_UNDERWAY: dict[int, threading.Event] = {}
 
 
 def build_with(ws: Any, build: Any) -> None:

@@ -132,3 +132,42 @@ def test_a_segment_cut_from_a_file_is_the_segment_of_the_declarations_kept(
         cut = cut_segment(build_segment(run), kept)
         # Then it is the segment built from them
         assert _comparable(cut) == _comparable(build_segment([run[o] for o in kept]))
+
+
+def test_a_composition_underway_is_waited_for_not_repeated(tmp_path: Any) -> None:
+    import threading
+
+    from memhubd.index import workspace as index_module
+
+    (tmp_path / "a.mem").write_text(
+        'fact team.a { claim: "a" evidence { source: "s" quote: "q" } }\n'
+    )
+    ws = Workspace.load([str(tmp_path / "a.mem")])
+    release, started, calls = threading.Event(), threading.Event(), []
+
+    def slow(view: Workspace) -> WorkspaceIndex:
+        calls.append(view)
+        started.set()
+        assert release.wait(10)
+        return build_index(view)
+
+    build_with(ws, slow)
+    got: list[WorkspaceIndex] = []
+    first = threading.Thread(target=lambda: got.append(index_for(ws)))
+    first.start()
+    assert started.wait(10)
+    # While the builder runs outside the index lock, other workspaces are indexed at once
+    other = Workspace.load([str(tmp_path / "a.mem")])
+    meanwhile = threading.Thread(target=index_for, args=(other,))
+    meanwhile.start()
+    meanwhile.join(10)
+    assert not meanwhile.is_alive()
+    second = threading.Thread(target=lambda: got.append(index_for(ws)))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # waiting for the composition underway, not building
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert len(calls) == 1 and len(got) == 2 and got[0] is got[1]
+    assert not index_module._UNDERWAY
