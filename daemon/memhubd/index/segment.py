@@ -193,21 +193,26 @@ def cut_segment(segment: Segment, kept: Sequence[int]) -> Segment:
         supersedes.extend(decl.relations().get("supersedes", ()))
     return _assembled(
         declarations,
-        ids=pick(segment.ids),
-        names=pick(segment.names),
-        kinds=pick(segment.kinds),
-        subjects_of=pick(segment.subjects_of),
-        scopes_of=pick(segment.scopes_of),
-        roles=pick(segment.roles),
-        high_confidence=pick(segment.high_confidence),
-        in_pool=pick(segment.in_pool),
-        is_constraint=pick(segment.is_constraint),
-        terms=table(segment.terms),
-        subjects=table(segment.subjects),
-        constraint_scopes=table(segment.constraint_scopes),
+        **{name: pick(getattr(segment, name)) for name in _PER_DECLARATION},
+        **{name: table(getattr(segment, name)) for name in _POSTINGS},
         when_any=when_any,
         supersedes=tuple(supersedes),
     )
+
+
+# A segment's fields of one value per declaration (in file order), and its postings.
+_PER_DECLARATION = (
+    "ids",
+    "names",
+    "kinds",
+    "subjects_of",
+    "scopes_of",
+    "roles",
+    "high_confidence",
+    "in_pool",
+    "is_constraint",
+)
+_POSTINGS = ("terms", "subjects", "constraint_scopes")
 
 
 def _row(nbytes: int, values: Sequence[Any], *, ordinals: bool = False) -> bytes:
