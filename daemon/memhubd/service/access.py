@@ -390,18 +390,5 @@ def check_length(hub: Hub, field: str, text: str) -> None:
         )
 
 
-async def run_indexed(workspace: Workspace, function: Any) -> Any:
-    """Run a query-sized engine call inline once the workspace is indexed.
-
-    Such calls take about a millisecond, less than a hop to a worker thread and
-    back; only a call that would first build the index is sent to a thread.
-    """
-    from memhubd.index.workspace import is_indexed
-
-    if is_indexed(workspace):
-        return function()
-    return await run_engine(function)
-
-
 async def run_engine(function: Any, *args: Any) -> Any:
     return await anyio.to_thread.run_sync(function, *args, limiter=_ENGINE)

@@ -457,9 +457,10 @@ async def _answer_query(
             excluded_total=int(pack.trace.get("excluded_by_filters_total", 0) or 0),
         )
 
-    if view.ready():  # a query-sized call: inline, as `run_indexed` does
+    # A query-sized call (about a millisecond, less than a hop to a worker thread and
+    # back) runs inline; one that would first build the view's index or counts does not.
+    if view.ready():
         return work()
-    # The caller's own index or counts need building first: off the event loop.
     return await run_engine(work)  # type: ignore[no-any-return]
 
 
