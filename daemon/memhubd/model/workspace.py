@@ -88,20 +88,7 @@ class Workspace:
         a kept one keeps it superseded, so hiding the newer declaration never revives
         the older one. The result remembers the whole workspace (`whole`).
         """
-        kept: list[Declaration] = []
-        targets: set[str] = set(self.superseded_elsewhere)
-        for decl in self.declarations:
-            if keep(decl):
-                kept.append(decl)
-            else:
-                targets.update(decl.relation_targets("supersedes"))
-        return Workspace(
-            declarations=kept,
-            files=list(self.files),
-            registry=self.registry,
-            superseded_elsewhere=frozenset(targets),
-            cut_from=self.whole,
-        )
+        return self.restricted_by_run(keep)[0]
 
     def restricted_by_run(
         self, keep: Callable[[Declaration], bool], earlier: dict[int, Any] | None = None
