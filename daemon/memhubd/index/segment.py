@@ -8,12 +8,12 @@ composed (`memhubd.index.workspace`), so an edited file costs one new segment.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
 
-from memhubd.index.tokens import field_values, word_tokens
+from memhubd.index.tokens import field_values, lowered_word_tokens
 from memhubd.model import EXCLUDED_STATUSES
 
 
@@ -93,35 +93,62 @@ class Segment:
 
 def build_segment(declarations: Sequence[Any]) -> Segment:
     """Index the declarations of one file (in file order)."""
-    postings = _SegmentPostings(len(declarations))
+    declarations = tuple(declarations)
+    width = (len(declarations) + 7) // 8
+    terms = _Postings(width)
+    subjects = _Postings(width)
+    scopes = _Postings(width)
+    triggers: dict[str, list[int]] = {}
+    subjects_of: list[str | None] = []
+    scopes_of: list[str | None] = []
+    roles: list[str] = []
     in_pool: list[bool] = []
     is_constraint: list[bool] = []
     supersedes: list[str] = []
+    # One pass reads each declaration's facts once (subject and scope are looked up
+    # through the type's defaults on every read).
     for local, decl in enumerate(declarations):
-        supersedes.extend(decl.relations().get("supersedes", ()))
-        active = decl.status not in EXCLUDED_STATUSES
+        supersedes.extend(decl.relation_targets("supersedes"))
+        subject = decl.subject
+        scope = decl.scope
         role = decl.runtime_role
+        subjects_of.append(subject)
+        scopes_of.append(scope)
+        roles.append(role)
+        active = decl.status not in EXCLUDED_STATUSES
         pooled = active and role != "symbol" and decl.has_capability("searchable")
         constraint = active and role == "constraint"
         in_pool.append(pooled)
         is_constraint.append(constraint)
-        if pooled or constraint:
-            postings.add(decl, local, constraint)
+        if not (pooled or constraint):
+            continue
+        terms.add_words(lowered_word_tokens(decl.searchable_text()), local)
+        if subject is not None:
+            subjects.add(subject, local)
+        if not constraint:
+            continue
+        if scope is not None:
+            scopes.add(scope, local)
+        # Applicability reads the raw guard (no type defaults), like the checker does.
+        guard = decl.fields.get("guard")
+        if isinstance(guard, dict):
+            for phrase in dict.fromkeys(p.lower() for p in field_values(guard.get("when_any"))):
+                triggers.setdefault(phrase, []).append(local)
     return _assembled(
-        tuple(declarations),
+        declarations,
         ids=tuple(d.id for d in declarations),
         names=tuple(d.name for d in declarations),
         kinds=tuple(d.kind for d in declarations),
-        subjects_of=tuple(d.subject for d in declarations),
-        scopes_of=tuple(d.scope for d in declarations),
-        roles=tuple(d.runtime_role for d in declarations),
+        subjects_of=tuple(subjects_of),
+        scopes_of=tuple(scopes_of),
+        roles=tuple(roles),
         high_confidence=tuple(str(d.confidence or "") == "high" for d in declarations),
         in_pool=tuple(in_pool),
         is_constraint=tuple(is_constraint),
-        terms=postings.table(postings.terms),
-        subjects=postings.table(postings.subjects),
-        constraint_scopes=postings.table(postings.scopes),
-        when_any={phrase: tuple(found) for phrase, found in postings.triggers.items()},
+        terms=terms.table(),
+        subjects=subjects.table(),
+        constraint_scopes=scopes.table(),
+        when_any={phrase: tuple(found) for phrase, found in triggers.items()},
         supersedes=tuple(supersedes),
     )
 
@@ -224,6 +251,11 @@ def _row(nbytes: int, values: Sequence[Any], *, ordinals: bool = False) -> bytes
 
 
 def _local_directory(keys: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    # Most files name each declaration once: then every key has one ordinal, and the
+    # directory is made in C.
+    unique = dict(zip(keys, zip(range(len(keys))), strict=True))
+    if len(unique) == len(keys):
+        return unique
     found: dict[str, list[int]] = {}
     for local, key in enumerate(keys):
         found.setdefault(key, []).append(local)
@@ -242,44 +274,36 @@ def _aliases(declarations: Sequence[Any]) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-class _SegmentPostings:
-    """Postings under construction, as int bitmaps (local ordinal i = bit width-1-i)."""
+class _Postings:
+    """One posting table under construction: key -> int bitmap of local ordinals
+    (local ordinal `o` is bit `top - o`, so the bitmap's big-endian bytes are its row)."""
 
-    def __init__(self, size: int) -> None:
-        self.width = (size + 7) // 8
-        self.top = self.width * 8 - 1
-        self.terms: dict[str, int] = {}
-        self.subjects: dict[str, int] = {}
-        self.scopes: dict[str, int] = {}
-        self.triggers: dict[str, list[int]] = {}
+    __slots__ = ("width", "top", "bits")
 
-    def add(self, decl: Any, local: int, constraint: bool) -> None:
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.top = width * 8 - 1
+        self.bits: dict[str, int] = {}
+
+    def add(self, key: str, local: int) -> None:
+        self.bits[key] = self.bits.get(key, 0) | 1 << (self.top - local)
+
+    def add_words(self, words: Iterable[str], local: int) -> None:
+        """Post `local` under each of `words` (a declaration's, repeats included)."""
         bit = 1 << (self.top - local)
-        terms = self.terms
-        get = terms.get
-        for token in set(word_tokens(decl.searchable_text())):
-            terms[token] = get(token, 0) | bit
-        subject = decl.subject
-        if subject is not None:
-            self.subjects[subject] = self.subjects.get(subject, 0) | bit
-        if not constraint:
-            return
-        scope = decl.scope
-        if scope is not None:
-            self.scopes[scope] = self.scopes.get(scope, 0) | bit
-        # Applicability reads the raw guard (no type defaults), like the checker does.
-        guard = decl.fields.get("guard")
-        if isinstance(guard, dict):
-            for phrase in dict.fromkeys(p.lower() for p in field_values(guard.get("when_any"))):
-                self.triggers.setdefault(phrase, []).append(local)
+        bits = self.bits
+        get = bits.get
+        for key in set(words):
+            bits[key] = get(key, 0) | bit
 
-    def table(self, postings: dict[str, int]) -> PostingTable:
-        rows = b"".join(bits.to_bytes(self.width, "big") for bits in postings.values())
+    def table(self) -> PostingTable:
+        width = self.width
+        rows = b"".join([bits.to_bytes(width, "big") for bits in self.bits.values()])
         # Interned, so all segments share one string object per distinct key.
-        keys = tuple(sys.intern(key) for key in postings)
+        keys = tuple(map(sys.intern, self.bits))
         return PostingTable(
             keys=keys,
             rows=rows,
-            width=self.width,
+            width=width,
             index=dict(zip(keys, range(len(keys)), strict=True)),
         )

@@ -20,6 +20,21 @@ def word_tokens(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+# Every ASCII character that is not a word character, to a blank.
+_ASCII_BREAKS = str.maketrans(
+    {c: " " for c in range(128) if not (chr(c).islower() or chr(c).isdigit() or c == 95)}
+)
+
+
+def lowered_word_tokens(text: str) -> list[str]:
+    """`word_tokens` of text that is lowercase already (a declaration's searchable
+    text): lowercasing again changes nothing, and costs a copy of the text. ASCII text
+    (the usual) is split on its non-word characters made blanks, faster than the regex."""
+    if text.isascii():
+        return text.translate(_ASCII_BREAKS).split()
+    return _WORD.findall(text)
+
+
 def field_values(value: object) -> list[str]:
     """A guard/exceptions field as memdsl reads it: a list of stripped, non-empty strings.
 
