@@ -13,15 +13,24 @@ from __future__ import annotations
 import re
 from typing import Any
 
+# One token per match (the group): blanks and comments before it are skipped by the
+# same match rather than tried against every alternative one character at a time. A
+# comment ends at its newline, which is a token of its own. An atom is one run, with a
+# call-form group after it when one follows (else the run alone, as a plain atom). At
+# the end of the text (after trailing blanks or a comment) the match is empty: ""
+# reads as the end, as the sentinel does.
 _TOKENS = re.compile(
     r"""
-    \n
-  | \#[^\n]*+\n?
-  | "[^"\\]*+(?:\\.[^"\\]*+)*+"
-  | [{}\[\]:,]
-  | [^ \t\r\n\#{}\[\]:,"(]*+ \( (?:[^()]++ | \( (?:[^()]++ | \([^()]*+\) )*+ \) )*+ \)
-  | [^ \t\r\n\#{}\[\]:,"(]++
-  | [^ \t\r]
+    (?:[ \t\r]++|\#[^\n]*+)*+
+    (
+      \n
+    | "[^"\\]*+(?:\\.[^"\\]*+)*+"
+    | [{}\[\]:,]
+    | [^ \t\r\n\#{}\[\]:,"(]++ (?: \( (?:[^()]++ | \( (?:[^()]++ | \([^()]*+\) )*+ \) )*+ \) )?
+    | \( (?:[^()]++ | \( (?:[^()]++ | \([^()]*+\) )*+ \) )*+ \)
+    | [^ \t\r]
+    | \Z
+    )
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -134,8 +143,6 @@ def fast_parse(
 ) -> tuple[str | None, list[str], list[tuple[str, str, dict[str, Any], int]]]:
     """(module, uses, [(type, name, fields, line)]) or raises Unusual."""
     toks = _TOKENS.findall(text)
-    if "#" in text:
-        toks = ["\n" if tok[0] == "#" else tok for tok in toks]
     toks.append("")  # sentinel: never a real token, and ""[0] raises IndexError
     parser = _FastParser(toks, max_depth)
     module: str | None = None
