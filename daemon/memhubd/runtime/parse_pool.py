@@ -117,6 +117,8 @@ class PooledParses:
             folder = saved.cache._workspace_dir(saved.root)
             if folder.is_dir() and next(folder.glob("*.entry"), None) is not None:
                 entries = (str(folder), saved.types)
+        # None of the files has an entry (a cold start): none is looked for, file by file.
+        self.entries = entries is not None
         self.executor = ProcessPoolExecutor(
             max_workers=workers,
             # Not fork: the daemon has threads (the event loop, watchers) by now.
@@ -137,9 +139,12 @@ class PooledParses:
         """(document, typed declarations, segment, registry) for exactly these bytes:
         from the parse cache, else from a worker's parse of the same bytes."""
         if self.saved is not None:
-            entry = self.saved.by_digest(path, digest, text)
-            if entry is not None:
-                return entry
+            if self.entries:
+                entry = self.saved.by_digest(path, digest, text)
+                if entry is not None:
+                    return entry
+            else:
+                self.saved.cache.misses += 1  # as the lookup would count it
         found = self._answer(path)
         if found is None or found[0] != digest or found[1] is None:
             return None  # changed since the worker read it, or left to the build
