@@ -588,13 +588,46 @@ def _shared(value: Any) -> Any:
     """`value` with its dict keys and short strings interned, nested dicts and lists
     copied (never changed in place: another thread may be reading them)."""
     kind = type(value)
-    if kind is str:
-        return sys.intern(value) if len(value) <= _SHARED_LENGTH else value
     if kind is dict:
-        return {
-            (sys.intern(key) if type(key) is str else key): _shared(item)
-            for key, item in value.items()
-        }
+        return _shared_block(value)
     if kind is list:
-        return [_shared(item) for item in value]
+        return _shared_list(value)
+    if kind is str and len(value) <= _SHARED_LENGTH:
+        return sys.intern(value)
     return value
+
+
+# `_shared` of a block and of a list, the type of each item tested here rather than in
+# a call per item: every parsed declaration's fields pass through them once.
+
+
+def _shared_block(block: dict[Any, Any]) -> dict[Any, Any]:
+    intern = sys.intern
+    out = {}
+    for key, item in block.items():
+        kind = type(item)
+        if kind is str:
+            if len(item) <= _SHARED_LENGTH:
+                item = intern(item)
+        elif kind is dict:
+            item = _shared_block(item)
+        elif kind is list:
+            item = _shared_list(item)
+        out[intern(key) if type(key) is str else key] = item
+    return out
+
+
+def _shared_list(items: list[Any]) -> list[Any]:
+    intern = sys.intern
+    out = []
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            if len(item) <= _SHARED_LENGTH:
+                item = intern(item)
+        elif kind is dict:
+            item = _shared_block(item)
+        elif kind is list:
+            item = _shared_list(item)
+        out.append(item)
+    return out
