@@ -97,7 +97,8 @@ class Workspace:
         call gave as its second value (`earlier`) reused for runs that are the very same
         objects: a snapshot after a one-file edit costs that file's run, not a pass over
         every declaration. Returns the workspace and the per-run results for next time;
-        the left-out declarations' ids are `left_out(results)`."""
+        the left-out declarations' ids are `left_out(results)`, and which ones they are
+        exactly `cut_signature(results)`."""
         earlier = earlier or {}
         results: dict[int, Any] = {}
         kept_runs: list[Sequence[Declaration]] = []
@@ -107,14 +108,16 @@ class Workspace:
             if entry is None or entry[0] is not run:
                 kept: list[Declaration] = []
                 left: list[str] = []
+                left_at: list[int] = []
                 left_targets: set[str] = set()
-                for decl in run:
+                for at, decl in enumerate(run):
                     if keep(decl):
                         kept.append(decl)
                     else:
                         left.append(decl.id)
+                        left_at.append(at)
                         left_targets.update(decl.relation_targets("supersedes"))
-                entry = (run, tuple(kept), tuple(left), frozenset(left_targets))
+                entry = (run, tuple(kept), tuple(left), frozenset(left_targets), tuple(left_at))
             results[id(run)] = entry
             if entry[1]:
                 kept_runs.append(entry[1])
@@ -388,3 +391,10 @@ def file_runs(declarations: Sequence[Declaration]) -> Sequence[Sequence[Declarat
 def left_out(results: dict[int, Any]) -> frozenset[str]:
     """The ids `Workspace.restricted_by_run` left out, from its per-run results."""
     return frozenset(chain.from_iterable(entry[2] for entry in results.values()))
+
+
+def cut_signature(results: dict[int, Any]) -> frozenset[tuple[int, tuple[int, ...]]]:
+    """Which declarations `Workspace.restricted_by_run` left out, by run and position in
+    it: two calls over the same workspace made the same view exactly when their
+    signatures are equal (ids would not tell twins with one id apart)."""
+    return frozenset((run_id, entry[4]) for run_id, entry in results.items() if entry[4])

@@ -25,7 +25,7 @@ from memhub_protocol import (
 from memhubd.auth.access import is_readable, redact_problem
 from memhubd.auth.identity import ANY, Identity
 from memhubd.model import Workspace
-from memhubd.model.workspace import left_out
+from memhubd.model.workspace import Declarations, cut_signature, left_out
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
 
@@ -89,11 +89,19 @@ class _Cut:
         workspace: Workspace,
         hidden: frozenset[str],
         earlier: tuple[str, frozenset[str]] | None = None,
+        signature: frozenset[Any] | None = None,
+        twin: _Cut | None = None,
     ):
         self.roles = roles
         self.workspace = workspace
         self.hidden = hidden
         self.earlier = earlier  # the `_EARLIER` key its lint reuses and leaves its results
+        # Which declarations the view leaves out exactly (`cut_signature`), when the
+        # whole workspace's runs are its own objects; None when nothing can share it.
+        self.signature = signature
+        # The cut of another role set whose view this one shares (same signature): the
+        # view's lint is that cut's, computed once for both.
+        self.twin = twin
         self._lock = threading.Lock()
         self._diagnostics: list[Any] | None = None
         self.hidden_must: int | None = None  # `hidden_must_rules`, once counted
@@ -104,6 +112,8 @@ class _Cut:
         from memhubd.lint import lint_files
         from memhubd.model.workspace import file_runs
 
+        if self.twin is not None:
+            return self.twin.diagnostics()
         with self._lock:
             if self._diagnostics is None:
                 key = self.earlier
@@ -120,6 +130,9 @@ class _Cut:
     def hidden_must_rules(self, whole: Workspace) -> int:
         from memhubd.index.workspace import index_for
 
+        if self.twin is not None:  # the same declarations are hidden, so the same rules
+            self.hidden_must = self.twin.hidden_must_rules(whole)
+            return self.hidden_must
         with self._lock:
             if self.hidden_must is None:
                 index = index_for(whole)
@@ -209,7 +222,9 @@ def _cut_of(snapshot: Snapshot, key: frozenset[str]) -> _Cut:
         if cut is not None:
             cuts.move_to_end(key)
             return cut
-    cut = _build_cut(snapshot.workspace, key, snapshot.name)
+    with _CUTS_LOCK:
+        siblings = list(_CUTS.get(snapshot, {}).values())
+    cut = _build_cut(snapshot.workspace, key, snapshot.name, siblings)
     with _CUTS_LOCK:
         cuts = _CUTS.setdefault(snapshot, OrderedDict())
         cut = cuts.setdefault(key, cut)
@@ -219,7 +234,15 @@ def _cut_of(snapshot: Snapshot, key: frozenset[str]) -> _Cut:
     return cut
 
 
-def _build_cut(whole: Workspace, roles: frozenset[str], name: str = "") -> _Cut:
+def _build_cut(
+    whole: Workspace, roles: frozenset[str], name: str = "", siblings: Iterable[_Cut] = ()
+) -> _Cut:
+    """The cut of `roles`. A role set that leaves out exactly what another role set's
+    cut of the same snapshot (`siblings`) leaves out shares that cut's view, index and
+    lint: tokens with different roles often read the same declarations, and each view
+    holds its own index (about 90 MiB at 100k declarations)."""
+    from memhubd.index.workspace import cached_index
+
     if ANY in roles:  # reads everything: no declaration needs looking at (or making)
         return _Cut(roles, whole, frozenset())
     key = (name, roles)
@@ -233,8 +256,23 @@ def _build_cut(whole: Workspace, roles: frozenset[str], name: str = "") -> _Cut:
     hidden = left_out(runs)
     if not hidden:
         return _Cut(roles, whole, hidden)
+    # Run ids name runs only while they are the whole workspace's own objects.
+    signature = cut_signature(runs) if isinstance(whole.declarations, Declarations) else None
+    twin = next((c for c in siblings if signature is not None and c.signature == signature), None)
+    if twin is not None:
+        twin = twin.twin or twin
+        made = cached_index(twin.workspace)
+        with _EARLIER_LOCK:
+            shared = _EARLIER.get(twin.earlier) if twin.earlier is not None else None
+            if made is None and shared is not None:
+                made = shared.index  # the twin's view is still being indexed
+            if made is not None:  # the next snapshot's view is composed over it
+                _remember_earlier(key).index = made
+        cut = _Cut(roles, twin.workspace, twin.hidden, key, signature, twin)
+        cut.hidden_must = twin.hidden_must  # the same rules are hidden from both
+        return cut
     _index_over_earlier(view, key)
-    return _Cut(roles, view, hidden, key)
+    return _Cut(roles, view, hidden, key, signature)
 
 
 class _Earlier:
