@@ -11,7 +11,10 @@ must always agree; a property test holds them to that.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
+
+from memhubd.lang.tree import SHARED_LENGTH
 
 # One token per match (the group): blanks and comments before it are skipped by the
 # same match rather than tried against every alternative one character at a time. A
@@ -57,6 +60,9 @@ class _FastParser:
         self.extra_newlines = 0  # newlines inside multi-line strings and call-form atoms
         self.max_depth = max_depth
 
+    # Values up to SHARED_LENGTH characters and keys are interned as they are read, as
+    # typing shares them (`SharedRawDeclaration`): typing copies none of the fields.
+
     def scalar(self, token: str) -> str:
         if token[0] == '"':
             if len(token) == 1:
@@ -68,12 +74,12 @@ class _FastParser:
                 value = _ESCAPE.sub(_unescape_one, value)
             elif "\n" in value:
                 self.extra_newlines += value.count("\n")
-            return value
+            return sys.intern(value) if len(value) <= SHARED_LENGTH else value
         if token[0] in _NOT_ATOM:
             raise Unusual
         if "\n" in token:
             self.extra_newlines += token.count("\n")
-        return token
+        return sys.intern(token) if len(token) <= SHARED_LENGTH else token
 
     def values(self, i: int, depth: int) -> tuple[list[Any], int]:
         if depth > self.max_depth:
@@ -116,6 +122,7 @@ class _FastParser:
                 raise Unusual
             if "\n" in key:
                 self.extra_newlines += key.count("\n")
+            key = sys.intern(key)
             i += 1
             separator = toks[i]
             while separator == "\n":

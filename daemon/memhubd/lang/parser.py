@@ -12,7 +12,7 @@ from typing import Any
 from memhubd.lang.errors import ParseError
 from memhubd.lang.fastpath import Unusual, fast_parse
 from memhubd.lang.lexer import ATOM, PUNCT, Token, tokenize
-from memhubd.lang.tree import Document, RawDeclaration, SourceText
+from memhubd.lang.tree import Document, RawDeclaration, SharedRawDeclaration, SourceText
 
 # Deeper than any real memory needs; memdsl itself overflows its stack near 330.
 MAX_DEPTH = 200
@@ -178,8 +178,8 @@ def parse_text(text: str, file: str = "<text>", *, keep_text: bool = True) -> Do
     except Unusual:
         return parse_precise(text, file)
     source = SourceText(text, file) if keep_text else SourceText.on_disk(text, file)
-    declarations = [
-        RawDeclaration(kind, name, fields, file, line, module, source=source, index=index)
+    declarations: list[RawDeclaration] = [
+        SharedRawDeclaration(kind, name, fields, file, line, module, source=source, index=index)
         for index, (kind, name, fields, line) in enumerate(found)
     ]
     return Document(module=module, uses=uses, declarations=declarations, file=file)

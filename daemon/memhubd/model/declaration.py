@@ -14,7 +14,13 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memhubd.lang.tree import FieldPath, Position, RawDeclaration
+from memhubd.lang.tree import (
+    SHARED_LENGTH,
+    FieldPath,
+    Position,
+    RawDeclaration,
+    SharedRawDeclaration,
+)
 from memhubd.schema import TypeDescriptor
 
 RELATION_FIELDS: frozenset[str] = frozenset(
@@ -44,10 +50,8 @@ _RELATION_WORDS = re.compile(
 )
 _NO_CAPABILITIES: frozenset[str] = frozenset()
 _MISSING: Any = object()
-# Field values up to this long are interned: keys, statuses, scopes, subjects, tags and
-# sources repeat across a workspace, and one object each (instead of one per declaration)
-# is a third of a parsed declaration's memory. Longer values (claims) rarely repeat.
-_SHARED_LENGTH = 24
+# Field values up to this long are interned (why: `memhubd.lang.tree.SHARED_LENGTH`).
+_SHARED_LENGTH = SHARED_LENGTH
 
 
 class Declaration:
@@ -112,8 +116,10 @@ class Declaration:
         Column and positions stay with `raw` until asked for: the parser may only
         compute them on demand, and most declarations never need them.
         """
-        # The parsed declaration keeps the shared copy too, so only one copy stays.
-        fields = raw.fields = _shared(raw.fields)
+        fields = raw.fields
+        if type(raw) is not SharedRawDeclaration:  # the fast parser's are shared already
+            # The parsed declaration keeps the shared copy too, so only one copy stays.
+            fields = raw.fields = _shared(fields)
         kind = sys.intern(raw.kind)
         decl = cls(kind, raw.name, fields, raw.file, raw.line, raw.module, descriptor, 0)
         decl._positions = raw
