@@ -325,7 +325,9 @@ class Declaration:
             parts.append(subject.replace(".", " "))
         fields = self.fields
         for key in _SEARCHABLE_RAW_FIELDS:
-            _extend_text(parts, fields.get(key))
+            value = fields.get(key)
+            if value is not None:  # most are absent: no call for them
+                _extend_text(parts, value)
         if self.type_descriptor is not None:
             for key in self.type_descriptor.search_fields:
                 _extend_text(parts, self.field(key))
