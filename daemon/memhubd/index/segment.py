@@ -215,9 +215,15 @@ def cut_segment(segment: Segment, kept: Sequence[int]) -> Segment:
         moved = tuple(new_local[o] for o in found if o in new_local)
         if moved:
             when_any[phrase] = moved
-    supersedes: list[str] = []
-    for decl in declarations:
-        supersedes.extend(decl.relations().get("supersedes", ()))
+    # The segment's targets are its declarations' in file order: when the left-out ones
+    # name none, the kept ones name them all, and no declaration is read for them.
+    left = set(range(len(segment.declarations))).difference(kept)
+    if not segment.supersedes or not any(
+        segment.declarations[o].relation_targets("supersedes") for o in left
+    ):
+        supersedes: Sequence[str] = segment.supersedes
+    else:
+        supersedes = [t for d in declarations for t in d.relation_targets("supersedes")]
     return _assembled(
         declarations,
         **{name: pick(getattr(segment, name)) for name in _PER_DECLARATION},
