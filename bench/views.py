@@ -1,7 +1,7 @@
 """What role-limited views of one snapshot cost, in one process: the workspace is loaded
 (from the parse cache kept beside it, as bench/scale.py does) and indexed whole, then
-each role set's view is made and indexed in turn, as the daemon does for a token with
-those roles; for each, the declarations it leaves out, whether it is the whole
+each role set's view is made and indexed in turn, as the daemon's warm step does for a
+token with those roles (the collector paused, the view frozen after); for each, the declarations it leaves out, whether it is the whole
 workspace or shares another role set's view, the CPU it took and the RSS after it.
 
     python bench/views.py [--size 100k] [--roles ",ops,qa,coding_agent,reviewer"]
@@ -31,22 +31,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of lines")
     args = parser.parse_args(argv)
     from memhubd.index.workspace import index_for
+    from memhubd.runtime.heap import settle_long_lived, settled
     from memhubd.service import access
 
     snapshot = scale.load(synth.parse_size(args.size))
     index_for(snapshot.workspace)
     gc.collect()
+    settle_long_lived()  # as the daemon leaves a served snapshot: frozen
     base = scale.rss_mib()
     rows = []
     views: list[object] = []
     for item in args.roles.split(","):
         roles = frozenset(role for role in item.split("+") if role)
         started = time.process_time()
-        cut = access._cut_of(snapshot, roles)  # noqa: SLF001 - what a token's request makes
-        if cut.workspace is not snapshot.workspace:
-            index_for(cut.workspace)
+
+        def view(roles: frozenset[str] = roles) -> object:
+            cut = access._cut_of(snapshot, roles)  # noqa: SLF001 - what a token's request makes
+            if cut.workspace is not snapshot.workspace:
+                index_for(cut.workspace)
+            return cut
+
+        # As the daemon's warm step makes a view: the collector paused, the view frozen.
+        cut = settled(view)()
         took = time.process_time() - started
-        gc.collect()
         shares = next((n for n, view in enumerate(views) if view is cut.workspace), None)
         views.append(cut.workspace)
         rows.append(
