@@ -454,13 +454,15 @@ def test_a_start_decodes_a_files_posting_keys_only_when_a_query_uses_them(
         for name in ("terms", "subjects", "constraint_scopes")
     ]
     assert all(isinstance(t, RestoredPostingTable) for t in tables)
-    assert all(t._decoded is None for t in tables)  # noqa: SLF001
-    # When read, they are the parsed tables' keys, rows and key -> row dicts
+    assert all(t._keys is None and t._index is None for t in tables)  # noqa: SLF001
+    # When read, they are the parsed tables' keys, rows and key -> row dicts, the dict
+    # made only when it is read itself (a view's cut reads the keys alone)
     parsed = build_snapshot("w", str(root), None)
     for restored, built in zip(again.files, parsed.files, strict=True):
         for name in ("terms", "subjects", "constraint_scopes"):
             mine, theirs = getattr(restored.segment, name), getattr(built.segment, name)
             assert (mine.keys, mine.rows, mine.width) == (theirs.keys, theirs.rows, theirs.width)
+            assert mine._index is None  # noqa: SLF001
             assert mine.index == theirs.index
     assert answers(again) == answers(first)
 
