@@ -40,6 +40,28 @@ class PostingTable:
         return {key: self.row(i) for i, key in enumerate(self.keys)}
 
 
+class CutPostingTable(PostingTable):
+    """A posting table cut from another (`cut_segment`), whose key -> row dict is made
+    when first read: composing a view's index reads the keys alone, and a query reads
+    the dicts of the few files holding a rare key, so most are never made (27 MiB of
+    a role-limited view at 100k declarations)."""
+
+    def __init__(self, keys: tuple[str, ...], rows: bytes, width: int) -> None:
+        # Not the frozen dataclass's __init__: `index` is a property here.
+        object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "rows", rows)
+        object.__setattr__(self, "width", width)
+        object.__setattr__(self, "_index", None)
+
+    @property  # type: ignore[override]
+    def index(self) -> dict[str, int]:
+        index = self._index
+        if index is None:
+            index = dict(zip(self.keys, range(len(self.keys)), strict=True))
+            object.__setattr__(self, "_index", index)
+        return index
+
+
 @dataclass(frozen=True, slots=True)
 class Segment:
     """Postings for the declarations of one file; every ordinal is local to the segment.
@@ -202,12 +224,7 @@ def cut_segment(segment: Segment, kept: Sequence[int]) -> Segment:
         packed = np.packbits(np.unpackbits(rows, axis=1)[:, columns], axis=1)
         live = packed.any(axis=1)
         keys = tuple(compress(postings.keys, live.tolist()))
-        return PostingTable(
-            keys=keys,
-            rows=packed[live].tobytes(),
-            width=nbytes,
-            index=dict(zip(keys, range(len(keys)), strict=True)),
-        )
+        return CutPostingTable(keys, packed[live].tobytes(), nbytes)
 
     new_local = {old: new for new, old in enumerate(kept)}
     when_any = {}

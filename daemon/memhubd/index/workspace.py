@@ -228,7 +228,7 @@ class _Holders:
         few = {key for key, count in counts.items() if count <= _RARE}
         rare: dict[str, tuple[Segment, ...]] = {}
         for segment in segments:
-            for key in getattr(segment, table).index.keys() & few:  # set operations in C
+            for key in few.intersection(getattr(segment, table).keys):  # set operations in C
                 rare[key] = (*rare.get(key, ()), segment)
         many = counts.keys() - few
         found = codes.fresh_codes(table, segments, range(len(segments)), many)
