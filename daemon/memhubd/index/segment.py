@@ -197,7 +197,7 @@ def _assembled(declarations: tuple[Any, ...], **facts: Any) -> Segment:
             "question": _row(nbytes, [role == "question" for role in roles]),
         },
         kind_rows={kind: _row(nbytes, members, ordinals=True) for kind, members in by_kind.items()},
-        aliases=_aliases(declarations),
+        aliases=_aliases(declarations, roles),
     )
 
 
@@ -285,11 +285,13 @@ def _local_directory(keys: Sequence[str]) -> dict[str, tuple[int, ...]]:
     return {key: tuple(locals_) for key, locals_ in found.items()}
 
 
-def _aliases(declarations: Sequence[Any]) -> tuple[tuple[str, str], ...]:
+def _aliases(declarations: Sequence[Any], roles: Sequence[str]) -> tuple[tuple[str, str], ...]:
     # Exactly what Workspace.alias_map reads: symbols of any status, list-valued aliases.
+    # `roles`: the declarations' runtime roles, known already (a cut reads no field for
+    # them: a type with a role field would decode every declaration's).
     out: list[tuple[str, str]] = []
-    for decl in declarations:
-        if decl.runtime_role != "symbol":
+    for decl, role in zip(declarations, roles, strict=True):
+        if role != "symbol":
             continue
         aliases = decl.fields.get("aliases", [])
         if isinstance(aliases, list):
