@@ -240,7 +240,7 @@ def _build_cut(
     """The cut of `roles`. A role set that leaves out exactly what another role set's
     cut of the same snapshot (`siblings`) leaves out shares that cut's view, index and
     lint: tokens with different roles often read the same declarations, and each view
-    holds its own index (about 90 MiB at 100k declarations)."""
+    holds its own index (`bench/views.py`)."""
     from memhubd.index.workspace import cached_index
 
     if ANY in roles:  # reads everything: no declaration needs looking at (or making)
