@@ -40,11 +40,12 @@ class PostingTable:
         return {key: self.row(i) for i, key in enumerate(self.keys)}
 
 
-class CutPostingTable(PostingTable):
-    """A posting table cut from another (`cut_segment`), whose key -> row dict is made
-    when first read: composing a view's index reads the keys alone, and a query reads
-    the dicts of the few files holding a rare key, so most are never made (27 MiB of
-    a role-limited view at 100k declarations)."""
+class LazyPostingTable(PostingTable):
+    """A posting table whose key -> row dict is made when first read: composing an
+    index reads the keys alone, and a query reads the dicts of the few files holding a
+    rare key, so most are never made (those of a role-limited view's cut segments
+    held 27 MiB at 100k declarations). `cut_segment` makes these; a restored table
+    (`memhubd.runtime.cache.RestoredPostingTable`) also decodes its keys when read."""
 
     def __init__(self, keys: tuple[str, ...], rows: bytes, width: int) -> None:
         # Not the frozen dataclass's __init__: `index` is a property here.
@@ -224,7 +225,7 @@ def cut_segment(segment: Segment, kept: Sequence[int]) -> Segment:
         packed = np.packbits(np.unpackbits(rows, axis=1)[:, columns], axis=1)
         live = packed.any(axis=1)
         keys = tuple(compress(postings.keys, live.tolist()))
-        return CutPostingTable(keys, packed[live].tobytes(), nbytes)
+        return LazyPostingTable(keys, packed[live].tobytes(), nbytes)
 
     new_local = {old: new for new, old in enumerate(kept)}
     when_any = {}

@@ -46,7 +46,7 @@ from typing import Any
 
 import structlog
 
-from memhubd.index.segment import PostingTable, Segment, _local_directory
+from memhubd.index.segment import LazyPostingTable, PostingTable, Segment, _local_directory
 from memhubd.lang.tree import Document, SourceText
 from memhubd.model import Declaration
 from memhubd.model.declaration import (
@@ -515,13 +515,14 @@ class RestoredSegment(Segment):
         return self._made_directories()[1]
 
 
-class RestoredPostingTable(PostingTable):
+class RestoredPostingTable(LazyPostingTable):
     """A posting table whose keys, and their key -> row dict, are decoded from their
     saved bytes when first used: a start that serves a file unchanged uses neither
     (the restored index knows which files hold a key), and building them for every
     file was a third of a restart's CPU. The rows are plain bytes from the start. The
-    dict is made apart from the keys: a role-limited view cuts its segments from the
-    keys alone, and making every file's dict for it held 30 MiB at 100k."""
+    dict is made apart from the keys (`LazyPostingTable`): a role-limited view cuts its
+    segments from the keys alone, and making every file's dict for it held 30 MiB at
+    100k."""
 
     def __init__(self, saved_keys: bytes, rows: bytes, width: int) -> None:
         # Not the frozen dataclass's __init__: `keys` and `index` are computed here.
@@ -541,12 +542,3 @@ class RestoredPostingTable(PostingTable):
                 raise ValueError("posting table keys do not fit its rows")
             object.__setattr__(self, "_keys", keys)
         return keys
-
-    @property  # type: ignore[override]
-    def index(self) -> dict[str, int]:
-        index = self._index
-        if index is None:
-            keys = self.keys
-            index = dict(zip(keys, range(len(keys)), strict=True))
-            object.__setattr__(self, "_index", index)
-        return index
