@@ -189,9 +189,11 @@ def test_a_warm_started_daemon_answers_the_workload_as_a_cold_started_one(
     other = ParseCache(tmp_path / "other-state")  # another daemon's secret
     damaged = {
         "tampered": saved[:-1] + bytes([saved[-1] ^ 1]),
-        "foreign": other._seal(saved[38:], b"MHSS", SNAPSHOT_FORMAT),  # noqa: SLF001
-        "older format": ParseCache(tmp_path / "state" / "parse-cache")._seal(  # noqa: SLF001
-            marshal.dumps((workspaces["synth"], "types", ())), b"MHSS", SNAPSHOT_FORMAT - 1
+        "foreign": b"".join(other._seal(saved[38:], b"MHSS", SNAPSHOT_FORMAT)),  # noqa: SLF001
+        "older format": b"".join(
+            ParseCache(tmp_path / "state" / "parse-cache")._seal(  # noqa: SLF001
+                marshal.dumps((workspaces["synth"], "types", ())), b"MHSS", SNAPSHOT_FORMAT - 1
+            )
         ),
     }
     expected_lines = {

@@ -131,9 +131,13 @@ class ParseCache:
         mac.update(payload)  # fed apart: a snapshot's payload is tens of MB, never copied
         return mac.digest()
 
-    def _seal(self, payload: bytes, magic: bytes = _MAGIC, form: int = FORMAT_VERSION) -> bytes:
+    def _seal(
+        self, payload: bytes, magic: bytes = _MAGIC, form: int = FORMAT_VERSION
+    ) -> tuple[bytes, bytes]:
+        """(header, payload) to write one after the other: joined, a 1M-declaration
+        snapshot's payload (about 1 GB) would be held twice while it is written."""
         version = form.to_bytes(2, "big")
-        return b"".join((magic, version, self._mac(magic, version, payload), payload))
+        return magic + version + self._mac(magic, version, payload), payload
 
     def _open(
         self, data: bytes | mmap.mmap, magic: bytes = _MAGIC, form: int = FORMAT_VERSION
@@ -346,14 +350,15 @@ class ParseCache:
             return written
 
     @staticmethod
-    def _write(path: Path, data: bytes) -> None:
+    def _write(path: Path, parts: tuple[bytes, ...]) -> None:
         # Written whole then renamed: a reader sees an old entry or a new one, never half.
         # No fsync: a lost entry after a crash costs one parse, and the HMAC refuses a torn one.
         temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                for part in parts:
+                    handle.write(part)
             os.replace(temp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

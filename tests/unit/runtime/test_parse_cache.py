@@ -323,8 +323,10 @@ def test_a_snapshot_of_an_older_format_is_ignored_with_a_log_line(
     # (declarations' fields decoded with the rest of the file)
     cache = ParseCache(state)
     (file,) = snapshot_files(state)
-    old = cache._seal(  # noqa: SLF001
-        marshal.dumps((str(root.resolve()), "types", ())), b"MHSS", SNAPSHOT_FORMAT - 1
+    old = b"".join(
+        cache._seal(  # noqa: SLF001
+            marshal.dumps((str(root.resolve()), "types", ())), b"MHSS", SNAPSHOT_FORMAT - 1
+        )
     )
     file.write_bytes(old)
 
@@ -397,7 +399,7 @@ def test_a_saved_index_that_does_not_fit_is_ignored_with_a_log_line(
     assert payload is not None
     real, types, files, (paths, data) = marshal.loads(payload)
     broken = (real, types, files, (paths, (*data[:-1], {})))
-    file.write_bytes(cache._seal(marshal.dumps(broken), b"MHSS", SNAPSHOT_FORMAT))  # noqa: SLF001
+    file.write_bytes(b"".join(cache._seal(marshal.dumps(broken), b"MHSS", SNAPSHOT_FORMAT)))  # noqa: SLF001
 
     # When a start reads it, the index is composed instead, with a log line
     again = build_snapshot("w", str(root), None, cache=cache)
