@@ -20,8 +20,11 @@ digest are compared after loading, so an entry is never served for another file.
 Bounded: entries not used by the workspace's current snapshot are pruned.
 
 Beside the entries, each workspace has one consolidated snapshot file: every file's
-path, stat (mtime_ns, size, inode), digest, text and entry data in one `marshal`
-document (strings shared by files are decoded once), sealed the same way. A start
+path, stat (mtime_ns, size, inode), digest, text and entry data in `marshal` documents
+of `SNAPSHOT_BATCH` files each (strings shared by a batch's files are decoded once), then
+the composed index in one more, each document after its length, sealed the same way as
+one payload. Written a document at a time, a snapshot never holds the whole payload in
+memory (about 1 GB at 1M declarations). A start
 reads it once and serves a file whose stat is unchanged without reading or hashing
 it (the check a running daemon makes before re-reading a file); a file whose stat
 differs is read, hashed and restored from its entry or parsed. It is rewritten off
@@ -39,8 +42,10 @@ import marshal
 import mmap
 import os
 import secrets
+import struct
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +69,10 @@ _MAGIC = b"MHPC"
 _HEADER = len(_MAGIC) + 2 + 32  # magic, version (u16), HMAC-SHA256
 _KEY_FILE = "key"
 _SUFFIX = ".entry"
-SNAPSHOT_FORMAT = 7
+SNAPSHOT_FORMAT = 8
+# Files per `marshal` document of the consolidated snapshot: what a rewrite holds at once.
+SNAPSHOT_BATCH = 500
+_FRAME = struct.Struct(">Q")  # a document's length, before it
 _SNAPSHOT_MAGIC = b"MHSS"
 _SNAPSHOT_FILE = "snapshot"
 # How often the consolidated snapshot is rewritten at most while files keep changing
@@ -256,7 +264,7 @@ class ParseCache:
             return {}, None
         try:
             with cyclic_gc_paused():  # a million objects that all stay: no collection
-                saved_root, saved_types, files, index = marshal.loads(payload)
+                saved_root, saved_types, files, index = read_snapshot_payload(payload)
             if saved_root != os.path.realpath(root):
                 raise ValueError("snapshot of another workspace")
             if saved_types != types:
@@ -290,10 +298,11 @@ class ParseCache:
         the file is written, it gives the composed index to save with it (`SavedIndex`),
         or None.
 
-        The files' data go into one `marshal` document rather than one per file: a
-        string that many files share (posting keys, field names, kinds) is then decoded
-        and interned once per start instead of once per file, and the index's keys are
-        references to the files' own."""
+        The files' data go into `marshal` documents of `SNAPSHOT_BATCH` files rather
+        than one per file: a string that a batch's files share (field names, kinds,
+        modules) is then decoded and interned once per batch instead of once per file.
+        Not one document for all: that held the whole payload, and marshal's table of
+        every object written, while it was made (1.3 GB at 1M declarations)."""
         folder = self._workspace_dir(root)
         marks = frozenset((path, stat, digest) for path, stat, digest, *_rest in files)
         with self._lock:
@@ -308,17 +317,14 @@ class ParseCache:
                     held.append(
                         (path, stat, digest, text, _entry_data(path, digest, document, segment))
                     )
-            saved_index = index() if index is not None else None
             real = os.path.realpath(root)
-            try:
-                payload = marshal.dumps((real, types, tuple(held), saved_index))
-            except ValueError:  # a value marshal cannot write: that file is parsed at start
-                held = [item for item in held if _plain(item)]
-                # The index covers every file: composed at start instead.
-                payload = marshal.dumps((real, types, tuple(held), None))
-            sealed = self._seal(payload, _SNAPSHOT_MAGIC, SNAPSHOT_FORMAT)
             folder.mkdir(mode=0o700, exist_ok=True)
-            self._write(folder / _SNAPSHOT_FILE, sealed)
+            self._write_sealed(
+                folder / _SNAPSHOT_FILE,
+                snapshot_documents(real, types, held, index),
+                _SNAPSHOT_MAGIC,
+                SNAPSHOT_FORMAT,
+            )
             self._snapshots[root] = (time.monotonic(), marks)
             return True
 
@@ -349,6 +355,33 @@ class ParseCache:
                 known.discard(name)
             return written
 
+    def _write_sealed(self, path: Path, documents: Any, magic: bytes, form: int) -> None:
+        """Write `documents` (bytes, made one at a time) as one sealed payload, each after
+        its length: the header's HMAC is written last, over the placeholder the file
+        starts with, so no more than one document is held at once. Written whole then
+        renamed, as `_write` does."""
+        version = form.to_bytes(2, "big")
+        mac = hmac.new(self._key, magic + version, hashlib.sha256)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(bytes(_HEADER))
+                for document in documents:
+                    length = _FRAME.pack(len(document))
+                    mac.update(length)
+                    mac.update(document)
+                    handle.write(length)
+                    handle.write(document)
+                    del document  # the next one is made with this one freed
+                handle.seek(0)
+                handle.write(magic + version + mac.digest())
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+            raise
+
     @staticmethod
     def _write(path: Path, parts: tuple[bytes, ...]) -> None:
         # Written whole then renamed: a reader sees an old entry or a new one, never half.
@@ -364,6 +397,67 @@ class ParseCache:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
             raise
+
+
+def snapshot_documents(
+    real: str, types: str, held: list[tuple[Any, ...]], index: Any = None
+) -> Iterator[bytes]:
+    """The consolidated snapshot's `marshal` documents, made one at a time: (real root,
+    types, file count); the files' items `SNAPSHOT_BATCH` at a time, each without its
+    segment's plain columns; last, those columns of every file with the saved index
+    (`index`: called for it, or None), in one document so that the index's keys are
+    references to the files' ids and names, not copies (2M strings at 1M declarations).
+    An item marshal cannot write is left out (that file is parsed at the next start),
+    and the index with it: it covers every file."""
+    yield marshal.dumps((real, types, len(held)))
+    whole = True
+    columns: list[Any] = []
+    for start in range(0, len(held), SNAPSHOT_BATCH):
+        batch = held[start : start + SNAPSHOT_BATCH]
+        try:
+            document = marshal.dumps(tuple((*rest, entry[:6]) for *rest, entry in batch))
+        except ValueError:  # a value marshal cannot write: those files are left out
+            whole = False
+            batch = [item for item in batch if _plain(item)]
+            document = marshal.dumps(tuple((*rest, entry[:6]) for *rest, entry in batch))
+        columns.extend(entry[6] for *_rest, entry in batch)
+        yield document
+        del document
+    saved_index = index() if index is not None and whole else None
+    try:
+        yield marshal.dumps((tuple(columns), saved_index))
+    except ValueError:  # a file's columns marshal cannot write: it is left out, and the index
+        yield marshal.dumps((tuple(c if _plain(c) else None for c in columns), None))
+
+
+def read_snapshot_payload(payload: bytes | memoryview) -> tuple[str, str, list[Any], Any]:
+    """(real root, types, the files' items, saved index) of a consolidated snapshot's
+    payload (`snapshot_documents`). Raises ValueError for one of another shape."""
+    view = memoryview(payload)
+    documents = []
+    at = 0
+    while at < len(view):
+        if at + _FRAME.size > len(view):
+            raise ValueError("snapshot document length cut short")
+        (size,) = _FRAME.unpack_from(view, at)
+        at += _FRAME.size
+        if at + size > len(view):
+            raise ValueError("snapshot document cut short")
+        documents.append(marshal.loads(view[at : at + size]))
+        at += size
+    if len(documents) < 2 or not isinstance(documents[0], tuple) or len(documents[0]) != 3:
+        raise ValueError("snapshot of another shape")
+    real, types, _count = documents[0]
+    columns, index = documents[-1]
+    parts = [item for batch in documents[1:-1] for item in batch]
+    if len(parts) != len(columns):
+        raise ValueError("snapshot of another file count")
+    files = [
+        (*rest, (*entry, plain))
+        for (*rest, entry), plain in zip(parts, columns, strict=True)
+        if plain is not None  # left out when written: parsed at start
+    ]
+    return real, types, files, index
 
 
 def _plain(value: Any) -> bool:

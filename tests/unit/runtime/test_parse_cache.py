@@ -10,11 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from memhubd.index import persist as persist_module
 from memhubd.model import Declaration
 from memhubd.model.declaration import RestoredDeclaration
 from memhubd.query import build_evidence_pack
+from memhubd.runtime import cache as cache_module
 from memhubd.runtime import sources as sources_module
-from memhubd.runtime.cache import SNAPSHOT_FORMAT, ParseCache, RestoredPostingTable
+from memhubd.runtime.cache import (
+    SNAPSHOT_FORMAT,
+    ParseCache,
+    RestoredPostingTable,
+    read_snapshot_payload,
+    snapshot_documents,
+)
 from memhubd.runtime.snapshot import Snapshot, build_snapshot, persist
 
 SOURCES = {
@@ -397,9 +405,9 @@ def test_a_saved_index_that_does_not_fit_is_ignored_with_a_log_line(
     (file,) = snapshot_files(state)
     payload = cache._open(file.read_bytes(), b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
     assert payload is not None
-    real, types, files, (paths, data) = marshal.loads(payload)
-    broken = (real, types, files, (paths, (*data[:-1], {})))
-    file.write_bytes(b"".join(cache._seal(marshal.dumps(broken), b"MHSS", SNAPSHOT_FORMAT)))  # noqa: SLF001
+    real, types, files, (paths, data) = read_snapshot_payload(payload)
+    broken = snapshot_documents(real, types, files, lambda: (paths, (*data[:-1], {})))
+    cache._write_sealed(file, broken, b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
 
     # When a start reads it, the index is composed instead, with a log line
     again = build_snapshot("w", str(root), None, cache=cache)
@@ -407,6 +415,77 @@ def test_a_saved_index_that_does_not_fit_is_ignored_with_a_log_line(
     printed = capsys.readouterr()
     assert "parse cache snapshot index unusable" in printed.out + printed.err + caplog.text
     assert answers(again) == answers(first)
+
+
+def test_a_snapshot_written_a_few_files_at_a_time_restores_every_file_and_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a snapshot file written one file's items per document
+    monkeypatch.setattr(cache_module, "SNAPSHOT_BATCH", 1)
+    root = make_workspace(tmp_path / "ws")
+    state = tmp_path / "state"
+    first = build_snapshot("w", str(root), None, cache=ParseCache(state))
+    persist(first, ParseCache(state))
+    (file,) = snapshot_files(state)
+    payload = ParseCache(state)._open(file.read_bytes(), b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
+    assert payload is not None
+    _real, _types, files, index = read_snapshot_payload(payload)
+    assert len(files) == 2 and index is not None
+    assert _documents(payload) == 4  # the head, a document per file, the index
+
+    # When a start reads it
+    restored: list[object] = []
+    restore = persist_module.restore_index
+
+    def restoring(data: object, segments: object) -> object:
+        restored.append(restore(data, segments))  # type: ignore[arg-type]
+        return restored[-1]
+
+    monkeypatch.setattr(persist_module, "restore_index", restoring)
+    cache = ParseCache(state)
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    # Then every file is restored from it, with the saved index, and answers the same
+    assert (cache.hits, cache.misses, cache.refused) == (2, 0, 0)
+    assert len(restored) == 1
+    assert answers(again) == answers(first)
+
+
+@pytest.mark.parametrize("cut", ["a length", "a document"])
+def test_a_sealed_snapshot_whose_documents_do_not_add_up_is_ignored(
+    saved: tuple[Path, Path, Snapshot],
+    cut: str,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    root, state, first = saved
+    # Given a snapshot file sealed by this cache whose last document is cut short
+    cache = ParseCache(state)
+    (file,) = snapshot_files(state)
+    payload = cache._open(file.read_bytes(), b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
+    assert payload is not None
+    whole = bytes(payload)
+    short = whole[: len(whole) - 3] if cut == "a document" else whole + b"\x00\x00"
+    file.write_bytes(b"".join(cache._seal(short, b"MHSS", SNAPSHOT_FORMAT)))  # noqa: SLF001
+
+    # When a start reads it
+    cache = ParseCache(state)
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    # Then it is refused with a log line, and the files come from their entries
+    printed = capsys.readouterr()
+    assert "parse cache snapshot unusable" in printed.out + printed.err + caplog.text
+    assert cache.refused == 1
+    assert answers(again) == answers(first)
+
+
+def _documents(payload: memoryview) -> int:
+    count = at = 0
+    while at < len(payload):
+        at += 8 + int.from_bytes(payload[at : at + 8], "big")
+        count += 1
+    assert at == len(payload)
+    return count
 
 
 def test_a_restart_makes_each_declaration_only_when_read_and_once(
