@@ -9,13 +9,16 @@ run (at 1M declarations parsing takes minutes, restoring about a third of that).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import gc
 import pstats
 import resource
 import statistics
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import synth
@@ -51,10 +54,36 @@ def load(size: int) -> object:
         how += f", {parsed} entries missing or refused and parsed"
     print(f"loaded {len(snapshot.workspace.declarations)} declarations ({how}) in {took:.1f} s")
     if parsed or cache.hits == 0:
-        started = time.perf_counter()
-        persist(snapshot, cache)
-        print(f"parse cache saved in {time.perf_counter() - started:.1f} s")
+        before = rss_mib()
+        with _highest_rss() as highest:
+            started = time.perf_counter()
+            persist(snapshot, cache)
+            took = time.perf_counter() - started
+        print(
+            f"parse cache saved in {took:.1f} s (RSS {before:.0f} MiB before, "
+            f"at most {highest[0]:.0f} MiB while saving: +{highest[0] - before:.0f})"
+        )
     return snapshot
+
+
+@contextlib.contextmanager
+def _highest_rss() -> Iterator[list[float]]:
+    """The highest RSS seen while the block runs (sampled every 10 ms), in [0]."""
+    highest = [rss_mib()]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.01):
+            highest[0] = max(highest[0], rss_mib())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield highest
+    finally:
+        done.set()
+        sampler.join()
+        highest[0] = max(highest[0], rss_mib())
 
 
 def timed(label: str, call, items: list[dict], profile: cProfile.Profile | None) -> None:
