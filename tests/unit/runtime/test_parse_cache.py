@@ -68,6 +68,15 @@ def snapshot_files(state: Path) -> list[Path]:
     return sorted(state.glob("*/snapshot"))
 
 
+def sealed_snapshot(state: Path) -> tuple[ParseCache, Path, memoryview]:
+    """The cache of `state`, its one snapshot file, and that file's payload (its seal checked)."""
+    cache = ParseCache(state)
+    (file,) = snapshot_files(state)
+    payload = cache._open(file.read_bytes(), b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
+    assert payload is not None
+    return cache, file, payload
+
+
 def without_consolidated_snapshot(state: Path) -> None:
     """Only the per-file entries are left: what a start falls back to."""
     for file in snapshot_files(state):
@@ -401,10 +410,7 @@ def test_a_saved_index_that_does_not_fit_is_ignored_with_a_log_line(
 ) -> None:
     root, state, first = saved
     # Given a snapshot file sealed by this cache whose saved index is of another shape
-    cache = ParseCache(state)
-    (file,) = snapshot_files(state)
-    payload = cache._open(file.read_bytes(), b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
-    assert payload is not None
+    cache, file, payload = sealed_snapshot(state)
     real, types, files, (paths, data) = read_snapshot_payload(payload)
     broken = snapshot_documents(real, types, files, lambda: (paths, (*data[:-1], {})))
     cache._write_sealed(file, broken, b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
@@ -426,9 +432,7 @@ def test_a_snapshot_written_a_few_files_at_a_time_restores_every_file_and_the_in
     state = tmp_path / "state"
     first = build_snapshot("w", str(root), None, cache=ParseCache(state))
     persist(first, ParseCache(state))
-    (file,) = snapshot_files(state)
-    payload = ParseCache(state)._open(file.read_bytes(), b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
-    assert payload is not None
+    _cache, _file, payload = sealed_snapshot(state)
     _real, _types, files, index = read_snapshot_payload(payload)
     assert len(files) == 2 and index is not None
     assert _documents(payload) == 4  # the head, a document per file, the index
@@ -460,10 +464,7 @@ def test_a_sealed_snapshot_whose_documents_do_not_add_up_is_ignored(
 ) -> None:
     root, state, first = saved
     # Given a snapshot file sealed by this cache whose last document is cut short
-    cache = ParseCache(state)
-    (file,) = snapshot_files(state)
-    payload = cache._open(file.read_bytes(), b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
-    assert payload is not None
+    cache, file, payload = sealed_snapshot(state)
     whole = bytes(payload)
     short = whole[: len(whole) - 3] if cut == "a document" else whole + b"\x00\x00"
     file.write_bytes(b"".join(cache._seal(short, b"MHSS", SNAPSHOT_FORMAT)))  # noqa: SLF001
