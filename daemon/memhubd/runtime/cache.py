@@ -22,8 +22,8 @@ Bounded: entries not used by the workspace's current snapshot are pruned.
 Beside the entries, each workspace has one consolidated snapshot file: every file's
 path, stat (mtime_ns, size, inode), digest, text and entry data in `marshal` documents
 of `SNAPSHOT_BATCH` files each (strings shared by a batch's files are decoded once), then
-the composed index in one more, each document after its length, sealed the same way as
-one payload. Written a document at a time, a snapshot never holds the whole payload in
+their segments' id, name and flag columns with the composed index in one more, each
+document after its length, sealed the same way as one payload. Written a document at a time, a snapshot never holds the whole payload in
 memory (about 1 GB at 1M declarations). A start
 reads it once and serves a file whose stat is unchanged without reading or hashing
 it (the check a running daemon makes before re-reading a file); a file whose stat
@@ -45,7 +45,7 @@ import secrets
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -355,35 +355,31 @@ class ParseCache:
                 known.discard(name)
             return written
 
-    def _write_sealed(self, path: Path, documents: Any, magic: bytes, form: int) -> None:
-        """Write `documents` (bytes, made one at a time) as one sealed payload, each after
-        its length: the header's HMAC is written last, over the placeholder the file
-        starts with, so no more than one document is held at once. Written whole then
-        renamed, as `_write` does."""
+    def _write_sealed(
+        self, path: Path, documents: Iterator[bytes], magic: bytes, form: int
+    ) -> None:
+        """Write `documents` (made one at a time) as one sealed payload, each after its
+        length: the header's HMAC is written last, over the placeholder the file starts
+        with, so no more than one document is held at once."""
         version = form.to_bytes(2, "big")
         mac = hmac.new(self._key, magic + version, hashlib.sha256)
-        temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(bytes(_HEADER))
-                for document in documents:
-                    length = _FRAME.pack(len(document))
-                    mac.update(length)
-                    mac.update(document)
-                    handle.write(length)
-                    handle.write(document)
-                    del document  # the next one is made with this one freed
-                handle.seek(0)
-                handle.write(magic + version + mac.digest())
-            os.replace(temp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
-            raise
+
+        def framed() -> Iterator[bytes]:
+            yield bytes(_HEADER)  # replaced by `header` once every document is written
+            for document in documents:
+                length = _FRAME.pack(len(document))
+                mac.update(length)
+                mac.update(document)
+                yield length
+                yield document
+
+        self._write(path, framed(), lambda: magic + version + mac.digest())
 
     @staticmethod
-    def _write(path: Path, parts: tuple[bytes, ...]) -> None:
+    def _write(
+        path: Path, parts: Iterable[bytes], header: Callable[[], bytes] | None = None
+    ) -> None:
+        """Write `parts` one after the other, then `header()` over the file's first bytes."""
         # Written whole then renamed: a reader sees an old entry or a new one, never half.
         # No fsync: a lost entry after a crash costs one parse, and the HMAC refuses a torn one.
         temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -392,6 +388,9 @@ class ParseCache:
             with os.fdopen(fd, "wb") as handle:
                 for part in parts:
                     handle.write(part)
+                if header is not None:
+                    handle.seek(0)
+                    handle.write(header())
             os.replace(temp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -447,10 +446,10 @@ def read_snapshot_payload(payload: bytes | memoryview) -> tuple[str, str, list[A
         at += size
     if len(documents) < 2 or not isinstance(documents[0], tuple) or len(documents[0]) != 3:
         raise ValueError("snapshot of another shape")
-    real, types, _count = documents[0]
+    real, types, count = documents[0]
     columns, index = documents[-1]
     parts = [item for batch in documents[1:-1] for item in batch]
-    if len(parts) != len(columns):
+    if len(parts) != len(columns) or len(parts) > count:
         raise ValueError("snapshot of another file count")
     files = [
         (*rest, (*entry, plain))
