@@ -50,8 +50,6 @@ _RELATION_WORDS = re.compile(
 )
 _NO_CAPABILITIES: frozenset[str] = frozenset()
 _MISSING: Any = object()
-# Field values up to this long are interned (why: `memhubd.lang.tree.SHARED_LENGTH`).
-_SHARED_LENGTH = SHARED_LENGTH
 
 
 class Declaration:
@@ -648,7 +646,7 @@ def _shared(value: Any) -> Any:
         return _shared_block(value)
     if kind is list:
         return _shared_list(value)
-    if kind is str and len(value) <= _SHARED_LENGTH:
+    if kind is str and len(value) <= SHARED_LENGTH:
         return sys.intern(value)
     return value
 
@@ -663,7 +661,7 @@ def _shared_block(block: dict[Any, Any]) -> dict[Any, Any]:
     for key, item in block.items():
         kind = type(item)
         if kind is str:
-            if len(item) <= _SHARED_LENGTH:
+            if len(item) <= SHARED_LENGTH:
                 item = intern(item)
         elif kind is dict:
             item = _shared_block(item)
@@ -679,7 +677,7 @@ def _shared_list(items: list[Any]) -> list[Any]:
     for item in items:
         kind = type(item)
         if kind is str:
-            if len(item) <= _SHARED_LENGTH:
+            if len(item) <= SHARED_LENGTH:
                 item = intern(item)
         elif kind is dict:
             item = _shared_block(item)
