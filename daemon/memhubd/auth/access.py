@@ -28,7 +28,12 @@ SourceSpan = tuple[int, int, int, int]
 
 def readers_of(declaration: Declaration) -> frozenset[str]:
     """The roles named by the derived policy's `readers` (a list or a single value)."""
-    readers = declaration.access_policy.get("readers")
+    return readers_in(declaration.access_policy)
+
+
+def readers_in(policy: dict[str, Any]) -> frozenset[str]:
+    """`readers_of` a declaration whose derived access policy is `policy`."""
+    readers = policy.get("readers")
     if readers is None:
         return frozenset()
     items = readers if isinstance(readers, list) else [readers]
@@ -42,9 +47,14 @@ def is_visible(declaration: Declaration, identity: Identity) -> bool:
 
 def is_readable(declaration: Declaration, roles: frozenset[str]) -> bool:
     """`is_visible` for a set of roles: `*` reads everything, no readers means everyone."""
+    return policy_readable(declaration.access_policy, roles)
+
+
+def policy_readable(policy: dict[str, Any], roles: frozenset[str]) -> bool:
+    """`is_readable` for a declaration whose derived access policy is `policy`."""
     if ANY in roles:
         return True
-    readers = readers_of(declaration)
+    readers = readers_in(policy)
     return not readers or not readers.isdisjoint(roles)
 
 

@@ -39,6 +39,10 @@ class PostingTable:
     def as_dict(self) -> dict[str, bytes]:
         return {key: self.row(i) for i, key in enumerate(self.keys)}
 
+    def passing_keys(self) -> tuple[str, ...]:
+        """The keys, for a reader that keeps them no longer than it needs them."""
+        return self.keys
+
 
 class LazyPostingTable(PostingTable):
     """A posting table whose key -> row dict is made when first read: composing an
@@ -80,7 +84,7 @@ class Segment:
     is the same as matching their stopword-filtered view of the declaration.
     """
 
-    declarations: tuple[Any, ...]
+    declarations: Sequence[Any]
     ids: tuple[str, ...]
     names: tuple[str, ...]
     kinds: tuple[str, ...]
@@ -176,7 +180,7 @@ def build_segment(declarations: Sequence[Any]) -> Segment:
     )
 
 
-def _assembled(declarations: tuple[Any, ...], **facts: Any) -> Segment:
+def _assembled(declarations: Sequence[Any], **facts: Any) -> Segment:
     """A segment of `declarations` from their per-declaration facts and postings
     (`Segment`'s fields of those names); the directories, the flag and kind rows and
     the aliases are derived here."""
@@ -202,29 +206,33 @@ def _assembled(declarations: tuple[Any, ...], **facts: Any) -> Segment:
     )
 
 
-def cut_segment(segment: Segment, kept: Sequence[int]) -> Segment:
+def cut_segment(
+    segment: Segment, kept: Sequence[int], declarations: Sequence[Any] | None = None
+) -> Segment:
     """The segment `build_segment` makes of some of `segment`'s declarations (`kept`:
     their local ordinals, increasing), taken from `segment` instead of read again: the
     posting rows keep the columns of `kept` (keys left with no declaration go), and
     the per-declaration facts are selected. A posting table's keys keep their order in
-    `segment`, which no answer depends on.
+    `segment`, which no answer depends on. `declarations`, when given, are those
+    declarations as a run of a workspace (kept as they are: none is read here).
     """
     import numpy as np
 
     columns = np.asarray(kept, dtype=np.intp)
-    declarations = tuple(segment.declarations[o] for o in kept)
+    if declarations is None:
+        declarations = tuple(segment.declarations[o] for o in kept)
     nbytes = (len(kept) + 7) // 8
 
     def pick(values: Sequence[Any]) -> tuple[Any, ...]:
         return tuple(values[o] for o in kept)
 
     def table(postings: PostingTable) -> PostingTable:
-        if not postings.keys:
+        if not postings.rows:
             return PostingTable(keys=(), rows=b"", width=nbytes, index={})
-        rows = np.frombuffer(postings.rows, np.uint8).reshape(len(postings.keys), postings.width)
+        rows = np.frombuffer(postings.rows, np.uint8).reshape(-1, postings.width)
         packed = np.packbits(np.unpackbits(rows, axis=1)[:, columns], axis=1)
         live = packed.any(axis=1)
-        keys = tuple(compress(postings.keys, live.tolist()))
+        keys = tuple(compress(postings.passing_keys(), live.tolist()))
         return LazyPostingTable(keys, packed[live].tobytes(), nbytes)
 
     new_local = {old: new for new, old in enumerate(kept)}
@@ -237,11 +245,15 @@ def cut_segment(segment: Segment, kept: Sequence[int]) -> Segment:
     # name none, the kept ones name them all, and no declaration is read for them.
     left = set(range(len(segment.declarations))).difference(kept)
     if not segment.supersedes or not any(
-        segment.declarations[o].relation_targets("supersedes") for o in left
+        _passing(segment.declarations, o).relation_targets("supersedes") for o in left
     ):
         supersedes: Sequence[str] = segment.supersedes
     else:
-        supersedes = [t for d in declarations for t in d.relation_targets("supersedes")]
+        supersedes = [
+            target
+            for at in range(len(declarations))
+            for target in _passing(declarations, at).relation_targets("supersedes")
+        ]
     return _assembled(
         declarations,
         **{name: pick(getattr(segment, name)) for name in _PER_DECLARATION},
@@ -249,6 +261,13 @@ def cut_segment(segment: Segment, kept: Sequence[int]) -> Segment:
         when_any=when_any,
         supersedes=tuple(supersedes),
     )
+
+
+def _passing(declarations: Sequence[Any], at: int) -> Any:
+    """`declarations[at]`, or a stand-in that nothing keeps where a restored run lends
+    one: a cut reads some declarations once, and need not make them."""
+    passing = getattr(declarations, "passing_at", None)
+    return passing(at) if passing is not None else declarations[at]
 
 
 # A segment's fields of one value per declaration (in file order), and its postings.
@@ -274,10 +293,16 @@ def _row(nbytes: int, values: Sequence[Any], *, ordinals: bool = False) -> bytes
     return bytes(buffer)
 
 
+# `(o,)` for each local ordinal of a file of up to 4,096 declarations, shared by every
+# directory: one tuple a key held ~110 MiB at 1M declarations (ids and names).
+_SINGLES = tuple(zip(range(4096)))
+
+
 def _local_directory(keys: Sequence[str]) -> dict[str, tuple[int, ...]]:
     # Most files name each declaration once: then every key has one ordinal, and the
     # directory is made in C.
-    unique = dict(zip(keys, zip(range(len(keys))), strict=True))
+    singles = _SINGLES if len(keys) <= len(_SINGLES) else tuple(zip(range(len(keys))))
+    unique = dict(zip(keys, singles, strict=False))  # `singles` may be the longer
     if len(unique) == len(keys):
         return unique
     found: dict[str, list[int]] = {}
@@ -291,9 +316,10 @@ def _aliases(declarations: Sequence[Any], roles: Sequence[str]) -> tuple[tuple[s
     # `roles`: the declarations' runtime roles, known already (a cut reads no field for
     # them: a type with a role field would decode every declaration's).
     out: list[tuple[str, str]] = []
-    for decl, role in zip(declarations, roles, strict=True):
-        if role != "symbol":
-            continue
+    if len(declarations) != len(roles):
+        raise ValueError("roles of another number of declarations")
+    for at in (at for at, role in enumerate(roles) if role == "symbol"):
+        decl = declarations[at]  # only a symbol is read: a restored run makes no other
         aliases = decl.fields.get("aliases", [])
         if isinstance(aliases, list):
             out.extend((str(alias).lower(), decl.name) for alias in aliases)

@@ -28,6 +28,7 @@ from memhubd.index import codes
 from memhubd.index.bitmaps import BYTE_BITS, OrdinalSpace
 from memhubd.index.segment import Segment, build_segment, cut_segment
 from memhubd.index.triggers import TriggerPhrases
+from memhubd.model.declaration import RestoredDeclarations, RestoredSubset
 from memhubd.model.workspace import cyclic_gc_paused, file_runs
 
 # Segment posting tables a bitmap can be asked for.
@@ -1010,22 +1011,31 @@ def compose_index(
     supersession from outside agrees. The answers are the same either way, as for a
     reload: an edit costs a role set's view the edited files.
     """
+    same: dict[int, Segment] = {}  # a segment by its run: a run kept whole is the very one
     reusable: dict[int, list[Segment]] = {}
     by_file: dict[str, list[Segment]] = {}
     for index in (previous, whole):
         for segment in index.segments if index is not None else ():
-            if segment.declarations:
-                first = segment.declarations[0]
-                reusable.setdefault(id(first), []).append(segment)
-                if index is whole:
-                    by_file.setdefault(first.file, []).append(segment)
+            if not segment.declarations:
+                continue
+            same.setdefault(id(segment.declarations), segment)
+            # A restored run, or part of one, is only ever reused as the very object.
+            if not isinstance(segment.declarations, (RestoredDeclarations, RestoredSubset)):
+                reusable.setdefault(id(segment.declarations[0]), []).append(segment)
+            if index is whole:
+                by_file.setdefault(_file_of(segment.declarations, 0), []).append(segment)
     elsewhere = frozenset(getattr(ws, "superseded_elsewhere", ()))
     with cyclic_gc_paused():
         segments = []
         for run in _joined(file_runs(ws.declarations)):
-            kept = _same_run(reusable.get(id(run[0]), ()), run)
+            kept = same.get(id(run))
+            if kept is not None and kept.declarations is run:
+                segments.append(kept)
+                continue
+            if not isinstance(run, (RestoredDeclarations, RestoredSubset)):
+                kept = _same_run(reusable.get(id(run[0]), ()), run)
             if kept is None:
-                kept = _cut_from(by_file.get(run[0].file, ()), run)
+                kept = _cut_from(by_file.get(_file_of(run, 0), ()), run)
             segments.append(kept if kept is not None else build_segment(run))
         if previous is not None and previous.superseded_elsewhere != elsewhere:
             previous = None
@@ -1034,6 +1044,10 @@ def compose_index(
 
 def _cut_from(candidates: Sequence[Segment], run: Sequence[Any]) -> Segment | None:
     """`run` cut from the first of `candidates` that holds all its declarations in order."""
+    if isinstance(run, RestoredSubset):  # says which it keeps: none is made to find out
+        for segment in candidates:
+            if getattr(segment.declarations, "file", None) is run.file:
+                return cut_segment(segment, run.ordinals, run)
     for segment in candidates:
         position = {id(d): o for o, d in enumerate(segment.declarations)}
         kept = [position.get(id(d), -1) for d in run]
@@ -1047,17 +1061,23 @@ def _joined(runs: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
     (a view's runs of one file meet when the declarations between them are hidden)."""
     out: list[Sequence[Any]] = []
     for run in runs:
-        if out and out[-1][-1].file == run[0].file:
+        if out and _file_of(out[-1], -1) == _file_of(run, 0):
             out[-1] = (*out[-1], *run)
         else:
             out.append(run)
     return out
 
 
+def _file_of(run: Sequence[Any], at: int) -> str:
+    """The file of `run[at]`, read without making it where the run is restored."""
+    restored = getattr(run, "file", None)
+    return restored.path if restored is not None else run[at].file  # type: ignore[no-any-return]
+
+
 def _same_run(candidates: Sequence[Segment], run: Sequence[Any]) -> Segment | None:
     for segment in candidates:
         mine = segment.declarations
-        if len(mine) == len(run) and all(map(is_, mine, run)):
+        if mine is run or (len(mine) == len(run) and all(map(is_, mine, run))):
             return segment
     return None
 

@@ -27,7 +27,7 @@ from memhubd.lint.workspace_facts import (
     read_facts,
 )
 from memhubd.model import Declaration, Workspace
-from memhubd.model.declaration import RestoredDeclarations
+from memhubd.model.declaration import RestoredDeclarations, RestoredSubset
 
 __all__ = ["MODULE_MAX_DECLARATIONS", "NO_MODULE", "LintReuse", "lint", "lint_files"]
 
@@ -138,13 +138,14 @@ def _passing(run: Sequence[Declaration]) -> Iterator[tuple[int, Declaration, boo
     restored from the parse cache lends one, fields decoded, for each declaration not
     made yet, so that linting it leaves nothing made or decoded behind (at 1M that is
     about a gigabyte)."""
-    file = run.file if isinstance(run, RestoredDeclarations) else None
+    file = run.file if isinstance(run, (RestoredDeclarations, RestoredSubset)) else None
     if file is None or file.columns is None:
         for number, decl in enumerate(run):
             yield number, decl, False
         return
-    for number in range(len(run)):
-        stand_in = file.passing(number)
+    ordinals = run.ordinals if isinstance(run, RestoredSubset) else range(len(run))
+    for number, ordinal in enumerate(ordinals):
+        stand_in = file.passing(ordinal)
         if stand_in is None:
             yield number, run[number], False
         else:

@@ -414,13 +414,7 @@ class RestoredDeclaration(Declaration):
         field block for it held 77 MiB at 100k declarations."""
         if not self._saved_without(_ACCESS_WORDS):
             return super().access_policy
-        descriptor = self.type_descriptor
-        value = (
-            descriptor.defaults.get("access_policy", descriptor.defaults.get("access"))
-            if descriptor is not None
-            else None
-        )
-        return dict(value) if isinstance(value, dict) else {}
+        return default_policy(self.type_descriptor)
 
     def _relation_pairs(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         # A view's index reads every kept declaration's `supersedes`: the same shortcut.
@@ -430,6 +424,16 @@ class RestoredDeclaration(Declaration):
                 self._relations = _NO_RELATIONS
                 return _NO_RELATIONS
         return super()._relation_pairs()
+
+
+def default_policy(descriptor: TypeDescriptor | None) -> dict[str, Any]:
+    """The access policy a declaration of this type has when its fields name none."""
+    value = (
+        descriptor.defaults.get("access_policy", descriptor.defaults.get("access"))
+        if descriptor is not None
+        else None
+    )
+    return dict(value) if isinstance(value, dict) else {}
 
 
 class RestoredRaw(RawDeclaration):
@@ -554,6 +558,24 @@ class RestoredFile:
             self.columns = None  # every declaration made: the saved form is theirs now
         return found
 
+    def policy_unmade(self, index: int) -> dict[str, Any] | None:
+        """The access policy of declaration number `index` when it can be told without
+        making the declaration: it is not made yet, and its saved fields either name none
+        (its type's defaults give it, as `RestoredDeclaration.access_policy` reads it) or
+        are decoded for a stand-in that nothing keeps (`passing`). None otherwise: make
+        it and read its `access_policy`. A role-limited view reads
+        every declaration's policy; at 1M, making them all for it held ~400 MiB."""
+        columns = self.columns
+        if columns is None or index in self._made:
+            return None
+        saved = columns[4][index]
+        if saved is None:
+            return None
+        if _ACCESS_WORDS.search(saved) is None:
+            return default_policy(self._descriptors[self._kinds[index]])
+        stand_in = self.passing(index)  # its fields decoded, kept nowhere
+        return None if stand_in is None else stand_in.access_policy
+
     def passing(self, index: int) -> Declaration | None:
         """A typed declaration for number `index` that nothing keeps: its fields decoded
         from the saved form and stored nowhere, so a reader passing over every declaration
@@ -601,6 +623,15 @@ class _RestoredView(Sequence[Any]):
             return iter(made_all[self._side])
         return self._making()
 
+    def passing_at(self, index: int) -> Any:
+        """Declaration number `index`: a stand-in that nothing keeps while it is not
+        made (`RestoredFile.passing`), for a reader that looks at it once."""
+        if self._side == 1:
+            stand_in = self.file.passing(index)
+            if stand_in is not None:
+                return stand_in
+        return self[index]
+
     def _making(self) -> Iterator[Any]:
         made, side = self.file.made, self._side
         for index in range(self.file.size):
@@ -622,6 +653,51 @@ class RestoredDeclarations(_RestoredView):
 
     __slots__ = ()
     _side = 1
+
+
+class RestoredSubset(Sequence[Any]):
+    """Some of a restored file's typed declarations (`ordinals`: their numbers in the
+    file, increasing), each made when first read as `RestoredDeclarations` makes them,
+    and the very objects it makes: a role-limited view's run of a file it may read only
+    part of, made without making the declarations it keeps."""
+
+    __slots__ = ("file", "ordinals")
+
+    def __init__(self, file: RestoredFile, ordinals: tuple[int, ...]) -> None:
+        self.file = file
+        self.ordinals = ordinals
+
+    def __len__(self) -> int:
+        return len(self.ordinals)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self.file.made(o)[1] for o in self.ordinals[index]]
+        return self.file.made(self.ordinals[index])[1]
+
+    def passing_at(self, index: int) -> Any:
+        """The `index`th declaration kept: a stand-in while not made (see
+        `RestoredDeclarations.passing_at`)."""
+        stand_in = self.file.passing(self.ordinals[index])
+        return stand_in if stand_in is not None else self[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        made_all = self.file.made_all
+        if made_all is not None:
+            typed = made_all[1]
+            return iter([typed[o] for o in self.ordinals])
+        made = self.file.made
+        return (made(o)[1] for o in self.ordinals)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self)!r})"
 
 
 class RestoredRaws(_RestoredView):

@@ -19,7 +19,7 @@ from operator import add, is_
 from typing import Any, TypeVar
 
 from memhubd.lang import Document, parse_file
-from memhubd.model.declaration import Declaration
+from memhubd.model.declaration import Declaration, RestoredDeclarations, RestoredSubset
 from memhubd.schema import TypeRegistry, registry_for_paths
 
 ACTIVE_STATUSES: frozenset[str] = frozenset({"active"})
@@ -91,14 +91,23 @@ class Workspace:
         return self.restricted_by_run(keep)[0]
 
     def restricted_by_run(
-        self, keep: Callable[[Declaration], bool], earlier: dict[int, Any] | None = None
+        self,
+        keep: Callable[[Declaration], bool],
+        earlier: dict[int, Any] | None = None,
+        keep_policy: Callable[[dict[str, Any]], bool] | None = None,
     ) -> tuple[Workspace, dict[int, Any]]:
         """`restricted(keep)` worked out one file's run at a time, with what an earlier
         call gave as its second value (`earlier`) reused for runs that are the very same
         objects: a snapshot after a one-file edit costs that file's run, not a pass over
         every declaration. Returns the workspace and the per-run results for next time;
         the left-out declarations' ids are `left_out(results)`, and which ones they are
-        exactly `cut_signature(results)`."""
+        exactly `cut_signature(results)`.
+
+        `keep_policy`, when `keep` decides from a declaration's access policy alone,
+        decides from the policy: a file restored from the parse cache then keeps the
+        declarations it can tell without making them (`RestoredFile.policy_unmade`) as
+        they are, and a run it keeps whole is that very run.
+        """
         earlier = earlier or {}
         results: dict[int, Any] = {}
         kept_runs: list[Sequence[Declaration]] = []
@@ -106,18 +115,7 @@ class Workspace:
         for run in file_runs(self.declarations):
             entry = earlier.get(id(run))
             if entry is None or entry[0] is not run:
-                kept: list[Declaration] = []
-                left: list[str] = []
-                left_at: list[int] = []
-                left_targets: set[str] = set()
-                for at, decl in enumerate(run):
-                    if keep(decl):
-                        kept.append(decl)
-                    else:
-                        left.append(decl.id)
-                        left_at.append(at)
-                        left_targets.update(decl.relation_targets("supersedes"))
-                entry = (run, tuple(kept), tuple(left), frozenset(left_targets), tuple(left_at))
+                entry = _restricted_run(run, keep, keep_policy)
             results[id(run)] = entry
             if entry[1]:
                 kept_runs.append(entry[1])
@@ -386,6 +384,43 @@ def file_runs(declarations: Sequence[Declaration]) -> Sequence[Sequence[Declarat
         else:
             runs.append([decl])
     return runs
+
+
+def _restricted_run(
+    run: Sequence[Declaration],
+    keep: Callable[[Declaration], bool],
+    keep_policy: Callable[[dict[str, Any]], bool] | None,
+) -> tuple[Any, ...]:
+    """One run's entry of `Workspace.restricted_by_run`'s results: (the run, what it
+    keeps of it, the left-out ids, the ids they supersede, the left-out positions)."""
+    file = run.file if keep_policy is not None and isinstance(run, RestoredDeclarations) else None
+    kept_at: list[int] = []
+    left: list[str] = []
+    left_at: list[int] = []
+    left_targets: set[str] = set()
+    for at in range(len(run)):
+        policy = file.policy_unmade(at) if file is not None else None
+        if policy is not None and keep_policy is not None:
+            if keep_policy(policy):
+                kept_at.append(at)
+                continue
+            # Its id and targets from a stand-in nothing keeps: a hidden one is not made.
+            decl = file.passing(at) or run[at]  # type: ignore[union-attr]
+        else:
+            decl = run[at]
+            if keep(decl):
+                kept_at.append(at)
+                continue
+        left.append(decl.id)
+        left_at.append(at)
+        left_targets.update(decl.relation_targets("supersedes"))
+    if not left:
+        kept: Sequence[Declaration] = run
+    elif file is not None:
+        kept = RestoredSubset(file, tuple(kept_at)) if kept_at else ()
+    else:
+        kept = tuple(run[at] for at in kept_at)
+    return (run, kept, tuple(left), frozenset(left_targets), tuple(left_at))
 
 
 def left_out(results: dict[int, Any]) -> frozenset[str]:

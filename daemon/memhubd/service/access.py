@@ -22,7 +22,7 @@ from memhub_protocol import (
     ErrorCode,
     ProtocolError,
 )
-from memhubd.auth.access import is_readable, redact_problem
+from memhubd.auth.access import is_readable, policy_readable, redact_problem
 from memhubd.auth.identity import ANY, Identity
 from memhubd.model import Workspace
 from memhubd.model.workspace import Declarations, cut_signature, left_out
@@ -249,7 +249,9 @@ def _build_cut(
     with _EARLIER_LOCK:
         earlier = _EARLIER.get(key)
     view, runs = whole.restricted_by_run(
-        lambda d: is_readable(d, roles), earlier.runs if earlier is not None else None
+        lambda d: is_readable(d, roles),
+        earlier.runs if earlier is not None else None,
+        lambda policy: policy_readable(policy, roles),
     )
     with _EARLIER_LOCK:
         _remember_earlier(key).runs = runs
