@@ -23,7 +23,11 @@ former also in a new process, as a daemon's start makes it, with the CPU of its 
 and the next snapshot after each one-file edit.
 
     python bench/restart.py [--sizes 10k,100k,1m] [--edits 20] [--queries 200] [--in-process]
-                            [--starts N] [--trace] [--keep]
+                            [--starts N] [--trace] [--keep] [--roles ROLES]
+
+`--roles` gives the requests' token those roles instead of `*`, so that every answer is
+served from that role set's view (the synthetic workspaces hide about 5% of their
+declarations from a token without `developer` or `coding_agent`).
 
 Set PYTHONPATH to time other code (e.g. a worktree's daemon/, client/ and protocol/): the
 daemons run from it, and it is compiled as the repository's own code is.
@@ -143,11 +147,13 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def token(state: Path) -> str:
+def token(state: Path, roles: str = "*") -> str:
+    """A new token of every scope with `roles` (comma-separated; empty: none)."""
     created = subprocess.run(
         # A name of its own: a kept state dir (`--keep`) holds earlier runs' tokens.
         [str(BIN / "memhubd"), "token", "create", f"bench{os.getpid()}", "--scopes", "all"]
-        + ["--roles", "*", "--state-dir", str(state), "--json"],
+        + (["--roles", roles] if roles else [])
+        + ["--state-dir", str(state), "--json"],
         check=True,
         capture_output=True,
         text=True,
@@ -327,11 +333,13 @@ def run(
     trace: bool = False,
     keep: bool = False,
     starts: int = 1,
+    roles: str = "*",
 ) -> dict:
     """`keep`: serve a copy of the workspace and a state dir kept beside it
     (bench/.cache/<workspace>-daemon) across runs, so that only the first run pays the
     cold start (minutes at 1M); later runs report no cold figure. `starts`: warm starts
-    timed (each stopped after its first answer but the last, which the edits use)."""
+    timed (each stopped after its first answer but the last, which the edits use).
+    `roles`: the roles of the token every request uses (its view of the workspace)."""
     data = synth.ensure_workspace(size)
     with tempfile.TemporaryDirectory(prefix="mh-restart-") as tmp:
         place = data.root.parent / f"{data.root.name}-daemon" if keep else Path(tmp)
@@ -341,7 +349,7 @@ def run(
             shutil.copytree(data.workspace, root.with_name("ws.tmp"), dirs_exist_ok=True)
             root.with_name("ws.tmp").rename(root)
         (place / "daemon.log").unlink(missing_ok=True)
-        secret = token(state)
+        secret = token(state, roles)
         files = len(list(root.rglob("*.mem")))
         cold = None
         if not list((state / "parse-cache").glob("*/snapshot")):
@@ -550,6 +558,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep the served copy and its state dir across runs (bench/.cache/<ws>-daemon)",
     )
+    parser.add_argument(
+        "--roles",
+        default="*",
+        help="roles of the token the requests use, comma-separated; empty for none "
+        "(default *: every declaration, no role-limited view)",
+    )
     parser.add_argument("--restore", nargs=2, metavar=("ROOT", "CACHE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.restore:  # the child of restored_in_new_process
@@ -561,7 +575,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.in_process:
             in_process(size, args.edits)
             continue
-        r = run(size, args.edits, args.queries, args.trace, args.keep, max(1, args.starts))
+        r = run(
+            size, args.edits, args.queries, args.trace, args.keep, max(1, args.starts), args.roles
+        )
         edit = "n/a" if r["edit_median_ms"] is None else f"{r['edit_median_ms']:.0f} ms"
         cold = (
             "kept state"

@@ -168,3 +168,42 @@ def test_a_restored_snapshots_view_keeps_its_declarations_unmade_and_answers_the
     assert cut.hidden == {d.id for d in parsed.workspace.declarations if not is_readable(d, roles)}
     assert incremental._state(index) == incremental._state(build_index(fresh))  # noqa: SLF001
     assert _answers(cut.workspace) == _answers(fresh)
+
+
+def test_a_view_asked_for_twice_at_once_is_made_once_and_its_next_is_made_over_it(
+    restored: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    again, _ = restored
+    roles = frozenset({"qa"})
+    made: list[Any] = []
+    build = access._build_cut  # noqa: SLF001
+
+    def slow_build(*args: Any) -> Any:
+        made.append(args[1])
+        time.sleep(0.2)  # long enough for the second caller to arrive meanwhile
+        return build(*args)
+
+    monkeypatch.setattr(access, "_build_cut", slow_build)
+    # When a request and the warm step ask for the same view of a snapshot at once
+    cuts: list[Any] = []
+    callers = [
+        threading.Thread(target=lambda: cuts.append(access._cut_of(again, roles)))  # noqa: SLF001
+        for _ in range(2)
+    ]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+
+    # Then it is made once, and both get it
+    assert made == [roles]
+    assert cuts[0] is cuts[1]
+    # And the role set's earlier results are that view's own runs, so the next
+    # snapshot's view keeps each unchanged file's run and segment
+    index_for(cuts[0].workspace)
+    entry = access._EARLIER[(again.name, roles)]  # noqa: SLF001
+    kept = [result[1] for result in entry.runs.values() if result[1]]
+    assert all(a is b for a, b in zip(kept, _runs(cuts[0].workspace), strict=True))
