@@ -161,6 +161,16 @@ def token(state: Path, roles: str = "*") -> str:
     return str(json.loads(created.stdout)["token"])
 
 
+def revoke(state: Path) -> None:
+    """Revoke the token `token` made for this run."""
+    subprocess.run(
+        [str(BIN / "memhubd"), "token", "revoke", f"bench{os.getpid()}"]
+        + ["--state-dir", str(state)],
+        check=True,
+        capture_output=True,
+    )
+
+
 def wait_for_cache(state: Path, files: int, timeout_s: float = 1800) -> None:
     """The cache is written off the request path after the first load: wait for its
     entries and then its consolidated snapshot file."""
@@ -372,6 +382,8 @@ def run(
             rss = rss_mb(warm.proc.pid)
         finally:
             warm.stop()
+            if keep:  # a kept state dir's tokens would have later runs warm their views
+                revoke(state)
     return {
         "size": size,
         "cold_s": cold.started_s if cold is not None else None,

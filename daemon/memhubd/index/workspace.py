@@ -1052,7 +1052,9 @@ def _cut_from(candidates: Sequence[Segment], run: Sequence[Any]) -> Segment | No
         position = {id(d): o for o, d in enumerate(segment.declarations)}
         kept = [position.get(id(d), -1) for d in run]
         if min(kept) >= 0 and all(map(lt, kept, kept[1:])):
-            return cut_segment(segment, kept)
+            # The run itself as the segment's declarations: the index is then seen to be
+            # the workspace's by one identity test a run (`_same_declarations`).
+            return cut_segment(segment, kept, run if isinstance(run, tuple) else None)
     return None
 
 

@@ -168,6 +168,16 @@ def test_a_restored_snapshots_view_keeps_its_declarations_unmade_and_answers_the
     assert cut.hidden == {d.id for d in parsed.workspace.declarations if not is_readable(d, roles)}
     assert incremental._state(index) == incremental._state(build_index(fresh))  # noqa: SLF001
     assert _answers(cut.workspace) == _answers(fresh)
+    # And it counts the MUST rules it hides from their left-out positions, as reading
+    # each MUST rule's policy counts them
+    whole = build_index(parsed.workspace)
+    hidden_must = sum(
+        1
+        for slot in whole.space.members(whole.constraints)
+        if not is_readable(whole.declarations[slot], roles)
+    )
+    assert cut.hidden_must_rules(again.workspace) == hidden_must
+    assert access._cut_of(parsed, roles).hidden_must_rules(parsed.workspace) == hidden_must  # noqa: SLF001
 
 
 def test_a_view_asked_for_twice_at_once_is_made_once_and_its_next_is_made_over_it(
