@@ -101,7 +101,7 @@ class Workspace:
         objects: a snapshot after a one-file edit costs that file's run, not a pass over
         every declaration. Returns the workspace and the per-run results for next time;
         the left-out declarations' ids are `left_out(results)`, and which ones they are
-        exactly `cut_signature(results)`.
+        exactly each result's last item (their positions in its run).
 
         `keep_policy`, when `keep` decides from a declaration's access policy alone,
         decides from the policy: a file restored from the parse cache then keeps the
@@ -426,10 +426,3 @@ def _restricted_run(
 def left_out(results: dict[int, Any]) -> frozenset[str]:
     """The ids `Workspace.restricted_by_run` left out, from its per-run results."""
     return frozenset(chain.from_iterable(entry[2] for entry in results.values()))
-
-
-def cut_signature(results: dict[int, Any]) -> frozenset[tuple[int, tuple[int, ...]]]:
-    """Which declarations `Workspace.restricted_by_run` left out, by run and position in
-    it: two calls over the same workspace made the same view exactly when their
-    signatures are equal (ids would not tell twins with one id apart)."""
-    return frozenset((run_id, entry[4]) for run_id, entry in results.items() if entry[4])

@@ -25,7 +25,7 @@ from memhub_protocol import (
 from memhubd.auth.access import is_readable, policy_readable, redact_problem
 from memhubd.auth.identity import ANY, Identity
 from memhubd.model import Workspace
-from memhubd.model.workspace import Declarations, cut_signature, left_out
+from memhubd.model.workspace import Declarations, left_out
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
 
@@ -89,16 +89,17 @@ class _Cut:
         workspace: Workspace,
         hidden: frozenset[str],
         earlier: tuple[str, frozenset[str]] | None = None,
-        signature: frozenset[Any] | None = None,
+        signable: bool = False,
         twin: _Cut | None = None,
     ):
         self.roles = roles
         self.workspace = workspace
         self.hidden = hidden
         self.earlier = earlier  # the `_EARLIER` key its lint reuses and leaves its results
-        # Which declarations the view leaves out exactly (`cut_signature`), when the
-        # whole workspace's runs are its own objects; None when nothing can share it.
-        self.signature = signature
+        # Whether the view's left-out runs are the whole workspace's own objects, so that
+        # `signature` (which declarations it leaves out exactly) tells twins apart.
+        self.signable = signable
+        self._signature: frozenset[Any] | None = None
         # The cut of another role set whose view this one shares (same signature): the
         # view's lint is that cut's, computed once for both.
         self.twin = twin
@@ -107,6 +108,17 @@ class _Cut:
         self.hidden_must: int | None = None  # `hidden_must_rules`, once counted
         # (run of the whole workspace, positions in it left out) for each run with any.
         self.left: list[tuple[Any, tuple[int, ...]]] = []
+
+    @property
+    def signature(self) -> frozenset[Any] | None:
+        """Which declarations the view leaves out, by run and position: two cuts of one
+        snapshot made the same view exactly when these are equal (ids would not tell
+        twins with one id apart); None when its runs cannot name them. Made when first
+        compared:
+        a snapshot's only cut never needs it (29 ms a snapshot at 1M declarations)."""
+        if self._signature is None and self.signable:
+            self._signature = frozenset((id(run), at) for run, at in self.left)
+        return self._signature
 
     def diagnostics(self) -> list[Any]:
         """Lint of the view, reusing the role set's previous view's per-file results for
@@ -299,8 +311,11 @@ def _build_cut(
     if not hidden:
         return _Cut(roles, whole, hidden)
     # Run ids name runs only while they are the whole workspace's own objects.
-    signature = cut_signature(runs) if isinstance(whole.declarations, Declarations) else None
-    twin = next((c for c in siblings if signature is not None and c.signature == signature), None)
+    signable = isinstance(whole.declarations, Declarations)
+    left = [(entry[0], entry[4]) for entry in runs.values() if entry[4]]
+    others = [c for c in siblings if c.signable] if signable else []
+    signature = frozenset((id(run), at) for run, at in left) if others else None
+    twin = next((c for c in others if c.signature == signature), None)
     if twin is not None:
         twin = twin.twin or twin
         made = cached_index(twin.workspace)
@@ -310,12 +325,12 @@ def _build_cut(
                 made = shared.index  # the twin's view is still being indexed
             if made is not None:  # the next snapshot's view is composed over it
                 _remember_earlier(key).index = made
-        cut = _Cut(roles, twin.workspace, twin.hidden, key, signature, twin)
+        cut = _Cut(roles, twin.workspace, twin.hidden, key, signable, twin)
         cut.hidden_must = twin.hidden_must  # the same rules are hidden from both
-        return cut
-    _index_over_earlier(view, key)
-    cut = _Cut(roles, view, hidden, key, signature)
-    cut.left = [(entry[0], entry[4]) for entry in runs.values() if entry[4]]
+    else:
+        _index_over_earlier(view, key)
+        cut = _Cut(roles, view, hidden, key, signable)
+    cut.left, cut._signature = left, signature
     return cut
 
 
