@@ -496,10 +496,12 @@ class WorkspaceIndex:
         self._targets, flipped = _count_targets(targets, removed, added)
         self.superseded_elsewhere = frozenset(superseded_elsewhere)
         raw = self._raw
-        same_elsewhere = (
-            previous is not None and previous.superseded_elsewhere == self.superseded_elsewhere
+        elsewhere_changed = (
+            previous is not None and previous.superseded_elsewhere != self.superseded_elsewhere
         )
-        raw["superseded"] = self._superseded(splice, old_raw["superseded"], flipped, same_elsewhere)
+        raw["superseded"] = self._superseded(
+            splice, old_raw["superseded"], flipped, elsewhere_changed
+        )
         raw["global"] = splice.apply(old_raw["global"], _global_row)
         self._derive_bitmaps()
         if renumbered:
@@ -540,45 +542,48 @@ class WorkspaceIndex:
         self.global_constraints = raw["global"] & self.constraints
 
     def _superseded(
-        self, splice: _Splice, before: int, flipped: set[str], same_elsewhere: bool
+        self, splice: _Splice, before: int, flipped: set[str], elsewhere_changed: bool
     ) -> int:
         """Bitmap of the declarations whose id or bare name some declaration supersedes
         (one of this index's, or from elsewhere: `superseded_elsewhere`).
 
         Spliced for changed segments; in unchanged ones only the declarations under a
-        target that appeared or disappeared can change (`flipped`), while the targets
-        from elsewhere are the previous index's (`same_elsewhere`): a role-limited view's
-        next snapshot then costs its edited files here too (it rebuilt this bitmap from
-        every target, 115 ms at 1M declarations).
+        target that appeared or disappeared can change (`flipped`), unless the targets
+        from elsewhere are not the previous index's (`elsewhere_changed`): a role-limited
+        view's next snapshot then costs its edited files here too (it rebuilt this bitmap
+        from every target, 115 ms at 1M declarations).
         """
-        elsewhere_changed = bool(self.superseded_elsewhere) and not same_elsewhere
         if elsewhere_changed or splice.head_bytes == splice.tail_bytes == 0:
             return self.space.bitmap(
                 o
                 for target in self.superseded_elsewhere.union(k for k, _ in self._targets.items())
                 for o in (*self.ids.get(target, ()), *self._names.get(target, ()))
             )
+        # By the segments' ids and names: no declaration is read (or made) for it.
         hit = self._is_target
         bits = splice.apply(
             before,
-            lambda s: _row_of(s.nbytes, [o for o, d in enumerate(s.declarations) if hit(d)]),
+            lambda s: _row_of(
+                s.nbytes, [o for o, key in enumerate(zip(s.ids, s.names, strict=True)) if hit(*key)]
+            ),
         )
         top = self.space.width - 1
+        names = _BySlot(self.segments, self.bases, "names", self.space.size) if flipped else ()
         for target in flipped:
             for o in (*self.ids.get(target, ()), *self._names.get(target, ())):
-                decl = self.declarations[o]
-                if hit(decl):
+                if hit(self.ids_of[o], names[o]):
                     bits |= 1 << (top - o)
                 else:
                     bits &= ~(1 << (top - o))
         return bits
 
-    def _is_target(self, decl: Any) -> bool:
+    def _is_target(self, ident: str, name: str) -> bool:
+        """Whether a declaration of this id and bare name is superseded."""
         targets = self._targets
-        if targets.get(decl.id) is not None or targets.get(decl.name) is not None:
+        if targets.get(ident) is not None or targets.get(name) is not None:
             return True
         elsewhere = self.superseded_elsewhere
-        return bool(elsewhere) and (decl.id in elsewhere or decl.name in elsewhere)
+        return bool(elsewhere) and (ident in elsewhere or name in elsewhere)
 
     @property
     def superseded(self) -> set[int]:
@@ -1020,9 +1025,10 @@ def compose_index(
     workspace's index. A file run made of the same declaration objects as a segment of
     theirs keeps that segment; one made of some of the declarations of a segment of
     `whole` is cut from it (`cut_segment`) instead of read again; the others are built.
-    The index is updated from `previous` instead of composed from nothing when their
-    supersession from outside agrees. The answers are the same either way, as for a
-    reload: an edit costs a role set's view the edited files.
+    The index is updated from `previous` instead of composed from nothing, and a first
+    view (no `previous`) that keeps most of `whole`'s segments is updated from `whole`.
+    The answers are the same either way, as for a reload: an edit costs a role set's
+    view the edited files, and a first view the files it cuts.
     """
     same: dict[int, Segment] = {}  # a segment by its run: a run kept whole is the very one
     reusable: dict[int, list[Segment]] = {}
@@ -1050,9 +1056,18 @@ def compose_index(
             if kept is None:
                 kept = _cut_from(by_file.get(_file_of(run, 0), ()), run)
             segments.append(kept if kept is not None else build_segment(run))
-        if previous is not None and previous.superseded_elsewhere != elsewhere:
-            previous = None
+        if previous is None and whole is not None and _mostly_kept(segments, whole):
+            previous = whole  # its files cut are then all this index's composing costs
         return WorkspaceIndex(segments, elsewhere, previous=previous)
+
+
+def _mostly_kept(segments: Sequence[Segment], whole: WorkspaceIndex) -> bool:
+    """Whether at least 3/4 of `segments` are `whole`'s very segments: a view reading
+    most files whole is then made as an edit of the whole index (the splice of its cut
+    files), not composed from every segment. Past that, composing is the cheaper."""
+    theirs = set(map(id, whole.segments))
+    kept = sum(1 for segment in segments if id(segment) in theirs)
+    return kept * 4 >= len(segments) * 3
 
 
 def _cut_from(candidates: Sequence[Segment], run: Sequence[Any]) -> Segment | None:

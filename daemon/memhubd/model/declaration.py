@@ -11,7 +11,9 @@ import marshal
 import re
 import sys
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from itertools import accumulate
 from typing import Any
 
 from memhubd.lang.tree import (
@@ -575,6 +577,29 @@ class RestoredFile:
             return default_policy(self._descriptors[self._kinds[index]])
         stand_in = self.passing(index)  # its fields decoded, kept nowhere
         return None if stand_in is None else stand_in.access_policy
+
+    def unsure_policies(self) -> tuple[frozenset[str], list[int]] | None:
+        """(the kinds of the file's declarations, the numbers of those whose access policy
+        may not be their type's default: made already, not saved as a block, or saved
+        fields naming `access`), from one scan of the saved fields in C: a role-limited
+        view then reads only those of a file. None once every declaration is made."""
+        columns = self.columns
+        if columns is None:
+            return None
+        fields = columns[4]
+        unsure = set(self._made)
+        unsure.update(n for n, saved in enumerate(fields) if saved is None)
+        blocks = [b"" if saved is None else saved for saved in fields]
+        # A NUL between blocks: no match of the word runs from one block into the next.
+        starts = list(accumulate((len(block) + 1 for block in blocks), initial=0))
+        for found in _ACCESS_WORDS.finditer(b"\0".join(blocks)):
+            unsure.add(bisect_right(starts, found.start()) - 1)
+        return frozenset(self._kinds), sorted(unsure)
+
+    def default_policy_of(self, kind: str) -> dict[str, Any]:
+        """The access policy a declaration of `kind` in this file has when its fields
+        name none."""
+        return default_policy(self._descriptors[kind])
 
     def passing(self, index: int) -> Declaration | None:
         """A typed declaration for number `index` that nothing keeps: its fields decoded

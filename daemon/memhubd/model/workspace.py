@@ -398,7 +398,17 @@ def _restricted_run(
     left: list[str] = []
     left_at: list[int] = []
     left_targets: set[str] = set()
-    for at in range(len(run)):
+    numbers: Iterable[int] = range(len(run))
+    scanned = file.unsure_policies() if file is not None else None
+    if scanned is not None and keep_policy is not None:
+        kinds, unsure = scanned
+        if all(keep_policy(file.default_policy_of(kind)) for kind in kinds):  # type: ignore[union-attr]
+            # Every other declaration has its type's default policy, which the role set
+            # reads: only these need looking at.
+            numbers = unsure
+            looked_at = set(unsure)
+            kept_at = [at for at in range(len(run)) if at not in looked_at]
+    for at in numbers:
         policy = file.policy_unmade(at) if file is not None else None
         if policy is not None and keep_policy is not None:
             if keep_policy(policy):
@@ -417,6 +427,7 @@ def _restricted_run(
     if not left:
         kept: Sequence[Declaration] = run
     elif file is not None:
+        kept_at.sort()
         kept = RestoredSubset(file, tuple(kept_at)) if kept_at else ()
     else:
         kept = tuple(run[at] for at in kept_at)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import zlib
 from typing import Any
+from unittest import mock
 
 import test_incremental_index as incremental
 from hypothesis import given, settings
@@ -22,6 +23,7 @@ from random_workspaces import check_arguments, query_arguments, workspaces
 from memhubd.check import check_compliance
 from memhubd.check.reference import check_compliance_linear
 from memhubd.index import build_index, build_segment, index_for
+from memhubd.index import workspace as index_module
 from memhubd.index.segment import PostingTable, cut_segment
 from memhubd.index.workspace import WorkspaceIndex, build_with, compose_index
 from memhubd.lint import lint, lint_files
@@ -171,3 +173,41 @@ def test_a_composition_underway_is_waited_for_not_repeated(tmp_path: Any) -> Non
     second.join(10)
     assert len(calls) == 1 and len(got) == 2 and got[0] is got[1]
     assert not index_module._UNDERWAY
+
+
+@settings(max_examples=max(settings.default.max_examples // 2, 1), deadline=None)
+@given(
+    workspaces(),
+    st.integers(2, 6),
+    st.integers(0, 3),
+    st.lists(query_arguments(), min_size=1, max_size=2),
+    st.lists(check_arguments(), min_size=1, max_size=2),
+)
+def test_a_first_view_made_as_an_edit_of_the_whole_index_equals_one_built_from_nothing(
+    ws: Workspace,
+    modulus: int,
+    residue: int,
+    queries: list[dict[str, Any]],
+    checks: list[dict[str, Any]],
+) -> None:
+    # Given a whole workspace indexed, and a role set's first view of it
+    readable = _readable(modulus, residue)
+    files = incremental._files(ws)
+    whole = Workspace(Declarations(list(files)), [f[0].file for f in files], ws.registry)
+    whole_index = WorkspaceIndex([build_segment(f) for f in files])
+    view, _ = whole.restricted_by_run(readable)
+
+    # When its index is composed as an edit of the whole index (what a view keeping most
+    # of the whole index's segments gets; here whatever it keeps)
+    with mock.patch.object(index_module, "_mostly_kept", return_value=True):
+        index = compose_index(view, None, whole_index)
+
+    # Then it holds what an index built from nothing holds, and answers as linear scans
+    assert incremental._state(index) == incremental._state(build_index(view))
+    build_with(view, lambda _ws, made=index: made)
+    for args in queries:
+        indexed = build_evidence_pack(view, **args)
+        assert indexed.as_dict() == build_evidence_pack_linear(view, **args).as_dict()
+    for args in checks:
+        checked = check_compliance(view, **args)
+        assert checked.as_dict() == check_compliance_linear(view, **args).as_dict()
