@@ -24,6 +24,7 @@ and the next snapshot after each one-file edit.
 
     python bench/restart.py [--sizes 10k,100k,1m] [--edits 20] [--queries 200] [--in-process]
                             [--starts N] [--trace] [--keep] [--roles ROLES]
+                            [--shape spread|clustered]
 
 `--roles` gives the requests' token those roles instead of `*`, so that every answer is
 served from that role set's view (the synthetic workspaces hide about 5% of their
@@ -344,13 +345,15 @@ def run(
     keep: bool = False,
     starts: int = 1,
     roles: str = "*",
+    shape: str = "spread",
 ) -> dict:
     """`keep`: serve a copy of the workspace and a state dir kept beside it
     (bench/.cache/<workspace>-daemon) across runs, so that only the first run pays the
     cold start (minutes at 1M); later runs report no cold figure. `starts`: warm starts
     timed (each stopped after its first answer but the last, which the edits use).
-    `roles`: the roles of the token every request uses (its view of the workspace)."""
-    data = synth.ensure_workspace(size)
+    `roles`: the roles of the token every request uses (its view of the workspace);
+    `shape`: the generated workspace's (`synth.SHAPES`)."""
+    data = synth.ensure_workspace(size, shape=shape)
     with tempfile.TemporaryDirectory(prefix="mh-restart-") as tmp:
         place = data.root.parent / f"{data.root.name}-daemon" if keep else Path(tmp)
         root = place / "ws"
@@ -576,6 +579,13 @@ def main(argv: list[str] | None = None) -> int:
         help="roles of the token the requests use, comma-separated; empty for none "
         "(default *: every declaration, no role-limited view)",
     )
+    parser.add_argument(
+        "--shape",
+        choices=synth.SHAPES,
+        default="spread",
+        help="the generated workspace's shape (clustered: its restricted declarations in "
+        "one file of 20)",
+    )
     parser.add_argument("--restore", nargs=2, metavar=("ROOT", "CACHE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.restore:  # the child of restored_in_new_process
@@ -588,7 +598,14 @@ def main(argv: list[str] | None = None) -> int:
             in_process(size, args.edits)
             continue
         r = run(
-            size, args.edits, args.queries, args.trace, args.keep, max(1, args.starts), args.roles
+            size,
+            args.edits,
+            args.queries,
+            args.trace,
+            args.keep,
+            max(1, args.starts),
+            args.roles,
+            args.shape,
         )
         edit = "n/a" if r["edit_median_ms"] is None else f"{r['edit_median_ms']:.0f} ms"
         cold = (

@@ -35,12 +35,12 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def load(size: int) -> object:
+def load(size: int, shape: str = "spread") -> object:
     """The workspace's first snapshot, restored from the parse cache (saved if new)."""
     from memhubd.runtime.cache import ParseCache
     from memhubd.runtime.snapshot import build_snapshot, persist
 
-    data = synth.ensure_workspace(size)
+    data = synth.ensure_workspace(size, shape=shape)
     cache_dir = data.root.parent / f"{data.root.name}-parse-cache"
     cache = ParseCache(cache_dir)
     started = time.perf_counter()

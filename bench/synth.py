@@ -120,7 +120,11 @@ def size_label(size: int) -> str:
 # Workspace shapes. "spread": many scopes, as a large organisation's memory. "dense": few
 # scopes holding many constraints each, so memdsl's MUST layer (every constraint sharing a
 # scope with a hit) is about a thousand rules and the median answer about 640 KB at 10k.
-SHAPES = ("spread", "dense")
+# "clustered": "spread" with its access policies (readers a role-limited token may lack)
+# on every declaration of one file in 20 instead of on 5% of the declarations of every
+# file, as a team keeps restricted memory in files of its own.
+SHAPES = ("spread", "dense", "clustered")
+CLUSTER_EVERY = 20
 DENSE_DECLARATIONS_PER_SCOPE = 5_000
 
 
@@ -163,6 +167,8 @@ def generate(size: int, seed: int, dest: Path, shape: str = "spread") -> dict:
     """Write workspace/, queries.json, checks.json and meta.json (written last) into dest."""
     factory = DeclFactory(random.Random(seed), size, scope_count(size, shape))
     decls = factory.build()
+    if shape == "clustered":
+        _cluster_policies(decls)
     files = _write_workspace(dest / "workspace", decls, random.Random(seed + 17))
     workload_rng = random.Random(seed * 7919 + 3)
     queries = synth_workload.make_queries(factory, workload_rng, QUERY_COUNT)
@@ -177,6 +183,17 @@ def generate(size: int, seed: int, dest: Path, shape: str = "spread") -> dict:
 def _write_json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _cluster_policies(decls: list[Decl]) -> None:
+    """Move the access policies onto every declaration of one file in `CLUSTER_EVERY`
+    (the files are consecutive runs of `MODULE_SIZE` declarations; the first, at the
+    workspace's root, keeps none)."""
+    policy = next((d.fields["access_policy"] for d in decls if "access_policy" in d.fields), None)
+    for number, decl in enumerate(decls):
+        decl.fields.pop("access_policy", None)
+        if policy is not None and (number // MODULE_SIZE) % CLUSTER_EVERY == 1:
+            decl.fields["access_policy"] = dict(policy)
 
 
 def _write_workspace(root: Path, decls: list[Decl], rng: random.Random) -> list[str]:

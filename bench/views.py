@@ -4,12 +4,14 @@ each role set's view is made and indexed in turn, as the daemon's warm step does
 token with those roles (the collector paused, the view frozen after); for each, the declarations it leaves out, whether it is the whole
 workspace or shares another role set's view, the CPU it took and the RSS after it.
 
-    python bench/views.py [--size 100k] [--roles ",ops,qa,coding_agent,reviewer"]
+    python bench/views.py [--size 100k] [--shape spread|clustered]
+                          [--roles ",ops,qa,coding_agent,reviewer"]
 
 `--roles` is a comma-separated list of role sets, each a `+`-joined list of roles (an
 empty item is a token without roles). The synthetic workspaces give about 5% of their
 declarations readers `developer` and `coding_agent`, so every other role set reads the
-same declarations.
+same declarations: spread over every file, or with `--shape clustered` all of one file in
+20 (see `synth.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ import synth
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="100k")
+    parser.add_argument(
+        "--shape",
+        choices=synth.SHAPES,
+        default="spread",
+        help="clustered: the restricted declarations in one file of 20, not in every file",
+    )
     parser.add_argument("--roles", default=",ops,qa,coding_agent,reviewer")
     parser.add_argument("--json", action="store_true", help="print JSON instead of lines")
     args = parser.parse_args(argv)
@@ -34,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     from memhubd.runtime.heap import settle_long_lived, settled
     from memhubd.service import access
 
-    snapshot = scale.load(synth.parse_size(args.size))
+    snapshot = scale.load(synth.parse_size(args.size), args.shape)
     index_for(snapshot.workspace)
     gc.collect()
     settle_long_lived()  # as the daemon leaves a served snapshot: frozen
