@@ -621,7 +621,23 @@ class RestoredFile:
         )  # fmt: skip
 
 
-class _RestoredView(Sequence[Any]):
+class _ListLike(Sequence[Any]):
+    """A read-only sequence of declarations equal to a list of the same ones."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self)!r})"
+
+
+class _RestoredView(_ListLike):
     """One side of a `RestoredFile`'s declarations, as a read-only sequence."""
 
     __slots__ = ("file",)
@@ -662,16 +678,6 @@ class _RestoredView(Sequence[Any]):
         for index in range(self.file.size):
             yield made(index)[side]
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({list(self)!r})"
-
 
 class RestoredDeclarations(_RestoredView):
     """A restored file's typed declarations (what a parse's tuple of them holds)."""
@@ -680,7 +686,7 @@ class RestoredDeclarations(_RestoredView):
     _side = 1
 
 
-class RestoredSubset(Sequence[Any]):
+class RestoredSubset(_ListLike):
     """Some of a restored file's typed declarations (`ordinals`: their numbers in the
     file, increasing), each made when first read as `RestoredDeclarations` makes them,
     and the very objects it makes: a role-limited view's run of a file it may read only
@@ -713,16 +719,6 @@ class RestoredSubset(Sequence[Any]):
             return iter([typed[o] for o in self.ordinals])
         made = self.file.made
         return (made(o)[1] for o in self.ordinals)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({list(self)!r})"
 
 
 class RestoredRaws(_RestoredView):

@@ -81,14 +81,7 @@ def test_a_view_indexed_over_earlier_indexes_equals_one_built_from_nothing(
         # Then it holds what an index built from nothing holds
         assert incremental._state(index) == incremental._state(build_index(view))
         # And index_for uses it when asked to, and every answer is the linear scans'
-        build_with(view, lambda _ws, made=index: made)
-        assert index_for(view) is index
-        for args in queries:
-            indexed = build_evidence_pack(view, **args)
-            assert indexed.as_dict() == build_evidence_pack_linear(view, **args).as_dict()
-        for args in checks:
-            checked = check_compliance(view, **args)
-            assert checked.as_dict() == check_compliance_linear(view, **args).as_dict()
+        _assert_answers_as_linear_scans(view, index, queries, checks)
         # And its lint over the previous view's per-file results is a fresh lint's
         found, linted = lint_files(view, file_runs(view.declarations), previous=linted)
         assert [d.as_dict() for d in found] == [d.as_dict() for d in lint(view)]
@@ -204,7 +197,18 @@ def test_a_first_view_made_as_an_edit_of_the_whole_index_equals_one_built_from_n
 
     # Then it holds what an index built from nothing holds, and answers as linear scans
     assert incremental._state(index) == incremental._state(build_index(view))
+    _assert_answers_as_linear_scans(view, index, queries, checks)
+
+
+def _assert_answers_as_linear_scans(
+    view: Workspace,
+    index: WorkspaceIndex,
+    queries: list[dict[str, Any]],
+    checks: list[dict[str, Any]],
+) -> None:
+    """`index` made the view's own, every query and check answers as the linear scans."""
     build_with(view, lambda _ws, made=index: made)
+    assert index_for(view) is index
     for args in queries:
         indexed = build_evidence_pack(view, **args)
         assert indexed.as_dict() == build_evidence_pack_linear(view, **args).as_dict()
