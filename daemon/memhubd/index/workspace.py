@@ -1107,7 +1107,7 @@ def _file_of(run: Sequence[Any], at: int) -> str:
 def _same_run(candidates: Sequence[Segment], run: Sequence[Any]) -> Segment | None:
     for segment in candidates:
         mine = segment.declarations
-        if mine is run or (len(mine) == len(run) and all(map(is_, mine, run))):
+        if len(mine) == len(run) and all(map(is_, mine, run)):
             return segment
     return None
 
