@@ -71,6 +71,24 @@ def _now() -> int:
     return int(time.time())
 
 
+def _into_wal(connection: sqlite3.Connection) -> None:
+    """Put the file in WAL mode, waiting up to the busy timeout for another process
+    opening it at the same moment: both read it, both want it to themselves to switch
+    its journal mode, and SQLite answers one "database is locked" at once instead of
+    calling the busy handler (which would wait on a process that waits on it)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(
         path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
@@ -346,7 +364,7 @@ class SQLiteStore(DrawerStore):
         self._write_lock = threading.Lock()
         self._writer = _connect(self.path)
         try:
-            self._writer.execute("PRAGMA journal_mode = WAL")
+            _into_wal(self._writer)
             self.schema_version = self._migrate()
         except sqlite3.DatabaseError as error:
             self._writer.close()
