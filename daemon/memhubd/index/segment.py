@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 from memhubd.index.tokens import field_values, lowered_word_tokens
@@ -180,29 +181,40 @@ def build_segment(declarations: Sequence[Any]) -> Segment:
     )
 
 
-def _assembled(declarations: Sequence[Any], **facts: Any) -> Segment:
+def _assembled(
+    declarations: Sequence[Any], rows: dict[str, Any] | None = None, **facts: Any
+) -> Segment:
     """A segment of `declarations` from their per-declaration facts and postings
     (`Segment`'s fields of those names); the directories, the flag and kind rows and
-    the aliases are derived here."""
-    nbytes = (len(declarations) + 7) // 8
-    in_pool, roles = facts["in_pool"], facts["roles"]
-    by_kind: dict[str, list[int]] = {}
-    for local, kind in enumerate(facts["kinds"]):
-        if in_pool[local]:
-            by_kind.setdefault(kind, []).append(local)
+    the aliases are derived here. `rows`, when given, holds the flag rows and kind rows
+    already made (`flag_rows`, `kind_rows`), as `cut_segment` cuts them, and may hold
+    the aliases."""
+    if rows is None:
+        nbytes = (len(declarations) + 7) // 8
+        in_pool, roles = facts["in_pool"], facts["roles"]
+        by_kind: dict[str, list[int]] = {}
+        for local, kind in enumerate(facts["kinds"]):
+            if in_pool[local]:
+                by_kind.setdefault(kind, []).append(local)
+        rows = {
+            "flag_rows": {
+                "in_pool": _row(nbytes, in_pool),
+                "is_constraint": _row(nbytes, facts["is_constraint"]),
+                "high_confidence": _row(nbytes, facts["high_confidence"]),
+                "question": _row(nbytes, [role == "question" for role in roles]),
+            },
+            "kind_rows": {
+                kind: _row(nbytes, members, ordinals=True) for kind, members in by_kind.items()
+            },
+        }
+    if "aliases" not in rows:
+        rows = {**rows, "aliases": _aliases(declarations, facts["roles"])}
     return Segment(
         declarations=declarations,
         **facts,
+        **rows,
         local_ids=_local_directory(facts["ids"]),
         local_names=_local_directory(facts["names"]),
-        flag_rows={
-            "in_pool": _row(nbytes, in_pool),
-            "is_constraint": _row(nbytes, facts["is_constraint"]),
-            "high_confidence": _row(nbytes, facts["high_confidence"]),
-            "question": _row(nbytes, [role == "question" for role in roles]),
-        },
-        kind_rows={kind: _row(nbytes, members, ordinals=True) for kind, members in by_kind.items()},
-        aliases=_aliases(declarations, roles),
     )
 
 
@@ -215,19 +227,118 @@ def cut_segment(
     the per-declaration facts are selected. A posting table's keys keep their order in
     `segment`, which no answer depends on. `declarations`, when given, are those
     declarations as a run of a workspace (kept as they are: none is read here).
+
+    Every bitmap of the segment (its three tables' rows, its flag and kind rows) has
+    the same layout, so all are cut together: one unpack, selection and pack for the
+    file rather than one per table and a Python pass per flag. A role-limited view of
+    a workspace whose every file holds a restricted declaration cuts every segment.
     """
     import numpy as np
 
-    columns = np.asarray(kept, dtype=np.intp)
     if declarations is None:
         declarations = tuple(segment.declarations[o] for o in kept)
     nbytes = (len(kept) + 7) // 8
+    width = segment.nbytes
+    tables = [getattr(segment, name) for name in _POSTINGS]
+    flags, kinds = segment.flag_rows, segment.kind_rows
+    parts = [t.rows for t in tables]
+    if (
+        not kept
+        or any(t.rows and t.width != width for t in tables)
+        or any(len(row) != width for row in (*flags.values(), *kinds.values()))
+    ):
+        return _cut_apart(segment, kept, declarations)
+    joined = b"".join([*parts, *flags.values(), *kinds.values()])
+    bits = np.unpackbits(np.frombuffer(joined, np.uint8).reshape(-1, width), axis=1)
+    packed = np.packbits(bits[:, np.asarray(kept, dtype=np.intp)], axis=1)
+    at = 0
+    cut: dict[str, PostingTable] = {}
+    for name, postings, part in zip(_POSTINGS, tables, parts, strict=True):
+        count = len(part) // width
+        if not count:
+            cut[name] = PostingTable(keys=(), rows=b"", width=nbytes, index={})
+            continue
+        mine = packed[at : at + count]
+        at += count
+        live = mine.any(axis=1)
+        keys = tuple(compress(postings.passing_keys(), live.tolist()))
+        cut[name] = LazyPostingTable(keys, mine[live].tobytes(), nbytes)
+    flag_rows = {}
+    for name in flags:
+        flag_rows[name] = packed[at].tobytes()
+        at += 1
+    pick = _picker(kept)
+    picked = {name: pick(getattr(segment, name)) for name in _PER_DECLARATION}
+    kind_cut = {}
+    for kind in kinds:
+        kind_cut[kind] = packed[at]
+        at += 1
+    # In the order `build_segment` meets them: by each kind's first kept member.
+    in_pool = picked["in_pool"]
+    kinds_of = picked["kinds"]
+    met = dict.fromkeys(kind for kind, pool in zip(kinds_of, in_pool, strict=True) if pool)
+    kind_rows = {kind: kind_cut[kind].tobytes() for kind in met}
+    made: dict[str, Any] = {"flag_rows": flag_rows, "kind_rows": kind_rows}
+    left = set(range(len(segment.declarations))).difference(kept)
+    if all(segment.roles[o] != "symbol" for o in left):
+        # The same symbols in the same order: their aliases, read from no declaration.
+        made["aliases"] = segment.aliases
+    return _assembled(
+        declarations,
+        made,
+        **picked,
+        **cut,
+        when_any=_moved_triggers(segment, kept),
+        supersedes=_kept_supersedes(segment, kept, declarations),
+    )
 
-    def pick(values: Sequence[Any]) -> tuple[Any, ...]:
-        return tuple(values[o] for o in kept)
+
+def _picker(kept: Sequence[int]) -> Any:
+    """A function giving the items of a sequence at `kept`, as a tuple (in C)."""
+    if len(kept) > 1:
+        return itemgetter(*kept)
+    if kept:
+        only = kept[0]
+        return lambda values: (values[only],)
+    return lambda values: ()
+
+
+def _moved_triggers(segment: Segment, kept: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    new_local = {old: new for new, old in enumerate(kept)}
+    when_any = {}
+    for phrase, found in segment.when_any.items():
+        moved = tuple(new_local[o] for o in found if o in new_local)
+        if moved:
+            when_any[phrase] = moved
+    return when_any
+
+
+def _kept_supersedes(
+    segment: Segment, kept: Sequence[int], declarations: Sequence[Any]
+) -> tuple[str, ...]:
+    # The segment's targets are its declarations' in file order: when the left-out ones
+    # name none, the kept ones name them all, and no declaration is read for them.
+    left = set(range(len(segment.declarations))).difference(kept)
+    if not segment.supersedes or not any(
+        _passing(segment.declarations, o).relation_targets("supersedes") for o in left
+    ):
+        return tuple(segment.supersedes)
+    return tuple(
+        target
+        for at in range(len(declarations))
+        for target in _passing(declarations, at).relation_targets("supersedes")
+    )
+
+
+def _cut_apart(segment: Segment, kept: Sequence[int], declarations: Sequence[Any]) -> Segment:
+    """`cut_segment` one table at a time, for a segment whose tables differ in width."""
+    import numpy as np
+
+    columns = np.asarray(kept, dtype=np.intp)
+    nbytes = (len(kept) + 7) // 8
 
     def table(postings: PostingTable) -> PostingTable:
-        if not postings.rows:
+        if not postings.rows or not len(kept):
             return PostingTable(keys=(), rows=b"", width=nbytes, index={})
         rows = np.frombuffer(postings.rows, np.uint8).reshape(-1, postings.width)
         packed = np.packbits(np.unpackbits(rows, axis=1)[:, columns], axis=1)
@@ -235,31 +346,13 @@ def cut_segment(
         keys = tuple(compress(postings.passing_keys(), live.tolist()))
         return LazyPostingTable(keys, packed[live].tobytes(), nbytes)
 
-    new_local = {old: new for new, old in enumerate(kept)}
-    when_any = {}
-    for phrase, found in segment.when_any.items():
-        moved = tuple(new_local[o] for o in found if o in new_local)
-        if moved:
-            when_any[phrase] = moved
-    # The segment's targets are its declarations' in file order: when the left-out ones
-    # name none, the kept ones name them all, and no declaration is read for them.
-    left = set(range(len(segment.declarations))).difference(kept)
-    if not segment.supersedes or not any(
-        _passing(segment.declarations, o).relation_targets("supersedes") for o in left
-    ):
-        supersedes: Sequence[str] = segment.supersedes
-    else:
-        supersedes = [
-            target
-            for at in range(len(declarations))
-            for target in _passing(declarations, at).relation_targets("supersedes")
-        ]
+    pick = _picker(kept)
     return _assembled(
         declarations,
         **{name: pick(getattr(segment, name)) for name in _PER_DECLARATION},
         **{name: table(getattr(segment, name)) for name in _POSTINGS},
-        when_any=when_any,
-        supersedes=tuple(supersedes),
+        when_any=_moved_triggers(segment, kept),
+        supersedes=_kept_supersedes(segment, kept, declarations),
     )
 
 

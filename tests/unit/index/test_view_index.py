@@ -24,7 +24,7 @@ from memhubd.check import check_compliance
 from memhubd.check.reference import check_compliance_linear
 from memhubd.index import build_index, build_segment, index_for
 from memhubd.index import workspace as index_module
-from memhubd.index.segment import PostingTable, cut_segment
+from memhubd.index.segment import PostingTable, _cut_apart, cut_segment
 from memhubd.index.workspace import WorkspaceIndex, build_with, compose_index
 from memhubd.lint import lint, lint_files
 from memhubd.model import Workspace
@@ -124,9 +124,15 @@ def test_a_segment_cut_from_a_file_is_the_segment_of_the_declarations_kept(
         # Given a file's segment and some of its declarations, in order
         kept = sorted(data.draw(st.sets(st.integers(0, len(run) - 1), min_size=1)))
         # When the segment of those is cut from the file's
-        cut = cut_segment(build_segment(run), kept)
-        # Then it is the segment built from them
-        assert _comparable(cut) == _comparable(build_segment([run[o] for o in kept]))
+        whole = build_segment(run)
+        cut = cut_segment(whole, kept)
+        # Then it is the segment built from them, its kinds in the same order
+        built = build_segment([run[o] for o in kept])
+        assert _comparable(cut) == _comparable(built)
+        assert list(cut.kind_rows) == list(built.kind_rows)
+        # And so is the cut made one table at a time (segments whose rows differ in width)
+        apart = _cut_apart(whole, kept, tuple(run[o] for o in kept))
+        assert _comparable(apart) == _comparable(built)
 
 
 def test_a_composition_underway_is_waited_for_not_repeated(tmp_path: Any) -> None:
