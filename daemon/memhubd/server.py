@@ -48,7 +48,10 @@ MCP_PATH = "/mcp"
 MCP_ROUTE_NAME = "mcp"
 # How long after the workspaces are served the MCP SDK is imported, unless a request
 # to /mcp asks for it first: the first answers of a start do not share the GIL with it.
+# It also waits for the start's warm step (the views of the stored tokens' role sets),
+# at most `DEFERRED_WAIT_AT_MOST_S`.
 MCP_IMPORT_DELAY_S = 1.0
+DEFERRED_WAIT_AT_MOST_S = 60.0
 # The same for what else a start defers (the recall shelf, the route modules of recall,
 # graph, cowork and diary): loaded this long after the workspaces are served, or by
 # their first use if that comes sooner.
@@ -250,7 +253,7 @@ async def run_daemon(
                 _recall_watching(hub, config.recall.watch),
                 anyio.create_task_group() as tg,
             ):
-                tg.start_soon(_load_deferred, shelf)
+                tg.start_soon(_load_deferred, shelf, hub)
                 try:
                     if mcp is None:
                         yield
@@ -369,7 +372,7 @@ async def _recall_watching(hub: Hub, watched: dict[str, tuple[str, ...]]) -> Asy
         yield
 
 
-async def _load_deferred(shelf: OnDemandShelf) -> None:
+async def _load_deferred(shelf: OnDemandShelf, hub: Hub) -> None:
     """Open the recall shelf and import the deferred route modules once the start's
     first answers are out, so that their first callers do not wait for them."""
     await anyio.sleep(DEFERRED_IMPORT_DELAY_S)
@@ -379,7 +382,9 @@ async def _load_deferred(shelf: OnDemandShelf) -> None:
         import_route_modules()
 
     try:
-        await anyio.to_thread.run_sync(load)
+        async with hub.lint_limiter:  # before the start's lint, as the MCP SDK's import
+            await hub.wait_warmed(DEFERRED_WAIT_AT_MOST_S)
+            await anyio.to_thread.run_sync(load)
     except Exception:  # their first use tries again, and fails visibly
         log.exception("deferred modules not loaded")
 
@@ -452,8 +457,14 @@ class DeferredMcp:
     async def _mount_soon(self, scope: anyio.CancelScope) -> None:
         with scope:
             await anyio.sleep(MCP_IMPORT_DELAY_S)
+            hub = self._context.hub
             try:
-                await self.mounted()
+                # Taken before the start's lint can take it (that lint begins once the
+                # warm step is done): side by side each would take twice as long. A
+                # request to /mcp meanwhile mounts it at once, without waiting for this.
+                async with hub.lint_limiter:
+                    await hub.wait_warmed(DEFERRED_WAIT_AT_MOST_S)
+                    await self.mounted()
             except Exception:  # the first request to /mcp tries again, and fails visibly
                 log.exception("mcp not mounted")
 
