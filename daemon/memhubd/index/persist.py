@@ -358,6 +358,14 @@ class _Unfolded(_ix._Layered):
     def updated(self, changes: dict[str, Any]) -> _ix._Layered:
         return _ix._Layered(self).updated(changes)
 
+    def unfold_for(self, lookups: int) -> None:
+        """Make the dict before `lookups` lookups when they are as many as an update's
+        fold would make it for anyway (a 32nd of the keys): a binary search of the
+        columns a key cost a clustered view of a restored 100k workspace 0.5 s of its
+        1.1 s (58,068 searches), and the dict was made after them all the same."""
+        if self._made is None and lookups > max(_ix._FOLD_MIN, self._count >> 5):
+            self.base  # noqa: B018 - made now
+
     def get(self, key: str, default: Any = None) -> Any:
         if self._made is None:  # never changed: `delta` stays empty
             return self._find(key, default)

@@ -79,6 +79,13 @@ class _Layered:
             return self.base.get(key, default)
         return default if value is _GONE else value
 
+    def unfold_for(self, lookups: int) -> None:
+        """Ready the base for `lookups` lookups: a restored one (`persist._Unfolded`)
+        makes its dict now if they are many."""
+        base = self.base
+        if type(base) is not dict:
+            base.unfold_for(lookups)
+
     def updated(self, changes: dict[str, Any]) -> _Layered:
         if not changes:
             return self
@@ -131,6 +138,7 @@ class _Directory:
         multi = set(previous.multi)
         changes: dict[str, Any] = {}
         gone = {id(s) for s in removed}
+        where.unfold_for(sum(len(s) for s in chain(removed, segments)))
         for segment in removed:
             for key in getattr(segment, local):
                 held = changes.get(key)
@@ -260,6 +268,9 @@ class _Holders:
             return None if found is _GONE else found
 
         gone = {id(s) for s in removed}
+        looked_up = sum(len(getattr(s, table).keys) for s in chain(removed, added))
+        self.counts.unfold_for(looked_up)
+        self.rare.unfold_for(looked_up)
         for segment in removed:
             for key in getattr(segment, table).keys:
                 count = current(counts, self.counts, key) - 1

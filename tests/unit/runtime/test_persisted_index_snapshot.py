@@ -173,3 +173,33 @@ def test_an_update_of_a_restored_map_layers_over_it_without_making_its_dict(
         folded = counts.updated(added)
     assert type(folded.base) is dict
     assert dict(folded.items()) == {**before, **added}
+
+
+@settings(max_examples=max(settings.default.max_examples // 4, 1), deadline=None)
+@given(workspaces())
+def test_a_restored_map_makes_its_dict_before_many_lookups_and_not_before_few(
+    ws: Workspace,
+) -> None:
+    # Given an index saved and restored
+    files = _files(ws)
+    segments = [build_segment(f) for f in files]
+    index = WorkspaceIndex(segments)
+    restored = _round_trip(index, segments)
+    table = next(iter(index._holders))
+    before = dict(index._holders[table].counts.items())
+    counts = restored._holders[table].counts
+
+    # When an update is readied for as few lookups as its fold would leave as a delta
+    few = max(index_module._FOLD_MIN, len(before) >> 5)
+    counts.unfold_for(few)
+    # Then no dict is made
+    assert counts._made is None
+
+    # When one is readied for more, directly or through a map layered over it
+    counts.unfold_for(few + 1)
+    ids = restored.ids._where
+    index_module._Layered(ids).unfold_for(max(index_module._FOLD_MIN, len(ids) >> 5) + 1)
+    # Then the dicts are made, and read as the saved ones
+    assert type(counts._made) is dict and type(ids._made) is dict
+    assert {key: counts.get(key) for key in before} == before
+    assert dict(ids.items()) == dict(index.ids._where.items())
