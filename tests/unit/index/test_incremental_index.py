@@ -145,11 +145,12 @@ def test_index_updated_per_edit_equals_a_fresh_composition(
     # Directories are layers over a shared base, folded once the layer grows; keys of a
     # few files list them while others keep codes, folded once a few files were added
     # and rebuilt once edits used up the spare serials; files whose serial does not fit
-    # a code are listed: each way.
+    # a code are listed; cached bitmaps are spliced, or assembled again: each way.
     with (
         mock.patch.object(index_module, "_FOLD_MIN", 0 if fold_every_time else 256),
         mock.patch.object(index_module, "_RARE", 1 if fold_every_time else 64),
         mock.patch.object(index_module, "_EXTRAS", 0 if fold_every_time else 8),
+        mock.patch.object(index_module, "_SPLICE_AT_MOST", 0 if fold_every_time else 64),
         mock.patch.object(index_module, "_SPARE_SERIALS", 0 if few_serials else 1024),
         mock.patch.object(codes, "SERIAL_LIMIT", 3 if few_serials else codes.SERIAL_LIMIT),
     ):
