@@ -30,7 +30,6 @@ _Prepare = Callable[[DaemonConfig], list[str]]
 
 def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
     from memhubd.runtime.logging import configure_logging
-    from memhubd.server import print_banner, run_daemon
 
     try:
         config = config_from_args(args)
@@ -42,6 +41,13 @@ def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
     except ConfigError as error:
         print(f"memhubd: {error}", file=sys.stderr)
         return 2
+    # The parse cache's snapshot files are checked while the server's modules import.
+    from memhubd.runtime.cache import prefetch_snapshots
+    from memhubd.runtime.state import PARSE_CACHE_DIR, state_path
+
+    prefetch_snapshots(state_path(config.state_dir) / PARSE_CACHE_DIR, config.workspaces.values())
+    from memhubd.server import print_banner, run_daemon
+
     configure_logging(config.log_format, config.log_level)
     announce = prepare is not None or sys.stderr.isatty()
 

@@ -36,7 +36,7 @@ from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.cache import ParseCache
 from memhubd.runtime.config import ConfigError, DaemonConfig, McpConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
-from memhubd.runtime.state import StateDir, merge_workspaces
+from memhubd.runtime.state import PARSE_CACHE_DIR, StateDir, merge_workspaces
 from memhubd.service.access import warm_views
 from memhubd.service.cowork import open_cowork
 
@@ -239,7 +239,7 @@ async def run_daemon(
     shelf = OnDemandShelf(state.recall_dir, config.recall)
     hub.recall = shelf
     hub.cowork = open_cowork(state.path / "cowork", tokens)
-    hub.cache = ParseCache(state.path / "parse-cache")
+    hub.cache = ParseCache(state.path / PARSE_CACHE_DIR)
     hub.warmers.append(_view_warmer(tokens))
 
     mcp: DeferredMcp | None = None

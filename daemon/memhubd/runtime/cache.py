@@ -125,8 +125,7 @@ class ParseCache:
     def _workspace_dir(self, root: str) -> Path:
         folder = self._folders.get(root)
         if folder is None:
-            name = hashlib.blake2b(os.path.realpath(root).encode(), digest_size=12).hexdigest()
-            folder = self._folders[root] = self.directory / name
+            folder = self._folders[root] = _workspace_folder(self.directory, root)
         return folder
 
     @staticmethod
@@ -135,9 +134,7 @@ class ParseCache:
         return hashlib.blake2b(key, digest_size=16).hexdigest() + _SUFFIX
 
     def _mac(self, magic: bytes, version: bytes, payload: bytes | memoryview) -> bytes:
-        mac = hmac.new(self._key, magic + version, hashlib.sha256)
-        mac.update(payload)  # fed apart: a snapshot's payload is tens of MB, never copied
-        return mac.digest()
+        return _mac(self._key, magic, version, payload)
 
     def _seal(
         self, payload: bytes, magic: bytes = _MAGIC, form: int = FORMAT_VERSION
@@ -150,15 +147,7 @@ class ParseCache:
     def _open(
         self, data: bytes | mmap.mmap, magic: bytes = _MAGIC, form: int = FORMAT_VERSION
     ) -> memoryview | None:
-        if len(data) < _HEADER or data[: len(magic)] != magic:
-            return None
-        version = data[len(_MAGIC) : len(_MAGIC) + 2]
-        if int.from_bytes(version, "big") != form:
-            return None
-        mac = data[len(_MAGIC) + 2 : _HEADER]
-        payload = memoryview(data)[_HEADER:]
-        expected = self._mac(magic, version, payload)
-        return payload if hmac.compare_digest(mac, expected) else None
+        return _unsealed(self._key, data, magic, form)
 
     # --- reading and writing --------------------------------------------------------
 
@@ -234,21 +223,34 @@ class ParseCache:
         composed index saved with it (None if it was not); empty when there is none, or
         (logged) when it is corrupt, foreign or of other types."""
         file = self._workspace_dir(root) / _SNAPSHOT_FILE
+        early = _prefetched(file, self._key)
+        if early is not None:
+            data, checked = early
+        else:
+            try:
+                data = _mapped(file)
+            except OSError:
+                return {}, None
+            checked = None
         try:
-            data = _mapped(file)
-        except OSError:
-            return {}, None
-        try:
-            return self._load_snapshot(root, types, file, data)
+            return self._load_snapshot(root, types, file, data, checked)
         finally:
             if isinstance(data, mmap.mmap):
                 with contextlib.suppress(BufferError):  # a view still held: unmapped when freed
                     data.close()
 
     def _load_snapshot(
-        self, root: str, types: str, file: Path, data: bytes | mmap.mmap
+        self,
+        root: str,
+        types: str,
+        file: Path,
+        data: bytes | mmap.mmap,
+        checked: tuple[memoryview | None] | None = None,
     ) -> tuple[Consolidated, SavedIndex | None]:
-        payload = self._open(data, _SNAPSHOT_MAGIC, SNAPSHOT_FORMAT)
+        # `checked`: the payload as `prefetch_snapshots` verified it with this very key.
+        payload = (
+            self._open(data, _SNAPSHOT_MAGIC, SNAPSHOT_FORMAT) if checked is None else checked[0]
+        )
         if payload is None:
             self.refused += 1
             form = _form_of(data, _SNAPSHOT_MAGIC)
@@ -465,6 +467,93 @@ def _plain(value: Any) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _workspace_folder(directory: Path, root: str) -> Path:
+    """The folder of `directory` (a parse cache) holding workspace `root`'s entries."""
+    return directory / hashlib.blake2b(os.path.realpath(root).encode(), digest_size=12).hexdigest()
+
+
+def _mac(key: bytes, magic: bytes, version: bytes, payload: bytes | memoryview) -> bytes:
+    mac = hmac.new(key, magic + version, hashlib.sha256)
+    mac.update(payload)  # fed apart: a snapshot's payload is tens of MB, never copied
+    return mac.digest()
+
+
+def _unsealed(
+    key: bytes, data: bytes | mmap.mmap, magic: bytes = _MAGIC, form: int = FORMAT_VERSION
+) -> memoryview | None:
+    """The payload of a sealed file's bytes when its magic, format and seal under `key`
+    hold, else None."""
+    if len(data) < _HEADER or data[: len(magic)] != magic:
+        return None
+    version = data[len(_MAGIC) : len(_MAGIC) + 2]
+    if int.from_bytes(version, "big") != form:
+        return None
+    mac = data[len(_MAGIC) + 2 : _HEADER]
+    payload = memoryview(data)[_HEADER:]
+    return payload if hmac.compare_digest(mac, _mac(key, magic, version, payload)) else None
+
+
+def _sealed(key: bytes, data: bytes | mmap.mmap) -> memoryview | None:
+    return _unsealed(key, data, _SNAPSHOT_MAGIC, SNAPSHOT_FORMAT)
+
+
+# Snapshot files mapped and checked by `prefetch_snapshots`, by path: (key, thread, found).
+_EARLY: dict[Path, tuple[bytes, threading.Thread, list[Any]]] = {}
+_EARLY_LOCK = threading.Lock()
+
+
+def prefetch_snapshots(directory: str | os.PathLike[str], roots: Iterable[str]) -> None:
+    """Map the consolidated snapshot files of `roots` in parse cache `directory` and
+    check their seals on threads of their own, for the daemon's start to read them
+    from there (`ParseCache.load_snapshot`). Called before the daemon imports its
+    server: the check (hashlib, outside the GIL) and the file's page faults then
+    overlap with those imports instead of following them (0.07-0.13 s at 100k).
+    Reads only; a cache without its key, or a file missing, is left to the start."""
+    folder = Path(directory)
+    try:
+        key = (folder / _KEY_FILE).read_bytes()
+    except OSError:
+        return
+    if len(key) != 32:
+        return
+    for root in roots:
+        file = _workspace_folder(folder, root) / _SNAPSHOT_FILE
+        found: list[Any] = []
+
+        def check(file: Path = file, found: list[Any] = found) -> None:
+            with contextlib.suppress(OSError, ValueError):
+                data = _mapped(file)
+                found.append((data, (_sealed(key, data),)))
+
+        thread = threading.Thread(target=check, name="snapshot-check", daemon=True)
+        with _EARLY_LOCK:
+            if file in _EARLY:
+                continue
+            _EARLY[file] = (key, thread, found)
+        thread.start()
+
+
+def _prefetched(
+    file: Path, key: bytes
+) -> tuple[bytes | mmap.mmap, tuple[memoryview | None]] | None:
+    """(the bytes, (their checked payload or None,)) of `file` as `prefetch_snapshots`
+    found them under `key`, once; None when it did not look or could not read it.
+    Those bytes are what the file held when mapped: a file replaced since is read at
+    the next start (a snapshot is written whole, then renamed)."""
+    with _EARLY_LOCK:
+        early = _EARLY.pop(file, None)
+    if early is None:
+        return None
+    early_key, thread, found = early
+    thread.join()
+    if not found:
+        return None
+    data, checked = found[0]
+    if early_key != key:  # another cache's key since: checked again
+        return data, (_sealed(key, data),)
+    return data, checked
 
 
 def _mapped(file: Path) -> bytes | mmap.mmap:

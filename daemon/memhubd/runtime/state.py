@@ -81,6 +81,15 @@ def _ensure_private_dir(path: Path) -> None:
     path.chmod(0o700)  # mkdir's mode is filtered by the umask
 
 
+# The parse cache's folder in the state directory (`memhubd.runtime.cache.ParseCache`).
+PARSE_CACHE_DIR = "parse-cache"
+
+
+def state_path(path: str | os.PathLike[str]) -> Path:
+    """The state directory `path` names, as `StateDir` resolves it."""
+    return Path(path).expanduser().absolute()
+
+
 class StateDir:
     """The state directory and the well-known paths inside it.
 
@@ -89,7 +98,7 @@ class StateDir:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path).expanduser().absolute()
+        self.path = state_path(path)
         _ensure_private_dir(self.path)
         _ensure_private_dir(self.audit_dir)
         _ensure_private_dir(self.recall_dir)

@@ -572,3 +572,63 @@ def test_a_restored_index_makes_its_key_dicts_when_first_read(
             for k, v in theirs._where.items()  # noqa: SLF001
         ]
     assert answers(again) == answers(first)
+
+
+def test_a_snapshot_checked_before_the_start_restores_as_one_read_by_it(
+    saved: tuple[Path, Path, Snapshot], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, state, first = saved
+    # Given the snapshot file mapped and its seal checked before the start (as `memhubd
+    # serve` does while its server's modules import)
+    cache_module.prefetch_snapshots(state, [str(root)])
+    checked = []
+    monkeypatch.setattr(ParseCache, "_open", lambda *a: checked.append(a) or None)
+    cache = ParseCache(state)
+
+    # When the start reads it
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    # Then the snapshot serves every file, its seal not checked again, and answers alike
+    assert checked == [] and cache.refused == 0 and cache.misses == 0
+    assert answers(again) == answers(first)
+    # And it is used once: a later read checks the file itself
+    assert cache_module._prefetched(snapshot_files(state)[0], b"k" * 32) is None  # noqa: SLF001
+
+
+@pytest.mark.parametrize("other_key", [False, True])
+def test_a_damaged_snapshot_checked_before_the_start_is_refused_as_ever(
+    saved: tuple[Path, Path, Snapshot],
+    other_key: bool,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    root, state, first = saved
+    for file in snapshot_files(state):
+        file.write_bytes(file.read_bytes()[:-1] + b"\0")
+    # Given a damaged snapshot checked before the start (or under a key since replaced)
+    cache_module.prefetch_snapshots(state, [str(root)])
+    if other_key:  # checked under another key than the cache's: checked again
+        (file,) = snapshot_files(state)
+        early = cache_module._EARLY[file]  # noqa: SLF001
+        cache_module._EARLY[file] = (b"x" * 32, *early[1:])  # noqa: SLF001
+    cache = ParseCache(state)
+
+    # When the start reads it
+    again = build_snapshot("w", str(root), None, cache=cache)
+
+    # Then it is refused with a log line, and the entries serve
+    assert cache.refused == 1
+    printed = capsys.readouterr()
+    assert "parse cache snapshot refused" in printed.out + printed.err + caplog.text
+    assert answers(again) == answers(first)
+
+
+def test_nothing_is_checked_before_the_start_without_a_cache_key(tmp_path: Path) -> None:
+    # Given a state dir whose parse cache was never made
+    root = make_workspace(tmp_path / "ws")
+    state = tmp_path / "state"
+    # When the snapshot files are to be checked early
+    cache_module.prefetch_snapshots(state, [str(root)])
+    # Then nothing is made or looked at
+    assert not state.exists()
+    assert not [f for f in cache_module._EARLY if state in f.parents]  # noqa: SLF001
