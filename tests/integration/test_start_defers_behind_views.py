@@ -16,6 +16,7 @@ import memhubd.server as server_module
 from memhubd.runtime.hub import Hub
 from tests.integration.conftest import copy_examples, start_daemon
 from tests.integration.test_mcp import TEAM, mcp_client
+from tests.integration.test_start_imports_routes import loading_at_once
 
 
 @pytest.fixture
@@ -37,17 +38,9 @@ def test_deferred_modules_load_after_the_warm_step(
     held_warm: tuple[threading.Event, threading.Event],
 ) -> None:
     warming, release = held_warm
-    loaded = threading.Event()
-    load = server_module.import_route_modules
-
-    def import_route_modules() -> None:
-        load()
-        loaded.set()
-
     # Given a daemon that would load its deferred modules at once, its warm step held
-    monkeypatch.setattr(server_module, "DEFERRED_IMPORT_DELAY_S", 0.0)
+    loaded = loading_at_once(monkeypatch)
     monkeypatch.setattr(server_module, "MCP_IMPORT_DELAY_S", 3600.0)
-    monkeypatch.setattr(server_module, "import_route_modules", import_route_modules)
     with start_daemon(tmp_path, copy_examples(tmp_path / "ws", [TEAM])):
         try:
             assert warming.wait(30)

@@ -65,10 +65,9 @@ def test_deferred_routes_answer_when_called_first(unloaded: LiveDaemon) -> None:
     assert {spec.path for spec in ROUTES} <= paths
 
 
-def test_the_deferred_modules_load_soon_after_the_start(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given a daemon that loads its deferred modules right after its start
+def loading_at_once(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Make a daemon load its deferred modules right after its start (no delay); the
+    event is set once their route modules are imported."""
     loaded = threading.Event()
     load = server_module.import_route_modules
 
@@ -78,6 +77,14 @@ def test_the_deferred_modules_load_soon_after_the_start(
 
     monkeypatch.setattr(server_module, "DEFERRED_IMPORT_DELAY_S", 0.0)
     monkeypatch.setattr(server_module, "import_route_modules", import_route_modules)
+    return loaded
+
+
+def test_the_deferred_modules_load_soon_after_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a daemon that loads its deferred modules right after its start
+    loaded = loading_at_once(monkeypatch)
     # When it has started, and nobody asked for recall
     with start_daemon(tmp_path, copy_examples(tmp_path / "ws", [TEAM])):
         # Then the shelf was opened and the route modules imported without being asked

@@ -145,19 +145,29 @@ def test_restored_lookups_before_any_dict_is_made_read_as_the_saved_dicts(
             assert after._made is None
 
 
+def _restored_counts(ws: Workspace) -> tuple[WorkspaceIndex, WorkspaceIndex, dict[str, Any], Any]:
+    """(an index of `ws`, it saved and restored, its first table's counts as a dict, the
+    restored index's map of those counts)."""
+    files = _files(ws)
+    segments = [build_segment(f) for f in files]
+    index = WorkspaceIndex(segments)
+    restored = _round_trip(index, segments)
+    table = next(iter(index._holders))
+    return (
+        index,
+        restored,
+        dict(index._holders[table].counts.items()),
+        restored._holders[table].counts,
+    )
+
+
 @settings(max_examples=max(settings.default.max_examples // 4, 1), deadline=None)
 @given(workspaces())
 def test_an_update_of_a_restored_map_layers_over_it_without_making_its_dict(
     ws: Workspace,
 ) -> None:
     # Given an index saved and restored
-    files = _files(ws)
-    segments = [build_segment(f) for f in files]
-    index = WorkspaceIndex(segments)
-    restored = _round_trip(index, segments)
-    table = next(iter(index._holders))
-    before = dict(index._holders[table].counts.items())
-    counts = restored._holders[table].counts
+    index, restored, before, counts = _restored_counts(ws)
     added = {f"k{n} not a word": n for n in range(len(before) + 1)}
 
     # When a small change is made on top of a restored map
@@ -181,13 +191,7 @@ def test_a_restored_map_makes_its_dict_before_many_lookups_and_not_before_few(
     ws: Workspace,
 ) -> None:
     # Given an index saved and restored
-    files = _files(ws)
-    segments = [build_segment(f) for f in files]
-    index = WorkspaceIndex(segments)
-    restored = _round_trip(index, segments)
-    table = next(iter(index._holders))
-    before = dict(index._holders[table].counts.items())
-    counts = restored._holders[table].counts
+    index, restored, before, counts = _restored_counts(ws)
 
     # When an update is readied for as few lookups as its fold would leave as a delta
     few = max(index_module._FOLD_MIN, len(before) >> 5)
