@@ -33,7 +33,7 @@ from memhubd.api import ApiContext, build_app
 from memhubd.api.app import import_route_modules
 from memhubd.api.connection import ConnectionLimits, GuardedHttpToolsProtocol
 from memhubd.auth.tokens import TokenStore
-from memhubd.runtime.cache import ParseCache
+from memhubd.runtime.cache import ParseCache, discard_prefetched
 from memhubd.runtime.config import ConfigError, DaemonConfig, McpConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
 from memhubd.runtime.state import PARSE_CACHE_DIR, StateDir, merge_workspaces
@@ -253,6 +253,9 @@ async def run_daemon(
                 _recall_watching(hub, config.recall.watch),
                 anyio.create_task_group() as tg,
             ):
+                # Every workspace's first build has read its snapshot file by now: a
+                # mapping checked early for one that did not is let go.
+                discard_prefetched()
                 tg.start_soon(_load_deferred, shelf, hub)
                 try:
                     if mcp is None:

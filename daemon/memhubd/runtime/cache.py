@@ -556,6 +556,22 @@ def _prefetched(
     return data, checked
 
 
+def discard_prefetched() -> None:
+    """Let go of what `prefetch_snapshots` mapped and no start read (a workspace whose
+    first build did not look for its snapshot): a checked mapping holds the file's
+    pages, and nothing would read it later."""
+    with _EARLY_LOCK:
+        early = list(_EARLY.values())
+        _EARLY.clear()
+    for _key, thread, found in early:
+        thread.join()
+        for data, (payload,) in found:
+            if payload is not None:
+                payload.release()
+            if isinstance(data, mmap.mmap):
+                data.close()
+
+
 def _mapped(file: Path) -> bytes | mmap.mmap:
     """The file's bytes, mapped rather than copied when it is big enough to hold a
     snapshot: unmarshalling copies every value out of it, and a start's 100 MB read

@@ -632,3 +632,21 @@ def test_nothing_is_checked_before_the_start_without_a_cache_key(tmp_path: Path)
     # Then nothing is made or looked at
     assert not state.exists()
     assert not [f for f in cache_module._EARLY if state in f.parents]  # noqa: SLF001
+
+
+def test_a_snapshot_checked_early_that_no_start_reads_is_let_go(
+    saved: tuple[Path, Path, Snapshot],
+) -> None:
+    root, state, first = saved
+    # Given a snapshot file mapped and checked before a start that never read it
+    cache_module.prefetch_snapshots(state, [str(root)])
+    (file,) = snapshot_files(state)
+    assert file in cache_module._EARLY  # noqa: SLF001
+    # When the start lets go of what it did not read
+    cache_module.discard_prefetched()
+    # Then nothing is held, and a later start reads the file itself
+    assert file not in cache_module._EARLY  # noqa: SLF001
+    cache = ParseCache(state)
+    again = build_snapshot("w", str(root), None, cache=cache)
+    assert cache.refused == 0 and cache.misses == 0
+    assert answers(again) == answers(first)
