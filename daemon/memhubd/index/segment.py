@@ -279,7 +279,7 @@ def cut_segment(
     met = dict.fromkeys(kind for kind, pool in zip(kinds_of, in_pool, strict=True) if pool)
     kind_rows = {kind: kind_cut[kind].tobytes() for kind in met}
     made: dict[str, Any] = {"flag_rows": flag_rows, "kind_rows": kind_rows}
-    left = set(range(len(segment.declarations))).difference(kept)
+    left = _left_out(segment, kept)
     if all(segment.roles[o] != "symbol" for o in left):
         # The same symbols in the same order: their aliases, read from no declaration.
         made["aliases"] = segment.aliases
@@ -289,8 +289,12 @@ def cut_segment(
         **picked,
         **cut,
         when_any=_moved_triggers(segment, kept),
-        supersedes=_kept_supersedes(segment, kept, declarations),
+        supersedes=_kept_supersedes(segment, left, declarations),
     )
+
+
+def _left_out(segment: Segment, kept: Sequence[int]) -> set[int]:
+    return set(range(len(segment.declarations))).difference(kept)
 
 
 def _picker(kept: Sequence[int]) -> Any:
@@ -314,11 +318,10 @@ def _moved_triggers(segment: Segment, kept: Sequence[int]) -> dict[str, tuple[in
 
 
 def _kept_supersedes(
-    segment: Segment, kept: Sequence[int], declarations: Sequence[Any]
+    segment: Segment, left: set[int], declarations: Sequence[Any]
 ) -> tuple[str, ...]:
     # The segment's targets are its declarations' in file order: when the left-out ones
-    # name none, the kept ones name them all, and no declaration is read for them.
-    left = set(range(len(segment.declarations))).difference(kept)
+    # (`left`) name none, the kept ones name them all, and no declaration is read for them.
     if not segment.supersedes or not any(
         _passing(segment.declarations, o).relation_targets("supersedes") for o in left
     ):
@@ -352,7 +355,7 @@ def _cut_apart(segment: Segment, kept: Sequence[int], declarations: Sequence[Any
         **{name: pick(getattr(segment, name)) for name in _PER_DECLARATION},
         **{name: table(getattr(segment, name)) for name in _POSTINGS},
         when_any=_moved_triggers(segment, kept),
-        supersedes=_kept_supersedes(segment, kept, declarations),
+        supersedes=_kept_supersedes(segment, _left_out(segment, kept), declarations),
     )
 
 
