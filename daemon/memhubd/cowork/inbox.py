@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memhubd.runtime.sqlite import into_wal
+
 SCHEMA_VERSION = 1
 # mempal's budgets (MAX_MESSAGE_SIZE, MAX_PENDING_MESSAGES, MAX_TOTAL_INBOX_BYTES).
 MAX_MESSAGE_BYTES = 8 * 1024
@@ -146,7 +148,8 @@ class InboxStore:
         )
         self._lock = threading.Lock()
         with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            # Two daemons starting on one state dir may open a new file together.
+            into_wal(self._db, BUSY_TIMEOUT_MS / 1000)
             # FULL: a message acknowledged to its sender survives a power cut too.
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")

@@ -4,6 +4,7 @@ and at-most-once delivery with drains racing in threads and in processes."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlite_contention import contended_connections
 
 from memhubd.cowork import (
     EmptyMessage,
@@ -165,3 +167,30 @@ def test_racing_processes_deliver_each_message_once(tmp_path: Path) -> None:
         out, _ = worker.communicate(timeout=60)
         got.extend(json.loads(out))
     assert sorted(got) == sorted(sent)
+
+
+def test_an_inbox_opened_as_another_process_switches_it_to_wal_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refused = contended_connections(monkeypatch, refusals=2)
+
+    store = InboxStore(tmp_path / "cowork" / "team.sqlite")
+    store.push("alice", "bob", "kept")
+
+    assert len(refused) == 2
+    assert [m.content for m in store.drain("bob")] == ["kept"]
+    monkeypatch.undo()
+    with sqlite3.connect(tmp_path / "cowork" / "team.sqlite") as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_an_inbox_locked_past_the_busy_timeout_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memhubd.cowork import inbox
+
+    monkeypatch.setattr(inbox, "BUSY_TIMEOUT_MS", 50)
+    contended_connections(monkeypatch, refusals=10**9)
+
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+        InboxStore(tmp_path / "cowork" / "team.sqlite")

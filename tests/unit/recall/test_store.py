@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sqlite_contention import contended_connections
 
 from memhubd.recall.ids import content_hash, drawer_id
 from memhubd.recall.store import (
@@ -290,28 +291,10 @@ def test_a_version_3_store_keeps_its_index_and_indexes_new_writes(tmp_path: Path
     assert sorted(triggers) == ["drawers_fts_delete", "drawers_fts_soft_delete"]
 
 
-def _contended_connections(monkeypatch: pytest.MonkeyPatch, refusals: int) -> list[str]:
-    """Connections whose first `refusals` switches to WAL are refused at once with
-    "database is locked", as SQLite answers one of two processes that open a new file
-    together (a race the test cannot stage reliably with two real processes)."""
-    refused: list[str] = []
-
-    class Contended(sqlite3.Connection):
-        def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
-            if sql.startswith("PRAGMA journal_mode") and len(refused) < refusals:
-                refused.append(sql)
-                raise sqlite3.OperationalError("database is locked")
-            return super().execute(sql, *args)
-
-    connect = sqlite3.connect
-    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: connect(*a, factory=Contended, **k))
-    return refused
-
-
 def test_a_store_opened_as_another_process_switches_it_to_wal_waits_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    refused = _contended_connections(monkeypatch, refusals=2)
+    refused = contended_connections(monkeypatch, refusals=2)
 
     store = open_store(tmp_path / "ws.db")
 
@@ -330,7 +313,7 @@ def test_a_store_locked_past_the_busy_timeout_is_refused_with_a_clear_message(
     from memhubd.recall.store import sqlite as sqlite_store
 
     monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 50)
-    _contended_connections(monkeypatch, refusals=10**9)
+    contended_connections(monkeypatch, refusals=10**9)
 
     with pytest.raises(StoreError, match="not a usable recall store: database is locked"):
         open_store(tmp_path / "ws.db")

@@ -49,6 +49,7 @@ from memhubd.recall.store.base import (
 from memhubd.recall.store.bm25 import Column as _Column
 from memhubd.recall.store.bm25 import LexicalCache
 from memhubd.recall.vectors import VectorIndex
+from memhubd.runtime.sqlite import into_wal
 
 BUSY_TIMEOUT_MS = 30_000
 READERS = 4
@@ -69,24 +70,6 @@ _LOAD_BATCH = 50_000  # vectors read per step, bounding the bytes held twice whi
 
 def _now() -> int:
     return int(time.time())
-
-
-def _into_wal(connection: sqlite3.Connection) -> None:
-    """Put the file in WAL mode, waiting up to the busy timeout for another process
-    opening it at the same moment: both read it, both want it to themselves to switch
-    its journal mode, and SQLite answers one "database is locked" at once instead of
-    calling the busy handler (which would wait on a process that waits on it)."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    pause = 0.005
-    while True:
-        try:
-            connection.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() >= deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.1)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -364,7 +347,7 @@ class SQLiteStore(DrawerStore):
         self._write_lock = threading.Lock()
         self._writer = _connect(self.path)
         try:
-            _into_wal(self._writer)
+            into_wal(self._writer, BUSY_TIMEOUT_MS / 1000)
             self.schema_version = self._migrate()
         except sqlite3.DatabaseError as error:
             self._writer.close()

@@ -1,0 +1,24 @@
+"""What every SQLite database of the daemon does alike when it is opened."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+
+def into_wal(connection: sqlite3.Connection, timeout_s: float) -> None:
+    """Put the file in WAL mode, waiting up to `timeout_s` for another process opening
+    it at the same moment: both read it, both want it to themselves to switch its
+    journal mode, and SQLite answers one "database is locked" at once instead of
+    calling the busy handler (which would wait on a process that waits on it)."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.005
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
