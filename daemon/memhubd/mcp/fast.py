@@ -19,6 +19,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, modern_error_data
 from mcp.shared.inbound import (
@@ -413,11 +414,11 @@ def _splice(envelope: bytes, encoded: bytes | None) -> bytes | None:
 def _escaped_ascii(text: str) -> bytes:
     """`json.dumps(text)` (ASCII-only) as bytes.
 
-    pydantic's encoder writes the same bytes for an ASCII text without DEL (json.dumps
-    writes DEL as \\u007f) and takes about 40% less time: taken when it applies.
+    orjson writes the same bytes for an ASCII text without DEL (json.dumps writes DEL
+    as \\u007f) in a fraction of the time: taken when it applies.
     """
     if text.isascii() and "\x7f" not in text:
-        return to_json(text)
+        return orjson.dumps(text)
     return json.dumps(text).encode("ascii")
 
 

@@ -17,7 +17,7 @@ from collections.abc import Hashable
 from contextvars import ContextVar
 from typing import Any
 
-from pydantic_core import to_json
+import orjson
 
 from memhubd.service import stale
 
@@ -39,13 +39,13 @@ class KeptText:
 def keepable(text: str) -> KeptText | None:
     """`text` escaped for keeping, or None when it is too short or not plain ASCII.
 
-    For an ASCII text without DEL, pydantic's encoder writes exactly what `json.dumps`
-    writes (the 2026 wire) and what `model_dump_json` writes (the handshake-era wire),
-    so one kept form serves both.
+    For an ASCII text without DEL, `json.dumps` (the 2026 wire) and pydantic's
+    `model_dump_json` (the handshake-era wire) write the same bytes, so one kept form
+    serves both; orjson writes them too, in about half pydantic's time.
     """
     if len(text) < KEEP_MIN_CHARS or not text.isascii() or "\x7f" in text:
         return None
-    return KeptText(to_json(text), len(text))
+    return KeptText(orjson.dumps(text), len(text))
 
 
 class KeptTexts:

@@ -48,11 +48,13 @@ def dumps(value: Any) -> bytes:
     if isinstance(value, Raw):
         return value.data
     if isinstance(value, dict) and any(type(item) is Raw for item in value.values()):
-        items = [
-            compact_json(key) + b":" + (item.data if type(item) is Raw else compact_json(item))
-            for key, item in value.items()
-        ]
-        return b"{" + b",".join(items) + b"}"
+        # One join: an answer's spliced pack is most of its bytes, copied once.
+        parts = [b"{"]
+        for key, item in value.items():
+            data = item.data if type(item) is Raw else compact_json(item)
+            parts += (compact_json(key), b":", data, b",")
+        parts[-1] = b"}"
+        return b"".join(parts)
     return compact_json(value)
 
 

@@ -1,12 +1,19 @@
-"""The API's compact encoding, made with one C encoder for the process, writes exactly
-what `json.dumps(..., ensure_ascii=False, separators=(",", ":"))` writes."""
+"""The API's compact encoding, made with one C encoder for the process or by orjson
+where that writes the same bytes, writes exactly what `json.dumps(...,
+ensure_ascii=False, separators=(",", ":"))` writes."""
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 
-from memhubd.query.pack import compact_json
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memhubd.query import pack
+from memhubd.query.pack import compact_json, compact_text
 
 VALUES = [
     {"id": "a.b", "claim": 'naïve ✓ \u2028 "quoted" \\ tab\t', "line": 3, "score": 0.125},
@@ -56,3 +63,56 @@ def test_threads_may_share_the_encoder() -> None:
     for thread in threads:
         thread.join()
     assert len(seen) == 800 and all(seen)
+
+
+def test_every_code_point_is_escaped_as_json_dumps_escapes_it() -> None:
+    text = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    assert compact_json(text) == _reference(text)
+    assert compact_json({"k": text, text: [text]}) == _reference({"k": text, text: [text]})
+
+
+def test_plain_values_are_written_by_orjson_and_the_rest_by_the_standard_encoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(value: object) -> str:
+        raise AssertionError(f"the standard encoder wrote {value!r}")
+
+    monkeypatch.setattr(pack, "_compact", refused)
+    plain = {"id": "a.b", "tags": ["x", ("y", None)], "line": 3, "ok": True, "n": -(2**63)}
+    assert compact_json(plain) == _reference(plain)
+    for other in (1e-7, {"score": 0.5}, [2**64], "lone \ud800", {1: "int key"}):
+        with pytest.raises(AssertionError, match="the standard encoder wrote"):
+            compact_json(other)
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    # floats orjson would write otherwise (1e-7, null), drawn often
+    | st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e-7, 1e-5, 1e16, 1e22])
+    | st.text()
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+        | st.dictionaries(st.integers() | st.booleans() | st.none(), inner, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+@given(_VALUES)
+def test_any_json_value_is_written_as_json_dumps_writes_it(value: object) -> None:
+    try:
+        expected = _reference(value)
+    except UnicodeEncodeError:  # a lone surrogate: no UTF-8 for either
+        with pytest.raises(UnicodeEncodeError):
+            compact_json(value)
+        return
+    assert compact_json(value) == expected
+    assert compact_text(value) == expected.decode("utf-8")
