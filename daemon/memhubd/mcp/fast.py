@@ -19,7 +19,6 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import orjson
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, modern_error_data
 from mcp.shared.inbound import (
@@ -48,7 +47,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from pydantic_core import PydanticSerializationError, to_json
 from starlette.responses import Response
 
-from memhubd.mcp.kept import KeptText, Splice, offer_splice, withdraw_splice
+from memhubd.mcp.kept import KeptText, Splice, escaped_ascii, offer_splice, withdraw_splice
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -414,11 +413,11 @@ def _splice(envelope: bytes, encoded: bytes | None) -> bytes | None:
 def _escaped_ascii(text: str) -> bytes:
     """`json.dumps(text)` (ASCII-only) as bytes.
 
-    orjson writes the same bytes for an ASCII text without DEL (json.dumps writes DEL
-    as \\u007f) in a fraction of the time: taken when it applies.
+    pydantic's encoder and orjson write the same bytes for an ASCII text without DEL
+    (json.dumps writes DEL as \\u007f), in less time: taken when it applies.
     """
     if text.isascii() and "\x7f" not in text:
-        return orjson.dumps(text)
+        return escaped_ascii(text)
     return json.dumps(text).encode("ascii")
 
 

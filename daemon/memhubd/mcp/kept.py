@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import orjson
+from pydantic_core import to_json
 
 from memhubd.service import stale
 
@@ -36,16 +37,27 @@ class KeptText:
         self.size = size
 
 
+# From this many characters orjson escapes an answer's text faster than pydantic does
+# (the results kept: 32 KB 51 us against 73 us; 4 KB 9.7 us against 7.7 us).
+ORJSON_FROM_CHARS = 16384
+
+
+def escaped_ascii(text: str) -> bytes:
+    """`json.dumps(text)` as bytes, for an ASCII text without DEL: pydantic's encoder
+    and orjson both write exactly those bytes, each faster for some lengths."""
+    return orjson.dumps(text) if len(text) >= ORJSON_FROM_CHARS else to_json(text)
+
+
 def keepable(text: str) -> KeptText | None:
     """`text` escaped for keeping, or None when it is too short or not plain ASCII.
 
     For an ASCII text without DEL, `json.dumps` (the 2026 wire) and pydantic's
     `model_dump_json` (the handshake-era wire) write the same bytes, so one kept form
-    serves both; orjson writes them too, in about half pydantic's time.
+    serves both.
     """
     if len(text) < KEEP_MIN_CHARS or not text.isascii() or "\x7f" in text:
         return None
-    return KeptText(orjson.dumps(text), len(text))
+    return KeptText(escaped_ascii(text), len(text))
 
 
 class KeptTexts:

@@ -24,6 +24,9 @@ TEXTS = {
     "delete": "before\x7fafter" + LONG,
     "non-ascii": "caf\u00e9 \u4e2d\u6587 \U0001f600 \u2028\u2029 \ufeff" + LONG,
     "the stand-ins": '"memhub:fast-path:text" 918273645546372819' + LONG,
+    # past ORJSON_FROM_CHARS: escaped by orjson instead of pydantic
+    "long ascii json": '{"text":"a \\"quoted\\" word\\nand a back\\\\slash"}' * 400 + LONG,
+    "long control characters": "".join(chr(i) for i in range(32)) * 600,
 }
 WIRES = {"2026-07-28": True, "2025-06-18": False, "2025-03-26": False}
 
@@ -122,7 +125,8 @@ def test_only_long_plain_ascii_texts_are_kept_and_their_escape_is_json_dumps() -
     assert keepable("x" * (KEEP_MIN_CHARS - 1)) is None
     assert keepable(TEXTS["non-ascii"]) is None
     assert keepable(TEXTS["delete"]) is None
-    for text in (TEXTS["ascii json"], TEXTS["control characters"]):
+    for name in ("ascii json", "control characters", "long ascii json", "long control characters"):
+        text = TEXTS[name]
         kept = keepable(text)
         assert kept is not None and kept.size == len(text.encode())
         assert kept.escaped == json.dumps(text).encode()

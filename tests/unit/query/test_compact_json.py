@@ -71,16 +71,18 @@ def test_every_code_point_is_escaped_as_json_dumps_escapes_it() -> None:
     assert compact_json({"k": text, text: [text]}) == _reference({"k": text, text: [text]})
 
 
-def test_plain_values_are_written_by_orjson_and_the_rest_by_the_standard_encoder(
+def test_long_strings_are_written_by_orjson_and_the_rest_by_the_standard_encoder(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def refused(value: object) -> str:
         raise AssertionError(f"the standard encoder wrote {value!r}")
 
     monkeypatch.setattr(pack, "_compact", refused)
-    plain = {"id": "a.b", "tags": ["x", ("y", None)], "line": 3, "ok": True, "n": -(2**63)}
-    assert compact_json(plain) == _reference(plain)
-    for other in (1e-7, {"score": 0.5}, [2**64], "lone \ud800", {1: "int key"}):
+    long = 'a "quoted" \\ line\n ✓ \u2028' * pack.LONG_TEXT
+    assert compact_json(long) == _reference(long)
+    assert compact_text(long) == _reference(long).decode("utf-8")
+    too_short = "x" * (pack.LONG_TEXT - 1)
+    for other in (too_short, {"claim": long}, [long], 1e-7, "\ud800" * pack.LONG_TEXT):
         with pytest.raises(AssertionError, match="the standard encoder wrote"):
             compact_json(other)
 
@@ -93,6 +95,12 @@ _SCALARS = (
     # floats orjson would write otherwise (1e-7, null), drawn often
     | st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e-7, 1e-5, 1e16, 1e22])
     | st.text()
+    # long strings, which orjson writes: a short text repeated past the threshold
+    | st.builds(
+        lambda text, extra: text * (pack.LONG_TEXT + extra),
+        st.text(min_size=1, max_size=4),
+        st.integers(0, 64),
+    )
 )
 _VALUES = st.recursive(
     _SCALARS,
