@@ -231,9 +231,10 @@ def join_pieces(declarations: Sequence[Any], piece: Callable[[Any], bytes]) -> b
     return b",".join([piece(d) for d in declarations])
 
 
-def must_text(must: Sequence[Any]) -> str:
-    """The MUST lines of the text rendering."""
-    return "\n".join([_must_line(d) for d in must])
+def must_text(must: Sequence[Any], line: Callable[[Any], str] | None = None) -> str:
+    """The MUST lines of the text rendering. `line(d)`, when given, must equal
+    `must_line(d)` (a caller may keep each declaration's line)."""
+    return "\n".join(map(line or must_line, must))
 
 
 def _join_into(parts: list[bytes], pieces: list[bytes]) -> None:
@@ -241,7 +242,8 @@ def _join_into(parts: list[bytes], pieces: list[bytes]) -> None:
         parts.append(b",".join(pieces))
 
 
-def _must_line(d: Any) -> str:
+def must_line(d: Any) -> str:
+    """One MUST line of the text rendering."""
     # The exceptions suffix prints the raw field with str(): "[]", "['a']" or a scalar.
     suffix = f" (exceptions: {d.fields['exceptions']})" if "exceptions" in d.fields else ""
     return f"- [{d.id}] {d.claim_text}{suffix}"

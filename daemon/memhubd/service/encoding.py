@@ -152,7 +152,9 @@ def _store(snapshot: Snapshot, owner: Any = None) -> tuple[_Pieces, _Owned | Non
         return store, owned
 
 
-def pieces(snapshot: Snapshot, shape: str, encode: Piece, owner: Any = None) -> Piece:
+def pieces(
+    snapshot: Snapshot, shape: str, encode: Callable[[Any], Section], owner: Any = None
+) -> Callable[[Any], Section]:
     """`encode`, remembered per declaration of `snapshot` (a declaration never changes
     within one), and across the snapshots of `owner` (weakly referenced: the workspace's
     host) when given, less the files each new snapshot replaced. Bounded: past twice
@@ -165,7 +167,7 @@ def pieces(snapshot: Snapshot, shape: str, encode: Piece, owner: Any = None) -> 
 
     # Unlocked on purpose: dict reads and writes are atomic, and two threads encoding
     # the same declaration at once both get the same bytes.
-    def piece(declaration: Any) -> bytes:
+    def piece(declaration: Any) -> Section:
         entry = table.get(id(declaration))
         if entry is not None and entry[0] is declaration:
             return entry[1]

@@ -389,7 +389,7 @@ async def _answer_query(
     owner: Any,
 ) -> QueryAnswer:
     from memhubd.query import build_evidence_pack
-    from memhubd.query.pack import declaration_json, join_pieces, must_text
+    from memhubd.query.pack import declaration_json, join_pieces, must_line, must_text
 
     kinds = list(request.kinds) if request.kinds is not None else None
     types_ = list(request.types) if request.types is not None else None
@@ -433,7 +433,13 @@ async def _answer_query(
         parts = pack.json_parts(piece, extra, must_json)
         if not as_text and max_result_bytes is not None:
             _refuse_over(joined_size(parts), max_result_bytes)
-        text = pack.render_text(sections(view.snapshot, "text", must_text)) if as_text else ""
+        text = ""
+        if as_text:
+            # Lines kept per declaration as pieces are: MUST layers share most rules.
+            line = pieces(view.snapshot, "must-line", must_line, owner)
+            text = pack.render_text(
+                sections(view.snapshot, "text", lambda must: must_text(must, line))
+            )
         if text and hidden_must:
             text += _hidden_must_note(hidden_must)
         if text and extra and extra["budget"]["must_omitted"]:
