@@ -69,7 +69,7 @@ def dumps_text(value: Any) -> str:
 
 
 class _Pieces:
-    """One snapshot's encoded declarations, per pack shape.
+    """One snapshot's encoded declarations, per pack shape (JSON bytes, or text lines).
 
     Keyed by object identity and holding the declaration beside its bytes, so an id
     can never be reused by another object while its entry exists. Declarations do not
@@ -158,7 +158,8 @@ def pieces(
     """`encode`, remembered per declaration of `snapshot` (a declaration never changes
     within one), and across the snapshots of `owner` (weakly referenced: the workspace's
     host) when given, less the files each new snapshot replaced. Bounded: past twice
-    the snapshot's declarations a shape starts over."""
+    the snapshot's declarations a shape starts over. A shape's pieces are bytes (JSON)
+    or text (a rendered line), as `encode` gives them."""
     store, owned = _store(snapshot, owner)
     with _PIECES_LOCK:
         table = store.shapes.setdefault(shape, {})
