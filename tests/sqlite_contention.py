@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +25,11 @@ def contended_connections(monkeypatch: pytest.MonkeyPatch, refusals: int) -> lis
     connect = sqlite3.connect
     monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: connect(*a, factory=Contended, **k))
     return refused
+
+
+def journal_mode(monkeypatch: pytest.MonkeyPatch, path: Path) -> str:
+    """The journal mode the file at `path` is in, read on a plain connection (the
+    stand-in is undone first)."""
+    monkeypatch.undo()
+    with sqlite3.connect(path) as connection:
+        return str(connection.execute("PRAGMA journal_mode").fetchone()[0])

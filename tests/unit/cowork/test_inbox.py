@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlite_contention import contended_connections
+from sqlite_contention import contended_connections, journal_mode
 
 from memhubd.cowork import (
     EmptyMessage,
@@ -179,9 +179,7 @@ def test_an_inbox_opened_as_another_process_switches_it_to_wal_waits_for_it(
 
     assert len(refused) == 2
     assert [m.content for m in store.drain("bob")] == ["kept"]
-    monkeypatch.undo()
-    with sqlite3.connect(tmp_path / "cowork" / "team.sqlite") as connection:
-        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert journal_mode(monkeypatch, tmp_path / "cowork" / "team.sqlite") == "wal"
 
 
 def test_an_inbox_locked_past_the_busy_timeout_is_refused(

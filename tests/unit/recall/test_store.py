@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlite_contention import contended_connections
+from sqlite_contention import contended_connections, journal_mode
 
 from memhubd.recall.ids import content_hash, drawer_id
 from memhubd.recall.store import (
@@ -301,9 +301,7 @@ def test_a_store_opened_as_another_process_switches_it_to_wal_waits_for_it(
     assert len(refused) == 2
     assert store.schema_version == CURRENT_VERSION
     store.close()
-    monkeypatch.undo()
-    with sqlite3.connect(tmp_path / "ws.db") as connection:
-        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert journal_mode(monkeypatch, tmp_path / "ws.db") == "wal"
 
 
 def test_a_store_locked_past_the_busy_timeout_is_refused_with_a_clear_message(
