@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memhubd.runtime.sqlite import into_wal
+from memhubd.sqlite import into_wal
 
 SCHEMA_VERSION = 1
 # mempal's budgets (MAX_MESSAGE_SIZE, MAX_PENDING_MESSAGES, MAX_TOTAL_INBOX_BYTES).

@@ -49,7 +49,7 @@ from memhubd.recall.store.base import (
 from memhubd.recall.store.bm25 import Column as _Column
 from memhubd.recall.store.bm25 import LexicalCache
 from memhubd.recall.vectors import VectorIndex
-from memhubd.runtime.sqlite import into_wal
+from memhubd.sqlite import into_wal
 
 BUSY_TIMEOUT_MS = 30_000
 READERS = 4

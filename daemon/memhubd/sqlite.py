@@ -1,4 +1,5 @@
-"""What every SQLite database of the daemon does alike when it is opened."""
+"""What every SQLite database of memhub does alike when it is opened: plain sqlite3,
+so that the stores of recall and cowork (engine code, which imports no runtime) share it."""
 
 from __future__ import annotations
 
