@@ -435,11 +435,13 @@ async def _answer_query(
             _refuse_over(joined_size(parts), max_result_bytes)
         text = ""
         if as_text:
-            # Lines kept per declaration as pieces are: MUST layers share most rules.
-            line = pieces(view.snapshot, "must-line", must_line, owner)
-            text = pack.render_text(
-                sections(view.snapshot, "text", lambda must: must_text(must, line))
-            )
+
+            def must_lines(must: Any) -> str:
+                # A MUST layer met first: its lines kept per declaration, as pieces are
+                # (layers share most rules).
+                return must_text(must, pieces(view.snapshot, "must-line", must_line, owner))
+
+            text = pack.render_text(sections(view.snapshot, "text", must_lines))
         if text and hidden_must:
             text += _hidden_must_note(hidden_must)
         if text and extra and extra["budget"]["must_omitted"]:
