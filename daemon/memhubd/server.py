@@ -37,7 +37,7 @@ from memhubd.runtime.cache import ParseCache, discard_prefetched
 from memhubd.runtime.config import ConfigError, DaemonConfig, McpConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
 from memhubd.runtime.state import PARSE_CACHE_DIR, StateDir, merge_workspaces
-from memhubd.service.access import warm_views
+from memhubd.service.access import views_to_save, warm_views
 from memhubd.service.cowork import open_cowork
 
 log = structlog.get_logger("memhubd.server")
@@ -241,6 +241,7 @@ async def run_daemon(
     hub.cowork = open_cowork(state.path / "cowork", tokens)
     hub.cache = ParseCache(state.path / PARSE_CACHE_DIR)
     hub.warmers.append(_view_warmer(tokens))
+    hub.views_to_save = views_to_save
 
     mcp: DeferredMcp | None = None
 

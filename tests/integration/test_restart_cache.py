@@ -213,3 +213,48 @@ def test_a_warm_started_daemon_answers_the_workload_as_a_cold_started_one(
         assert served_again == expected[:20] + expected[first_checks : first_checks + 20], kind
         # (where the line goes depends on how logging is set up)
         assert expected_lines[kind] in logged.out + logged.err + caplog.text, kind
+
+
+def saved_view_roles(state: Path) -> list[tuple[str, ...]]:
+    """The role sets whose views the snapshot file holds, once it holds any (it is
+    written off the request path, after the start's warm step made them)."""
+    from memhubd.runtime.cache import read_snapshot_payload
+
+    cache = ParseCache(state / "parse-cache")
+    deadline = time.monotonic() + 30
+    while True:
+        for file in (state / "parse-cache").glob("*/snapshot"):
+            payload = cache._open(file.read_bytes(), b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
+            views = read_snapshot_payload(payload)[4] if payload is not None else ()
+            if views or time.monotonic() > deadline:
+                return [view[0] for view in views]
+        if time.monotonic() > deadline:
+            return []
+        time.sleep(0.1)
+
+
+def test_a_role_limited_tokens_view_is_restored_and_answers_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspaces, queries, checks = synthetic_workspace(tmp_path / "synth")
+    # Given a token without roles, stored before the first start: its view is made by
+    # the start's warm step and saved with the snapshot file
+    _record, agent = TokenStore(tmp_path / "state").create("agent", "all", roles=[])
+    with start_daemon(tmp_path, workspaces, **UNHURRIED) as cold:
+        cold.admin_token = agent
+        expected = workload_answers(cold, queries, checks)
+        assert saved_view_roles(cold.state_dir) == [()]
+
+    # When the daemon starts again (a new process: no earlier view of any role set),
+    # that view's index is restored, not composed, and the token is answered byte for
+    # byte as before
+    from collections import OrderedDict
+
+    from memhubd.service import access
+
+    monkeypatch.setattr(access, "_EARLIER", OrderedDict())
+    restored = restores_of_the_saved_index(monkeypatch)
+    with restart(tmp_path, workspaces, **UNHURRIED) as warm:
+        warm.admin_token = agent
+        assert workload_answers(warm, queries, checks) == expected
+    assert restored == [1, 1]  # the whole index, then the view's

@@ -1121,6 +1121,17 @@ def _joined(runs: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
     return out
 
 
+def segment_runs(ws: Any) -> list[Sequence[Any]]:
+    """The runs `compose_index` makes one segment of each, in order."""
+    return _joined(file_runs(ws.declarations))
+
+
+def run_path(run: Sequence[Any]) -> str:
+    """The file of a run of declarations of one file (a segment's), read without making
+    any where the run is restored."""
+    return _file_of(run, 0)
+
+
 def _file_of(run: Sequence[Any], at: int) -> str:
     """The file of `run[at]`, read without making it where the run is restored."""
     restored = getattr(run, "file", None)

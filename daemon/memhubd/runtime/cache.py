@@ -69,7 +69,7 @@ _MAGIC = b"MHPC"
 _HEADER = len(_MAGIC) + 2 + 32  # magic, version (u16), HMAC-SHA256
 _KEY_FILE = "key"
 _SUFFIX = ".entry"
-SNAPSHOT_FORMAT = 8
+SNAPSHOT_FORMAT = 9
 # Files per `marshal` document of the consolidated snapshot: what a rewrite holds at once.
 SNAPSHOT_BATCH = 500
 _FRAME = struct.Struct(">Q")  # a document's length, before it
@@ -84,6 +84,18 @@ Consolidated = dict[str, tuple[tuple[int, int, int], str, str, Any]]
 # The composed index a consolidated snapshot holds: the path of each of its segments'
 # files, in order, and the index as `memhubd.index.persist` saves it.
 SavedIndex = tuple[tuple[str, ...], Any]
+# A role-limited view's composed index a consolidated snapshot holds (`SavedView`,
+# made by `memhubd.runtime.snapshot.persist`): its roles (sorted), the positions it
+# left out of each file's run, each of its segments as (path, digest, the columns of a
+# segment cut from that file or None for the file's whole segment), and the index as
+# `memhubd.index.persist` saves it. Never an access decision: a start works out what
+# the role set reads as always and uses it only when it leaves out exactly these.
+SavedView = tuple[
+    tuple[str, ...],
+    tuple[tuple[str, tuple[int, ...]], ...],
+    tuple[tuple[str, str, Any], ...],
+    Any,
+]
 
 
 class ParseCache:
@@ -97,8 +109,9 @@ class ParseCache:
         self._lock = threading.Lock()
         self._saved: dict[str, set[str]] = {}  # workspace dir -> entry names known on disk
         self._folders: dict[str, Path] = {}  # workspace root -> its directory here
-        # workspace root -> (when written, what it holds) of its consolidated snapshot
-        self._snapshots: dict[str, tuple[float, frozenset[Any]]] = {}
+        # workspace root -> (when written, what it holds, the role sets of the views
+        # saved with it) of its consolidated snapshot
+        self._snapshots: dict[str, tuple[float, frozenset[Any], frozenset[Any]]] = {}
         self.hits = 0
         self.misses = 0
         self.refused = 0
@@ -218,10 +231,13 @@ class ParseCache:
 
     # --- the consolidated snapshot ----------------------------------------------------
 
-    def load_snapshot(self, root: str, types: str) -> tuple[Consolidated, SavedIndex | None]:
-        """What the workspace's consolidated snapshot holds for registry `types`, and the
-        composed index saved with it (None if it was not); empty when there is none, or
-        (logged) when it is corrupt, foreign or of other types."""
+    def load_snapshot(
+        self, root: str, types: str
+    ) -> tuple[Consolidated, SavedIndex | None, tuple[SavedView, ...]]:
+        """What the workspace's consolidated snapshot holds for registry `types`, the
+        composed index saved with it (None if it was not) and the role-limited views'
+        indexes saved with it; empty when there is none, or (logged) when it is
+        corrupt, foreign or of other types."""
         file = self._workspace_dir(root) / _SNAPSHOT_FILE
         early = _prefetched(file, self._key)
         if early is not None:
@@ -230,7 +246,7 @@ class ParseCache:
             try:
                 data = _mapped(file)
             except OSError:
-                return {}, None
+                return {}, None, ()
             checked = None
         try:
             return self._load_snapshot(root, types, file, data, checked)
@@ -246,7 +262,7 @@ class ParseCache:
         file: Path,
         data: bytes | mmap.mmap,
         checked: tuple[memoryview | None] | None = None,
-    ) -> tuple[Consolidated, SavedIndex | None]:
+    ) -> tuple[Consolidated, SavedIndex | None, tuple[SavedView, ...]]:
         # `checked`: the payload as `prefetch_snapshots` verified it with this very key.
         payload = (
             self._open(data, _SNAPSHOT_MAGIC, SNAPSHOT_FORMAT) if checked is None else checked[0]
@@ -263,29 +279,31 @@ class ParseCache:
                 )
             else:
                 log.warning("parse cache snapshot refused (corrupt or foreign)", file=str(file))
-            return {}, None
+            return {}, None, ()
         try:
             with cyclic_gc_paused():  # a million objects that all stay: no collection
-                saved_root, saved_types, files, index = read_snapshot_payload(payload)
+                saved_root, saved_types, files, index, views = read_snapshot_payload(payload)
             if saved_root != os.path.realpath(root):
                 raise ValueError("snapshot of another workspace")
             if saved_types != types:
                 log.info("parse cache snapshot of other types, not used", file=str(file))
-                return {}, None
+                return {}, None, ()
             held: Consolidated = {
                 path: (tuple(stat), digest, text, entry)  # type: ignore[misc]
                 for path, stat, digest, text, entry in files
             }
             if index is not None and (len(index) != 2 or not isinstance(index[0], tuple)):
                 raise ValueError("saved index of another shape")
+            if not isinstance(views, tuple) or not all(_view_shaped(v) for v in views):
+                raise ValueError("saved views of another shape")
         except Exception as error:  # sealed by us yet not what we write: never served
             self.refused += 1
             log.warning("parse cache snapshot unusable", file=str(file), error=str(error))
-            return {}, None
+            return {}, None, ()
         marks = frozenset((path, item[0], item[1]) for path, item in held.items())
         with self._lock:
-            self._snapshots[root] = (time.monotonic(), marks)
-        return held, index
+            self._snapshots[root] = (time.monotonic(), marks, frozenset(v[0] for v in views))
+        return held, index, views
 
     def save_snapshot(
         self,
@@ -293,12 +311,17 @@ class ParseCache:
         types: str,
         files: list[tuple[str, tuple[int, int, int], str, str, Any, Any]],
         index: Any = None,
+        views: Callable[[], tuple[SavedView, ...]] | None = None,
+        view_roles: frozenset[tuple[str, ...]] = frozenset(),
     ) -> bool:
         """Rewrite the consolidated snapshot from (path, stat, digest, text, document,
         segment) of each file, unless it already holds exactly that or was written less
         than `SNAPSHOT_INTERVAL_S` ago. True when written. `index`: called only when
         the file is written, it gives the composed index to save with it (`SavedIndex`),
-        or None.
+        or None. `views`: likewise, the role-limited views' indexes to save with it
+        (`SavedView`), for the role sets `view_roles`; files unchanged since the last
+        write are written again, at once, when it did not hold a view of one of them
+        (a start restored from it makes them afresh, once).
 
         The files' data go into `marshal` documents of `SNAPSHOT_BATCH` files rather
         than one per file: a string that a batch's files share (field names, kinds,
@@ -309,25 +332,29 @@ class ParseCache:
         marks = frozenset((path, stat, digest) for path, stat, digest, *_rest in files)
         with self._lock:
             written = self._snapshots.get(root)
-            if written is not None and (
-                written[1] == marks or time.monotonic() - written[0] < SNAPSHOT_INTERVAL_S
-            ):
-                return False
+            if written is not None:
+                if written[1] == marks and view_roles <= written[2]:
+                    return False
+                if written[1] != marks and time.monotonic() - written[0] < SNAPSHOT_INTERVAL_S:
+                    return False
             held = []
             for path, stat, digest, text, document, segment in files:
                 with contextlib.suppress(ValueError):  # not plain: parsed at the next start
                     held.append(
                         (path, stat, digest, text, _entry_data(path, digest, document, segment))
                     )
+            saved_views = views() if views is not None and view_roles else ()
             real = os.path.realpath(root)
             folder.mkdir(mode=0o700, exist_ok=True)
+            kept: list[tuple[SavedView, ...]] = []
             self._write_sealed(
                 folder / _SNAPSHOT_FILE,
-                snapshot_documents(real, types, held, index),
+                snapshot_documents(real, types, held, index, saved_views, kept),
                 _SNAPSHOT_MAGIC,
                 SNAPSHOT_FORMAT,
             )
-            self._snapshots[root] = (time.monotonic(), marks)
+            roles = frozenset(view[0] for view in kept[0]) if kept else frozenset()
+            self._snapshots[root] = (time.monotonic(), marks, roles)
             return True
 
     def put_many(self, root: str, types: str, files: list[tuple[str, str, Any, Any]]) -> int:
@@ -401,15 +428,22 @@ class ParseCache:
 
 
 def snapshot_documents(
-    real: str, types: str, held: list[tuple[Any, ...]], index: Any = None
+    real: str,
+    types: str,
+    held: list[tuple[Any, ...]],
+    index: Any = None,
+    views: tuple[SavedView, ...] = (),
+    kept: list[tuple[SavedView, ...]] | None = None,
 ) -> Iterator[bytes]:
     """The consolidated snapshot's `marshal` documents, made one at a time: (real root,
     types, file count); the files' items `SNAPSHOT_BATCH` at a time, each without its
     segment's plain columns; last, those columns of every file with the saved index
-    (`index`: called for it, or None), in one document so that the index's keys are
-    references to the files' ids and names, not copies (2M strings at 1M declarations).
-    An item marshal cannot write is left out (that file is parsed at the next start),
-    and the index with it: it covers every file."""
+    (`index`: called for it, or None) and the saved views (`views`), in one document
+    so that the indexes' keys and the cut segments' ids and names are references to
+    the files' own, not copies (2M strings at 1M declarations). An item marshal
+    cannot write is left out (that file is parsed at the next start), and the index
+    and views with it: they cover every file. `kept`, when given, receives the views
+    written."""
     yield marshal.dumps((real, types, len(held)))
     whole = True
     columns: list[Any] = []
@@ -425,15 +459,26 @@ def snapshot_documents(
         yield document
         del document
     saved_index = index() if index is not None and whole else None
-    try:
-        yield marshal.dumps((tuple(columns), saved_index))
-    except ValueError:  # a file's columns marshal cannot write: it is left out, and the index
-        yield marshal.dumps((tuple(c if _plain(c) else None for c in columns), None))
+    saved_views = views if whole else ()
+    for attempt in (saved_views, ()):
+        try:
+            document = marshal.dumps((tuple(columns), saved_index, attempt))
+        except ValueError:  # a view marshal cannot write: written without views
+            continue
+        if kept is not None:
+            kept.append(attempt)
+        yield document
+        return
+    # A file's columns marshal cannot write: it is left out, and the index and views
+    if kept is not None:
+        kept.append(())
+    yield marshal.dumps((tuple(c if _plain(c) else None for c in columns), None, ()))
 
 
-def read_snapshot_payload(payload: bytes | memoryview) -> tuple[str, str, list[Any], Any]:
-    """(real root, types, the files' items, saved index) of a consolidated snapshot's
-    payload (`snapshot_documents`). Raises ValueError for one of another shape."""
+def read_snapshot_payload(payload: bytes | memoryview) -> tuple[str, str, list[Any], Any, Any]:
+    """(real root, types, the files' items, saved index, saved views) of a consolidated
+    snapshot's payload (`snapshot_documents`). Raises ValueError for one of another
+    shape."""
     view = memoryview(payload)
     documents = []
     at = 0
@@ -449,7 +494,7 @@ def read_snapshot_payload(payload: bytes | memoryview) -> tuple[str, str, list[A
     if len(documents) < 2 or not isinstance(documents[0], tuple) or len(documents[0]) != 3:
         raise ValueError("snapshot of another shape")
     real, types, count = documents[0]
-    columns, index = documents[-1]
+    columns, index, views = documents[-1]
     parts = [item for batch in documents[1:-1] for item in batch]
     if len(parts) != len(columns) or len(parts) > count:
         raise ValueError("snapshot of another file count")
@@ -458,7 +503,20 @@ def read_snapshot_payload(payload: bytes | memoryview) -> tuple[str, str, list[A
         for (*rest, entry), plain in zip(parts, columns, strict=True)
         if plain is not None  # left out when written: parsed at start
     ]
-    return real, types, files, index
+    return real, types, files, index, views
+
+
+def _view_shaped(view: Any) -> bool:
+    """Whether `view` has the outer shape of a `SavedView` (its parts are checked when
+    it is restored)."""
+    return (
+        isinstance(view, tuple)
+        and len(view) == 4
+        and isinstance(view[0], tuple)
+        and all(isinstance(role, str) for role in view[0])
+        and isinstance(view[1], tuple)
+        and isinstance(view[2], tuple)
+    )
 
 
 def _plain(value: Any) -> bool:
@@ -644,11 +702,37 @@ def _entry_data(path: str, digest: str, document: Document, segment: Segment) ->
 def _entry_of(
     path: str, digest: str, document: Document, segment: Segment, declarations: Any
 ) -> Any:
+    tables, plain = segment_columns(segment)
+    return (path, digest, document.module, document.uses, declarations, tables, plain)
+
+
+def segment_columns(segment: Segment) -> tuple[Any, Any]:
+    """A segment's posting tables and plain columns as an entry saves them (not its
+    declarations): what `segment_from_columns` makes a segment of again."""
     tables = tuple(
         (_saved_keys(t), t.rows, t.width) for t in (getattr(segment, n) for n in _TABLES)
     )
-    plain = tuple(getattr(segment, name) for name in _SEGMENT_PLAIN)
-    return (path, digest, document.module, document.uses, declarations, tables, plain)
+    return tables, tuple(getattr(segment, name) for name in _SEGMENT_PLAIN)
+
+
+def segment_from_columns(declarations: Any, columns: Any) -> Segment:
+    """The segment of `declarations` whose columns `segment_columns` saved. Raises
+    ValueError when they do not fit them."""
+    tables, plain = columns
+    if len(plain) != len(_SEGMENT_PLAIN) or len(tables) != len(_TABLES):
+        raise ValueError("segment of another shape")
+    parts = dict(zip(_SEGMENT_PLAIN, plain, strict=True))
+    for name in ("ids", "names", "kinds", "roles", "in_pool", "is_constraint"):
+        if not isinstance(parts[name], tuple) or len(parts[name]) != len(declarations):
+            raise ValueError("segment of another size")
+    width = (len(declarations) + 7) // 8
+    for name, (keys, rows, saved_width) in zip(_TABLES, tables, strict=True):
+        if not isinstance(keys, bytes) or not isinstance(rows, bytes):
+            raise ValueError("posting table of another shape")
+        if rows and saved_width != width:
+            raise ValueError("posting table of another width")
+        parts[name] = RestoredPostingTable(keys, rows, saved_width)
+    return RestoredSegment.made(declarations=declarations, **parts)
 
 
 def _decode(

@@ -318,6 +318,9 @@ class Hub:
         # Called with each new snapshot once its index is warm, in the same worker thread
         # (e.g. the service layer making the views its callers will ask for).
         self.warmers: list[Callable[[Snapshot], None]] = []
+        # The role-limited views of a snapshot to save with it in the parse cache
+        # (`memhubd.runtime.snapshot.persist`); None saves none.
+        self.views_to_save: Callable[[Snapshot], list[Any]] | None = None
         # Warm steps (index and warmers) under way; see `wait_warmed`.
         self.warming = 0
         self._tg: TaskGroup | None = None
@@ -393,6 +396,7 @@ class Hub:
             for warmer in self.warmers:
                 if host.snapshot is snapshot:
                     settled(lambda w=warmer: w(snapshot), collect=False)()
+            snapshot.drop_saved_views()
 
         async def run() -> None:
             self.warming += 1
@@ -442,7 +446,7 @@ class Hub:
         marks = {"quiet": time.monotonic()}
         if self.cache is not None:
             try:
-                persist(snapshot, self.cache)
+                persist(snapshot, self.cache, self.views_to_save)
             except OSError as error:  # a full disk costs the next start a parse, no more
                 log.warning("parse cache not saved", workspace=snapshot.name, error=str(error))
         marks["persisted"] = time.monotonic()

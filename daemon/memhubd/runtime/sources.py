@@ -102,7 +102,7 @@ class Saved:
         self.root = root
         self.types = registry_key(registry_state.fingerprint)
         self.registry = registry_state.registry
-        self.consolidated, self.index = cache.load_snapshot(root, self.types)
+        self.consolidated, self.index, self.views = cache.load_snapshot(root, self.types)
         self.unread: dict[str, Any] = {}  # path -> segment of a file served unread
         self.changed: dict[str, Any] = {}  # path -> what the snapshot held of a changed file
 

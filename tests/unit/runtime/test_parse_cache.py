@@ -411,7 +411,7 @@ def test_a_saved_index_that_does_not_fit_is_ignored_with_a_log_line(
     root, state, first = saved
     # Given a snapshot file sealed by this cache whose saved index is of another shape
     cache, file, payload = sealed_snapshot(state)
-    real, types, files, (paths, data) = read_snapshot_payload(payload)
+    real, types, files, (paths, data), _views = read_snapshot_payload(payload)
     broken = snapshot_documents(real, types, files, lambda: (paths, (*data[:-1], {})))
     cache._write_sealed(file, broken, b"MHSS", SNAPSHOT_FORMAT)  # noqa: SLF001
 
@@ -433,7 +433,7 @@ def test_a_snapshot_written_a_few_files_at_a_time_restores_every_file_and_the_in
     first = build_snapshot("w", str(root), None, cache=ParseCache(state))
     persist(first, ParseCache(state))
     _cache, _file, payload = sealed_snapshot(state)
-    _real, _types, files, index = read_snapshot_payload(payload)
+    _real, _types, files, index, _views = read_snapshot_payload(payload)
     assert len(files) == 2 and index is not None
     assert _documents(payload) == 4  # the head, a document per file, the index
 
@@ -604,7 +604,8 @@ def test_a_damaged_snapshot_checked_before_the_start_is_refused_as_ever(
 ) -> None:
     root, state, first = saved
     for file in snapshot_files(state):
-        file.write_bytes(file.read_bytes()[:-1] + b"\0")
+        data = file.read_bytes()
+        file.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # one flipped bit
     # Given a damaged snapshot checked before the start (or under a key since replaced)
     cache_module.prefetch_snapshots(state, [str(root)])
     if other_key:  # checked under another key than the cache's: checked again
