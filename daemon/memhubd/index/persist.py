@@ -16,7 +16,7 @@ import threading
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -370,6 +370,16 @@ class _Unfolded(_ix._Layered):
         if self._made is None:  # never changed: `delta` stays empty
             return self._find(key, default)
         return self._made.get(key, default)
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """Every item, from a dict made for this pass alone while none is kept: saving
+        an index reads each of its maps whole once, and keeping what that made held
+        about 320 MiB more for the daemon's life at 1M declarations."""
+        made = self._made
+        if made is None:
+            make = self._make
+            made = make() if make is not None else self._made
+        return iter(made.items())  # type: ignore[union-attr]
 
     @property  # type: ignore[override]
     def base(self) -> dict[str, Any]:

@@ -574,6 +574,28 @@ def test_a_restored_index_makes_its_key_dicts_when_first_read(
     assert answers(again) == answers(first)
 
 
+def test_saving_a_restored_index_leaves_its_key_dicts_unmade(
+    saved: tuple[Path, Path, Snapshot],
+) -> None:
+    from memhubd.index.workspace import cached_index
+
+    root, state, first = saved
+    cache = ParseCache(state)
+    again = build_snapshot("w", str(root), None, cache=cache)
+    index = cached_index(again.workspace)
+    assert index is not None
+    maps = [index.ids._where, index._names._where, index._holders["terms"].rare]  # noqa: SLF001
+
+    # When the snapshot is saved again (every map of its index read whole)
+    cache._snapshots.clear()  # noqa: SLF001 - due for a write
+    persist(again, cache)
+
+    # Then no dict was kept for it: the maps still answer from their saved columns
+    assert all(m._made is None for m in maps)  # noqa: SLF001
+    # And the file written answers as the first did
+    assert answers(build_snapshot("w", str(root), None, cache=ParseCache(state))) == answers(first)
+
+
 def test_a_snapshot_checked_before_the_start_restores_as_one_read_by_it(
     saved: tuple[Path, Path, Snapshot], monkeypatch: pytest.MonkeyPatch
 ) -> None:
