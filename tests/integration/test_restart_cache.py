@@ -254,7 +254,19 @@ def test_a_role_limited_tokens_view_is_restored_and_answers_alike(
 
     monkeypatch.setattr(access, "_EARLIER", OrderedDict())
     restored = restores_of_the_saved_index(monkeypatch)
+    from memhubd.runtime.snapshot import Snapshot
+
+    dropped: list[Snapshot] = []
+    drop = Snapshot.drop_saved_views
+
+    def dropping(snapshot: Snapshot) -> None:
+        dropped.append(snapshot)
+        drop(snapshot)
+
+    monkeypatch.setattr(Snapshot, "drop_saved_views", dropping)
     with restart(tmp_path, workspaces, **UNHURRIED) as warm:
         warm.admin_token = agent
         assert workload_answers(warm, queries, checks) == expected
     assert restored == [1, 1]  # the whole index, then the view's
+    # And the start's warm step let go of what it restored the view from
+    assert dropped and not dropped[0]._saved_views  # noqa: SLF001
