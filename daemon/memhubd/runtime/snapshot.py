@@ -307,29 +307,17 @@ def _typed(source: SourceFile, registry: TypeRegistry) -> SourceFile:
     return source.with_types(registry).with_segment()
 
 
-# A role-limited view to save with a snapshot: its roles (sorted), the positions it
-# left out of each of the whole workspace's runs it cut, and its composed index.
-ViewToSave = tuple[tuple[str, ...], list[tuple[Any, tuple[int, ...]]], Any]
-
-# At most this many role-limited views are saved with a snapshot (the most recently
-# used first), holding together at most `SAVED_VIEW_DECLARATIONS` declarations: each
-# holds the columns of every segment it cut and an index of its own, which a rewrite
-# of the snapshot file holds in memory with the whole workspace's (a view of 1M
-# declarations added about 340 MiB to that peak, and 9 s to the write).
-MAX_SAVED_VIEWS = 4
-SAVED_VIEW_DECLARATIONS = 1_000_000
-
-
 def persist(
     snapshot: Snapshot,
     cache: Any,
-    views: Callable[[Snapshot], list[ViewToSave]] | None = None,
+    views: Callable[[Snapshot], list[Any]] | None = None,
 ) -> int:
     """Save the parsed state of every file `snapshot` serves as on disk (not a last good
     parse kept for broken bytes) into `cache`; prune what it no longer uses. The
     consolidated snapshot is rewritten too when due (see `memhubd.runtime.cache`), with
-    the indexes of the role-limited views `views` gives (at most `MAX_SAVED_VIEWS`)."""
+    the indexes of the role-limited views `views` gives (`memhubd.runtime.saved_views`)."""
     from memhubd.runtime.cache import registry_key
+    from memhubd.runtime.saved_views import saved_views, within_budget
 
     types = registry_key(snapshot.registry_state.fingerprint)
     sound = [
@@ -342,13 +330,13 @@ def persist(
     ]
     files = [(f.path, f.digest, f.document, f.segment) for f in sound]
     written = int(cache.put_many(snapshot.root, types, files))
-    made = _within_budget(views(snapshot) if views is not None else [])
+    made = within_budget(views(snapshot) if views is not None else [])
     cache.save_snapshot(
         snapshot.root,
         types,
         [(f.path, f.stat, f.digest, f.text, f.document, f.segment) for f in sound],
         index=lambda: _saved_index(snapshot, sound),
-        views=lambda: _saved_views(snapshot, sound, made),
+        views=lambda: saved_views(snapshot, sound, made),
         view_roles=frozenset(roles for roles, _left, _index in made),
     )
     return written
@@ -370,54 +358,6 @@ def _saved_index(snapshot: Snapshot, sound: list[SourceFile]) -> Any:
         return None
     data = index_data(index)
     return None if data is None else (paths, data)
-
-
-def _within_budget(views: list[ViewToSave]) -> list[ViewToSave]:
-    """The first of `views` that `MAX_SAVED_VIEWS` and `SAVED_VIEW_DECLARATIONS` allow."""
-    kept: list[ViewToSave] = []
-    total = 0
-    for view in views[:MAX_SAVED_VIEWS]:
-        total += view[2].count
-        if total > SAVED_VIEW_DECLARATIONS:
-            break
-        kept.append(view)
-    return kept
-
-
-def _saved_views(
-    snapshot: Snapshot, sound: list[SourceFile], views: list[ViewToSave]
-) -> tuple[Any, ...]:
-    """`views` as a consolidated snapshot saves them (`memhubd.runtime.cache.SavedView`):
-    each segment of a view's index named by its file's path and digest, with the columns
-    of a segment cut from that file, or None for the file's whole segment. A view over
-    a file that is not saved (a last good parse kept for broken bytes), or whose index
-    `memhubd.index.persist` does not save, is left out."""
-    from memhubd.index.persist import index_data
-    from memhubd.index.workspace import cached_index, run_path
-    from memhubd.runtime.cache import segment_columns
-
-    whole = cached_index(snapshot.workspace)
-    if whole is None:
-        return ()
-    digest_of = {f.path: f.digest for f in sound}
-    whole_segments = set(map(id, whole.segments))
-    saved = []
-    for roles, left, index in views:
-        data = index_data(index)
-        paths = [run_path(segment.declarations) for segment in index.segments]
-        if data is None or any(path not in digest_of for path in paths):
-            continue
-        segments = tuple(
-            (
-                path,
-                digest_of[path],
-                None if id(segment) in whole_segments else segment_columns(segment),
-            )
-            for path, segment in zip(paths, index.segments, strict=True)
-        )
-        cut = tuple((run_path(run), tuple(at)) for run, at in left)
-        saved.append((tuple(roles), cut, segments, data))
-    return tuple(saved)
 
 
 def _serve_walked(

@@ -27,6 +27,7 @@ from memhubd.auth.identity import ANY, Identity
 from memhubd.model import Workspace
 from memhubd.model.workspace import Declarations, left_out
 from memhubd.runtime.hub import Hub, WorkspaceHost
+from memhubd.runtime.saved_views import restored_view_index
 from memhubd.runtime.snapshot import Snapshot
 
 STARTED_AT = time.time()
@@ -300,7 +301,7 @@ def _build_cut(
     cut of the same snapshot (`siblings`) leaves out shares that cut's view, index and
     lint: tokens with different roles often read the same declarations, and each view
     holds its own index (`bench/views.py`). `saved`: the view's index as the parse
-    cache saved it with `snapshot` (`_restore_saved`)."""
+    cache saved it with `snapshot` (`memhubd.runtime.saved_views`)."""
     from memhubd.index.workspace import cached_index
 
     if ANY in roles:  # reads everything: no declaration needs looking at (or making)
@@ -337,7 +338,7 @@ def _build_cut(
         cut.hidden_must = twin.hidden_must  # the same rules are hidden from both
     else:
         if earlier is None or earlier.index is None:
-            restored = _restore_saved(snapshot, view, runs, saved) if saved else None
+            restored = restored_view_index(snapshot, view, runs, saved) if saved else None
             if restored is not None:
                 with _EARLIER_LOCK:
                     _remember_earlier(key).index = restored
@@ -345,55 +346,6 @@ def _build_cut(
         cut = _Cut(roles, view, hidden, key, signable)
     cut.left, cut._signature = left, signature
     return cut
-
-
-def _restore_saved(
-    snapshot: Snapshot | None, view: Workspace, runs: dict[int, Any], saved: Any
-) -> Any:
-    """The index of `view` as the parse cache saved it (`memhubd.runtime.cache.
-    SavedView`), made the view's own; None (logged when it does not fit) to compose it.
-
-    What the role set reads was just worked out as always (`runs`); the saved index is
-    used only when it left out exactly the same positions of the same files (by
-    digest) and its whole-file segments are this snapshot's very ones, so it indexes
-    exactly the view's declarations: a restart then costs a role set's view its
-    reading of the access policies, not a composition over every file it cuts (1.35 s
-    of CPU at 100k declarations spread over every file)."""
-    from memhubd.index.persist import restore_index
-    from memhubd.index.workspace import adopt_index, cached_index, run_path, segment_runs
-    from memhubd.runtime.cache import log, segment_from_columns
-
-    whole_index = cached_index(snapshot.workspace) if snapshot is not None else None
-    if snapshot is None or whole_index is None:
-        return None
-    try:
-        _roles, cut, segments, data = saved
-        left = {run_path(entry[0]): entry[4] for entry in runs.values() if entry[4]}
-        if left != {path: tuple(at) for path, at in cut}:
-            return None  # the role set reads otherwise than when it was saved
-        kept = segment_runs(view)
-        if len(kept) != len(segments):
-            return None
-        digest_of = {f.path: f.digest for f in snapshot.files}
-        whole_of = {id(s.declarations): s for s in whole_index.segments}
-        built = []
-        for run, (path, digest, columns) in zip(kept, segments, strict=True):
-            if run_path(run) != path or digest_of.get(path) != digest:
-                return None  # a file changed while the daemon was down
-            segment = whole_of.get(id(run)) if columns is None else None
-            if columns is None and (segment is None or segment.declarations is not run):
-                return None
-            built.append(segment if segment is not None else segment_from_columns(run, columns))
-        index = restore_index(data, built)
-        if index.superseded_elsewhere != view.superseded_elsewhere:
-            raise ValueError("saved view of other supersessions")
-    except Exception as error:  # sealed by us yet not what we write: never served
-        log.warning("parse cache view unusable", workspace=snapshot.name, error=str(error))
-        return None
-    if not adopt_index(view, index):
-        return None
-    log.info("parse cache view restored", workspace=snapshot.name, segments=len(built))
-    return index
 
 
 def views_to_save(snapshot: Snapshot) -> list[tuple[tuple[str, ...], Any, Any]]:

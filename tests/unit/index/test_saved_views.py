@@ -247,14 +247,14 @@ def test_a_start_saves_a_new_role_sets_view_once(
 def test_saved_views_hold_at_most_their_budget_of_declarations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memhubd.runtime import snapshot as snapshot_module
+    from memhubd.runtime import saved_views
 
     # Given a budget that holds one view of this workspace but not two
     root = views._workspace(tmp_path / "ws")  # noqa: SLF001
     state = tmp_path / "state"
     served = build_snapshot("views", str(root), None)
     one = len(access._cut_of(served, frozenset()).workspace.declarations)  # noqa: SLF001
-    monkeypatch.setattr(snapshot_module, "SAVED_VIEW_DECLARATIONS", one + 1)
+    monkeypatch.setattr(saved_views, "SAVED_VIEW_DECLARATIONS", one + 1)
 
     # When views of two role sets are saved, the most recently used last
     _saved_with_views(root, state, [frozenset({"qa"}), frozenset()])
