@@ -109,13 +109,14 @@ class Workspace:
         they are, and a run it keeps whole is that very run.
         """
         earlier = earlier or {}
+        defaults: dict[int, bool] = {}  # `RestoredFile.defaults_kept`, by type, this call only
         results: dict[int, Any] = {}
         kept_runs: list[Sequence[Declaration]] = []
         targets: set[str] = set(self.superseded_elsewhere)
         for run in file_runs(self.declarations):
             entry = earlier.get(id(run))
             if entry is None or entry[0] is not run:
-                entry = _restricted_run(run, keep, keep_policy)
+                entry = _restricted_run(run, keep, keep_policy, defaults)
             results[id(run)] = entry
             if entry[1]:
                 kept_runs.append(entry[1])
@@ -390,6 +391,7 @@ def _restricted_run(
     run: Sequence[Declaration],
     keep: Callable[[Declaration], bool],
     keep_policy: Callable[[dict[str, Any]], bool] | None,
+    defaults: dict[int, bool],
 ) -> tuple[Any, ...]:
     """One run's entry of `Workspace.restricted_by_run`'s results: (the run, what it
     keeps of it, the left-out ids, the ids they supersede, the left-out positions)."""
@@ -399,15 +401,13 @@ def _restricted_run(
     left_at: list[int] = []
     left_targets: set[str] = set()
     numbers: Iterable[int] = range(len(run))
-    scanned = file.unsure_policies() if file is not None else None
-    if scanned is not None and keep_policy is not None:
-        kinds, unsure = scanned
-        if all(keep_policy(file.default_policy_of(kind)) for kind in kinds):  # type: ignore[union-attr]
-            # Every other declaration has its type's default policy, which the role set
-            # reads: only these need looking at.
-            numbers = unsure
-            looked_at = set(unsure)
-            kept_at = [at for at in range(len(run)) if at not in looked_at]
+    unsure = file.unsure_policies() if file is not None else None
+    if file is not None and unsure is not None and file.defaults_kept(keep_policy, defaults):
+        # Every other declaration has its type's default policy, which the role set
+        # reads: only these need looking at.
+        numbers = unsure
+        looked_at = set(unsure)
+        kept_at = [at for at in range(len(run)) if at not in looked_at]
     for at in numbers:
         policy = file.policy_unmade(at) if file is not None else None
         if policy is not None and keep_policy is not None:
