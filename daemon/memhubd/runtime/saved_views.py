@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from memhubd.model import Workspace
+from memhubd.runtime.cache import log
 from memhubd.runtime.snapshot import Snapshot
 from memhubd.runtime.sources import SourceFile
 
@@ -77,49 +78,62 @@ def saved_views(
 
 
 def restored_view_index(
-    snapshot: Snapshot | None, view: Workspace, runs: dict[int, Any], saved: Any
+    snapshot: Snapshot | None, view: Workspace, runs: dict[int, Any], candidates: list[Any]
 ) -> Any:
-    """The index of `view` as the parse cache saved it (`memhubd.runtime.cache.
-    SavedView`), made the view's own; None (logged when it does not fit) to compose it.
+    """The index of `view` as the parse cache saved it with `snapshot`
+    (`memhubd.runtime.cache.SavedView`, the first of `candidates` that fits), made the
+    view's own; None (logged when a view does not fit) to compose it.
 
-    What the role set reads was just worked out as always (`runs`); the saved index is
+    What the role set reads was just worked out as always (`runs`); a saved index is
     used only when it left out exactly the same positions of the same files (by
     digest) and its whole-file segments are this snapshot's very ones, so it indexes
-    exactly the view's declarations: a restart then costs a role set's view its
-    reading of the access policies, not a composition over every file it cuts (1.35 s
-    of CPU at 100k declarations spread over every file)."""
-    from memhubd.index.persist import restore_index
-    from memhubd.index.workspace import adopt_index, cached_index, run_path, segment_runs
-    from memhubd.runtime.cache import log, segment_from_columns
+    exactly the view's declarations, whichever role set it was saved for (role sets
+    that read the same share one view, saved once): a restart then costs a role set's
+    view its reading of the access policies, not a composition over every file it cuts
+    (1.35 s of CPU at 100k declarations spread over every file)."""
+    from memhubd.index.workspace import cached_index, run_path
 
     whole_index = cached_index(snapshot.workspace) if snapshot is not None else None
-    if snapshot is None or whole_index is None:
+    if snapshot is None or whole_index is None or not candidates:
         return None
-    try:
-        _roles, cut, segments, data = saved
-        left = {run_path(entry[0]): entry[4] for entry in runs.values() if entry[4]}
-        if left != {path: tuple(at) for path, at in cut}:
-            return None  # the role set reads otherwise than when it was saved
-        kept = segment_runs(view)
-        if len(kept) != len(segments):
+    left = {run_path(entry[0]): entry[4] for entry in runs.values() if entry[4]}
+    for saved in candidates:
+        try:
+            if left != {path: tuple(at) for path, at in saved[1]}:
+                continue  # saved for a role set that reads otherwise
+            index = _restored(snapshot, whole_index, view, saved)
+        except Exception as error:  # sealed by us yet not what we write: never served
+            log.warning("parse cache view unusable", workspace=snapshot.name, error=str(error))
+            continue
+        if index is not None:
+            log.info("parse cache view restored", workspace=snapshot.name, files=len(left))
+            return index
+    return None
+
+
+def _restored(snapshot: Snapshot, whole_index: Any, view: Workspace, saved: Any) -> Any:
+    """`saved` restored and adopted as the index of `view`, or None when its files are
+    not this snapshot's (one changed while the daemon was down). Raises ValueError for
+    data that do not fit."""
+    from memhubd.index.persist import restore_index
+    from memhubd.index.workspace import adopt_index, run_path, segment_runs
+    from memhubd.runtime.cache import segment_from_columns
+
+    _roles, _cut, segments, data = saved
+    kept = segment_runs(view)
+    if len(kept) != len(segments):
+        return None
+    digest_of = {f.path: f.digest for f in snapshot.files}
+    whole_of = {id(s.declarations): s for s in whole_index.segments}
+    built = []
+    for run, (path, digest, columns) in zip(kept, segments, strict=True):
+        if run_path(run) != path or digest_of.get(path) != digest:
             return None
-        digest_of = {f.path: f.digest for f in snapshot.files}
-        whole_of = {id(s.declarations): s for s in whole_index.segments}
-        built = []
-        for run, (path, digest, columns) in zip(kept, segments, strict=True):
-            if run_path(run) != path or digest_of.get(path) != digest:
-                return None  # a file changed while the daemon was down
-            segment = whole_of.get(id(run)) if columns is None else None
-            if columns is None and (segment is None or segment.declarations is not run):
-                return None
-            built.append(segment if segment is not None else segment_from_columns(run, columns))
-        index = restore_index(data, built)
-        if index.superseded_elsewhere != view.superseded_elsewhere:
-            raise ValueError("saved view of other supersessions")
-    except Exception as error:  # sealed by us yet not what we write: never served
-        log.warning("parse cache view unusable", workspace=snapshot.name, error=str(error))
-        return None
-    if not adopt_index(view, index):
-        return None
-    log.info("parse cache view restored", workspace=snapshot.name, segments=len(built))
-    return index
+        segment = whole_of.get(id(run)) if columns is None else None
+        if columns is None and (segment is None or segment.declarations is not run):
+            return None
+        built.append(segment if segment is not None else segment_from_columns(run, columns))
+    index = restore_index(data, built)
+    if index.superseded_elsewhere != view.superseded_elsewhere:
+        raise ValueError("saved view of other supersessions")
+    return index if adopt_index(view, index) else None

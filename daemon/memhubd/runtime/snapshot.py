@@ -103,9 +103,12 @@ class Snapshot:
         default_factory=dict, repr=False, compare=False
     )
 
-    def saved_view(self, roles: Iterable[str]) -> Any:
-        """The saved index of the view of `roles`, handed out once; None when none."""
-        return self._saved_views.pop(tuple(sorted(roles)), None)
+    def saved_views(self, roles: Iterable[str]) -> list[Any]:
+        """The saved indexes of views that `roles` may find its own: the one saved for
+        `roles` (handed out once) alone, or else every one saved for another role set
+        (a role set reading what another reads shares its view, saved once)."""
+        own = self._saved_views.pop(tuple(sorted(roles)), None)
+        return [own] if own is not None else list(self._saved_views.values())
 
     def drop_saved_views(self) -> None:
         """Let go of the saved views no one asked for (their role sets' tokens gone)."""

@@ -277,7 +277,12 @@ def _cut_of(snapshot: Snapshot, key: frozenset[str]) -> _Cut:
             siblings = list(_CUTS[snapshot].values())
         if cut is None:
             cut = _build_cut(
-                snapshot.workspace, key, snapshot.name, siblings, snapshot.saved_view(key), snapshot
+                snapshot.workspace,
+                key,
+                snapshot.name,
+                siblings,
+                snapshot.saved_views(key),
+                snapshot,
             )
         with _CUTS_LOCK:
             cuts = _CUTS.setdefault(snapshot, OrderedDict())
@@ -294,14 +299,14 @@ def _build_cut(
     roles: frozenset[str],
     name: str = "",
     siblings: Iterable[_Cut] = (),
-    saved: Any = None,
+    saved: list[Any] | None = None,
     snapshot: Snapshot | None = None,
 ) -> _Cut:
     """The cut of `roles`. A role set that leaves out exactly what another role set's
     cut of the same snapshot (`siblings`) leaves out shares that cut's view, index and
     lint: tokens with different roles often read the same declarations, and each view
-    holds its own index (`bench/views.py`). `saved`: the view's index as the parse
-    cache saved it with `snapshot` (`memhubd.runtime.saved_views`)."""
+    holds its own index (`bench/views.py`). `saved`: views' indexes the parse cache
+    saved with `snapshot` that may be this one's (`memhubd.runtime.saved_views`)."""
     from memhubd.index.workspace import cached_index
 
     if ANY in roles:  # reads everything: no declaration needs looking at (or making)
@@ -338,7 +343,7 @@ def _build_cut(
         cut.hidden_must = twin.hidden_must  # the same rules are hidden from both
     else:
         if earlier is None or earlier.index is None:
-            restored = restored_view_index(snapshot, view, runs, saved) if saved else None
+            restored = restored_view_index(snapshot, view, runs, saved or [])
             if restored is not None:
                 with _EARLIER_LOCK:
                     _remember_earlier(key).index = restored

@@ -272,11 +272,38 @@ def test_a_start_lets_go_of_saved_views_no_one_asked_for(tmp_path: Path) -> None
     # When a start restores from it
     again = build_snapshot("views", str(root), None, cache=ParseCache(state))
 
-    # Then it holds the saved view until its warm step lets it go
-    assert again.saved_view(frozenset({"ops"})) is None
-    assert again._saved_views  # noqa: SLF001
+    # Then it holds the saved view, its own role set's once, until its warm step lets
+    # it go
+    assert [view[0] for view in again.saved_views(frozenset({"ops"}))] == [("qa",)]
+    assert [view[0] for view in again.saved_views(frozenset({"qa"}))] == [("qa",)]
+    assert again.saved_views(frozenset({"qa"})) == []
+    again = build_snapshot("views", str(root), None, cache=ParseCache(state))
     again.drop_saved_views()
-    assert again.saved_view(frozenset({"qa"})) is None
+    assert again.saved_views(frozenset({"qa"})) == []
+
+
+def test_a_role_set_reading_what_a_saved_view_reads_restores_that_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a snapshot file saved with the view of a token without roles
+    root = views._workspace(tmp_path / "ws")  # noqa: SLF001
+    state = tmp_path / "state"
+    _saved_with_views(root, state, [frozenset()])
+
+    # When a new process first makes the view of a role set no declaration names
+    # (it reads what no roles read, and has no view saved of its own)
+    _new_process(monkeypatch)
+    composed = _compositions(monkeypatch)
+    again = build_snapshot("views", str(root), None, cache=ParseCache(state))
+    roles = frozenset({"nobody"})
+    cut = access._cut_of(again, roles)  # noqa: SLF001
+    index = index_for(cut.workspace)
+
+    # Then the saved view is its own: restored, not composed, and it answers alike
+    assert composed == []
+    fresh, fresh_index = _fresh(root, roles)
+    assert incremental._state(index) == incremental._state(fresh_index)  # noqa: SLF001
+    assert views._answers(cut.workspace) == views._answers(fresh)  # noqa: SLF001
 
 
 def test_views_are_not_saved_without_a_whole_index(tmp_path: Path) -> None:
