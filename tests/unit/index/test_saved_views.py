@@ -58,6 +58,27 @@ def _saved_with_views(root: Path, state: Path, role_sets: list[frozenset[str]]) 
     return served
 
 
+def _workspace_saved_with(tmp_path: Path, role_sets: list[frozenset[str]]) -> tuple[Path, Path]:
+    """(root, state dir) of the edge-case workspace, its snapshot file saved with the
+    views of `role_sets`."""
+    root = views._workspace(tmp_path / "ws")  # noqa: SLF001
+    state = tmp_path / "state"
+    _saved_with_views(root, state, role_sets)
+    return root, state
+
+
+def _restarted_view(
+    monkeypatch: pytest.MonkeyPatch, root: Path, state: Path, roles: frozenset[str]
+) -> tuple[list[Any], Any, Any, Any]:
+    """A new process started from `state`, and the view of `roles` made and indexed:
+    (the workspaces composed meanwhile, the snapshot, the cut, its index)."""
+    _new_process(monkeypatch)
+    composed = _compositions(monkeypatch)
+    again = build_snapshot("views", str(root), None, cache=ParseCache(state))
+    cut = access._cut_of(again, roles)  # noqa: SLF001
+    return composed, again, cut, index_for(cut.workspace)
+
+
 def _fresh(root: Path, roles: frozenset[str]) -> tuple[Any, Any]:
     """(the view of `roles` of `root` parsed without any cache, its index from nothing)."""
     whole = build_snapshot("views", str(root), None).workspace
@@ -84,17 +105,11 @@ def test_a_start_restores_a_saved_view_and_it_answers_as_one_composed(
     tmp_path: Path, roles: frozenset[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a snapshot file saved with the view of `roles`
-    root = views._workspace(tmp_path / "ws")  # noqa: SLF001
-    state = tmp_path / "state"
-    _saved_with_views(root, state, [roles])
+    root, state = _workspace_saved_with(tmp_path, [roles])
     assert _saved_roles(state) == [tuple(sorted(roles))]
 
     # When a new process starts from it and makes that view
-    _new_process(monkeypatch)
-    composed = _compositions(monkeypatch)
-    again = build_snapshot("views", str(root), None, cache=ParseCache(state))
-    cut = access._cut_of(again, roles)  # noqa: SLF001
-    index = index_for(cut.workspace)
+    composed, again, cut, index = _restarted_view(monkeypatch, root, state, roles)
 
     # Then its index is the saved one, not composed
     assert composed == []
@@ -135,20 +150,14 @@ def test_a_saved_view_of_files_changed_while_down_is_composed_afresh(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given a snapshot file saved with the view of `roles`, then a file edited while down
-    root = views._workspace(tmp_path / "ws")  # noqa: SLF001
-    state = tmp_path / "state"
-    _saved_with_views(root, state, [roles])
+    root, state = _workspace_saved_with(tmp_path, [roles])
     vault = root / "vault.mem"
     text = vault.read_text()
     assert edit[0] in text
     vault.write_text(text.replace(*edit))
 
     # When a new process starts and makes that view
-    _new_process(monkeypatch)
-    composed = _compositions(monkeypatch)
-    again = build_snapshot("views", str(root), None, cache=ParseCache(state))
-    cut = access._cut_of(again, roles)  # noqa: SLF001
-    index = index_for(cut.workspace)
+    composed, _again, cut, index = _restarted_view(monkeypatch, root, state, roles)
 
     # Then the saved index is not used: the view is composed, and answers as it must
     assert composed == [cut.workspace]
@@ -220,9 +229,7 @@ def test_a_start_saves_a_new_role_sets_view_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a snapshot file saved with one role set's view
-    root = views._workspace(tmp_path / "ws")  # noqa: SLF001
-    state = tmp_path / "state"
-    _saved_with_views(root, state, [frozenset()])
+    root, state = _workspace_saved_with(tmp_path, [frozenset()])
     (file,) = state.glob("*/snapshot")
     written = file.stat().st_mtime_ns
 
@@ -265,9 +272,7 @@ def test_saved_views_hold_at_most_their_budget_of_declarations(
 
 def test_a_start_lets_go_of_saved_views_no_one_asked_for(tmp_path: Path) -> None:
     # Given a snapshot file saved with a view
-    root = views._workspace(tmp_path / "ws")  # noqa: SLF001
-    state = tmp_path / "state"
-    _saved_with_views(root, state, [frozenset({"qa"})])
+    root, state = _workspace_saved_with(tmp_path, [frozenset({"qa"})])
 
     # When a start restores from it
     again = build_snapshot("views", str(root), None, cache=ParseCache(state))
@@ -286,18 +291,12 @@ def test_a_role_set_reading_what_a_saved_view_reads_restores_that_view(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a snapshot file saved with the view of a token without roles
-    root = views._workspace(tmp_path / "ws")  # noqa: SLF001
-    state = tmp_path / "state"
-    _saved_with_views(root, state, [frozenset()])
+    root, state = _workspace_saved_with(tmp_path, [frozenset()])
 
     # When a new process first makes the view of a role set no declaration names
     # (it reads what no roles read, and has no view saved of its own)
-    _new_process(monkeypatch)
-    composed = _compositions(monkeypatch)
-    again = build_snapshot("views", str(root), None, cache=ParseCache(state))
     roles = frozenset({"nobody"})
-    cut = access._cut_of(again, roles)  # noqa: SLF001
-    index = index_for(cut.workspace)
+    composed, _again, cut, index = _restarted_view(monkeypatch, root, state, roles)
 
     # Then the saved view is its own: restored, not composed, and it answers alike
     assert composed == []
