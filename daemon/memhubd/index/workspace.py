@@ -63,6 +63,26 @@ _NO_SLOTS = np.zeros(0, np.int64)
 _BIT = np.array([0x80 >> n for n in range(8)], np.uint8)  # slot & 7 -> its bit in a byte
 
 
+# Rows that add up to at most this many bytes are read bit by bit as ints: a scope of a
+# dozen small files costs microseconds, where the dozen numpy calls of the byte scan
+# cost about 60.
+_SMALL_ROWS_BYTES = 64
+
+
+def _small_row_slots(rows: list[bytes], starts: list[int]) -> Any:
+    """`_row_slots` of short rows: each row's set bits, highest slot first (callers sort)."""
+    out: list[int] = []
+    append = out.append
+    for row, start in zip(rows, starts, strict=True):
+        bits = int.from_bytes(row, "big")
+        last = start + 8 * len(row) - 1  # the slot of the row's lowest bit
+        while bits:
+            low = bits & -bits
+            append(last - low.bit_length() + 1)
+            bits ^= low
+    return np.array(out, np.int64)
+
+
 class _Layered:
     """A read-only mapping: a shared base dict plus a small delta of changes on top.
 
@@ -820,6 +840,8 @@ class WorkspaceIndex:
             row = postings.index[key]
             rows.append(postings.rows[row * width : (row + 1) * width])
             starts.append(base_of[id(segment)])
+        if sum(map(len, rows)) <= _SMALL_ROWS_BYTES:
+            return _small_row_slots(rows, starts)
         lengths = np.fromiter(map(len, rows), np.int64, len(rows))
         offsets = np.cumsum(lengths) - lengths
         # Slot of bit b of byte j of the joined rows: its row's base + (j - offset) * 8 + b.

@@ -21,9 +21,11 @@ from memhubd.query.layers import (
     EXCLUDED_SHOWN,
     MustLayer,
     Retrieval,
+    RuleFacts,
     assemble_pack,
     must_layer,
     question_line,
+    rule_facts,
     subject_hits,
 )
 from memhubd.query.pack import EvidencePack, ScoredDeclaration
@@ -55,9 +57,10 @@ def build_evidence_pack(
     for symbol in set(wanted):
         bonus |= ix.bits(lexical.SUBJECT, symbol)
     unique_terms = set(terms)
+    term_bits = {t: ix.bits(lexical.TERM, t) for t in unique_terms}
     ranking = Ranking(
         ix.space,
-        (ix.bits(lexical.TERM, t) for t in unique_terms),
+        term_bits.values(),
         bonus,
         high=ix.high_confidence,
         universe=ix.pool,
@@ -73,7 +76,7 @@ def build_evidence_pack(
         excluded, excluded_total = _excluded(ix, ranking, candidates)
 
     def scored(entry: tuple[int, float]) -> ScoredDeclaration:
-        return _scored(ix, unique_terms, bonus, *entry)
+        return _scored(ix, term_bits, bonus, *entry)
 
     return assemble_pack(
         Retrieval(
@@ -109,6 +112,21 @@ def _question_lines(ix: lexical.WorkspaceIndex, questions: int) -> list[str]:
     return found  # type: ignore[return-value]
 
 
+def _rule_facts(ix: lexical.WorkspaceIndex, slots: Any, rules: Any) -> list[RuleFacts]:
+    """`rule_facts` of each rule at `slots` (`rules`, read from them), kept per slot with
+    the index: queries meet the same rules in ever new MUST layers, and reading a rule's
+    id, name, subject and relations costs more than the rest of building its layer."""
+    kept: list[RuleFacts | None] = ix.derived(
+        "query.rule_facts", lambda: [None] * ix.space.size, lambda old, slots: slots.list(old)
+    )
+    at = slots.tolist()
+    found = list(map(kept.__getitem__, at))
+    for n, fact in enumerate(found):
+        if fact is None:
+            found[n] = kept[at[n]] = rule_facts(rules[n])
+    return found  # type: ignore[return-value]
+
+
 def _hits(ranking: Ranking, candidates: int, limit: int) -> list[tuple[int, float]]:
     """`sorted(scored, key=-score)[:limit]`, a negative limit dropping the tail."""
     if limit < 0:
@@ -131,11 +149,22 @@ def _excluded(
     return ranking.best(removed, EXCLUDED_SHOWN), removed.bit_count()
 
 
+# Up to this many bytes a bitmap (8 bits a declaration) is shifted faster than a hit's
+# text is split into words; past it each test costs more than the split.
+BIT_TEST_BYTES = 4096
+
+
 def _scored(
-    ix: lexical.WorkspaceIndex, terms: set[str], bonus: int, ordinal: int, score: float
+    ix: lexical.WorkspaceIndex, term_bits: dict[str, int], bonus: int, ordinal: int, score: float
 ) -> ScoredDeclaration:
+    """The hit at `ordinal` with the query terms it holds: read from the terms' postings
+    (`term_bits`, the bitmap of each) in a small workspace, else from its words."""
     decl = ix.declarations[ordinal]
-    matched = terms.intersection(word_tokens(decl.searchable_text()))
+    if ix.space.nbytes <= BIT_TEST_BYTES:
+        shift = ix.space.width - 1 - ordinal
+        matched = {term for term, bits in term_bits.items() if bits >> shift & 1}
+    else:
+        matched = set(term_bits).intersection(word_tokens(decl.searchable_text()))
     if ix.has_bit(bonus, ordinal):
         matched.add(f"subject:{decl.subject}")
     return ScoredDeclaration(decl, score, sorted(matched))
@@ -247,7 +276,8 @@ def _must_layer(ix: lexical.WorkspaceIndex, slots: Any) -> MustLayer:
         if layer is not None:
             layers.by_slots.move_to_end(key)
             return layer
-    layer = must_layer(ix.declarations.take(slots))
+    rules = ix.declarations.take(slots)
+    layer = must_layer(rules, _rule_facts(ix, slots, rules))
     size = _layer_cost(key, len(layer.declarations))
     if size > MUST_LAYER_RULES // 4:
         return layer  # one layer must not push out most of the others

@@ -33,20 +33,31 @@ class MustLayer:
     relations: tuple[tuple[Any, str], ...]  # (rule, conflicts_with target), in order
 
 
-def must_layer(declarations: Iterable[Any]) -> MustLayer:
-    """The MUST layer of `declarations` (in workspace order)."""
+# What a MUST layer reads of one rule: (id, name, subject, `conflicts_with` targets).
+RuleFacts = tuple[str, str, Any, tuple[str, ...]]
+
+
+def rule_facts(d: Any) -> RuleFacts:
+    """What `must_layer` reads of the rule `d`: a caller may keep it per rule."""
+    return (d.id, d.name, d.subject, _conflict_targets(d))
+
+
+def must_layer(declarations: Iterable[Any], facts: Sequence[RuleFacts] | None = None) -> MustLayer:
+    """The MUST layer of `declarations` (in workspace order). `facts`, when given, must
+    be `[rule_facts(d) for d in declarations]` (a caller may keep each rule's)."""
     items = tuple(declarations)
-    ids = frozenset([d.id for d in items])
+    if facts is None:
+        facts = [rule_facts(d) for d in items]
+    ids = frozenset([f[0] for f in facts])
     relations = []
-    for d in items:
-        targets = _conflict_targets(d)
+    for d, (_id, _name, _subject, targets) in zip(items, facts, strict=True):
         if targets:  # most rules have none
             relations.extend([(d, target) for target in targets])
     return MustLayer(
         declarations=items,
         ids=ids,
-        identities=ids.union([d.name for d in items]),
-        subjects=frozenset([d.subject for d in items]),
+        identities=ids.union([f[1] for f in facts]),
+        subjects=frozenset([f[2] for f in facts]),
         relations=tuple(relations),
     )
 

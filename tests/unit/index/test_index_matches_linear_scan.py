@@ -7,6 +7,7 @@ plain reading of the contract; any difference in the full JSON is an index bug.
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,23 +18,25 @@ from memhubd.check.benchmark import _flat_context_ids
 from memhubd.check.reference import applicable_constraints_linear, check_compliance_linear
 from memhubd.index.tokens import word_tokens
 from memhubd.model import Workspace
-from memhubd.query import build_evidence_pack
+from memhubd.query import build_evidence_pack, engine
 from memhubd.query.reference import build_evidence_pack_linear
 
 
-@given(workspaces(), st.lists(query_arguments(), min_size=1, max_size=4))
+@given(workspaces(), st.lists(query_arguments(), min_size=1, max_size=4), st.booleans())
 def test_indexed_evidence_pack_equals_linear_scan(
-    ws: Workspace, queries: list[dict[str, Any]]
+    ws: Workspace, queries: list[dict[str, Any]], words_of_hits: bool
 ) -> None:
-    # Given a random workspace and several queries (the index is built once)
-    for args in queries:
-        # When both engines answer
-        indexed = build_evidence_pack(ws, **args)
-        linear = build_evidence_pack_linear(ws, **args)
+    # Given a random workspace and several queries (the index is built once), the hits'
+    # matched terms read from the postings (a small workspace) or from their words
+    with patch.object(engine, "BIT_TEST_BYTES", -1 if words_of_hits else engine.BIT_TEST_BYTES):
+        for args in queries:
+            # When both engines answer
+            indexed = build_evidence_pack(ws, **args)
+            linear = build_evidence_pack_linear(ws, **args)
 
-        # Then the JSON and the text are identical
-        assert indexed.as_dict() == linear.as_dict()
-        assert indexed.render_text() == linear.render_text()
+            # Then the JSON and the text are identical
+            assert indexed.as_dict() == linear.as_dict()
+            assert indexed.render_text() == linear.render_text()
 
 
 @given(workspaces(), st.lists(check_arguments(), min_size=1, max_size=4))
