@@ -180,6 +180,16 @@ def pieces(
             by_file.setdefault(declaration.file, set()).add(id(declaration))
         return data
 
+    def many(declarations: Sequence[Any]) -> list[Section]:
+        """`[piece(d) for d in declarations]`, a kept piece read without a call: a MUST
+        layer met for the first time is hundreds of rules whose pieces are mostly kept."""
+        get = table.get
+        return [
+            kept[1] if (kept := get(id(d))) is not None and kept[0] is d else piece(d)
+            for d in declarations
+        ]
+
+    piece.many = many  # type: ignore[attr-defined]
     return piece
 
 

@@ -389,7 +389,7 @@ async def _answer_query(
     owner: Any,
 ) -> QueryAnswer:
     from memhubd.query import build_evidence_pack
-    from memhubd.query.pack import declaration_json, join_pieces, must_line, must_text
+    from memhubd.query.pack import declaration_json, must_line
 
     kinds = list(request.kinds) if request.kinds is not None else None
     types_ = list(request.types) if request.types is not None else None
@@ -429,7 +429,8 @@ async def _answer_query(
                 pack, piece, request.max_bytes, request.max_must, hidden_must
             )
             extra = {"budget": budget}
-        must_json = sections(view.snapshot, "query", lambda must: join_pieces(must, piece))
+        # `join_pieces(must, piece)`, the kept pieces read in one pass.
+        must_json = sections(view.snapshot, "query", lambda must: b",".join(piece.many(must)))
         parts = pack.json_parts(piece, extra, must_json)
         if not as_text and max_result_bytes is not None:
             _refuse_over(joined_size(parts), max_result_bytes)
@@ -439,7 +440,9 @@ async def _answer_query(
             def must_lines(must: Any) -> str:
                 # A MUST layer met first: its lines kept per declaration, as pieces are
                 # (layers share most rules).
-                return must_text(must, pieces(view.snapshot, "must-line", must_line, owner))
+                # `must_text(must, line)`, the kept lines read in one pass.
+                line = pieces(view.snapshot, "must-line", must_line, owner)
+                return "\n".join(line.many(must))  # type: ignore[attr-defined]
 
             text = pack.render_text(sections(view.snapshot, "text", must_lines))
         if text and hidden_must:

@@ -127,3 +127,27 @@ def test_a_removed_file_lets_go_of_its_pieces_too() -> None:
     gc.collect()
 
     assert gone() is None
+
+
+
+def test_many_reads_kept_pieces_and_encodes_the_others_as_one_at_a_time_would() -> None:
+    # given a table that kept one piece, and an entry left under another object's id
+    host = Host()
+    kept, new, stranger = Declaration("kept"), Declaration("new"), Declaration("stranger")
+    snapshot = Snapshot([kept, new, stranger])
+    calls: list[str] = []
+    piece = encoding.pieces(snapshot, "query", counting_encoder(calls), host)
+    piece(kept)
+    table = encoding._store(snapshot, host)[0].shapes["query"]
+    table[id(stranger)] = (kept, b'{"name":"kept"}')  # as after an id was reused
+    calls.clear()
+    # when many pieces are read at once, one declaration twice
+    found = piece.many([new, kept, stranger, new])
+    # then each is the piece one call would give; only what was not kept is encoded
+    assert found == [
+        b'{"name":"new"}',
+        b'{"name":"kept"}',
+        b'{"name":"stranger"}',
+        b'{"name":"new"}',
+    ]
+    assert calls == ["new", "stranger"]
