@@ -112,19 +112,20 @@ def _question_lines(ix: lexical.WorkspaceIndex, questions: int) -> list[str]:
     return found  # type: ignore[return-value]
 
 
-def _rule_facts(ix: lexical.WorkspaceIndex, slots: Any, rules: Any) -> list[RuleFacts]:
-    """`rule_facts` of each rule at `slots` (`rules`, read from them), kept per slot with
-    the index: queries meet the same rules in ever new MUST layers, and reading a rule's
-    id, name, subject and relations costs more than the rest of building its layer."""
-    kept: list[RuleFacts | None] = ix.derived(
-        "query.rule_facts", lambda: [None] * ix.space.size, lambda old, slots: slots.list(old)
+def _rules(ix: lexical.WorkspaceIndex, slots: Any) -> tuple[list[Any], list[RuleFacts]]:
+    """The rules at `slots` and their `rule_facts`, kept per slot with the index: queries
+    meet the same rules in ever new MUST layers, and reading a rule (and its id, name,
+    subject and relations) costs more than the rest of building its layer."""
+    kept: list[tuple[Any, RuleFacts] | None] = ix.derived(
+        "query.rules", lambda: [None] * ix.space.size, lambda old, slots: slots.list(old)
     )
     at = slots.tolist()
     found = list(map(kept.__getitem__, at))
-    for n, fact in enumerate(found):
-        if fact is None:
-            found[n] = kept[at[n]] = rule_facts(rules[n])
-    return found  # type: ignore[return-value]
+    unread = [n for n, entry in enumerate(found) if entry is None]
+    if unread:
+        for n, rule in zip(unread, ix.declarations.take(slots[unread]), strict=True):
+            found[n] = kept[at[n]] = (rule, rule_facts(rule))
+    return [entry[0] for entry in found], [entry[1] for entry in found]  # type: ignore[index]
 
 
 def _hits(ranking: Ranking, candidates: int, limit: int) -> list[tuple[int, float]]:
@@ -276,8 +277,7 @@ def _must_layer(ix: lexical.WorkspaceIndex, slots: Any) -> MustLayer:
         if layer is not None:
             layers.by_slots.move_to_end(key)
             return layer
-    rules = ix.declarations.take(slots)
-    layer = must_layer(rules, _rule_facts(ix, slots, rules))
+    layer = must_layer(*_rules(ix, slots))
     size = _layer_cost(key, len(layer.declarations))
     if size > MUST_LAYER_RULES // 4:
         return layer  # one layer must not push out most of the others

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from workspace_loading import Loader
 
+from memhubd.index import adopt_index, build_segment
+from memhubd.index.workspace import WorkspaceIndex
+from memhubd.model import Workspace
 from memhubd.query import build_evidence_pack
 from memhubd.query.reference import build_evidence_pack_linear
 
@@ -118,3 +121,40 @@ def test_remembered_scope_constraints_are_the_indexs_and_stay_within_their_bound
     for (table, key), slots in layers.constraints.items():
         assert table in (SCOPE, SUBJECT)
         assert slots.tolist() == ix.space.members(ix.constraint_bits(table, key))
+
+
+def test_rules_kept_per_slot_follow_a_one_file_edit_that_moves_the_slots(load: Loader) -> None:
+    # Given an index whose queries read the rules of three files
+    texts = {
+        "a.mem": 'boundary a.rule { rule: "Tag every release" scope: release }',
+        "b.mem": 'fact b.note { claim: "Releases ship weekly" scope: release }',
+        "c.mem": """
+            boundary c.freeze { rule: "Freeze deploys during audits" scope: release
+                                conflicts_with: "fact:c.audit" }
+            fact c.audit { claim: "Audits run in March" scope: release }
+        """,
+    }
+    before = load(texts)
+    files = [tuple(d for d in before.declarations if d.file == name) for name in texts]
+    segments = [build_segment(declarations) for declarations in files]
+    index = WorkspaceIndex(segments)
+    assert adopt_index(before, index)
+    for query in ["weekly", "audits march"]:
+        build_evidence_pack(before, query)
+
+    # When the middle file gains a rule, so that the last file's slots move, and the
+    # index is updated from the one that read them (the other files kept as they were)
+    # (past 8 declarations: a file's slots take whole bytes)
+    more = [f'boundary b.more{n} {{ rule: "Sign the tags" scope: release }}' for n in range(8)]
+    edited = "\n".join([texts["b.mem"], *more])
+    files[1] = tuple(load({"b.mem": edited}).declarations)
+    segments[1] = build_segment(files[1])
+    after = Workspace([d for f in files for d in f], list(texts), before.registry)
+    updated = WorkspaceIndex(segments, previous=index)
+    assert adopt_index(after, updated)
+
+    # Then its answers are the linear reference's, the new rule and conflict included
+    for query in ["audits march", "weekly", "tags"]:
+        answer = build_evidence_pack(after, query)
+        assert answer.as_dict() == build_evidence_pack_linear(after, query).as_dict()
+    assert "boundary:b.more0" in [d.id for d in build_evidence_pack(after, "audits").must]
