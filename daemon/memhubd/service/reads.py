@@ -438,9 +438,8 @@ async def _answer_query(
         if as_text:
 
             def must_lines(must: Any) -> str:
-                # A MUST layer met first: its lines kept per declaration, as pieces are
-                # (layers share most rules).
-                # `must_text(must, line)`, the kept lines read in one pass.
+                # `must_text(must, line)`: a MUST layer met first has its lines kept per
+                # declaration, as pieces are (layers share most rules), read in one pass.
                 line = pieces(view.snapshot, "must-line", must_line, owner)
                 return "\n".join(line.many(must))  # type: ignore[attr-defined]
 
