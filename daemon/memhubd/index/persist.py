@@ -90,8 +90,6 @@ def restore_index(data: tuple[Any, ...], segments: Sequence[Segment]) -> Workspa
     if index.space.size != size:
         raise ValueError("persisted index of another size")
     single = [(s,) for s in segments]
-    index.ids = _directory(ids, "local_ids", index._base_of, segments, single)
-    index._names = _directory(names, "local_names", index._base_of, segments, single)
     index._raw = {flag: int.from_bytes(bits, "big") for flag, bits in raw.items()}
     index._raw_kinds = {kind: int.from_bytes(bits, "big") for kind, bits in kinds.items()}
     target_keys, target_counts = targets
@@ -104,9 +102,18 @@ def restore_index(data: tuple[Any, ...], segments: Sequence[Segment]) -> Workspa
         {id(s): int(n) for s, n in zip(segments, index._serials.tolist(), strict=True)}
     )
     index._next_serial = next_serial
+    serials_found = index._serials
+    if len(serials_found) and not (0 <= serials_found.min() <= serials_found.max() < next_serial):
+        raise ValueError("persisted index serials out of range")
+    slot_of_serial = np.full(next_serial, -1, np.int64)
+    slot_of_serial[serials_found] = np.array(index.bases, np.int64)
+    index._base_of = _ix._BaseOf(index._serial_of, slot_of_serial)
+    index.ids = _directory(ids, "local_ids", index._base_of, segments, single)
+    index._names = _directory(names, "local_names", index._base_of, segments, single)
     index._holders = {table: _holders(found, segments, single) for table, found in holders.items()}
     index._derive_bitmaps()
     _fresh_caches(index)
+    index._lazy["slot_of_serial"] = slot_of_serial
     return index
 
 
@@ -118,7 +125,6 @@ def _derive_layout(index: WorkspaceIndex, segments: tuple[Segment, ...]) -> None
     widths = [s.nbytes * 8 for s in segments]
     index.bases = tuple(accumulate(widths, initial=0))[:-1]
     index.space = OrdinalSpace(sum(widths))
-    index._base_of = {id(s): base for s, base in zip(segments, index.bases, strict=True)}
     size = index.space.size
     index.declarations = _ix._BySlot(segments, index.bases, "declarations", size)
     index.ids_of = _ix._BySlot(segments, index.bases, "ids", size)

@@ -16,7 +16,7 @@ import threading
 import weakref
 from bisect import bisect_right
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, count, repeat
 from operator import attrgetter, getitem, is_, is_not, lt
@@ -780,23 +780,26 @@ class WorkspaceIndex:
         """The bitmap of a key held by `held` alone, converted from the bytes between its
         first and last holder only: the zero bytes after them are one shift, and a key of
         one file at 1M declarations costs microseconds instead of a 125 KB conversion."""
-        base_of = self._base_of
+        serial_of, slots = self._base_of.readers()
+        nbytes = self.space.nbytes
+        first, last = nbytes, 0
         placed = []
         for segment in held:
             postings = getattr(segment, table)
             width = postings.width
-            row = postings.index[key]
-            placed.append(
-                (base_of[id(segment)] >> 3, postings.rows[row * width : (row + 1) * width])
-            )
+            at = postings.index[key] * width
+            start = slots[serial_of(id(segment))] >> 3
+            if start < first:
+                first = start
+            if start + width > last:
+                last = start + width
+            placed.append((start, postings.rows[at : at + width]))
         if not placed:
             return 0
-        first = min(start for start, _ in placed)
-        last = max(start + len(row) for start, row in placed)
         buffer = bytearray(last - first)
         for start, row in placed:
             buffer[start - first : start - first + len(row)] = row
-        return int.from_bytes(buffer, "big") << (8 * (self.space.nbytes - last))
+        return int.from_bytes(buffer, "big") << (8 * (nbytes - last))
 
     def constraint_bits(self, table: str, key: str) -> int:
         return self.bits(table, key) & self.constraints
@@ -831,15 +834,15 @@ class WorkspaceIndex:
 
     def _row_slots(self, table: str, key: str, held: Sequence[Segment]) -> Any:
         """Slots of the postings of `key` in the rows of `held`, one byte scan for all."""
-        base_of = self._base_of
+        serial_of, slots = self._base_of.readers()
         rows: list[bytes] = []
         starts: list[int] = []
         for segment in held:
             postings = getattr(segment, table)
             width = postings.width
-            row = postings.index[key]
-            rows.append(postings.rows[row * width : (row + 1) * width])
-            starts.append(base_of[id(segment)])
+            at = postings.index[key] * width
+            rows.append(postings.rows[at : at + width])
+            starts.append(slots[serial_of(id(segment))])
         if sum(map(len, rows)) <= _SMALL_ROWS_BYTES:
             return _small_row_slots(rows, starts)
         lengths = np.fromiter(map(len, rows), np.int64, len(rows))
@@ -916,26 +919,43 @@ def _layout(splice: _Splice, previous: WorkspaceIndex | None, segments: Sequence
 
 class _BaseOf:
     """id(segment) -> its first slot, read through the segments' serials: made in O(1)
-    per index instead of a dict over every segment. Holds no index (no cycle)."""
+    per index instead of a dict over every segment (the slots become a list, one int
+    per file, on the first read). Holds no index (no cycle). A restored index has one
+    too, so its directories and rare keys read slots as a composed one's do."""
 
-    __slots__ = ("_serial_of", "_slots")
+    __slots__ = ("_serial_of", "_slots", "_listed")
 
     def __init__(self, serial_of: _Layered, slots: Any) -> None:
         self._serial_of = serial_of
         self._slots = slots
+        self._listed: list[int] | None = None  # `slots` as a list, made on first use
+
+    def _list(self) -> list[int]:
+        listed = self._listed
+        if listed is None:
+            listed = self._listed = self._slots.tolist()
+        return listed
+
+    def readers(self) -> tuple[Callable[[int], Any], list[int]]:
+        """`(serial_of, slots)`: the first slot of a segment of this index is
+        `slots[serial_of(id(segment))]`, without a call of `self[...]` each (a rare
+        key's holders are read so, a few dozen a query)."""
+        return self._serial_of.get, self._list()
 
     def get(self, key: int, default: Any = None) -> Any:
         serial = self._serial_of.get(key)
         if serial is None:
             return default
-        slot = int(self._slots[serial])
+        slot = (self._listed or self._list())[serial]
         return default if slot < 0 else slot
 
     def __getitem__(self, key: int) -> int:
-        found = self.get(key)
-        if found is None:
-            raise KeyError(key)
-        return found  # type: ignore[no-any-return]
+        serial = self._serial_of.get(key)
+        if serial is not None:
+            slot = (self._listed or self._list())[serial]
+            if slot >= 0:
+                return slot  # type: ignore[no-any-return]
+        raise KeyError(key)
 
 
 @dataclass(frozen=True, slots=True)
