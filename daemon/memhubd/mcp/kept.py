@@ -45,7 +45,11 @@ ORJSON_FROM_CHARS = 16384
 def escaped_ascii(text: str) -> bytes:
     """`json.dumps(text)` as bytes, for an ASCII text without DEL: pydantic's encoder
     and orjson both write exactly those bytes, each faster for some lengths."""
-    return orjson.dumps(text) if len(text) >= ORJSON_FROM_CHARS else to_json(text)
+    if len(text) < ORJSON_FROM_CHARS:
+        return to_json(text)
+    # Copied to its own size (3 us for 100 KB): orjson's bytes keep the whole buffer it
+    # reserved, about seven times an answer's text, and kept texts are counted by length.
+    return memoryview(orjson.dumps(text)).tobytes()
 
 
 def keepable(text: str) -> KeptText | None:

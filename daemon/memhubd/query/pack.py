@@ -196,9 +196,12 @@ def _long_text(value: Any) -> bytes | None:
     refuses it (a lone surrogate, which `_compact` writes and UTF-8 does not)."""
     if type(value) is str and len(value) >= LONG_TEXT:
         try:
-            return orjson.dumps(value)
+            encoded = orjson.dumps(value)
         except orjson.JSONEncodeError:
-            pass
+            return None
+        # Copied to its own size: orjson's bytes keep the whole buffer it reserved
+        # (about seven times the text), and a kept answer is counted by its length.
+        return memoryview(encoded).tobytes()
     return None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+from collections.abc import Callable
 
 from memhubd.mcp.kept import KEEP_MIN_CHARS, KeptTexts, keepable
 from memhubd.service.encoding import (
@@ -120,3 +121,30 @@ def test_kept_mcp_texts_of_a_snapshot_that_is_gone_are_dropped_too() -> None:
     texts.put(((snapshot_serial(new), (), "q"), "memory_query"), text)
 
     assert texts.get(old_key) is None and len(texts) == 1
+
+
+def _allocated(make: Callable[[], object]) -> int:
+    """Bytes the allocator still holds for what `make()` returned (traced while made)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        made = make()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert made is not None
+    return held
+
+
+def test_a_kept_text_holds_about_its_length_in_memory() -> None:
+    # The budget counts what is written: bytes keeping a larger reserved buffer would let
+    # a full cache hold several times its budget (orjson's reserve is about seven times).
+    text = json.dumps({"claims": ['a "quoted" claim, escaped'] * 4_000})
+    assert len(text) > 100_000
+    keepable(text)  # encoders' one-time set-up out of the measure
+    held = _allocated(lambda: keepable(text))
+    kept = keepable(text)
+    assert kept is not None and kept.escaped == json.dumps(text).encode("ascii")
+    assert held < 1.1 * len(kept.escaped) + 4_096

@@ -124,3 +124,19 @@ def test_any_json_value_is_written_as_json_dumps_writes_it(value: object) -> Non
         return
     assert compact_json(value) == expected
     assert compact_text(value) == expected.decode("utf-8")
+
+
+def test_a_long_string_takes_about_its_length_in_memory() -> None:
+    import tracemalloc
+
+    text = 'a "quoted" line\n' * 10_000
+    compact_json(text)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        encoded = compact_json(text)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert encoded == _reference(text)
+    assert held < 1.1 * len(encoded) + 4_096
