@@ -7,6 +7,7 @@ the contract gives (`memhubd.query.reference`), by construction and by property 
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -207,14 +208,25 @@ def _union(slots: Any) -> Any:
 # MUST layers by their rules' slots, per index (so per snapshot and view): with few
 # scopes most queries meet one of a few sets of hundreds of rules each, and a workload
 # that cycles through more sets than a count bound holds would miss every time. Bounded
-# by the rules the layers hold (about 100 bytes each) plus their keys (8 bytes a rule),
-# charged at the same rate; an index that is replaced takes its layers with it.
-MUST_LAYER_RULES = 262_144
+# by the bytes the layers hold: their tuples and sets as allocated (180-400 bytes a
+# rule; the rules themselves belong to the snapshot) and their keys (8 bytes a rule).
+# An index that is replaced takes its layers with it.
+MUST_LAYER_BYTES = 64 * 1024 * 1024
+_LAYER_OVERHEAD = 200  # the MustLayer, its key's bytes object and its dict entry, roughly
 
 
-def _layer_cost(key: bytes, size: int) -> int:
-    """A layer's charge in rule units of about 100 bytes: its rules and its key."""
-    return size + len(key) // 100
+def _layer_cost(key: bytes, layer: MustLayer) -> int:
+    """A kept layer's bytes: its key, and its containers as allocated (not the rules
+    they refer to)."""
+    return (
+        len(key)
+        + _LAYER_OVERHEAD
+        + sys.getsizeof(layer.declarations)
+        + sys.getsizeof(layer.ids)
+        + sys.getsizeof(layer.identities)
+        + sys.getsizeof(layer.subjects)
+        + sys.getsizeof(layer.relations)
+    )
 
 
 # The constraints under one scope or subject, as slots, per index: a hit's scope and
@@ -225,11 +237,11 @@ _ARRAY_OVERHEAD = 112  # an ndarray's header, its key tuple and dict entry, roug
 
 
 class _Layers:
-    __slots__ = ("by_slots", "rules", "constraints", "constraint_bytes", "_global")
+    __slots__ = ("by_slots", "layer_bytes", "constraints", "constraint_bytes", "_global")
 
     def __init__(self) -> None:
         self.by_slots: OrderedDict[bytes, MustLayer] = OrderedDict()
-        self.rules = 0
+        self.layer_bytes = 0
         self.constraints: dict[tuple[str, str], Any] = {}
         self.constraint_bytes = 0
         self._global: Any = None
@@ -278,16 +290,16 @@ def _must_layer(ix: lexical.WorkspaceIndex, slots: Any) -> MustLayer:
             layers.by_slots.move_to_end(key)
             return layer
     layer = must_layer(*_rules(ix, slots))
-    size = _layer_cost(key, len(layer.declarations))
-    if size > MUST_LAYER_RULES // 4:
+    size = _layer_cost(key, layer)
+    if size > MUST_LAYER_BYTES // 4:
         return layer  # one layer must not push out most of the others
     with _LAYERS_LOCK:
         kept = layers.by_slots.get(key)
         if kept is not None:
             return kept
         layers.by_slots[key] = layer
-        layers.rules += size
-        while layers.rules > MUST_LAYER_RULES:
+        layers.layer_bytes += size
+        while layers.layer_bytes > MUST_LAYER_BYTES:
             dropped_key, dropped = layers.by_slots.popitem(last=False)
-            layers.rules -= _layer_cost(dropped_key, len(dropped.declarations))
+            layers.layer_bytes -= _layer_cost(dropped_key, dropped)
     return layer

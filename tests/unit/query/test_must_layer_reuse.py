@@ -62,12 +62,12 @@ def test_reused_layers_answer_as_the_linear_reference_does(load: Loader) -> None
             assert fast.as_dict() == slow.as_dict()
 
 
-def test_kept_layers_stay_within_their_rule_bound(load: Loader, monkeypatch) -> None:  # noqa: ANN001
+def test_kept_layers_stay_within_their_byte_bound(load: Loader, monkeypatch) -> None:  # noqa: ANN001
     from memhubd.index.workspace import index_for
     from memhubd.query import engine
+    from memhubd.query.layers import must_layer
 
-    # Given a bound of eight rules, and five scopes of two rules each
-    monkeypatch.setattr(engine, "MUST_LAYER_RULES", 8)
+    # Given five scopes of two rules each, and a bound of four and a half such layers
     scopes = ("alpha", "beta", "gamma", "delta", "epsilon")
     ws = load(
         "\n".join(
@@ -77,25 +77,45 @@ def test_kept_layers_stay_within_their_rule_bound(load: Loader, monkeypatch) -> 
             for s in scopes
         )
     )
+    two = [d for d in ws.declarations if d.id in ("rule.alpha", "more.alpha")]
+    one = engine._layer_cost(bytes(16), must_layer(two))
+    monkeypatch.setattr(engine, "MUST_LAYER_BYTES", 4 * one + one // 2)
 
     # When queries meet five different layers
     packs = [build_evidence_pack(ws, s) for s in scopes]
 
     # Then the last four are kept, and every answer is still the reference's
     kept = engine._LAYERS[index_for(ws)]
-    assert kept.rules == 8 and len(kept.by_slots) == 4
+    assert len(kept.by_slots) == 4
+    assert kept.layer_bytes == sum(engine._layer_cost(k, v) for k, v in kept.by_slots.items())
+    assert kept.layer_bytes <= engine.MUST_LAYER_BYTES
     for s, pack in zip(scopes, packs, strict=True):
         assert len(pack.must) == 2
         assert pack.as_dict() == build_evidence_pack_linear(ws, s).as_dict()
 
 
-def test_a_layer_is_charged_for_its_key_as_well_as_its_rules() -> None:
-    # A layer is keyed by its rules' slots (8 bytes each): the bound counts those bytes
-    # too, at the rate of its rules (about 100 bytes each).
-    from memhubd.query import engine
+def test_a_layer_is_charged_what_it_holds() -> None:
+    # Its key (8 bytes a rule) and its tuples and sets as allocated; not the rules, which
+    # belong to the snapshot.
+    import tracemalloc
 
-    assert engine._layer_cost(bytes(16), 2) == 2
-    assert engine._layer_cost(bytes(8 * 1_000), 1_000) == 1_000 + 80
+    from memhubd.query import engine
+    from memhubd.query.layers import must_layer
+
+    for count in (3, 300, 3_000):
+        rules = [object() for _ in range(count)]
+        facts = [(f"rule.{n}", f"name{n}", f"Subject{n % 7}", ()) for n in range(count)]
+        key = bytes(8 * count)
+        must_layer(rules, facts)
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            layer = must_layer(rules, facts)
+            held = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        cost = engine._layer_cost(key, layer)
+        assert held + len(key) <= cost <= held + len(key) + 2 * engine._LAYER_OVERHEAD
 
 
 def test_remembered_scope_constraints_are_the_indexs_and_stay_within_their_bound(
