@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import itertools
 import secrets
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -217,21 +218,27 @@ def sections(
                 store.sections.move_to_end(key)
                 return entry[1]  # type: ignore[no-any-return]
         data = join(items)
-        cost = len(data) + 64
+        cost = _section_cost(data)
         if cost > SECTION_BYTES // 4:
             return data
         with _PIECES_LOCK:
             old = store.sections.pop(key, None)
             if old is not None:
-                store.section_bytes -= len(old[1]) + 64
+                store.section_bytes -= _section_cost(old[1])
             store.sections[key] = (items, data)
             store.section_bytes += cost
             while store.section_bytes > SECTION_BYTES:
                 _key, (_items, dropped) = store.sections.popitem(last=False)
-                store.section_bytes -= len(dropped) + 64
+                store.section_bytes -= _section_cost(dropped)
         return data
 
     return section
+
+
+def _section_cost(data: Section) -> int:
+    """A kept section's bytes: the object as allocated (a text of non-Latin-1 characters
+    takes 2 or 4 bytes each) and its entry."""
+    return sys.getsizeof(data) + 64
 
 
 def joined_size(parts: list[bytes]) -> int:
@@ -356,7 +363,8 @@ class QueryAnswer:
 
     @property
     def cost(self) -> int:
-        return len(self.body) + 2 * len(self.text) + len(self.gzipped or b"") + 512
+        # The text as allocated: 1, 2 or 4 bytes a character, as its widest one needs.
+        return len(self.body) + sys.getsizeof(self.text) + len(self.gzipped or b"") + 512
 
     def facts(self) -> dict[str, Any]:
         """The pack's shape for callers that only count or test layers (cowork notes, the

@@ -148,3 +148,13 @@ def test_a_kept_text_holds_about_its_length_in_memory() -> None:
     kept = keepable(text)
     assert kept is not None and kept.escaped == json.dumps(text).encode("ascii")
     assert held < 1.1 * len(kept.escaped) + 4_096
+
+
+def test_an_answers_text_is_charged_as_allocated() -> None:
+    import dataclasses
+
+    plain = answer("plain", 100)
+    wide = dataclasses.replace(plain, text="\U0001f512" * 1_000)  # 4 bytes a character
+    narrow = dataclasses.replace(plain, text="a" * 1_000)
+    assert wide.cost - plain.cost >= 4_000
+    assert 1_000 <= narrow.cost - plain.cost < 1_100

@@ -86,3 +86,18 @@ def test_kept_sections_stay_within_their_byte_bound(monkeypatch) -> None:  # noq
     store, _owned = encoding._store(snapshot)
     assert store.section_bytes <= 10_000
     assert len(store.sections) < len(layers)
+
+
+def test_a_kept_text_section_is_charged_as_allocated(monkeypatch) -> None:  # noqa: ANN001
+    # 2,000 characters of one wide character take 8,000 bytes, not 2,000: a 40,000-byte
+    # bound keeps four such sections of six, not all six.
+    monkeypatch.setattr(encoding, "SECTION_BYTES", 40_000)
+    snapshot = FakeSnapshot(SimpleNamespace(declarations=[]))
+    section = encoding.sections(snapshot, "text", lambda items: "\U0001f512" * 2_000)
+
+    for k in range(6):
+        section(tuple(str(n) for n in range(40 + k)))
+
+    store, _owned = encoding._store(snapshot)
+    assert store.section_bytes <= 40_000
+    assert len(store.sections) == 4
