@@ -5,16 +5,22 @@ declarations by default, from `synth`) with a real `memhubd serve`, then repeats
 edit one `.mem` file (alternately adding and removing one declaration), wait until
 the new generation is served, and read it as a token without roles (which has
 declarations hidden from it) and as an admin: a query, a check and the workspace
-status each. It prints the daemon's RSS every `--every` cycles; memory that keeps
-growing with cycles is a leak (a snapshot or a per-caller view kept alive).
+status each. With `--mcp N`, each cycle also asks N MCP `memory_query` calls as each
+token (plain JSON-RPC POSTs to `/mcp`), each a question not asked before (a generated
+query with two more of its words), so the answers and MCP's kept texts keep changing.
+With `--no-edit` the cycles only read: one snapshot is served throughout, so the
+answer caches and MCP's kept texts fill up to their budgets and stay there.
+It prints the daemon's RSS every `--every` cycles; memory that keeps growing with
+cycles is a leak (a snapshot or a per-caller view kept alive, a cache over its budget).
 
-    python bench/soak.py [--size 10k] [--cycles 1000] [--every 100]
+    python bench/soak.py [--size 10k] [--cycles 1000] [--every 100] [--mcp 0] [--no-edit]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -86,7 +92,51 @@ def read_as(client: httpx.Client, query: dict, check: dict) -> None:
         response.raise_for_status()
 
 
-def soak(daemon: Daemon, queries: list[dict], checks: list[dict], cycles: int, every: int) -> None:
+class McpAsker:
+    """`memory_query` over MCP as plain JSON-RPC POSTs, each a question not asked before."""
+
+    def __init__(self, queries: list[dict], calls: int) -> None:
+        self.queries = queries
+        self.calls = calls
+        self.words = sorted({word for q in queries for word in q["query"].split()})
+        self.random = random.Random(7)
+        self.asked = 0
+
+    def ask(self, client: httpx.Client) -> None:
+        for _ in range(self.calls):
+            self.asked += 1
+            query = self.queries[self.asked % len(self.queries)]["query"]
+            extra = " ".join(self.random.choice(self.words) for _ in range(2))
+            body = {
+                "jsonrpc": "2.0",
+                "id": self.asked,
+                "method": "tools/call",
+                "params": {
+                    "name": "memory_query",
+                    "arguments": {"query": f"{query} {extra}", "workspace": "bench"},
+                },
+            }
+            response = client.post("/mcp", json=body, headers=MCP_HEADERS)
+            response.raise_for_status()
+            if response.json().get("result", {}).get("isError", True):
+                raise RuntimeError(response.text[:300])
+
+
+MCP_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-06-18",
+}
+
+
+def soak(
+    daemon: Daemon,
+    queries: list[dict],
+    checks: list[dict],
+    cycles: int,
+    every: int,
+    mcp_calls: int = 0,
+    edit: bool = True,
+) -> None:
     target = sorted(daemon.root.rglob("*.mem"))[0]
     original = target.read_text(encoding="utf-8")
     agent = role_less_token(daemon)
@@ -94,20 +144,24 @@ def soak(daemon: Daemon, queries: list[dict], checks: list[dict], cycles: int, e
     agent_client = httpx.Client(
         base_url=daemon.url, headers={"authorization": f"Bearer {agent}"}, timeout=120
     )
+    asker = McpAsker(queries, mcp_calls)
     pid = daemon.proc.pid
     print(f"cycle      0  rss {rss_mb(pid):8.1f} MiB", flush=True)
     started = time.perf_counter()
     try:
         for n in range(1, cycles + 1):
-            before = int(admin_client.get("/v1/workspaces/bench").json()["generation"])
-            text = original + EXTRA.format(n=n) if n % 2 else original
-            temporary = target.with_suffix(".soak")
-            temporary.write_text(text, encoding="utf-8")
-            temporary.replace(target)
-            wait_for_generation(admin_client, before)
+            if edit:
+                before = int(admin_client.get("/v1/workspaces/bench").json()["generation"])
+                text = original + EXTRA.format(n=n) if n % 2 else original
+                temporary = target.with_suffix(".soak")
+                temporary.write_text(text, encoding="utf-8")
+                temporary.replace(target)
+                wait_for_generation(admin_client, before)
             query, check = queries[n % len(queries)], checks[n % len(checks)]
             read_as(agent_client, query, check)
             read_as(admin_client, query, check)
+            asker.ask(agent_client)
+            asker.ask(admin_client)
             if n % every == 0:
                 elapsed = time.perf_counter() - started
                 print(f"cycle {n:6d}  rss {rss_mb(pid):8.1f} MiB  ({elapsed:6.1f} s)", flush=True)
@@ -122,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="10k")
     parser.add_argument("--cycles", type=int, default=1000)
     parser.add_argument("--every", type=int, default=100)
+    parser.add_argument(
+        "--mcp", type=int, default=0, help="MCP memory_query calls per cycle and token (default 0)"
+    )
+    parser.add_argument(
+        "--no-edit", action="store_true", help="read only: serve one snapshot throughout"
+    )
     args = parser.parse_args(argv)
     generated = synth.ensure_workspace(synth.parse_size(args.size))
     queries = generated.queries()
@@ -130,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{args.size}] starting memhubd ...", file=sys.stderr, flush=True)
         daemon = Daemon(generated.workspace, Path(tmp))
         try:
-            soak(daemon, queries, checks, args.cycles, args.every)
+            soak(daemon, queries, checks, args.cycles, args.every, args.mcp, not args.no_edit)
         finally:
             daemon.stop()
     return 0
