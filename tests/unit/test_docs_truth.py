@@ -186,3 +186,31 @@ def test_every_config_key_is_in_configuration_md():
         if not name and table.strip("[]") not in sections:
             missing.append(key)
     assert not missing, f"docs/configuration.md does not describe these keys: {missing}"
+
+
+def test_the_memory_bounds_in_operations_md_are_the_codes() -> None:
+    from memhubd.index import workspace
+    from memhubd.query import engine
+    from memhubd.service import access, encoding
+
+    mib = 1024 * 1024
+    section = read("operations.md").split("## Memory", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        cells[0]: (cells[1], cells[2])
+        for line in section.splitlines()
+        if line.startswith("| ")
+        and len(cells := [c.strip() for c in line.strip("|").split("|")]) == 3
+    }
+    assert rows["posting bitmaps"] == (f"{workspace.CACHE_BYTES // mib} MiB", "index")
+    assert rows["MUST layers"] == (f"{engine.MUST_LAYER_BYTES // mib} MiB", "index")
+    assert rows["the rules under one scope or subject"] == (
+        f"{engine.CONSTRAINT_SLOTS_BYTES // mib} MiB",
+        "index",
+    )
+    assert rows["MUST sections joined once, as JSON and as text"] == (
+        f"{encoding.SECTION_BYTES // mib} MiB",
+        "snapshot",
+    )
+    default = config.Limits().response_cache_bytes // mib
+    assert rows["answers to queries"] == (f"`response_cache_bytes` ({default} MiB)", "daemon")
+    assert f"at most {access.MAX_CUTS_PER_SNAPSHOT} a snapshot" in " ".join(section.split())
