@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -140,3 +142,28 @@ def _runs(ws: Workspace) -> list[list]:
         else:
             out.append([decl])
     return out
+
+
+def test_cached_bitmaps_are_charged_as_allocated_and_stay_within_their_bound() -> None:
+    # Thirty words, each in every one of 100 files (more than a rare key's holders), so
+    # each word's bitmap is cached and all are the same size.
+    sources = {
+        f"f{n:03d}.mem": "\n".join(
+            f'fact f{n}d{k} {{ claim: "word{k} is said here" }}' for k in range(30)
+        )
+        for n in range(100)
+    }
+    ix = build_index(workspace(sources))
+    first = ix.bits(TERM, "word0")
+    one = sys.getsizeof(first) + index_workspace._ENTRY_OVERHEAD
+    assert index_workspace._cost(first) == one
+    ix._cache_budget = 15 * one
+    ix._cache.clear()
+    ix._cache_bytes = 0
+
+    for k in range(30):
+        ix.bits(TERM, f"word{k}")
+
+    assert ix._cache_bytes == sum(index_workspace._cost(b) for b in ix._cache.values())
+    assert len(ix._cache) == 15 and ix._cache_bytes <= ix._cache_budget
+    assert list(ix._cache) == [(TERM, f"word{k}") for k in range(15, 30)]
