@@ -207,6 +207,18 @@ def test_static_segment_memo_stays_bounded_and_correct_when_emptied() -> None:
         assert len(segments._ids) <= 5
 
 
+def test_static_segment_memo_started_over_keeps_what_the_call_reads() -> None:
+    # A call that reads known and new segments when the memo is full: the memo starts
+    # over with that call's segments, and every id is still the tokenizer's.
+    tokenizer = whole_text_tokenizer()
+    segments = static_model._SegmentIds(tokenizer, limit=5)
+    texts = ["one two three", "one four five six", "two seven one", "eight nine ten one"]
+    for text in texts:
+        expected = tokenizer.encode(text, add_special_tokens=False).ids
+        assert np.frombuffer(segments.ids([text])[0], dtype="<u4").tolist() == expected
+        assert len(segments._ids) <= 5
+
+
 def test_static_embeddings_of_fixtures_equal_whole_text_pooling(static: Embedder) -> None:
     # The reference: each text tokenized whole, its rows summed and normalised.
     texts = [*fixture_texts(), *TRICKY_TEXTS, ""]
@@ -662,3 +674,31 @@ def test_onnx_minilm_embeds_unit_vectors_with_paraphrases_closest() -> None:
     for query, paraphrase, unrelated in PARAPHRASES:
         q, p, u = onnx.embed([query, paraphrase, unrelated])
         assert float(q @ p) > float(q @ u) + 0.05, query
+
+
+def test_static_segment_memo_stays_within_its_bytes_with_long_segments() -> None:
+    # Whitespace-free cuts of base64 or minified text are segments of thousands of ids:
+    # the memo is bounded by what it holds, not only by its count of entries.
+    import base64
+    import random
+    import sys
+
+    tokenizer = whole_text_tokenizer()
+    segments = static_model._SegmentIds(tokenizer, max_bytes=60_000)
+    chance = random.Random(3)
+    blobs = [base64.b64encode(chance.randbytes(1_500)).decode() for _ in range(12)]
+    texts = [f"an image {blob} was attached" for blob in blobs]
+    for batch in ([t] for t in texts):
+        for text, ids in zip(batch, segments.ids(batch), strict=True):
+            expected = tokenizer.encode(text, add_special_tokens=False).ids
+            assert np.frombuffer(ids, dtype="<u4").tolist() == expected
+        held = sum(sys.getsizeof(k) + sys.getsizeof(v) + 64 for k, v in segments._ids.items())
+        assert held == segments._bytes <= 60_000
+    # A batch larger than the whole memo is answered, and not kept.
+    whole = segments.ids(texts)
+    for text, ids in zip(texts, whole, strict=True):
+        assert (
+            np.frombuffer(ids, dtype="<u4").tolist()
+            == tokenizer.encode(text, add_special_tokens=False).ids
+        )
+    assert segments._bytes <= 60_000

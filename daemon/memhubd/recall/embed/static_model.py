@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +38,12 @@ GROUP = 32
 # Token ids of whitespace-free segments are remembered across calls: most segments of a
 # text were seen before (words follow Zipf's law), and a dict lookup costs a small part of
 # the tokenizer's per-text work (encoding 4,096 chat exchanges whole took 8x longer). The
-# memo is emptied when it would pass this many entries (about 15 MB).
+# memo is emptied when it would pass this many entries (about 15 MB of words), or this
+# many bytes: a segment may be a whole 4,096-character cut of base64 or a minified line,
+# with thousands of ids.
 SEGMENT_CACHE = 100_000
+SEGMENT_CACHE_BYTES = 32 * 1024 * 1024
+_SEGMENT_ENTRY = 64  # a memo entry's share of its dict, roughly
 # Where a text is cut into segments. Each of these is whitespace to the normalizers and
 # pre-tokenizers named below, which treat the two sides of whitespace independently, so a
 # text's ids are exactly its segments' ids joined (tests/unit/recall/test_embedders.py
@@ -69,10 +74,14 @@ class _SegmentIds:
     full memo is replaced by a new one while callers keep the one they started with.
     """
 
-    def __init__(self, tokenizer: object, limit: int = SEGMENT_CACHE) -> None:
+    def __init__(
+        self, tokenizer: object, limit: int = SEGMENT_CACHE, max_bytes: int = SEGMENT_CACHE_BYTES
+    ) -> None:
         self._tokenizer = tokenizer
         self._limit = limit
+        self._max_bytes = max_bytes
         self._ids: dict[str, bytes] = {}
+        self._bytes = 0  # what `_ids` holds, as allocated (approximate under concurrency)
 
     def ids(self, texts: Sequence[str]) -> list[bytes]:
         """Each text's token ids (little-endian uint32 bytes), exactly as the tokenizer
@@ -80,16 +89,32 @@ class _SegmentIds:
         known = self._ids
         segmented = [_SEGMENT.findall(text) for text in texts]
         # Set operations and map() keep the per-segment loops in C.
-        missing = list(set().union(*segmented).difference(known))
+        wanted = set().union(*segmented)
+        missing = list(wanted.difference(known))
         if missing:
-            if len(known) + len(missing) > self._limit:
-                known = {}
             encodings = self._tokenizer.encode_batch_fast(  # type: ignore[attr-defined]
                 missing, add_special_tokens=False
             )
-            known.update(zip(missing, (_as_bytes(e.ids) for e in encodings), strict=True))
-            self._ids = known
+            fresh = dict(zip(missing, map(_as_bytes, (e.ids for e in encodings)), strict=True))
+            size, used = _memo_bytes(fresh), self._bytes
+            if len(known) + len(fresh) > self._limit or used + size > self._max_bytes:
+                # Start over with the segments this call reads (callers already reading
+                # the old memo keep it).
+                known = {segment: known[segment] for segment in wanted.difference(fresh)}
+                used = _memo_bytes(known)
+                if len(known) + len(fresh) > self._limit or used + size > self._max_bytes:
+                    # This call alone reads more than the memo may hold: none of it is kept.
+                    known.update(fresh)
+                    return [b"".join(map(known.__getitem__, s)) for s in segmented]
+            known.update(fresh)
+            self._ids, self._bytes = known, used + size
         return [b"".join(map(known.__getitem__, segments)) for segments in segmented]
+
+
+def _memo_bytes(entries: dict[str, bytes]) -> int:
+    """What `entries` hold in a memo, as allocated."""
+    held = sum(map(sys.getsizeof, entries)) + sum(map(sys.getsizeof, entries.values()))
+    return held + _SEGMENT_ENTRY * len(entries)
 
 
 class StaticEmbedder:
