@@ -285,3 +285,21 @@ def test_a_full_token_cache_keeps_answering_from_memory(
     assert memory is not None
     assert_same([RankedRow(r, s) for r, s in memory], from_fts(store, terms, DrawerFilter(), 10))
     assert store._lexical.ranked(["omega"], DrawerFilter(), 10, (1.0, 0.5, 0.5)) is not None
+
+
+def test_the_token_cache_stays_within_its_bytes_with_long_terms(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A term may be a whole query's 65,536 characters: the cache counts what it holds.
+    monkeypatch.setattr(bm25, "_TOKEN_CACHE_BYTES", 50_000)
+    store.write(drawers(random.Random(9), 60, 0), None, None, AUDIT)
+    for n in range(12):
+        terms = ["alpha", f"{'x' * 10_000}{n}"]
+        memory = store._lexical.ranked(terms, DrawerFilter(), 10, (1.0, 0.5, CONTEXT_WEIGHT))
+        assert memory is not None
+        assert_same(
+            [RankedRow(r, s) for r, s in memory], from_fts(store, terms, DrawerFilter(), 10)
+        )
+        scratch = store._lexical._scratch
+        assert scratch._token_bytes == sum(map(bm25._term_bytes, scratch._tokens))
+        assert scratch._token_bytes <= 50_000

@@ -14,6 +14,7 @@ import contextlib
 import json
 import re
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -33,6 +34,8 @@ REBUILD_SHARE = 0.25  # of the rows held: rebuild when this many are dead or new
 MIN_REBUILD = 10_000
 _BATCH = 20_000  # rows fetched per step
 _TOKEN_CACHE = 4096  # query terms whose tokens are remembered
+# ... and the bytes they may hold: a term may be a whole query's 65,536 characters.
+_TOKEN_CACHE_BYTES = 4 * 1024 * 1024
 _FTS = "drawers_fts"
 _ROW_COLUMNS_LIST = (
     "rowid",
@@ -153,6 +156,12 @@ def fts_totals(connection: sqlite3.Connection) -> tuple[int, int]:
     return (numbers[0], sum(numbers[1:])) if numbers else (0, 0)
 
 
+def _term_bytes(term: str) -> int:
+    """What remembering a term's tokens holds, roughly: the term, its tokens about as
+    long again, their tuple and the entry."""
+    return 2 * sys.getsizeof(term) + 120
+
+
 class _Schema:
     """The FTS table's columns and tokenizer, read from the store itself."""
 
@@ -180,6 +189,7 @@ class _Scratch:
             ":memory:", check_same_thread=False, isolation_level=None
         )
         self._tokens: dict[str, tuple[str, ...]] = {}
+        self._token_bytes = 0
         quoted = schema.tokenize.replace("'", "''")
         for name, columns in (("q", ["t"]), ("r", schema.columns)):
             self._connection.execute(
@@ -201,10 +211,16 @@ class _Scratch:
         """Each term's tokens in order, as FTS5 reads a quoted query phrase."""
         missing = [t for t in dict.fromkeys(terms) if t not in self._tokens]
         if missing:
-            if len(self._tokens) + len(missing) > _TOKEN_CACHE:
+            adding = sum(map(_term_bytes, missing))
+            if (
+                len(self._tokens) + len(missing) > _TOKEN_CACHE
+                or self._token_bytes + adding > _TOKEN_CACHE_BYTES
+            ):
                 # Every term asked is tokenized again: a cached one would be lost here.
                 self._tokens.clear()
                 missing = list(dict.fromkeys(terms))
+                self._token_bytes, adding = 0, sum(map(_term_bytes, missing))
+            self._token_bytes += adding
             found: dict[int, list[tuple[int, str]]] = {}
             with self._rolled_back() as connection:
                 connection.executemany(
