@@ -211,6 +211,18 @@ def test_the_memory_bounds_in_operations_md_are_the_codes() -> None:
         f"{encoding.SECTION_BYTES // mib} MiB",
         "snapshot",
     )
+    from memhubd.recall.embed import static_model
+    from memhubd.recall.store import bm25
+
+    assert rows["recall: the embedder's token ids of words and other segments"] == (
+        f"{static_model.SEGMENT_CACHE_BYTES // mib} MiB"
+        f" (at most {static_model.SEGMENT_CACHE:,} segments)",
+        "embedder",
+    )
+    assert rows["recall: the tokens of query terms"] == (
+        f"{bm25._TOKEN_CACHE_BYTES // mib} MiB (at most {bm25._TOKEN_CACHE:,} terms)",
+        "workspace",
+    )
     default = config.Limits().response_cache_bytes // mib
     assert rows["answers to queries"] == (f"`response_cache_bytes` ({default} MiB)", "daemon")
     assert f"at most {access.MAX_CUTS_PER_SNAPSHOT} a snapshot" in " ".join(section.split())
