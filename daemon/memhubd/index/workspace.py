@@ -107,6 +107,13 @@ class _Layered:
             return self.base.get(key, default)
         return default if value is _GONE else value
 
+    def getter(self) -> Callable[[str], Any]:
+        """`get` with one argument: the base dict's own when there is no delta (a
+        `_Layered` never changes), a lookup in C instead of a Python call."""
+        if not self.delta and type(self.base) is dict:
+            return self.base.get
+        return self.get
+
     def unfold_for(self, lookups: int) -> None:
         """Ready the base for `lookups` lookups: a restored one (`persist._Unfolded`)
         makes its dict now if they are many."""
@@ -942,7 +949,7 @@ class _BaseOf:
         """`(serial_of, slots)`: the first slot of a segment of this index is
         `slots[serial_of(id(segment))]`, without a call of `self[...]` each (a rare
         key's holders are read so, a few dozen a query)."""
-        return self._serial_of.get, self._list()
+        return self._serial_of.getter(), self._list()
 
     def get(self, key: int, default: Any = None) -> Any:
         serial = self._serial_of.get(key)
