@@ -223,6 +223,15 @@ def test_the_memory_bounds_in_operations_md_are_the_codes() -> None:
         f"{bm25._TOKEN_CACHE_BYTES // mib} MiB (at most {bm25._TOKEN_CACHE:,} terms)",
         "workspace",
     )
+    from memhubd import compiled
+    from memhubd.check import patterns
+    from memhubd.lint import declaration_checks
+
+    for cached in (patterns.regex_error, patterns._bounded, declaration_checks.regex_error):
+        assert cached.cache_info().maxsize == 4096  # type: ignore[attr-defined]
+    assert rows["guard patterns, compiled"][0].startswith(
+        f"4,096 patterns of at most {compiled.CACHED_PATTERN_CHARS:,} characters"
+    )
     default = config.Limits().response_cache_bytes // mib
     assert rows["answers to queries"] == (f"`response_cache_bytes` ({default} MiB)", "daemon")
     assert f"at most {access.MAX_CUTS_PER_SNAPSHOT} a snapshot" in " ".join(section.split())

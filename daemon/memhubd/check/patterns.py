@@ -9,13 +9,13 @@ a helper process that is killed at the deadline (`re_sandbox`).
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
 import regex
 
 from memhubd.check import re_sandbox
+from memhubd.compiled import CACHED_PATTERN_CHARS, cached_when_short, re_compile
 
 FLAGS = re.IGNORECASE | re.MULTILINE
 DEFAULT_TIMEOUT = 0.1  # seconds for all the guard searches of one check
@@ -38,11 +38,11 @@ class GuardRegexTimeout(Exception):
     """A guard pattern did not finish searching within its time budget."""
 
 
-@functools.lru_cache(maxsize=4096)
+@cached_when_short(maxsize=4096)
 def regex_error(pattern: str) -> str | None:
     """`re`'s complaint about the pattern, or None when `re` compiles it."""
     try:
-        re.compile(pattern)
+        re_compile(pattern)
     except re.error as exc:
         return str(exc)
     return None
@@ -61,7 +61,7 @@ def search(pattern: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
     # On empty text the engines disagree about \B; with nothing to backtrack over,
     # `re` finishes in time proportional to the pattern.
     if not text:
-        return re.search(pattern, text, FLAGS) is not None
+        return re_compile(pattern, FLAGS).search(text) is not None
     compiled = _bounded(pattern)
     if compiled is None:
         try:
@@ -74,14 +74,16 @@ def search(pattern: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
         raise GuardRegexTimeout(pattern) from exc
 
 
-@functools.lru_cache(maxsize=4096)
+@cached_when_short(maxsize=4096)
 def _bounded(pattern: str) -> Any:
     """The pattern compiled by `regex`, or None when only `re` can be trusted with it.
 
     For the ASCII-only, non-divergent syntax accepted here, the two engines agree on
     ASCII text; `_as_regex_text` maps every other character onto one they agree on.
     """
-    if _DIVERGENT_SYNTAX.search(pattern):
+    # A long pattern runs on `re` in the helpers too: `regex` keeps every pattern it
+    # compiles (its string at least, even uncached), and the helpers keep none.
+    if len(pattern) > CACHED_PATTERN_CHARS or _DIVERGENT_SYNTAX.search(pattern):
         return None
     try:
         return regex.compile(pattern, regex.IGNORECASE | regex.MULTILINE | regex.VERSION0)

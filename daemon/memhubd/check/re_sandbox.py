@@ -18,6 +18,8 @@ import sys
 import threading
 import time
 
+from memhubd.compiled import CACHED_PATTERN_CHARS
+
 # The child imports nothing but `re` and `json`: `-I -S` keeps the user's environment,
 # site-packages and start-up hooks out of it, and start-up at a few tens of ms.
 _CHILD = """
@@ -30,11 +32,13 @@ while True:
     pattern, text, flags = json.loads(line)
     try:
         found = re.search(pattern, text, flags) is not None
+        if len(pattern) > LONG_PATTERN:  # not kept in re's cache (memhubd.compiled)
+            re.purge()
         write('{"found": %s}\\n' % ('true' if found else 'false'))
     except Exception as error:
         write(json.dumps({"error": str(error)}) + "\\n")
     sys.stdout.flush()
-"""
+""".replace("LONG_PATTERN", str(CACHED_PATTERN_CHARS))
 
 MAX_PROCESSES = 2  # searches beyond this wait for a free process (within their deadline)
 _START_TIMEOUT = 30.0  # seconds for a helper interpreter to start, even on a loaded machine

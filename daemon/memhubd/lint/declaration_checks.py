@@ -9,9 +9,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Container
-from functools import lru_cache
 from typing import Any
 
+from memhubd.compiled import cached_when_short, re_compile
 from memhubd.lint.diagnostics import ERROR, WARNING, Diagnostic
 from memhubd.model import Declaration
 from memhubd.schema import TypeDescriptor
@@ -242,7 +242,7 @@ def _check_guard(
                 )
 
 
-@lru_cache(maxsize=4096)
+@cached_when_short(maxsize=4096)
 def regex_error(pattern: str) -> str | None:
     """Why Python's `re` rejects `pattern` (the text of its `re.error`), or None.
 
@@ -251,7 +251,7 @@ def regex_error(pattern: str) -> str | None:
     guard cannot stop a whole workspace from linting.
     """
     try:
-        re.compile(pattern)
+        re_compile(pattern)
     except (re.error, RecursionError, OverflowError) as exc:
         return str(exc)
     return None
