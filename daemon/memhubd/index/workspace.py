@@ -1052,17 +1052,31 @@ class _AliasMatcher:
     """Finds aliases occurring in a query: scan them all or look up query substrings.
 
     Both give the same answer; per query the cheaper one is chosen, so thousands of
-    aliases do not cost a scan of each when the query is short.
+    aliases do not cost a scan of each when the query is short. A lookup reads an alias
+    of `HEAD` characters or more through its first `HEAD` (one probe a query position,
+    then a comparison with the few aliases sharing that head) and a shorter one by the
+    query's substrings of its length.
     """
+
+    HEAD = 4
 
     def __init__(self, aliases: dict[str, list[str]]) -> None:
         self.items = list(aliases.items())
-        self.position = {alias: n for n, (alias, _) in enumerate(self.items)}
-        self.lengths = sorted({len(alias) for alias in self.position})
+        head = self.HEAD
+        self.heads: dict[str, list[tuple[str, int]]] = {}
+        self.short: dict[str, int] = {}
+        for n, (alias, _) in enumerate(self.items):
+            if len(alias) >= head:
+                self.heads.setdefault(alias[:head], []).append((alias, n))
+            else:
+                self.short[alias] = n
+        self.short_lengths = sorted({len(alias) for alias in self.short})
 
     def match(self, lowered: str) -> list[tuple[str, list[str]]]:
         size = len(lowered)
-        lookups = sum(size - n + 1 if n else 1 for n in self.lengths if n <= size)
+        lookups = max(0, size - self.HEAD + 1) + sum(
+            size - n + 1 if n else 1 for n in self.short_lengths if n <= size
+        )
         return self.scan(lowered) if lookups >= len(self.items) else self.lookup(lowered)
 
     def scan(self, lowered: str) -> list[tuple[str, list[str]]]:
@@ -1070,12 +1084,19 @@ class _AliasMatcher:
 
     def lookup(self, lowered: str) -> list[tuple[str, list[str]]]:
         size = len(lowered)
+        head = self.HEAD
         found: set[int] = set()
-        for n in self.lengths:
+        heads = self.heads.get
+        for start in range(size - head + 1):
+            sharing = heads(lowered[start : start + head])
+            if sharing is not None:
+                found.update(n for alias, n in sharing if lowered.startswith(alias, start))
+        short = self.short.get
+        for n in self.short_lengths:
             if n > size:
                 break
             for start in range(size - n + 1 if n else 1):
-                hit = self.position.get(lowered[start : start + n])
+                hit = short(lowered[start : start + n])
                 if hit is not None:
                     found.add(hit)
         return [self.items[n] for n in sorted(found)]
