@@ -879,6 +879,16 @@ class WorkspaceIndex:
     def has_bit(self, bits: int, slot: int) -> bool:
         return bool(bits >> (self.space.width - 1 - slot) & 1)
 
+    def keys_at(self, slot: int) -> tuple[Any, Any, Any]:
+        """`(ids_of[slot], scopes[slot], subjects[slot])`, its segment found once."""
+        number = bisect_right(self.bases, slot) - 1
+        segment = self.segments[number]
+        local = slot - self.bases[number]
+        ids = segment.ids
+        if not 0 <= local < len(ids):
+            return None, None, None
+        return ids[local], segment.scopes_of[local], segment.subjects_of[local]
+
     def match_aliases(self, lowered_query: str) -> list[tuple[str, list[str]]]:
         """(alias, symbols) of every alias that is a substring of the query, map order."""
         return self.aliases.match(lowered_query)

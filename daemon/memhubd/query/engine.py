@@ -180,8 +180,8 @@ def _must(ix: lexical.WorkspaceIndex, hits: list[int]) -> Any:
     same_id: list[int] = []
     keys: set[tuple[str, str]] = set()
     for o in hits:
-        same_id.extend(ix.ids[ix.ids_of[o]])
-        scope, subject = ix.scopes[o], ix.subjects[o]
+        id_, scope, subject = ix.keys_at(o)
+        same_id.extend(ix.ids[id_])
         if scope:
             keys.add((lexical.SCOPE, scope))
         if subject:
