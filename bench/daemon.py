@@ -135,6 +135,7 @@ class Daemon:
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(30)
+        shutil.rmtree(Path(self.socket).parent, ignore_errors=True)
 
 
 def query_body(item: dict, max_bytes: int | None) -> dict:

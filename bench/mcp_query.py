@@ -45,7 +45,7 @@ GOAL_P50_MS = 3.0
 # --- the daemon (child process) ---------------------------------------------------------
 
 
-def serve(workspace: str) -> None:
+def serve(workspace: str, state: str) -> None:
     """Run memhubd on a free port over `workspace`; print {"url", "token"} once it is ready."""
     import anyio
     import httpx
@@ -64,7 +64,6 @@ def serve(workspace: str) -> None:
         return original(context)
 
     server_module.build_app = build
-    state = tempfile.mkdtemp(prefix="memhub-bench-")
     _record, secret = TokenStore(state).create("bench", "read:summary,read:search")
     config = load_config(
         None,
@@ -215,12 +214,15 @@ def in_process(workspace: Path, queries: list[dict], calls: int, kinds: list[str
                     runs.append({"client": kind, "pass": label, "cpu_ms": used * 1000 / calls})
             stop.set()
 
-    anyio.run(measure)
+    try:
+        anyio.run(measure)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
     return runs
 
 
-def start_server(workspace: Path) -> tuple[subprocess.Popen, dict]:
-    return start_child("--serve", str(workspace))
+def start_server(workspace: Path, state: str) -> tuple[subprocess.Popen, dict]:
+    return start_child("--serve", str(workspace), "--state", state)
 
 
 # --- the stand-in server (child process, for the `floor` clients) -----------------------
@@ -656,10 +658,11 @@ def main(argv: list[str] | None = None) -> int:
         help="call the daemon's app in this process (no sockets): CPU per call of sdk,raw,api",
     )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
+    parser.add_argument("--state", help=argparse.SUPPRESS)
     parser.add_argument("--serve-recorded", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.state)
         return 0
     if args.serve_recorded:
         serve_recorded(args.serve_recorded)
@@ -684,7 +687,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"MCP memory_query in process (the app alone), {size} declarations")
             print(harness.table(["client", "pass", "calls", "cpu ms per call"], rows))
         return 0
-    child, server = start_server(generated.workspace)
+    # The parent owns the daemon's state directory, so that it is gone after the run
+    # whichever way the daemon ends.
+    state = tempfile.mkdtemp(prefix="memhub-bench-")
+    try:
+        child, server = start_server(generated.workspace, state)
+    except BaseException:
+        shutil.rmtree(state, ignore_errors=True)
+        raise
     children = [child]
     try:
         # The first call builds what every later one reuses (the index, the vocabulary):
@@ -729,6 +739,7 @@ def main(argv: list[str] | None = None) -> int:
         for running in children:
             running.terminate()
             running.wait(20)
+        shutil.rmtree(state, ignore_errors=True)
     single = next((r for r in runs if r["client"] == "sdk" and r["clients"] == 1), None)
     report = {
         "benchmark": "mcp_query",

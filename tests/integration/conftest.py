@@ -118,6 +118,8 @@ def start_daemon(
     thread.start()
     if not ready.wait(30) or daemon.errors:
         stop.set()
+        thread.join(20)
+        shutil.rmtree(socket_dir, ignore_errors=True)
         raise RuntimeError(f"daemon did not start: {daemon.errors!r}")
     daemon.url = holder["info"].url
     daemon.thread, daemon.stop = thread, stop

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -24,6 +26,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+_STARTED: list[Process] = []
+
+
+@pytest.fixture(autouse=True)
+def _ended_processes() -> Iterator[None]:
+    """Each daemon a test started is gone after it, with its socket's directory."""
+    yield
+    while _STARTED:
+        process = _STARTED.pop()
+        if process.proc.poll() is None:
+            process.proc.kill()
+            process.proc.wait(20)
+        for stream in (process.proc.stdout, process.proc.stderr):
+            if stream is not None:
+                stream.close()
+        shutil.rmtree(Path(process.socket_path).parent, ignore_errors=True)
 
 
 class Process:
@@ -49,6 +69,7 @@ class Process:
         for name, path in workspaces.items():
             args += ["--workspace", f"{name}={path}"]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _STARTED.append(self)
 
     def client(self) -> httpx.Client:
         transport = httpx.HTTPTransport(uds=self.socket_path)
