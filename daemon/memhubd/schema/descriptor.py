@@ -70,6 +70,7 @@ class TypeDescriptor:
         _check_invariants(self)
         # The linter asks for this once per declaration of a strict type.
         object.__setattr__(self, "_allowed", _compute_allowed_fields(self))
+        object.__setattr__(self, "_float_free", not _holds_float(self.defaults))
 
     def role_for(self, fields: Mapping[str, Any]) -> str:
         """The runtime role for a declaration with these raw fields."""
@@ -97,6 +98,13 @@ class TypeDescriptor:
     def allowed_fields(self) -> frozenset[str]:
         """Universal fields plus every field this type names anywhere."""
         return self._allowed  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def float_free(self) -> bool:
+        """No default holds a float, at any depth. A declaration's fields are strings,
+        lists and blocks (memdsl keeps numbers as strings), so without float defaults
+        its JSON holds no float either: encoders then agree byte for byte."""
+        return self._float_free  # type: ignore[attr-defined,no-any-return]
 
     def as_dict(self) -> dict[str, Any]:
         """The discovery form (`memdsl types --json`); diagnostic_codes stay private."""
@@ -133,6 +141,16 @@ def _check_invariants(descriptor: TypeDescriptor) -> None:
         raise SchemaError(f"type {name!r} uses unknown runtime role(s): {', '.join(unknown)}")
     if role_map and not descriptor.role_field:
         raise SchemaError(f"type {name!r} defines role_map without role_field")
+
+
+def _holds_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_float(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_float(item) for item in value)
+    return False
 
 
 def _compute_allowed_fields(descriptor: TypeDescriptor) -> frozenset[str]:
