@@ -223,6 +223,16 @@ def test_the_memory_bounds_in_operations_md_are_the_codes() -> None:
         f"{bm25._TOKEN_CACHE_BYTES // mib} MiB (at most {bm25._TOKEN_CACHE:,} terms)",
         "workspace",
     )
+    from memhubd.recall.store import sqlite as recall_sqlite
+
+    for least, share in (
+        (recall_sqlite.MIN_COMPACT, recall_sqlite.COMPACT_SHARE),
+        (bm25.MIN_REBUILD, bm25.REBUILD_SHARE),
+    ):
+        assert (least, share) == (10_000, 0.25)
+    assert rows[
+        "recall: deleted and replaced drawers' rows in the vector cache and the BM25 index"
+    ] == ("10,000 rows or a quarter of the rows held, whichever is more", "workspace")
     from memhubd import compiled
     from memhubd.check import patterns
     from memhubd.lint import declaration_checks

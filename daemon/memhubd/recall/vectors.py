@@ -93,6 +93,23 @@ class VectorIndex:
             self._buffer[self._count : needed] = rows
             self._count = needed
 
+    def compacted(self, positions: np.ndarray) -> VectorIndex:
+        """A new index of the rows at `positions` (ascending), in that order: position
+        `positions[i]` here is position `i` there. This one is left as it is (a caller
+        may still be searching it). Searches of the new one are exact until it is built."""
+        with self._lock:
+            count, layout, buffer = self._count, self._layout, self._buffer
+        positions = np.asarray(positions, np.int64)
+        if len(positions) and int(positions[-1]) >= count:
+            raise ValueError("a position past the rows held")
+        slots = positions if layout is None else _slots_of(layout, positions)
+        fresh = VectorIndex(
+            self.dimension, exact_below=self.exact_below, background=self._background
+        )
+        fresh.add(buffer[slots])
+        fresh.maybe_build()
+        return fresh
+
     def close(self) -> None:
         """Stop installing builds (a running one finishes and is dropped)."""
         self._closed = True

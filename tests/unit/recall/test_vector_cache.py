@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from test_store import AUDIT, EMBEDDER, drawer, unit
 
 from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore, Facets, open_store
+from memhubd.recall.store import sqlite as sqlite_store
 
 EVERYTHING = DrawerFilter()
 
@@ -79,3 +81,88 @@ def test_another_connections_writes_and_facets_are_seen(tmp_path: Path) -> None:
     finally:
         reader.close()
         writer.close()
+
+
+def test_dead_rows_are_dropped_once_many_and_searches_stay_the_same(
+    store: DrawerStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a store whose vector cache drops soft-deleted rows once more than
+    # max(4, a quarter of its rows) are dead: here more than 6 of 24
+    monkeypatch.setattr(sqlite_store, "MIN_COMPACT", 4)
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(24, 4)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    drawers = [
+        drawer(
+            f"row {n}",
+            n,
+            source_file=f"f{n % 5}.txt",
+            room=f"room{n % 3}",
+            speaker=None if n % 4 else f"S{n}",
+            readers=("lead",) if n % 3 == 0 else None,
+        )
+        for n in range(24)
+    ]
+    store.write(drawers, vectors, EMBEDDER, AUDIT)
+    rows = {d.id: d.rowid for batch in store.iter_live(100) for d in batch}
+    filters = (EVERYTHING, DrawerFilter(roles=frozenset()), DrawerFilter(rooms=("room1",)))
+    queries = rng.normal(size=(6, 4)).astype(np.float32)
+    deleted: set[str] = set()
+
+    def delete(chosen: list) -> None:  # noqa: ANN001
+        for d in chosen:
+            store.soft_delete(d.id, AuditEntry("tester", "test", "delete"))
+            deleted.add(d.id)
+
+    def check_answers() -> None:
+        # As a scan of the live rows: roles, rooms and scores
+        for q in queries:
+            for where in filters:
+                got = [r.rowid for r in store.nearest(q, EMBEDDER, where, 24)]
+                scan = [
+                    (-float(v @ q), rows[d.id])
+                    for d, v in zip(drawers, vectors, strict=True)
+                    if d.id not in deleted
+                    and (where.roles is None or d.readers is None)
+                    and (where.rooms is None or d.room in where.rooms)
+                ]
+                assert got == [rowid for _, rowid in sorted(scan)]
+
+    check_answers()
+    facets = store.facets(list(rows.values()))
+    cache = store._vectors
+    # When 6 are deleted, they stay masked
+    delete(drawers[1:12:2])
+    check_answers()
+    assert len(cache.rowids) == 24 and int(cache.alive.sum()) == 18
+    # When 4 more are, the cache holds the 14 live rows only
+    delete(drawers[0:8:2])
+    check_answers()
+    assert len(cache.rowids) == len(cache.index) == 14 and cache.alive.all()
+    # and the facets of live and deleted rows alike are what they were
+    assert store.facets(list(rows.values())) == facets
+    # and a later write is found
+    extra = drawer("after", 99, source_file="late.txt")
+    store.write([extra], np.stack([queries[0] / np.linalg.norm(queries[0])]), EMBEDDER, AUDIT)
+    assert nearest_ids(store, queries[0], 1) == [extra.id]
+
+
+def test_a_compacted_index_keeps_the_rows_it_is_given_in_order() -> None:
+    from memhubd.recall.vectors import VectorIndex
+
+    rng = np.random.default_rng(5)
+    rows = rng.normal(size=(300, 8)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    index = VectorIndex(8, exact_below=64, background=False)
+    index.add(rows[:200])
+    index.maybe_build()  # lists built: positions and slots differ
+    index.add(rows[200:])  # and a tail outside them
+    assert index.listed
+    keep = np.flatnonzero(rng.random(300) < 0.6)
+    compact = index.compacted(keep)
+    query = rng.normal(size=8).astype(np.float32)
+    everything = np.ones(len(keep), dtype=bool)
+    positions, scores = compact.search(query, everything, len(keep))
+    expected = rows[keep] @ query
+    assert np.allclose(scores, expected[positions], atol=1e-5)
+    assert sorted(positions.tolist()) == list(range(len(keep)))

@@ -76,6 +76,15 @@ class Column:
             self._parts = [self._codes]
         return self._codes
 
+    def taken(self, positions: np.ndarray) -> Column:
+        """A new column of the rows at `positions`, in that order (names and codes kept)."""
+        other = Column()
+        other.names = list(self.names)
+        other._code = dict(self._code)
+        other._codes = self.codes[positions]
+        other._parts = [other._codes]
+        return other
+
     def isin(self, values: Sequence[str]) -> np.ndarray:
         wanted = [self._code[v] for v in values if v in self._code]
         return np.isin(self.codes, np.asarray(wanted, np.int32))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import structlog
 
 from memhubd.recall.store import schema
 from memhubd.recall.store.base import (
@@ -50,6 +51,8 @@ from memhubd.recall.store.bm25 import Column as _Column
 from memhubd.recall.store.bm25 import LexicalCache
 from memhubd.recall.vectors import VectorIndex
 from memhubd.sqlite import into_wal
+
+log = structlog.get_logger("memhubd.recall.store")
 
 BUSY_TIMEOUT_MS = 30_000
 READERS = 4
@@ -183,11 +186,20 @@ class _Readers:
             self._all.clear()
 
 
+# Soft-deleted rows stay in the vector cache, masked, until this many are held and they
+# are this share of its rows: then it keeps the live rows only. Drawers replaced by a
+# re-ingest are soft-deleted, so a watched, edited source adds dead rows for as long as
+# the daemon runs (the lexical index is rebuilt by the same rule).
+COMPACT_SHARE = 0.25
+MIN_COMPACT = 10_000
+
+
 class _VectorCache:
     """Live drawers' vectors and the columns filters need, as numpy arrays.
 
-    Refreshed lazily: new rows are appended, soft-deleted rows masked, and a full
-    reload happens only when the vector epoch moved (purge, reindex).
+    Refreshed lazily: new rows are appended, soft-deleted rows masked (and dropped once
+    they are many: `MIN_COMPACT`), and a full reload happens only when the vector epoch
+    moved (purge, reindex).
     """
 
     def __init__(self, path: Path) -> None:
@@ -234,6 +246,7 @@ class _VectorCache:
             self._epoch = epoch
         else:
             self._mask_deleted()
+            self._compact_if_due()
         self._append_new()
         self.index.maybe_build()
         self._data_version = version
@@ -249,6 +262,32 @@ class _VectorCache:
         if rows and len(self.rowids):
             gone = np.fromiter((r[0] for r in rows), dtype=np.int64)
             self.alive &= ~np.isin(self.rowids, gone)
+
+    def _compact_if_due(self) -> None:
+        """Keep only the live rows once the dead ones are many. Every array is replaced,
+        not changed in place: a caller holding the old ones (`most_similar` reads them
+        outside the lock) still has a consistent set."""
+        held = len(self.alive)
+        live = int(np.count_nonzero(self.alive))
+        if held - live <= max(MIN_COMPACT, COMPACT_SHARE * held):
+            return
+        keep = np.flatnonzero(self.alive)
+        renumbered = np.full(held, -1, np.int64)
+        renumbered[keep] = np.arange(len(keep))
+        index = self.index.compacted(keep)
+        self.index.close()
+        self.index = index
+        self.rowids = self.rowids[keep]
+        self.when = self.when[keep]
+        self.alive = np.ones(len(keep), dtype=bool)
+        for name in ("rooms", "kinds", "identities", "sources_of", "speakers"):
+            setattr(self, name, getattr(self, name).taken(keep))
+        self.readers = {
+            int(renumbered[at]): names
+            for at, names in self.readers.items()
+            if renumbered[at] >= 0
+        }
+        log.info("recall vectors compacted", dropped=held - live, kept=live)
 
     def _append_new(self) -> None:
         cursor = self._connection.execute(
