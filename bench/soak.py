@@ -10,10 +10,15 @@ token (plain JSON-RPC POSTs to `/mcp`), each a question not asked before (a gene
 query with two more of its words), so the answers and MCP's kept texts keep changing.
 With `--no-edit` the cycles only read: one snapshot is served throughout, so the
 answer caches and MCP's kept texts fill up to their budgets and stay there.
+With `--recall N`, recall is soaked as well: the repository's docs are ingested first
+(a third of them readable by one role only), then each cycle asks N recall searches as
+each token (each a question not asked before), one across every workspace and a
+wake-up; unless `--no-edit`, the admin also ingests a new note and soft-deletes it.
 It prints the daemon's RSS every `--every` cycles; memory that keeps growing with
 cycles is a leak (a snapshot or a per-caller view kept alive, a cache over its budget).
 
-    python bench/soak.py [--size 10k] [--cycles 1000] [--every 100] [--mcp 0] [--no-edit]
+    python bench/soak.py [--size 10k] [--cycles 1000] [--every 100] [--mcp 0] [--recall 0]
+                         [--no-edit]
 """
 
 from __future__ import annotations
@@ -122,6 +127,67 @@ class McpAsker:
                 raise RuntimeError(response.text[:300])
 
 
+class RecallAsker:
+    """Recall searches and wake-ups, each search a question not asked before; with
+    `write`, a new note ingested and soft-deleted each cycle as well."""
+
+    DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+    def __init__(self, searches: int, write: bool) -> None:
+        self.searches = searches
+        self.write = write
+        self.random = random.Random(11)
+        self.asked = 0
+        self.words: list[str] = []
+
+    def load(self, admin: httpx.Client) -> int:
+        """Ingest the docs (every third readable by the role `soak-only`); the drawers."""
+        if not self.searches:
+            return 0
+        files = sorted(self.DOCS.glob("*.md"))
+        words: set[str] = set()
+        chunks = 0
+        for index, path in enumerate(files):
+            text = path.read_text(encoding="utf-8")
+            words.update(w for w in text.lower().split() if w.isalpha() and len(w) > 3)
+            body: dict = {"files": [{"name": path.name, "content": text}]}
+            if index % 3 == 0:
+                body["readers"] = ["soak-only"]
+            response = admin.post("/v1/workspaces/bench/recall/ingest", json=body)
+            response.raise_for_status()
+            chunks += int(response.json().get("chunks", 0))
+        self.words = sorted(words)
+        return chunks
+
+    def question(self) -> str:
+        return " ".join(self.random.choice(self.words) for _ in range(3))
+
+    def ask(self, client: httpx.Client) -> None:
+        for _ in range(self.searches):
+            self.asked += 1
+            client.get(
+                "/v1/workspaces/bench/recall/search", params={"q": self.question(), "limit": 10}
+            ).raise_for_status()
+        if self.searches:
+            client.post("/v1/recall/search", json={"query": self.question()}).raise_for_status()
+            client.get("/v1/workspaces/bench/recall/wake-up").raise_for_status()
+
+    def churn(self, admin: httpx.Client, n: int) -> None:
+        if not (self.searches and self.write):
+            return
+        content = f"Soak note {n}: " + self.question() + "."
+        response = admin.post(
+            "/v1/workspaces/bench/recall/ingest",
+            json={"files": [{"name": f"soak-{n}.md", "content": content}]},
+        )
+        response.raise_for_status()
+        drawers = [d for source in response.json()["sources"] for d in source["drawer_ids"]]
+        if not drawers:
+            raise RuntimeError(f"the note of cycle {n} was not stored: {response.text[:300]}")
+        for drawer in drawers:
+            admin.delete(f"/v1/workspaces/bench/recall/drawers/{drawer}").raise_for_status()
+
+
 MCP_HEADERS = {
     "accept": "application/json, text/event-stream",
     "mcp-protocol-version": "2025-06-18",
@@ -136,6 +202,7 @@ def soak(
     every: int,
     mcp_calls: int = 0,
     edit: bool = True,
+    recall: int = 0,
 ) -> None:
     target = sorted(daemon.root.rglob("*.mem"))[0]
     original = target.read_text(encoding="utf-8")
@@ -145,6 +212,9 @@ def soak(
         base_url=daemon.url, headers={"authorization": f"Bearer {agent}"}, timeout=120
     )
     asker = McpAsker(queries, mcp_calls)
+    recaller = RecallAsker(recall, edit)
+    if recall:
+        print(f"recall: {recaller.load(admin_client)} drawers ingested", flush=True)
     pid = daemon.proc.pid
     print(f"cycle      0  rss {rss_mb(pid):8.1f} MiB", flush=True)
     started = time.perf_counter()
@@ -162,6 +232,9 @@ def soak(
             read_as(admin_client, query, check)
             asker.ask(agent_client)
             asker.ask(admin_client)
+            recaller.ask(agent_client)
+            recaller.ask(admin_client)
+            recaller.churn(admin_client, n)
             if n % every == 0:
                 elapsed = time.perf_counter() - started
                 print(f"cycle {n:6d}  rss {rss_mb(pid):8.1f} MiB  ({elapsed:6.1f} s)", flush=True)
@@ -180,6 +253,12 @@ def main(argv: list[str] | None = None) -> int:
         "--mcp", type=int, default=0, help="MCP memory_query calls per cycle and token (default 0)"
     )
     parser.add_argument(
+        "--recall",
+        type=int,
+        default=0,
+        help="recall searches per cycle and token, after ingesting docs/ (default 0)",
+    )
+    parser.add_argument(
         "--no-edit", action="store_true", help="read only: serve one snapshot throughout"
     )
     args = parser.parse_args(argv)
@@ -190,7 +269,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{args.size}] starting memhubd ...", file=sys.stderr, flush=True)
         daemon = Daemon(generated.workspace, Path(tmp))
         try:
-            soak(daemon, queries, checks, args.cycles, args.every, args.mcp, not args.no_edit)
+            soak(
+                daemon,
+                queries,
+                checks,
+                args.cycles,
+                args.every,
+                args.mcp,
+                not args.no_edit,
+                args.recall,
+            )
         finally:
             daemon.stop()
     return 0
