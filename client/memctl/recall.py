@@ -23,12 +23,14 @@ from memhub_protocol.recall import (
     FORMATS,
     MAX_FILES_PER_REQUEST,
     SOURCE_KINDS,
+    UNREADABLE,
     IngestRequest,
     ReindexRequest,
     SearchRequest,
     SourceFile,
     TaxonomyEditRequest,
     UploadedFile,
+    is_failure,
     parse_time,
     walk_sources,
 )
@@ -121,20 +123,24 @@ def _sources(
             with open(source.path, encoding="utf-8") as handle:
                 yield source, handle.read()
         except (OSError, UnicodeDecodeError) as error:
-            yield SourceFile(source.path, source.name, f"unreadable: {error}"), None
+            yield SourceFile(source.path, source.name, f"{UNREADABLE}: {error}"), None
 
 
 def _batches(
-    args: argparse.Namespace, walked: list[SourceFile], skipped: list[dict[str, str]]
+    args: argparse.Namespace, walked: list[SourceFile], totals: dict[str, Any]
 ) -> Iterator[list[UploadedFile]]:
     """Requests' worth of files; a file too large for one request is sent alone, as
-    numbered parts of one upload that the daemon joins before ingesting it."""
+    numbered parts of one upload that the daemon joins before ingesting it. A source
+    left out goes to `totals["skipped"]`, or to `totals["failed"]` when it could not
+    be had (a path that is not there, a file that cannot be read)."""
     budget = args.request_bytes
     batch: list[UploadedFile] = []
     size = 0
     for source, text in _sources(args, walked):
         if text is None:
-            skipped.append({"source": source.name, "reason": source.skip or "unreadable"})
+            reason = source.skip or UNREADABLE
+            kept = totals["failed"] if is_failure(reason) else totals["skipped"]
+            kept.append({"source": source.name, "reason": reason})
             continue
         weight = len(json.dumps(text)) + len(source.name) + FILE_OVERHEAD
         if weight > budget:
@@ -227,7 +233,7 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
     walked = list(walk_sources([p for p in args.paths if p != "-"], args.max_file_bytes))
     readable = sum(1 for source in walked if not source.skip) + ("-" in args.paths)
     progress = _Progress(sys.stderr.isatty() and not session.as_json, readable)
-    for batch in _batches(args, walked, totals["skipped"]):
+    for batch in _batches(args, walked, totals):
         request = IngestRequest(
             files=tuple(batch),
             room=args.room,

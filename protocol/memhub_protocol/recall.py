@@ -437,6 +437,18 @@ class SourceFile:
     skip: str | None = None  # why it is not ingested
 
 
+# Skip reasons that are failures, not choices: a path named that is not there, a file
+# that could not be read. The others (hidden, binary, too large, not a regular file)
+# leave a file out on purpose.
+MISSING = "no such file or directory"
+UNREADABLE = "unreadable"
+
+
+def is_failure(reason: str) -> bool:
+    """True when a source was skipped because it could not be had, not by choice."""
+    return reason == MISSING or reason.startswith(UNREADABLE)
+
+
 def walk_sources(
     paths: Sequence[str], max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 ) -> Iterator[SourceFile]:
@@ -452,7 +464,7 @@ def walk_sources(
             yield _check_file(root, os.path.basename(root), max_file_bytes)
             continue
         if not os.path.isdir(root):
-            yield SourceFile(root, given, "no such file or directory")
+            yield SourceFile(root, given, MISSING)
             continue
         for directory, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
@@ -475,7 +487,7 @@ def _check_file(path: str, name: str, max_file_bytes: int) -> SourceFile:
         with open(path, "rb") as handle:
             head = handle.read(8192)
     except OSError as error:
-        return SourceFile(path, name, f"unreadable: {error.strerror or error}")
+        return SourceFile(path, name, f"{UNREADABLE}: {error.strerror or error}")
     if looks_binary(head):
         return SourceFile(path, name, "binary file")
     return SourceFile(path, name)

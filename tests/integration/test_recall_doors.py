@@ -239,6 +239,25 @@ def test_memctl_ingests_a_directory_with_a_summary(daemon: LiveDaemon, tmp_path:
     assert code == 0 and "source: plan.md (section Plan, chars 0-" in out
 
 
+def test_memctl_ingest_fails_for_a_path_that_is_not_there(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    # Given one note that exists and one path that does not (a typo)
+    (tmp_path / "fax.md").write_text("# Fax\n\nRetire the fax gateway in May.\n")
+    missing = tmp_path / "fxa.md"
+    writer = token(daemon, "cli-typo", "write:recall,read:search", workspaces=[TEAM])
+    # When both are ingested
+    code, out, err = memctl(
+        daemon, writer, "-w", TEAM, "recall", "ingest", str(tmp_path / "fax.md"), str(missing)
+    )
+    # Then the note is stored, the missing path is a failure, and memctl exits 1
+    assert code == 1, err
+    assert out.splitlines()[0] == (
+        "dry_run=false files=1 chunks=1 duplicates=0 replaced=0 skipped=0 failed=1"
+    )
+    assert f"failed  {missing}: no such file or directory" in out
+
+
 def test_get_search_takes_query_parameters_and_filters(daemon: LiveDaemon) -> None:
     with daemon.http(team_reader(daemon)) as http:
         answer = http.get(
