@@ -20,9 +20,15 @@ if TYPE_CHECKING:
 SHELLS = ("bash", "zsh", "fish")
 
 
+# The parser of the innermost command parsed, kept on the namespace while parsing.
+_INNERMOST = "_innermost_parser"
+
+
 class CommandParser(argparse.ArgumentParser):
-    """argparse with two kindnesses: "did you mean" for a misspelt command or choice,
-    and the help of the command when its subcommand is missing.
+    """argparse with three kindnesses: "did you mean" for a misspelt command or choice,
+    the help of the command when its subcommand is missing, and an unknown option told
+    with the usage of the command it was given to (argparse tells it with the
+    program's usage, which lists no option of the command).
 
     Sub-parsers are created with the same class (argparse's default), so every
     level of a command tree behaves alike.
@@ -44,6 +50,24 @@ class CommandParser(argparse.ArgumentParser):
         hint = f"did you mean {' or '.join(repr(name) for name in close)}? " if close else ""
         message = f"invalid choice: {value!r} ({hint}choose from {', '.join(names)})"
         raise argparse.ArgumentError(action, message)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if not hasattr(parsed, _INNERMOST):  # a command's parser returns before its parent's
+            setattr(parsed, _INNERMOST, self)
+        return parsed, extras
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        innermost = getattr(parsed, _INNERMOST, self)
+        delattr(parsed, _INNERMOST)
+        if extras:
+            innermost.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
 
     def error(self, message: str) -> NoReturn:
         if _missing_subcommand(self, message):

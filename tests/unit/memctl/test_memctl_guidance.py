@@ -76,6 +76,30 @@ def test_a_misspelt_choice_gets_a_suggestion(capsys: pytest.CaptureFixture[str])
 
 
 @pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["kg", "query", "--entity", "a"], "memctl kg query"),
+        (["-w", "team", "status", "--entity", "a"], "memctl status"),
+        (["recall", "search", "x", "--entity", "a"], "memctl recall search"),
+    ],
+)
+def test_an_unknown_option_is_told_with_its_commands_usage(
+    capsys: pytest.CaptureFixture[str], argv: list[str], command: str
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith(f"usage: {command} ")
+    assert err.rstrip().endswith(f"{command}: error: unrecognized arguments: --entity a")
+
+
+def test_parsed_arguments_carry_nothing_of_the_parsing() -> None:
+    from memctl.cli import build_parser
+
+    args = build_parser().parse_args(["kg", "query", "--subject", "a"])
+    assert not [name for name in vars(args) if name.startswith("_")]
+
+
+@pytest.mark.parametrize(
     ("value", "message"),
     [
         ("abc", "expected a number of seconds, got 'abc'"),
