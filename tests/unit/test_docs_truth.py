@@ -207,6 +207,10 @@ def test_the_memory_bounds_in_operations_md_are_the_codes() -> None:
         f"{engine.CONSTRAINT_SLOTS_BYTES // mib} MiB",
         "index",
     )
+    assert rows["declarations encoded as JSON and as text lines"] == (
+        f"{encoding.PIECE_BYTES // mib} MiB and twice the declarations, per form",
+        "workspace",
+    )
     assert rows["MUST sections joined once, as JSON and as text"] == (
         f"{encoding.SECTION_BYTES // mib} MiB",
         "snapshot",

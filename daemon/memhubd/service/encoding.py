@@ -69,6 +69,24 @@ def dumps_text(value: Any) -> str:
 # --- pieces -------------------------------------------------------------------------------
 
 
+# Per form and owner (or snapshot): a 1M-declaration workspace's pieces would take about
+# 800 MB once every declaration had been in an answer.
+PIECE_BYTES = 128 * 1024 * 1024
+# A piece's entry beyond its bytes: the tuple, the key (a new int) and the dict's slot.
+_PIECE_ENTRY = 120
+
+
+class _Table(dict):  # type: ignore[type-arg]
+    """One form's pieces by declaration id, with the bytes they take (approximate:
+    written without a lock, and not lowered by the entries an edit drops)."""
+
+    __slots__ = ("used",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used = 0
+
+
 class _Pieces:
     """One snapshot's encoded declarations, per pack shape (JSON bytes, or text lines).
 
@@ -82,7 +100,7 @@ class _Pieces:
     all again. They go with the owner.
     """
 
-    def __init__(self, limit: int, shapes: dict[str, dict[int, tuple[Any, bytes]]]) -> None:
+    def __init__(self, limit: int, shapes: dict[str, _Table]) -> None:
         self.limit = limit
         self.shapes = shapes
         # Joined sections (a MUST layer's JSON or text) by (shape, id of the tuple),
@@ -101,7 +119,7 @@ class _Owned:
     __slots__ = ("shapes", "by_file", "files")
 
     def __init__(self) -> None:
-        self.shapes: dict[str, dict[int, tuple[Any, bytes]]] = {}
+        self.shapes: dict[str, _Table] = {}
         self.by_file: dict[str, set[int]] = {}
         self.files: tuple[Any, ...] = ()  # the sources of the snapshot last advanced to
 
@@ -144,7 +162,7 @@ def _store(snapshot: Snapshot, owner: Any = None) -> tuple[_Pieces, _Owned | Non
             owned = _SHARED[owner] = _Owned()
         store = _PIECES.get(snapshot)
         if store is None:
-            shapes: dict[str, dict[int, tuple[Any, bytes]]] = {}
+            shapes: dict[str, _Table] = {}
             if owned is not None:
                 owned.advance(snapshot.files)
                 shapes = owned.shapes
@@ -159,11 +177,11 @@ def pieces(
     """`encode`, remembered per declaration of `snapshot` (a declaration never changes
     within one), and across the snapshots of `owner` (weakly referenced: the workspace's
     host) when given, less the files each new snapshot replaced. Bounded: past twice
-    the snapshot's declarations a shape starts over. A shape's pieces are bytes (JSON)
+    the snapshot's declarations, or `PIECE_BYTES` as allocated, a shape starts over. A shape's pieces are bytes (JSON)
     or text (a rendered line), as `encode` gives them."""
     store, owned = _store(snapshot, owner)
     with _PIECES_LOCK:
-        table = store.shapes.setdefault(shape, {})
+        table = store.shapes.setdefault(shape, _Table())
     limit = store.limit
     by_file = owned.by_file if owned is not None else None
 
@@ -174,9 +192,12 @@ def pieces(
         if entry is not None and entry[0] is declaration:
             return entry[1]
         data = encode(declaration)
-        if len(table) >= limit:
+        cost = sys.getsizeof(data) + _PIECE_ENTRY
+        if len(table) >= limit or table.used + cost > PIECE_BYTES:
             table.clear()
+            table.used = 0
         table[id(declaration)] = (declaration, data)
+        table.used += cost
         if by_file is not None:
             by_file.setdefault(declaration.file, set()).add(id(declaration))
         return data

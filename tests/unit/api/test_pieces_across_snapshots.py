@@ -151,3 +151,33 @@ def test_many_reads_kept_pieces_and_encodes_the_others_as_one_at_a_time_would() 
         b'{"name":"new"}',
     ]
     assert calls == ["new", "stranger"]
+
+
+def test_a_forms_pieces_start_over_past_their_bytes(monkeypatch) -> None:  # noqa: ANN001
+    # Given pieces of 1,000 bytes and a budget of about 10 of them a form
+    big = 1000
+    monkeypatch.setattr(encoding, "PIECE_BYTES", 10 * (big + 33 + encoding._PIECE_ENTRY))
+    declarations = [Declaration(f"d{n}") for n in range(25)]
+    snapshot = Snapshot(declarations)  # a count bound (2 x 25 + 1024) far above
+    calls: list[str] = []
+
+    def encode(declaration: Declaration) -> bytes:
+        calls.append(declaration.name)
+        return declaration.name.encode().ljust(big, b" ")
+
+    host = Host()
+    piece = encoding.pieces(snapshot, "query", encode, host)
+    # When every declaration is encoded, then the first again
+    pieces = [piece(d) for d in declarations]
+    again = piece(declarations[0])
+    # Then each piece is right, the form held at most ten at a time, and the first
+    # was encoded again
+    assert all(p.startswith(d.name.encode()) for p, d in zip(pieces, declarations, strict=True))
+    assert again == pieces[0] and calls.count("d0") == 2
+    table = encoding._store(snapshot, host)[0].shapes["query"]
+    assert 1 <= len(table) <= 10
+    assert table.used <= encoding.PIECE_BYTES
+    # and a piece still kept is read without encoding it again
+    before = len(calls)
+    piece(declarations[0])
+    assert len(calls) == before
