@@ -78,13 +78,21 @@ _PIECE_ENTRY = 120
 
 class _Table(dict):  # type: ignore[type-arg]
     """One form's pieces by declaration id, with the bytes they take (approximate:
-    written without a lock, and not lowered by the entries an edit drops)."""
+    written without a lock, and not lowered by the entries an edit drops), and, for an
+    owner's tables, the ids it holds by file (so that an edit drops a file's pieces);
+    both start over with the table."""
 
-    __slots__ = ("used",)
+    __slots__ = ("used", "by_file")
 
     def __init__(self) -> None:
         super().__init__()
         self.used = 0
+        self.by_file: dict[str, set[int]] = {}
+
+    def start_over(self) -> None:
+        self.clear()
+        self.used = 0
+        self.by_file = {}
 
 
 class _Pieces:
@@ -116,11 +124,10 @@ class _Owned:
     files here too, and the tables hold no declarations no snapshot serves (up to as
     many again as the workspace's, before)."""
 
-    __slots__ = ("shapes", "by_file", "files")
+    __slots__ = ("shapes", "files")
 
     def __init__(self) -> None:
         self.shapes: dict[str, _Table] = {}
-        self.by_file: dict[str, set[int]] = {}
         self.files: tuple[Any, ...] = ()  # the sources of the snapshot last advanced to
 
     def advance(self, files: tuple[Any, ...]) -> None:
@@ -142,10 +149,10 @@ class _Owned:
                 if (new := now.get(old.path)) is None
                 or (new is not old and new.digest != old.digest)
             ]
-        tables = list(self.shapes.values())
-        for path in changed:
-            for key in list(self.by_file.pop(path, ())):  # list(): one step in C
-                for table in tables:
+        for table in list(self.shapes.values()):
+            by_file = table.by_file
+            for path in changed:
+                for key in list(by_file.pop(path, ())):  # list(): one step in C
                     table.pop(key, None)
 
 
@@ -177,13 +184,13 @@ def pieces(
     """`encode`, remembered per declaration of `snapshot` (a declaration never changes
     within one), and across the snapshots of `owner` (weakly referenced: the workspace's
     host) when given, less the files each new snapshot replaced. Bounded: past twice
-    the snapshot's declarations, or `PIECE_BYTES` as allocated, a shape starts over. A shape's pieces are bytes (JSON)
-    or text (a rendered line), as `encode` gives them."""
+    the snapshot's declarations, or `PIECE_BYTES` as allocated, a shape starts over. A
+    shape's pieces are bytes (JSON) or text (a rendered line), as `encode` gives them."""
     store, owned = _store(snapshot, owner)
     with _PIECES_LOCK:
         table = store.shapes.setdefault(shape, _Table())
     limit = store.limit
-    by_file = owned.by_file if owned is not None else None
+    owned_table = owned is not None
 
     # Unlocked on purpose: dict reads and writes are atomic, and two threads encoding
     # the same declaration at once both get the same bytes.
@@ -194,12 +201,11 @@ def pieces(
         data = encode(declaration)
         cost = sys.getsizeof(data) + _PIECE_ENTRY
         if len(table) >= limit or table.used + cost > PIECE_BYTES:
-            table.clear()
-            table.used = 0
+            table.start_over()
         table[id(declaration)] = (declaration, data)
         table.used += cost
-        if by_file is not None:
-            by_file.setdefault(declaration.file, set()).add(id(declaration))
+        if owned_table:
+            table.by_file.setdefault(declaration.file, set()).add(id(declaration))
         return data
 
     def many(declarations: Sequence[Any]) -> list[Section]:

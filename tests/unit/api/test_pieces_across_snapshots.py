@@ -177,6 +177,8 @@ def test_a_forms_pieces_start_over_past_their_bytes(monkeypatch) -> None:  # noq
     table = encoding._store(snapshot, host)[0].shapes["query"]
     assert 1 <= len(table) <= 10
     assert table.used <= encoding.PIECE_BYTES
+    # and what it knows of their files is of those it holds, no more
+    assert set().union(*table.by_file.values()) == set(table)
     # and a piece still kept is read without encoding it again
     before = len(calls)
     piece(declarations[0])
