@@ -198,6 +198,10 @@ def test_every_shell_block_of_the_quickstart_runs_against_a_real_daemon(
     assert re.search(r"decision:api\.version_in_header\s+\[?superseded", review.stdout), (
         review.stdout
     )
+    recall = next(r for r in ran if "recall ingest" in r.block)
+    assert re.search(r"files=\d+ chunks=[1-9]\d* .* failed=0", recall.stdout), recall.stderr
+    assert "source: tokens.md" in recall.stdout, recall.stdout
+    assert "## Recent recall (writing)" in recall.stdout, recall.stdout
     tcp = next(r for r in ran if "MEMHUB_TOKEN" in r.block)
     assert tcp.stdout.strip(), tcp.stderr
     # The edits and the approval went to the copies, never to the repository.
