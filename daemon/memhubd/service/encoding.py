@@ -118,8 +118,8 @@ class _Pieces:
 
 
 class _Owned:
-    """The piece tables of one owner (a served workspace), shared by its snapshots, and
-    which declarations' pieces they hold by file. When a new snapshot is first answered
+    """The piece tables of one owner (a served workspace), shared by its snapshots (each
+    table knows its pieces' files). When a new snapshot is first answered
     from, the pieces of the files it replaced are dropped: a reload costs the edited
     files here too, and the tables hold no declarations no snapshot serves (up to as
     many again as the workspace's, before)."""
