@@ -3,8 +3,28 @@ so that the stores of recall and cowork (engine code, which imports no runtime) 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import time
+from pathlib import Path
+
+# A database and its -wal and -shm files: they hold the same data (the log holds the
+# latest writes), so they are private alike.
+_COMPANIONS = ("", "-wal", "-shm")
+
+
+def private_database(path: str | Path) -> None:
+    """Make `path` a file only its owner reads, before SQLite opens it, and its -wal and
+    -shm files too when they exist. SQLite creates those with the database file's mode,
+    so a database created by SQLite itself (the umask's mode, 0644 for most) and made
+    private afterwards kept a log readable by others."""
+    path = os.fspath(path)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(descriptor)
+    for suffix in _COMPANIONS:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(path + suffix, 0o600)
 
 
 def into_wal(connection: sqlite3.Connection, timeout_s: float) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memhubd.sqlite import into_wal
+from memhubd.sqlite import into_wal, private_database
 
 SCHEMA_VERSION = 1
 # mempal's budgets (MAX_MESSAGE_SIZE, MAX_PENDING_MESSAGES, MAX_TOTAL_INBOX_BYTES).
@@ -142,6 +142,7 @@ class InboxStore:
         self.path = Path(path)
         self.limits = limits or InboxLimits()
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_database(self.path)
         # Autocommit mode: transactions are begun explicitly, as IMMEDIATE ones.
         self._db = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
@@ -155,7 +156,6 @@ class InboxStore:
             self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        self.path.chmod(0o600)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

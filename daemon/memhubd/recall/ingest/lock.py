@@ -38,7 +38,9 @@ class SourceLock:
     @contextlib.contextmanager
     def hold(self, source: str) -> Iterator[int]:
         """Hold the lock of `source` for the block; yields the milliseconds waited."""
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # The parent too: `mode` is only the last directory's.
+        self.directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.directory.mkdir(exist_ok=True, mode=0o700)
         path = self.directory / f"{source_key(source)}.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:

@@ -50,7 +50,7 @@ from memhubd.recall.store.base import (
 from memhubd.recall.store.bm25 import Column as _Column
 from memhubd.recall.store.bm25 import LexicalCache
 from memhubd.recall.vectors import VectorIndex
-from memhubd.sqlite import into_wal
+from memhubd.sqlite import into_wal, private_database
 
 log = structlog.get_logger("memhubd.recall.store")
 
@@ -382,7 +382,8 @@ class SQLiteStore(DrawerStore):
 
     def __init__(self, path: str | os.PathLike[str], *, readers: int = READERS) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_database(self.path)
         self._write_lock = threading.Lock()
         self._writer = _connect(self.path)
         try:
@@ -394,8 +395,6 @@ class SQLiteStore(DrawerStore):
         except BaseException:
             self._writer.close()
             raise
-        with contextlib.suppress(OSError):
-            os.chmod(self.path, 0o600)
         self._readers = _Readers(self.path, readers)
         self._vectors = _VectorCache(self.path)
         self._lexical = LexicalCache(lambda: _connect(self.path))
