@@ -314,9 +314,19 @@ def cmd_token_revoke(session: Session, args: argparse.Namespace) -> int:
 # -- review --------------------------------------------------------------------------------
 
 
+def read_stdin() -> str:
+    """Standard input as UTF-8 text, as files are read. The text stream's decoding keeps
+    bytes it cannot decode as lone surrogates, which no request can carry: read as
+    bytes, a non-UTF-8 input is one line and exit 2, not a traceback."""
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise CommandFailure(f"cannot read standard input: {error}") from None
+
+
 def _proposal_source(path: str) -> str:
     if path == "-":
-        return sys.stdin.read()
+        return read_stdin()
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read()

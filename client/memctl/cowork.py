@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
-from memctl.commands import CommandFailure, Session, add_command, workspace_names
+from memctl.commands import CommandFailure, Session, add_command, read_stdin, workspace_names
 
 DRAIN_TIMEOUT = 3.0  # seconds per request; the whole drain gets a little more
 DRAIN_GRACE = 2.0
@@ -71,7 +71,7 @@ def _ws_call(session: Session, name: str, **kwargs: Any) -> Any:
 
 
 def cmd_push(session: Session, args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    text = read_stdin() if args.text == ["-"] else " ".join(args.text)
     if not text.strip():
         raise CommandFailure("the message is empty")
     answer = _ws_call(session, "cowork_push", body={"to": args.to, "content": text})

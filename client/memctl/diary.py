@@ -8,11 +8,10 @@ never the daemon.
 from __future__ import annotations
 
 import argparse
-import sys
 from functools import partial
 from typing import Any
 
-from memctl.commands import CommandFailure, Session, add_command
+from memctl.commands import CommandFailure, Session, add_command, read_stdin
 
 TYPES = ("OBSERVATION", "LESSON", "PATTERN")
 
@@ -50,7 +49,7 @@ def _ws_call(session: Session, name: str, **kwargs: Any) -> Any:
 
 
 def cmd_write(session: Session, args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    text = read_stdin() if args.text == ["-"] else " ".join(args.text)
     if not text.strip():
         raise CommandFailure("the entry is empty")
     body: dict[str, Any] = {"type": args.type, "content": text, "shared": args.shared}

@@ -8,11 +8,10 @@ them. Imports the wire contract and httpx only, never the daemon.
 from __future__ import annotations
 
 import argparse
-import sys
 from functools import partial
 from typing import Any
 
-from memctl.commands import CommandFailure, Session, add_command
+from memctl.commands import CommandFailure, Session, add_command, read_stdin
 
 
 def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -183,7 +182,7 @@ def _issue_line(issue: dict[str, Any]) -> str:
 
 def cmd_fact_check(session: Session, args: argparse.Namespace) -> int:
     if args.file == "-":
-        text = sys.stdin.read()
+        text = read_stdin()
     else:
         try:
             with open(args.file, encoding="utf-8") as handle:

@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any
 
 from memctl.client import ServerError
-from memctl.commands import CommandFailure, Session, add_command
+from memctl.commands import CommandFailure, Session, add_command, read_stdin
 from memhub_protocol import ErrorCode
 from memhub_protocol.recall import (
     DEFAULT_MAX_FILE_BYTES,
@@ -114,7 +114,13 @@ def _sources(
 ) -> Iterator[tuple[SourceFile, str | None]]:
     """(source, text) pairs; text is None for a skipped source."""
     if "-" in args.paths:
-        yield SourceFile("-", args.source or "stdin"), sys.stdin.read()
+        name = args.source or "stdin"
+        try:
+            text = read_stdin()
+        except CommandFailure as failure:  # one source failed, not the whole batch
+            yield SourceFile("-", name, f"{UNREADABLE}: {failure.message}"), None
+        else:
+            yield SourceFile("-", name), text
     for source in walked:
         if source.skip:
             yield source, None
@@ -345,7 +351,7 @@ def cmd_wake_up(session: Session, args: argparse.Namespace) -> int:
 
 
 def cmd_compress(session: Session, args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    text = read_stdin() if args.text == ["-"] else " ".join(args.text)
     if not text.strip():
         raise CommandFailure("the text is empty")
     answer = session.client._call("recall_compress", body={"text": text})

@@ -258,6 +258,30 @@ def test_memctl_ingest_fails_for_a_path_that_is_not_there(
     assert f"failed  {missing}: no such file or directory" in out
 
 
+def test_memctl_ingests_stdin_as_utf8_and_fails_other_bytes(daemon: LiveDaemon) -> None:
+    writer = token(daemon, "cli-stdin", "write:recall,read:search", workspaces=[TEAM])
+
+    def ingest(data: bytes) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "memctl", "--url", daemon.url, "--token", writer]
+            + ["-w", TEAM, "recall", "ingest", "-", "--source", "piped.txt"],
+            input=data,
+            capture_output=True,
+            timeout=60,
+            env=dict(os.environ),
+        )
+
+    # Given UTF-8 text on stdin, it is stored as it was written
+    good = ingest("Renée moved the façade review to Thursday.\n".encode())
+    assert good.returncode == 0, good.stderr
+    assert b"chunks=1" in good.stdout
+    # Given bytes that are not UTF-8, the source fails with the reason, and no traceback
+    bad = ingest(b"\xff\xfe not text")
+    assert bad.returncode == 1
+    assert b"failed  piped.txt: unreadable: cannot read standard input: 'utf-8' codec" in bad.stdout
+    assert b"Traceback" not in bad.stderr
+
+
 def test_get_search_takes_query_parameters_and_filters(daemon: LiveDaemon) -> None:
     with daemon.http(team_reader(daemon)) as http:
         answer = http.get(

@@ -4,6 +4,7 @@ shell completion, and a quiet end when the reader of its output goes away."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -149,6 +150,35 @@ def test_a_forbidden_workspace_says_when_none_is_granted(
 
 
 # -- review --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["cowork", "push", "--to", "bob", "-"],
+        ["diary", "write", "LESSON", "-"],
+        ["fact-check", "-"],
+        ["recall", "compress", "-"],
+        ["propose", "-"],
+    ],
+)
+def test_stdin_that_is_not_utf8_is_one_line_and_nothing_is_sent(
+    fake_daemon: FakeDaemon,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+) -> None:
+    # Given bytes on stdin that are not UTF-8, decoded by the text stream as it
+    # would be in a UTF-8 locale (the bad bytes kept as lone surrogates)
+    piped = io.TextIOWrapper(io.BytesIO(b"\xff\xfe not text"), "utf-8", "surrogateescape")
+    monkeypatch.setattr(sys, "stdin", piped)
+    # When a command reads its text from stdin
+    code, out, err = run(capsys, "--url", fake_daemon.url, "-w", "team", *argv)
+    # Then it says so in one line, exits 2 and sends nothing
+    assert (code, out) == (2, "")
+    assert err.startswith("memctl: cannot read standard input: 'utf-8' codec can't decode")
+    assert len(err.splitlines()) == 1
+    assert fake_daemon.seen == []
 
 
 def test_approve_without_into_suggests_a_file_and_writes_nothing(
