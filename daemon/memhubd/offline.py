@@ -47,7 +47,9 @@ def load_workspace(paths: Sequence[str]) -> Any:
         raise CommandFailure(
             f"schema error: {error}", {"code": "schema_error", "message": str(error), "detail": {}}
         ) from error
-    except OSError as error:
+    except (OSError, UnicodeDecodeError) as error:
+        # memdsl's CLI ends in a traceback on a file that is not UTF-8: here it is a
+        # load error like an unreadable file (stderr, exit 2).
         raise CommandFailure(
             f"cannot read input: {error}",
             {"code": "cannot_read", "message": str(error), "detail": {}},

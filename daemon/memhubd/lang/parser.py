@@ -186,7 +186,14 @@ def parse_text(text: str, file: str = "<text>", *, keep_text: bool = True) -> Do
 
 
 def parse_file(path: str) -> Document:
-    """Parse a `.mem` file read as UTF-8; its label in errors is `path` as given."""
+    """Parse a `.mem` file read as UTF-8; its label in errors is `path` as given. A file
+    that is not UTF-8 raises UnicodeDecodeError naming `path`."""
     with open(path, encoding="utf-8") as handle:
-        text = handle.read()
+        try:
+            text = handle.read()
+        except UnicodeDecodeError as error:
+            reason = f"{error.reason} (in {path})"
+            raise UnicodeDecodeError(
+                error.encoding, error.object, error.start, error.end, reason
+            ) from None
     return parse_text(text, file=path, keep_text=False)
