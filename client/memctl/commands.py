@@ -324,7 +324,8 @@ def read_stdin() -> str:
         raise CommandFailure(f"cannot read standard input: {error}") from None
 
 
-def _proposal_source(path: str) -> str:
+def read_text_file(path: str) -> str:
+    """The UTF-8 text of `path`, or of standard input for `-`; else one line, exit 2."""
     if path == "-":
         return read_stdin()
     try:
@@ -348,7 +349,7 @@ def _with_issues(call: Callable[[], Any]) -> Any:
 def cmd_propose(session: Session, args: argparse.Namespace) -> int:
     if getattr(args, "from_drawer", None):
         return _propose_from_drawer(session, args)
-    source = _proposal_source(args.file)
+    source = read_text_file(args.file)
     if not source.strip():
         raise CommandFailure("the proposal is empty: give one .mem declaration")
     request = ProposeRequest(

@@ -11,7 +11,7 @@ import argparse
 from functools import partial
 from typing import Any
 
-from memctl.commands import CommandFailure, Session, add_command, read_stdin
+from memctl.commands import Session, add_command, read_text_file
 
 
 def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -181,14 +181,7 @@ def _issue_line(issue: dict[str, Any]) -> str:
 
 
 def cmd_fact_check(session: Session, args: argparse.Namespace) -> int:
-    if args.file == "-":
-        text = read_stdin()
-    else:
-        try:
-            with open(args.file, encoding="utf-8") as handle:
-                text = handle.read()
-        except (OSError, UnicodeDecodeError) as error:
-            raise CommandFailure(f"cannot read {args.file}: {error}") from None
+    text = read_text_file(args.file)
     body: dict[str, Any] = {"text": text}
     if args.room is not None:
         body["room"] = args.room
