@@ -221,6 +221,42 @@ def test_exact_content_of_a_hidden_drawer_is_no_duplicate_oracle(daemon: LiveDae
         assert http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{hidden}").status_code == 200
 
 
+@pytest.mark.parametrize("long_form", ["kept", "deleted"])
+def test_content_hidden_under_both_id_forms_is_no_duplicate_oracle(
+    daemon: LiveDaemon, long_form: str
+) -> None:
+    # Given one text stored twice by two roles, under its short id and its long form
+    text = f"the {long_form} ledger key sits under the blue tile"
+    first = token(daemon, f"both-first-{long_form}", workspaces=[TEAM], roles=["board"])
+    second = token(daemon, f"both-second-{long_form}", workspaces=[TEAM], roles=["audit"])
+    (short,) = ingest(daemon, first, content=text, room="vault", readers=["board"])
+    (long,) = ingest(daemon, second, content=text, room="vault", readers=["audit"])
+    assert long.startswith(short) and long != short
+    if long_form == "deleted":
+        with daemon.http(second) as http:
+            gone = http.delete(f"/v1/workspaces/{TEAM}/recall/drawers/{long}")
+        assert gone.status_code == 200, gone.text
+    # When a caller holding neither role ingests the same text, twice
+    guesser = token(daemon, f"both-guesser-{long_form}", workspaces=[TEAM])
+    with daemon.http(guesser) as http:
+        answers = [
+            http.post(
+                f"/v1/workspaces/{TEAM}/recall/ingest", json={"content": text, "room": "vault"}
+            ).json()
+            for _ in range(2)
+        ]
+    # Then the first is stored as a new drawer of its own, named by neither hidden id
+    stored = answers[0]["sources"][0]
+    assert (stored["status"], stored["chunks"], stored["deleted"]) == ("ingested", 1, 0)
+    (own,) = stored["drawer_ids"]
+    assert own not in (short, long)
+    # And the second finds the caller's own copy, and names it
+    again = answers[1]["sources"][0]
+    assert (again["status"], again["duplicates"], again["drawer_ids"]) == ("unchanged", 1, [own])
+    with daemon.http(guesser) as http:
+        assert http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{own}").status_code == 200
+
+
 def test_reingesting_a_file_name_never_replaces_drawers_hidden_from_the_caller(
     daemon: LiveDaemon,
 ) -> None:

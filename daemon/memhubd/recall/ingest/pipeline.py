@@ -34,6 +34,7 @@ from memhubd.recall.store import (
     AuditEntry,
     DrawerStore,
     EmbedderRecord,
+    Existing,
     NewDrawer,
     VectorsUnavailable,
 )
@@ -97,6 +98,9 @@ class SourceReport:
     near_duplicates: list[dict[str, Any]] = field(default_factory=list)
     lock_wait_ms: int | None = None
     warnings: list[str] = field(default_factory=list)
+    # The ids of the stored drawers this source's duplicates matched (not in answers:
+    # a manual ingest of stored content returns the id it matched).
+    matched_ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         data = {
@@ -285,7 +289,8 @@ class Ingestor:
         drawer = self._drawer(options, room, citation, MANUAL, 0, Chunk(content))
         self._store(report, [drawer], options, replace_stale=False, lock_key=identifier)
         if not report.drawer_ids and report.status == "unchanged":
-            report.drawer_ids = [identifier]  # already stored: the caller still gets its id
+            # Already stored: the caller still gets the id of the drawer it matched.
+            report.drawer_ids = report.matched_ids[:1] or [identifier]
         return report
 
     # -- steps ------------------------------------------------------------------------
@@ -403,17 +408,22 @@ class Ingestor:
                 report.duplicates += 1
                 continue
             existing = known.get(drawer.id)
-            if existing is not None and (
-                existing.content_hash != drawer.content_hash or existing.rowid in hidden
-            ):
+            for other_form in (_long_id, _own_id):
+                if existing is None or (
+                    existing.content_hash == drawer.content_hash
+                    and not self._concealed(existing, hidden, options)
+                ):
+                    break
                 # An 8-hex-digit clash with different content, or the same drawer hidden
-                # from the caller: use the long form.
-                drawer = replace(drawer, id=_long_id(drawer))
+                # from the caller: the long form; if that one too is hidden (or clashes),
+                # the form of the caller's own, which nobody else's drawer can take.
+                drawer = replace(drawer, id=other_form(drawer, options.identity))
                 existing = self.store.find([drawer.id]).get(drawer.id)
             if previous is not None:
                 stale.append(previous.rowid)
             if drawer.id in seen or (existing is not None and not existing.deleted):
                 report.duplicates += 1
+                report.matched_ids.append(drawer.id)
             elif existing is not None:
                 report.deleted += 1  # deleted on purpose: re-ingesting must not bring it back
             else:
@@ -423,6 +433,19 @@ class Ingestor:
             count = len(drawers)
             stale.extend(p.rowid for index, p in stored.items() if index >= count)
         return new, stale
+
+    def _concealed(self, existing: Existing, hidden: set[int], options: IngestOptions) -> bool:
+        """Whether a stored drawer is another's that the caller may not read."""
+        if options.roles is None:
+            return False
+        if existing.rowid in hidden:
+            return True
+        row = self.store.get([existing.rowid]).get(existing.rowid)
+        return (
+            row is not None
+            and row.identity != options.identity
+            and not _readable(row.readers, options.roles)
+        )
 
     def _embed(
         self, report: SourceReport, new: list[NewDrawer], ready: dict[str, np.ndarray]
@@ -489,9 +512,17 @@ def _readable(readers: tuple[str, ...] | None, roles: frozenset[str] | None) -> 
     return roles is None or readers is None or not roles.isdisjoint(readers)
 
 
-def _long_id(drawer: NewDrawer) -> str:
+def _long_id(drawer: NewDrawer, _identity: str = "") -> str:
     prefix, _, _short = drawer.id.rpartition("_")
     return f"{prefix}_{content_hash(drawer.content)[:LONG_HASH]}"
+
+
+def _own_id(drawer: NewDrawer, identity: str) -> str:
+    """The id form of `identity`'s copy: its content hashed with the writer's name, so
+    no drawer another identity wrote (hidden or not) holds it, and the same writer's
+    same text still lands on one id."""
+    prefix, _, _short = drawer.id.rpartition("_")
+    return f"{prefix}_{content_hash(identity + chr(0) + drawer.content)[:LONG_HASH]}"
 
 
 __all__ = [
