@@ -398,9 +398,9 @@ def _drawer_beside(payload: Any) -> str:
         return ""
     head = f"\n\nrecall drawer {drawer['drawer_id']}"
     if drawer.get("withheld"):
-        return head + ": withheld (you may not read it)"
+        return head + ": withheld (you may not search recall)"
     if drawer.get("missing"):
-        return head + ": deleted since the proposal was made"
+        return head + ": not found (deleted since the proposal was made, or hidden from you)"
     found = "quote found verbatim" if drawer.get("quote_found") else "QUOTE NOT FOUND in it"
     content = "\n".join("  " + line for line in drawer["content"].splitlines())
     return f"{head} ({drawer['citation']}; {found}):\n{content}"

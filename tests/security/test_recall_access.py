@@ -257,6 +257,48 @@ def test_content_hidden_under_both_id_forms_is_no_duplicate_oracle(
         assert http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{own}").status_code == 200
 
 
+def test_a_hidden_drawer_is_neither_quoted_nor_told_apart_through_proposals(
+    daemon: LiveDaemon,
+) -> None:
+    # Given a drawer shaped like its writer's diary entry but ingested for a role
+    writer_scopes = f"{AGENT},write:candidate"
+    writer = token(daemon, "hsm-keeper", writer_scopes, workspaces=[TEAM], roles=["security"])
+    (hidden,) = ingest(
+        daemon,
+        writer,
+        content="LESSON: the HSM recovery phrase is in safe 7, code Orchid-5521.",
+        room="hsm-keeper",
+        source="diary/hsm-keeper",
+        readers=["security"],
+    )
+    reviewer = token(
+        daemon,
+        "role-less-reviewer",
+        "read:summary,read:search,write:candidate,review",
+        workspaces=[TEAM],
+        roles=["coding_agent"],
+    )
+    claim = {"subject": "Service.Tidewater", "claim": "The HSM holds the recovery phrase."}
+    body = {"type": "fact", "id": "probe.hsm", "fields": claim}
+    base = f"/v1/workspaces/{TEAM}/recall/drawers"
+    # When a reviewer without the role proposes from it, and from an id that does not exist
+    with daemon.http(reviewer) as http:
+        quoted = http.post(f"{base}/{hidden}/propose", json=body)
+        unknown = http.post(f"{base}/drawer_x_y_00000000/propose", json=body)
+    # Then both are the same 404: the diary's rule for reviewers opens diary entries only
+    assert quoted.status_code == unknown.status_code == 404, quoted.text
+    assert "Orchid" not in quoted.text
+    assert quoted.json()["error"]["code"] == unknown.json()["error"]["code"]
+    # And a proposal its writer made from it shows that reviewer no more than "missing"
+    with daemon.http(writer) as http:
+        made = http.post(f"{base}/{hidden}/propose", json={**body, "id": "probe.hsm2"})
+    assert made.status_code == 201, made.text
+    with daemon.http(reviewer) as http:
+        shown = http.get(f"/v1/workspaces/{TEAM}/proposals/{made.json()['proposal_id']}")
+    assert shown.status_code == 200, shown.text
+    assert shown.json()["recall_drawer"] == {"drawer_id": hidden, "missing": True}
+
+
 def test_reingesting_a_file_name_never_replaces_drawers_hidden_from_the_caller(
     daemon: LiveDaemon,
 ) -> None:

@@ -64,9 +64,12 @@ def entry_type(content: str) -> str | None:
 
 def may_read(identity: Identity, drawer: Drawer) -> bool:
     """Whether `identity` may read this diary entry: shared ones are everyone's; the
-    others only its writer's and reviewers'."""
+    others only its writer's and reviewers'. An entry-shaped drawer given other
+    readers (by an ingest) is not the diary's to open: its readers decide."""
     if drawer.readers is None:
         return True
+    if tuple(drawer.readers) != (private_role(drawer.identity),):
+        return False
     return identity.name == drawer.identity or identity.has_scope(REVIEW)
 
 

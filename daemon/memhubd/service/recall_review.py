@@ -84,13 +84,14 @@ def _invalid(message: str, field: str) -> ProtocolError:
 
 
 def _readable(identity: Identity, drawer: Drawer | None) -> bool:
-    """Role visibility as recall applies it, and the diary's rule for diary entries."""
+    """Role visibility as recall applies it, and for an unshared diary entry also the
+    diary's rule (its writer and reviewers)."""
     if drawer is None:
         return False
-    if diary.is_entry(drawer):
-        return diary.may_read(identity, drawer)
     roles = None if identity.sees_everything else identity.roles
-    return roles is None or drawer.readers is None or not roles.isdisjoint(drawer.readers)
+    if roles is None or drawer.readers is None or not roles.isdisjoint(drawer.readers):
+        return True
+    return diary.is_entry(drawer) and diary.may_read(identity, drawer)
 
 
 async def _drawer(hub: Hub, name: str, drawer_id: str) -> Drawer | None:
@@ -157,7 +158,9 @@ async def drawer_beside(
     hub: Hub, identity: Identity, name: str, proposal_source: str
 ) -> dict[str, Any] | None:
     """The drawer a proposal's evidence cites, for its reviewer: None when it cites
-    none; `withheld` when the caller may not read it; `missing` when it was deleted."""
+    none; `withheld` when the caller may not search recall at all; `missing` when it
+    was deleted or is hidden from the caller (the two answer alike, as a drawer read
+    does: a hidden drawer is never told apart from one that does not exist)."""
     from memhubd.lang import ParseError, parse_text
 
     try:
@@ -172,8 +175,7 @@ async def drawer_beside(
     if not identity.has_scope(READ_SEARCH) or getattr(hub, "recall", None) is None:
         return {"drawer_id": drawer_id, "withheld": True}
     drawer = await _drawer(hub, name, drawer_id)
-    if drawer is None:
-        return {"drawer_id": drawer_id, "missing": True}
     if not _readable(identity, drawer):
-        return {"drawer_id": drawer_id, "withheld": True}
+        return {"drawer_id": drawer_id, "missing": True}
+    assert drawer is not None
     return _beside(drawer, quote if isinstance(quote, str) else None)
