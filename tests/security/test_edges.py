@@ -75,7 +75,10 @@ def test_metrics_show_only_the_callers_workspaces(shared_daemon: Any) -> None:
     for name in others:
         assert f'workspace="{name}"' not in scoped.text
         assert f'memhub_generation{{workspace="{name}"}}' in full
-    assert "memhub_requests_total" in scoped.text  # daemon-wide series stay
+    # Request counts are by route over every workspace: only one granted them all sees them
+    assert "memhub_requests_total" not in scoped.text
+    assert "memhub_request_duration_seconds" not in scoped.text
+    assert "memhub_requests_total" in full and "memhub_request_duration_seconds" in full
 
 
 def test_metrics_count_declarations_only_for_a_caller_who_sees_them_all(

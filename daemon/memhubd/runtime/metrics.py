@@ -89,7 +89,8 @@ class Histogram(_Metric):
         with self._lock:
             series = self._series.get(labels)
             if series is None:
-                series = self._series[labels] = [0.0] * (len(_BUCKETS) + 2)
+                # a count per bucket and one for +Inf alone, then the sum, then the count
+                series = self._series[labels] = [0.0] * (len(_BUCKETS) + 3)
             series[bisect.bisect_left(_BUCKETS, value)] += 1  # index len(_BUCKETS) = +Inf only
             series[-2] += value
             series[-1] += 1
@@ -147,19 +148,20 @@ class Metrics:
         *,
         workspace_visible: Callable[[str], bool] | None = None,
         with_declarations: bool = True,
+        with_requests: bool = True,
     ) -> str:
         """The text format; with `workspace_visible`, only series of the workspaces it
-        accepts; without `with_declarations`, no declaration counts at all."""
-        metrics: list[Counter | Histogram] = [
-            self.requests,
-            self.request_seconds,
+        accepts; without `with_declarations`, no declaration counts at all; without
+        `with_requests`, no request counts or latencies (they span every workspace)."""
+        metrics: list[Counter | Histogram] = [self.requests, self.request_seconds] * with_requests
+        metrics += [
             self.reloads,
             self.reload_seconds,
             self.generation,
             self.degraded,
         ]
         if with_declarations:
-            metrics.insert(5, self.declarations)
+            metrics.insert(len(metrics) - 1, self.declarations)
         lines: list[str] = []
         for metric in metrics:
             lines.extend(metric.render(metric.series_filter(workspace_visible)))

@@ -245,11 +245,14 @@ def readiness(hub: Hub, identity: Identity | None) -> tuple[dict[str, Any], bool
 
 
 def metrics_text(hub: Hub, identity: Identity) -> str:
-    """The Prometheus text the caller may see: series of workspaces it is granted only,
-    and declaration counts only for a caller who sees every declaration (role `*`),
-    since a count would include declarations hidden from it."""
+    """The Prometheus text the caller may see: series of workspaces it is granted only;
+    declaration counts only for a caller who sees every declaration (role `*`), since
+    a count would include declarations hidden from it; and the HTTP requests' counts
+    and latencies, which are by route over every workspace (MCP and recall included),
+    only for a caller granted every workspace the daemon serves."""
     require_scope(identity, READ_SUMMARY)
     return hub.metrics.render(
         workspace_visible=identity.can_use,
         with_declarations=identity.sees_everything,
+        with_requests=all(identity.can_use(name) for name in hub.hosts),
     )
