@@ -131,6 +131,33 @@ def test_a_scoped_admin_purges_and_reindexes_only_its_own_workspace(daemon: Live
             assert answer.json()["error"]["detail"]["available"] == [OTHER]
 
 
+def test_status_counts_move_only_with_drawers_the_caller_may_see(daemon: LiveDaemon) -> None:
+    watcher = token(daemon, "count-watcher", workspaces=[TEAM])
+    keeper = token(daemon, "count-keeper", workspaces=[TEAM], roles=["ledger"])
+    base = f"/v1/workspaces/{TEAM}/recall"
+
+    def counts(secret: str) -> dict[str, Any]:
+        with daemon.http(secret) as http:
+            state = http.get(f"{base}/status").json()
+        return {k: state[k] for k in ("drawer_count", "deleted_count", "vector_count")}
+
+    before = counts(watcher)
+    # When a drawer hidden from the watcher is written, then deleted by its writer
+    (hidden,) = ingest(daemon, keeper, content="ledger close moves to the 3rd", readers=["ledger"])
+    written = counts(watcher)
+    with daemon.http(keeper) as http:
+        assert http.delete(f"{base}/drawers/{hidden}").status_code == 200
+    # Then none of the watcher's counts moved (only `hidden_count` may tell of it)
+    assert written == before and counts(watcher) == before
+    # And a visible drawer's write and delete move them as for anyone
+    (shown,) = ingest(daemon, watcher, content="the canteen opens at eight from monday")
+    with daemon.http(watcher) as http:
+        assert http.delete(f"{base}/drawers/{shown}").status_code == 200
+    after = counts(watcher)
+    assert after["deleted_count"] == before["deleted_count"] + 1
+    assert after["vector_count"] == before["vector_count"]
+
+
 def test_purge_before_the_epoch_removes_nothing_deleted_since(daemon: LiveDaemon) -> None:
     # Given a drawer soft-deleted just now
     (drawer,) = ingest(daemon, daemon.admin_token, content="a draft to be deleted, kept a while")

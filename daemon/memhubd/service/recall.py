@@ -350,6 +350,12 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
         state = store.status()
         rooms = store.rooms(DrawerFilter(roles=roles)) if roles is not None else dict(state.rooms)
         visible = sum(rooms.values())
+        # Only the documented `hidden_count` tells of drawers hidden from the caller.
+        deleted, vectors = (
+            store.visible_counts(DrawerFilter(roles=roles))
+            if roles is not None
+            else (state.deleted_count, state.vector_count)
+        )
         embedder = shelf.embedder()
         stored = state.embedder
         running = {"name": embedder.name, "dimension": embedder.dimension} if embedder else None
@@ -359,8 +365,8 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
             "store_schema_version": state.schema_version,
             "drawer_count": visible,
             "hidden_count": state.drawer_count - visible,
-            "deleted_count": state.deleted_count,
-            "vector_count": state.vector_count,
+            "deleted_count": deleted,
+            "vector_count": vectors,
             "rooms": [
                 {"room": room, "drawer_count": count} for room, count in sorted(rooms.items())
             ],

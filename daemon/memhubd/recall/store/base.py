@@ -322,6 +322,11 @@ class DrawerStore(abc.ABC):
     def rooms(self, where: DrawerFilter) -> dict[str, int]: ...
 
     @abc.abstractmethod
+    def visible_counts(self, where: DrawerFilter) -> tuple[int, int]:
+        """(soft-deleted drawers, live drawers holding a vector) among those `where`
+        lets its caller see: `status` for a caller who may not see every drawer."""
+
+    @abc.abstractmethod
     def taxonomy(self) -> list[TaxonomyEntry]: ...
 
     @abc.abstractmethod

@@ -116,9 +116,12 @@ def fts_query(terms: Sequence[str]) -> str:
     return " OR ".join(quoted)
 
 
-def _where(where: DrawerFilter, alias: str = "d") -> tuple[str, list[Any]]:
-    """SQL conditions (ANDed, always including liveness) and their parameters."""
-    clauses = [f"{alias}.deleted_at IS NULL"]
+def _where(
+    where: DrawerFilter, alias: str = "d", *, deleted: bool = False
+) -> tuple[str, list[Any]]:
+    """SQL conditions (ANDed, always including liveness, or with `deleted` its
+    opposite) and their parameters."""
+    clauses = [f"{alias}.deleted_at IS {'NOT ' if deleted else ''}NULL"]
     params: list[Any] = []
 
     def one_of(column: str, values: Sequence[Any]) -> None:
@@ -654,6 +657,19 @@ class SQLiteStore(DrawerStore):
         sql = f"SELECT d.room, count(*) FROM drawers d WHERE {conditions} GROUP BY d.room"
         with self._readers.connection() as connection:
             return dict(connection.execute(sql, params).fetchall())
+
+    def visible_counts(self, where: DrawerFilter) -> tuple[int, int]:
+        gone, gone_params = _where(where, deleted=True)
+        live, live_params = _where(where)
+        with self._readers.connection() as connection:
+            deleted = connection.execute(
+                f"SELECT count(*) FROM drawers d WHERE {gone}", gone_params
+            ).fetchone()[0]
+            vectors = connection.execute(
+                f"SELECT count(*) FROM vectors v JOIN drawers d ON d.rowid = v.rowid WHERE {live}",
+                live_params,
+            ).fetchone()[0]
+        return deleted, vectors
 
     def taxonomy(self) -> list[TaxonomyEntry]:
         with self._readers.connection() as connection:
