@@ -232,7 +232,7 @@ def test_scopes_and_grants_guard_every_cowork_route(daemon: LiveDaemon) -> None:
     assert call(daemon, reader, "GET", "peek/auto").status_code == 403
     assert call(daemon, reader, "POST", "drain").status_code == 200
     for method, route in (("POST", "drain"), ("GET", "status"), ("GET", "peek/auto")):
-        assert call(daemon, outsider, method, route).status_code == 403
+        assert call(daemon, outsider, method, route).status_code == 404  # as if unknown
 
 
 def test_memctl_drain_exits_0_and_prints_nothing_when_it_cannot_deliver(
@@ -338,7 +338,7 @@ def test_peek_never_crosses_into_a_workspace_without_a_grant(daemon: LiveDaemon)
     seen = call(daemon, narrow, "GET", "peek/wide").json()
     assert "secret writing plans" not in json.dumps(seen)
     with daemon.http(narrow) as http:
-        assert http.get(f"/v1/workspaces/{OTHER}/cowork/peek/wide").status_code == 403
+        assert http.get(f"/v1/workspaces/{OTHER}/cowork/peek/wide").status_code == 404
 
 
 @pytest.mark.anyio

@@ -33,8 +33,8 @@ PROTECTED = [r for r in ROUTES if r.scope is not None and r.name != "events"]
 WORKSPACE_ROUTES = [r for r in PROTECTED if "{workspace}" in r.path]
 
 
-def call(client: Any, route: Route) -> Any:
-    url = route.url(**PARAMS)
+def call(client: Any, route: Route, **params: str) -> Any:
+    url = route.url(**{**PARAMS, **params})
     return client.request(
         route.method, url, json=BODIES.get(route.name), params=QUERIES.get(route.name)
     )
@@ -74,14 +74,19 @@ def test_protected_route_without_its_scope_is_403(shared_daemon, route: Route) -
 
 
 @pytest.mark.parametrize("route", WORKSPACE_ROUTES, ids=lambda r: r.name)
-def test_workspace_route_without_a_grant_is_403(shared_daemon, route: Route) -> None:
+def test_workspace_route_without_a_grant_answers_as_an_unknown_workspace(
+    shared_daemon, route: Route
+) -> None:
     secret = shared_daemon.tokens.get("writing-only") or shared_daemon.add_token(
         "writing-only", "all", workspaces=["writing"]
     )
     with shared_daemon.http(secret) as client:
         response = call(client, route)
-    assert_envelope(response, 403, "forbidden")
+        unknown = call(client, route, workspace="no-such-workspace")
+    # The same 404 as for a workspace that does not exist: its name is not confirmed
+    assert_envelope(response, 404, "workspace_not_found")
     assert response.json()["error"]["detail"]["available"] == ["writing"]
+    assert response.text.replace(WORKSPACE, "no-such-workspace") == unknown.text
 
 
 def test_events_stream_requires_a_token(shared_daemon) -> None:
@@ -156,9 +161,9 @@ SCOPED_ADMIN = [
     ("token_revoke", {"token_name": "admin"}, None, 404),
     ("workspace_add", {}, {"name": "alias", "path": "."}, 403),
     ("workspace_remove", {"workspace": "writing"}, None, 403),
-    ("workspace_remove", {"workspace": WORKSPACE}, None, 403),
+    ("workspace_remove", {"workspace": WORKSPACE}, None, 404),
     ("workspace_reload", {"workspace": "writing"}, None, 200),
-    ("workspace_reload", {"workspace": WORKSPACE}, None, 403),
+    ("workspace_reload", {"workspace": WORKSPACE}, None, 404),
 ]
 
 

@@ -203,13 +203,14 @@ def host_for(hub: Hub, identity: Identity, name: str) -> WorkspaceHost:
     host = hub.get(name)
     allowed = visible_workspaces(hub, identity)
     if host is None or not identity.can_use(name):
-        code = ErrorCode.WORKSPACE_NOT_FOUND if host is None else ErrorCode.FORBIDDEN
-        message = (
-            f"unknown workspace '{name}'"
-            if host is None
-            else f"token '{identity.name}' has no grant for workspace '{name}'"
+        # A workspace the token has no grant for answers as one that does not exist, so
+        # its name is never confirmed to a caller who may not use it; `available` lists
+        # the caller's own.
+        raise ProtocolError(
+            ErrorCode.WORKSPACE_NOT_FOUND,
+            f"unknown workspace '{name}'",
+            {"workspace": name, "available": allowed},
         )
-        raise ProtocolError(code, message, {"workspace": name, "available": allowed})
     return host
 
 
