@@ -225,6 +225,23 @@ def test_ingest_never_quotes_a_hidden_drawer_as_a_near_duplicate(daemon: LiveDae
     assert hidden not in answer.text and "Northwind closes on March 3 for" not in answer.text
 
 
+def test_a_hidden_near_duplicate_never_masks_a_visible_one(daemon: LiveDaemon) -> None:
+    # Given a visible drawer and a hidden one nearer still to what will be ingested
+    keeper = token(daemon, "mask-keeper", workspaces=[TEAM], roles=["board"])
+    writer = token(daemon, "mask-writer", workspaces=[TEAM])
+    text = "The staging database of the marmot service restarts every night at two."
+    (visible,) = ingest(
+        daemon, writer, content="The staging database of the marmot service restarts nightly at two."
+    )
+    ingest(daemon, keeper, content=text.replace("The", "the", 1), readers=["board"])
+    # When the writer ingests the text
+    with daemon.http(writer) as http:
+        answer = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"content": text})
+    # Then the warning names the visible near copy, the best it may read
+    assert answer.status_code == 201, answer.text
+    assert [n["similar_drawer_id"] for n in answer.json()["near_duplicates"]] == [visible]
+
+
 def test_exact_content_of_a_hidden_drawer_is_no_duplicate_oracle(daemon: LiveDaemon) -> None:
     board = token(daemon, "dup-board", workspaces=[TEAM], roles=["board"])
     secret = "the vault door code is 4417"

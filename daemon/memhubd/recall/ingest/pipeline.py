@@ -32,6 +32,7 @@ from memhubd.recall.ingest.formats import (
 from memhubd.recall.ingest.lock import SourceLock
 from memhubd.recall.store import (
     AuditEntry,
+    DrawerFilter,
     DrawerStore,
     EmbedderRecord,
     Existing,
@@ -487,7 +488,10 @@ class Ingestor:
         if vectors is None or record is None or len(new) > NEAR_DUPLICATE_BATCH:
             return
         try:
-            matches = self.store.most_similar(vectors, record)
+            # Among the drawers the caller may read: a hidden best match must not mask
+            # a visible one (nor its absence tell of it).
+            where = DrawerFilter(roles=roles) if roles is not None else None
+            matches = self.store.most_similar(vectors, record, where)
         except VectorsUnavailable:
             return
         candidates = [(d, m) for d, m in zip(new, matches, strict=True) if m and m[1] >= threshold]

@@ -306,9 +306,10 @@ class DrawerStore(abc.ABC):
 
     @abc.abstractmethod
     def most_similar(
-        self, vectors: np.ndarray, embedder: EmbedderRecord
+        self, vectors: np.ndarray, embedder: EmbedderRecord, where: DrawerFilter | None = None
     ) -> list[tuple[int, float] | None]:
-        """For each row of `vectors`, the live drawer most similar to it (rowid, cosine)."""
+        """For each row of `vectors`, the live drawer most similar to it (rowid, cosine),
+        among those `where` lets through (every live drawer without it)."""
 
     @abc.abstractmethod
     def top(self, where: DrawerFilter, limit: int) -> list[Drawer]:

@@ -616,7 +616,7 @@ class SQLiteStore(DrawerStore):
         return index.wait_built(timeout)
 
     def most_similar(
-        self, vectors: np.ndarray, embedder: EmbedderRecord
+        self, vectors: np.ndarray, embedder: EmbedderRecord, where: DrawerFilter | None = None
     ) -> list[tuple[int, float] | None]:
         rows = np.asarray(vectors, dtype=np.float32)
         if not len(rows) or not self._check_embedder(embedder):
@@ -624,9 +624,10 @@ class SQLiteStore(DrawerStore):
         with self._vectors.lock:
             cache = self._vectors
             cache.refresh(embedder.dimension)
-            if not cache.alive.any():
+            alive = cache.mask(where) if where is not None else cache.alive
+            if not alive.any():
                 return [None] * len(rows)
-            index, alive, rowids = cache.index, cache.alive, cache.rowids
+            index, rowids = cache.index, cache.rowids
         out: list[tuple[int, float] | None] = []
         for start in range(0, len(rows), 256):
             for match in index.best_matches(rows[start : start + 256], alive):
