@@ -231,7 +231,9 @@ def test_a_hidden_near_duplicate_never_masks_a_visible_one(daemon: LiveDaemon) -
     writer = token(daemon, "mask-writer", workspaces=[TEAM])
     text = "The staging database of the marmot service restarts every night at two."
     (visible,) = ingest(
-        daemon, writer, content="The staging database of the marmot service restarts nightly at two."
+        daemon,
+        writer,
+        content="The staging database of the marmot service restarts nightly at two.",
     )
     ingest(daemon, keeper, content=text.replace("The", "the", 1), readers=["board"])
     # When the writer ingests the text
