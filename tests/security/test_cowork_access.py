@@ -116,6 +116,23 @@ def test_peek_withholds_counts_of_a_partner_who_reads_more(daemon: LiveDaemon) -
     assert back["entries"] and back["entries"][-1]["counts"] is not None
 
 
+def test_peek_counts_leave_out_the_partners_private_diary(daemon: LiveDaemon) -> None:
+    # Given a partner with the peeker's roles, whose private diary holds a rare word
+    partner = token(daemon, "y-partner", workspaces=[TEAM], roles=["dev"])
+    peeker = token(daemon, "y-peeker", workspaces=[TEAM], roles=["dev"])
+    with daemon.http(partner) as http:
+        entry = {"type": "LESSON", "content": "the wombat flag hides a slow path"}
+        assert http.post(f"/v1/workspaces/{TEAM}/diary", json=entry).status_code == 201
+        # When it searches recall and finds that entry
+        found = http.post(f"/v1/workspaces/{TEAM}/recall/search", json={"query": "wombat"})
+    assert found.status_code == 200 and len(found.json()["hits"]) == 1
+    # Then a peek shows its search with the count a peer with its roles could find
+    with daemon.http(peeker) as http:
+        seen = http.get(f"/v1/workspaces/{TEAM}/cowork/peek/y-partner").json()
+    (search,) = [e for e in seen["entries"] if e["kind"] == "search"]
+    assert search["counts"] == {"hits": 0}, seen
+
+
 def test_peek_never_names_a_pushs_recipient_to_a_third_party(daemon: LiveDaemon) -> None:
     sender = token(daemon, "r-sender", workspaces=[TEAM])
     token(daemon, "r-recipient", workspaces=[TEAM])

@@ -288,12 +288,10 @@ def note_check(hub: Hub, identity: Identity, name: str, task: str, pack: dict[st
     note(hub, identity, name, "check", task, verdict=pack.get("verdict"), violations=violations)
 
 
-def note_search(
-    hub: Hub, identity: Identity, names: list[str], query: str, hits: list[dict[str, Any]]
-) -> None:
-    for name in names:
-        found = sum(1 for hit in hits if hit.get("workspace") == name)
-        note(hub, identity, name, "search", query, hits=found)
+def note_search(hub: Hub, identity: Identity, found: dict[str, int], query: str) -> None:
+    """A recall search: `found` holds its hits per workspace searched."""
+    for name, hits in found.items():
+        note(hub, identity, name, "search", query, hits=hits)
 
 
 def note_proposal(hub: Hub, identity: Identity, name: str, workspace: Any, proposal: Any) -> None:

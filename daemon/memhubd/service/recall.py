@@ -67,13 +67,17 @@ def shelf_of(hub: Hub) -> RecallShelf:
     return shelf
 
 
+def _private_role(name: str) -> str:
+    from memhubd.service.diary import private_role  # it imports this module
+
+    return private_role(name)
+
+
 def _roles(identity: Identity) -> frozenset[str] | None:
     if identity.sees_everything:
         return None
-    from memhubd.service.diary import private_role  # it imports this module
-
     # A writer reads its own private diary entries wherever drawers are read.
-    return identity.roles | {private_role(identity.name)}
+    return identity.roles | {_private_role(identity.name)}
 
 
 def _visible(identity: Identity, readers: tuple[str, ...] | None) -> bool:
@@ -239,7 +243,7 @@ async def search_recall(
     )
     every = visible_workspaces(hub, identity)
 
-    def work() -> dict[str, Any]:
+    def work() -> tuple[dict[str, Any], dict[str, int]]:
         started = time.perf_counter()
         embedder = shelf.embedder()
         vector = None
@@ -276,7 +280,13 @@ async def search_recall(
         rooms = {hit.drawer.room for _w, hit in merged}
         tunnels = tunnel_workspaces(hub, identity, every, rooms)
         hits = []
+        # Hits per workspace for partner peek, the caller's private diary entries left
+        # out: a peer holding the same roles would otherwise count them.
+        private = _private_role(identity.name)
+        counted = dict.fromkeys(names, 0)
         for workspace, hit in merged:
+            if hit.drawer.readers is None or private not in hit.drawer.readers:
+                counted[workspace] += 1
             data = hit.as_dict()
             if roles is not None and "bm25" in data["signals"]:
                 # BM25 weighs a term by how many drawers hold it, hidden ones included:
@@ -289,7 +299,7 @@ async def search_recall(
             )
             data.update(analyze(hit.drawer.content).as_dict())
             hits.append(data)
-        return {
+        answer = {
             "schema_version": RESULT_SCHEMA,
             "query": request.query,
             "terms": terms,
@@ -299,9 +309,10 @@ async def search_recall(
             "hits": hits,
             "took_ms": round((time.perf_counter() - started) * 1000, 2),
         } | ({"aaak": _aaak_hits(names, merged)} if fmt == "aaak" else {})
+        return answer, counted
 
-    data = await anyio.to_thread.run_sync(work, limiter=_SEARCH)
-    note_search(hub, identity, names, request.query, data["hits"])
+    data, counted = await anyio.to_thread.run_sync(work, limiter=_SEARCH)
+    note_search(hub, identity, counted, request.query)
     return data
 
 
