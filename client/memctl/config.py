@@ -130,6 +130,12 @@ def resolve_settings(
         _take(found, str(path), load_config_file(path))
     chosen_url, url_source = found.get("url", (socket_url(default_socket_path(env)), "default"))
     chosen_token, token_source = found.get("token", (None, None))
+    if chosen_token is not None and not _header_safe(chosen_token):
+        where = {"flag": "--token", "env": ENV_TOKEN}.get(token_source or "", token_source)
+        raise ConfigError(
+            f"the token from {where} holds a line break, a control character or a character "
+            "outside Latin-1: a token is one line of printable text (mh_…)"
+        )
     chosen_workspace, workspace_source = found.get("workspace", (None, None))
     return Settings(
         url=chosen_url,
@@ -139,6 +145,11 @@ def resolve_settings(
         token_source=token_source,
         workspace_source=workspace_source,
     )
+
+
+def _header_safe(value: str) -> bool:
+    """Whether `value` can be sent as an HTTP header value as it is."""
+    return all(" " <= char <= "\xff" and char != "\x7f" for char in value)
 
 
 def _take(found: dict[str, tuple[str, str]], source: str, values: Mapping[str, str | None]) -> None:

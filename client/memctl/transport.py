@@ -67,7 +67,10 @@ def parse_target(text: str) -> Target:
         return _unix_target(text)
     from urllib.parse import urlsplit
 
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as error:  # e.g. "http://[::1": an unclosed IPv6 bracket
+        raise InvalidTarget(f"daemon url {text!r} is malformed: {error}") from error
     if parts.scheme not in ("http", "https"):
         raise InvalidTarget(
             f"unsupported daemon url {text!r}: use http://HOST:PORT, https://HOST "

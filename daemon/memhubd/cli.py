@@ -180,7 +180,17 @@ def single_threaded_blas() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     single_threaded_blas()
+    _log_to_stderr()
     return run_command_line(build_parser(), argv, _run)
+
+
+def _log_to_stderr() -> None:
+    """Log lines of the one-shot commands (a warning about the state dir's mode, say)
+    go to stderr: their stdout is for the answer, often captured (`$(memhubd token
+    create …)`). `serve` configures logging fully when it starts."""
+    import structlog
+
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
 
 
 def _run(args: argparse.Namespace) -> int:

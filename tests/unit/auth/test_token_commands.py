@@ -138,3 +138,31 @@ def test_create_and_revoke_are_audited_with_the_operator_and_never_the_secret(
     assert secret not in audit.read_text()
     assert TokenStore(Path(state)).get("alice") is None
     assert audit.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_state_dirs_warning_never_joins_the_secret_on_stdout(tmp_path: Path) -> None:
+    # Given a state dir others may read (made with the usual umask before the first run)
+    import os
+    import subprocess
+    import sys
+
+    state = tmp_path / "open-state"
+    state.mkdir(mode=0o755)
+    state.chmod(0o755)
+    # When a token is created as the quickstart does, its stdout captured
+    command = [
+        sys.executable,
+        "-m",
+        "memhubd",
+        "token",
+        "create",
+        "bot",
+        "--scopes",
+        "read:summary",
+    ]
+    env = {**os.environ, "MEMHUB_STATE_DIR": str(state)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    # Then stdout is the secret alone, and the warning is on stderr
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") == 1 and done.stdout.startswith("mh_"), done.stdout
+    assert "state_dir_not_private" in done.stderr

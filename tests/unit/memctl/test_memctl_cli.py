@@ -166,6 +166,24 @@ def test_a_bad_url_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) ->
     assert err.startswith("memctl: unsupported daemon url 'ftp://x'")
 
 
+def test_a_malformed_url_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--url", "http://[::1", "status")
+    assert code == 2
+    assert err.splitlines() == ["memctl: daemon url 'http://[::1' is malformed: Invalid IPv6 URL"]
+
+
+@pytest.mark.parametrize("token", ["mh_a\nb", "mh_a\rb", "mh_\x00", "mh_\u20ac"])
+def test_a_token_that_cannot_be_a_header_is_one_line_and_exit_2(
+    token: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "--url", "http://127.0.0.1:9", "--token", token, "status")
+    assert code == 2
+    assert err.splitlines() == [
+        "memctl: the token from --token holds a line break, a control character or a "
+        "character outside Latin-1: a token is one line of printable text (mh_…)"
+    ]
+
+
 def test_client_toml_is_used_when_no_flag_or_env_is_set(
     tmp_path: Path, fake_daemon: FakeDaemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
