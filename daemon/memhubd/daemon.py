@@ -55,7 +55,7 @@ def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
         if not announce:
             return
         banner = io.StringIO()
-        print_banner(info, banner)  # type: ignore[arg-type]
+        print_banner(info, banner, config.state_dir)  # type: ignore[arg-type]
         lines = banner.getvalue().splitlines()
         # The notes belong with the addresses, above the closing "Press Ctrl-C" line.
         print("\n".join([*lines[:-1], *notes, *lines[-1:]]), file=sys.stderr, flush=True)

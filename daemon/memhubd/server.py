@@ -15,6 +15,7 @@ import datetime as dt
 import errno
 import grp
 import os
+import shlex
 import signal
 import socket
 import stat
@@ -497,8 +498,10 @@ async def _announce(
         on_ready(info)
 
 
-def print_banner(info: DaemonInfo, stream: Any = None) -> None:
-    """The human greeting `memhubd serve` prints on a terminal (and `make run` always)."""
+def print_banner(info: DaemonInfo, stream: Any = None, state_dir: str | None = None) -> None:
+    """The human greeting `memhubd serve` prints on a terminal (and `make run` always).
+    `state_dir`: the daemon's, named in the token command unless it is the one that
+    command would find by itself."""
     out = stream or sys.stderr
     names = ", ".join(info.workspaces) or "(none yet)"
     lines = [
@@ -508,6 +511,12 @@ def print_banner(info: DaemonInfo, stream: Any = None) -> None:
     if info.socket_path:
         lines.append(f"  socket  unix://{info.socket_path}    (local operator: no token needed)")
         lines.append(f"  try     memctl --url unix://{info.socket_path} status")
-    lines.append("  token   memhubd token create my-agent --scopes read:summary,read:search")
+    where = ""
+    if state_dir is not None:
+        from memhub_protocol import paths
+
+        if os.path.abspath(state_dir) != os.path.abspath(paths.default_state_dir()):
+            where = f" --state-dir {shlex.quote(state_dir)}"
+    lines.append(f"  token   memhubd token create my-agent --scopes read:summary,read:search{where}")
     lines.append("Press Ctrl-C to stop.")
     print("\n".join(lines), file=out, flush=True)
