@@ -232,9 +232,13 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
     readers = (
         tuple(r.strip() for r in args.readers.split(",") if r.strip()) if args.readers else None
     )
+    # The daemon's answers summed into one of the same shape (a large ingest takes
+    # several requests), every source's report kept.
     totals: dict[str, Any] = {
-        "files": 0, "chunks": 0, "duplicates": 0, "replaced": 0,
+        "schema_version": None, "workspace": None, "dry_run": args.dry_run,
+        "files": 0, "chunks": 0, "duplicates": 0, "replaced": 0, "deleted": 0,
         "skipped": [], "failed": [], "near_duplicates": [], "lock_wait_ms": None,
+        "sources": [],
     }  # fmt: skip
     walked = list(walk_sources([p for p in args.paths if p != "-"], args.max_file_bytes))
     readable = sum(1 for source in walked if not source.skip) + ("-" in args.paths)
@@ -256,16 +260,17 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
             reason = f"too large for one request to the daemon ({error.message})"
             totals["failed"].extend({"source": f.name, "reason": reason} for f in batch)
             continue
-        for key in ("files", "chunks", "duplicates", "replaced"):
-            totals[key] += answer[key]
-        for key in ("skipped", "failed", "near_duplicates"):
-            totals[key].extend(answer[key])
+        totals["schema_version"] = answer.get("schema_version")
+        totals["workspace"] = answer.get("workspace")
+        for key in ("files", "chunks", "duplicates", "replaced", "deleted"):
+            totals[key] += answer.get(key, 0)
+        for key in ("skipped", "failed", "near_duplicates", "sources"):
+            totals[key].extend(answer.get(key, ()))
         if answer.get("lock_wait_ms") is not None:
             totals["lock_wait_ms"] = max(totals["lock_wait_ms"] or 0, answer["lock_wait_ms"])
         whole = sum(1 for f in batch if f.part == f.parts - 1)
         progress.advance(whole, totals["chunks"])
     progress.finish()
-    totals["dry_run"] = args.dry_run
     session.show(totals, _render_ingest)
     return 1 if totals["failed"] else 0
 
@@ -285,6 +290,11 @@ def _render_ingest(totals: dict[str, Any]) -> str:
         lines.append(
             f"near-duplicate {item['drawer_id']} ~ {item['similar_drawer_id']} "
             f"({item['similarity']}): {item['preview']}"
+        )
+    if totals["deleted"]:
+        lines.append(
+            f"{totals['deleted']} chunk(s) match drawers deleted on purpose: not brought back "
+            "(an admin's `recall purge` removes deleted drawers for good)"
         )
     if totals["lock_wait_ms"]:
         lines.append(f"waited {totals['lock_wait_ms']} ms for ingest locks")

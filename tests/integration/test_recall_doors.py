@@ -239,6 +239,30 @@ def test_memctl_ingests_a_directory_with_a_summary(daemon: LiveDaemon, tmp_path:
     assert code == 0 and "source: plan.md (section Plan, chars 0-" in out
 
 
+def test_memctl_says_when_ingested_text_matches_a_deleted_drawer(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    # Given a note ingested, then its drawer deleted on purpose
+    note = tmp_path / "gone.md"
+    note.write_text("# Gone\n\nThe pager rota moved to the ops wiki.\n")
+    writer = token(daemon, "cli-deleter", "write:recall,read:search", workspaces=[TEAM])
+    code, out, err = memctl(daemon, writer, "-w", TEAM, "--json", "recall", "ingest", str(note))
+    assert code == 0, err
+    first = json.loads(out)
+    (drawer,) = first["sources"][0]["drawer_ids"]
+    assert first["workspace"] == TEAM and first["schema_version"].startswith("memhub.recall")
+    assert memctl(daemon, writer, "-w", TEAM, "recall", "delete", drawer)[0] == 0
+    # When it is ingested again
+    code, out, err = memctl(daemon, writer, "-w", TEAM, "recall", "ingest", str(note))
+    # Then the summary says why nothing was stored, and the JSON counts it
+    assert code == 0, err
+    assert "1 chunk(s) match drawers deleted on purpose: not brought back" in out
+    code, out, _ = memctl(daemon, writer, "-w", TEAM, "--json", "recall", "ingest", str(note))
+    again = json.loads(out)
+    assert (again["chunks"], again["deleted"]) == (0, 1)
+    assert again["sources"][0]["deleted"] == 1
+
+
 def test_memctl_ingest_fails_for_a_path_that_is_not_there(
     daemon: LiveDaemon, tmp_path: Path
 ) -> None:

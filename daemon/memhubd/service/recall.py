@@ -185,6 +185,7 @@ def ingest_summary(name: str, dry_run: bool, reports: list[SourceReport]) -> dic
         "chunks": sum(r.chunks for r in reports),
         "duplicates": sum(r.duplicates for r in reports),
         "replaced": sum(r.replaced for r in reports),
+        "deleted": sum(r.deleted for r in reports),
         "skipped": [
             {"source": r.source, "reason": r.reason} for r in reports if r.status == "skipped"
         ],
