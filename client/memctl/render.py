@@ -153,10 +153,14 @@ def render_lint(payload: Any) -> str:
         f"{d.get('file')}:{d.get('line')}: {d.get('severity')}[{d.get('code')}] {d.get('message')}"
         for d in payload.get("diagnostics", [])
     ]
-    lines.append(
+    summary = (
         f"\n{payload.get('declarations', 0)} declarations, "
         f"{payload.get('errors', 0)} error(s), {payload.get('warnings', 0)} warning(s)"
     )
+    problems = len(payload.get("source_problems") or ())
+    if problems:  # the counts are the declarations' lint; these files did not load
+        summary += f", {problems} source problem(s) (above)"
+    lines.append(summary)
     return "\n".join(lines)
 
 

@@ -604,10 +604,13 @@ async def lint(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any],
         }
         lines = [f"{p['file']}:{p['line']}: error[{p['kind']}] {p['message']}" for p in problems]
         lines += [d.render() for d in diagnostics]
-        lines.append(
+        summary = (
             f"\n{len(view.workspace.declarations)} declarations, {errors} error(s), "
             f"{warnings} warning(s)"
         )
+        if problems:  # the lint counts are of the declarations; these files did not load
+            summary += f", {len(problems)} source problem(s) (above)"
+        lines.append(summary)
         return payload, "\n".join(lines)
 
     return await run_engine(work)

@@ -48,6 +48,10 @@ def test_lint_text_puts_sources_that_no_longer_parse_first_as_errors() -> None:
     problem = {"kind": "parse_error", "file": "new.mem", "line": 2, "message": "expected '}'"}
     text = render.render_lint({**LINT, "source_problems": [problem]})
     assert text.split("\n")[0] == "new.mem:2: error[parse_error] expected '}'"
+    # and the counts line says so, beside the lint's own counts
+    assert text.split("\n")[-1] == (
+        "7 declarations, 1 error(s), 1 warning(s), 1 source problem(s) (above)"
+    )
 
 
 def test_clean_lint_text_is_only_the_counts() -> None:
