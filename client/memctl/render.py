@@ -250,7 +250,9 @@ def render_proposed(payload: Any) -> str:
     lines = [f"proposal {pid} pending review: {payload.get('declaration_id', '')}"]
     lines += _issue_lines(payload, "warnings")
     into = payload.get("suggested_into") or "FILE.mem"
-    lines.append(f"a reviewer decides with: memctl review approve {pid} --into {into}")
+    # -w as well: a reviewer's memctl may reach several workspaces.
+    workspace = f"-w {payload['workspace']} " if payload.get("workspace") else ""
+    lines.append(f"a reviewer decides with: memctl {workspace}review approve {pid} --into {into}")
     return "\n".join(lines)
 
 

@@ -179,3 +179,16 @@ def test_events_print_as_name_then_compact_json() -> None:
         'reload {"workspace":"team","generation":2}'
     )
     assert render.render_event("message", "plain") == "message plain"
+
+
+def test_a_new_proposal_names_the_workspace_in_the_reviewers_command() -> None:
+    payload = {
+        "proposal_id": "p-7",
+        "declaration_id": "rule:x",
+        "workspace": "team-coding",
+        "suggested_into": "decisions.mem",
+    }
+    assert render.render_proposed(payload).splitlines() == [
+        "proposal p-7 pending review: rule:x",
+        "a reviewer decides with: memctl -w team-coding review approve p-7 --into decisions.mem",
+    ]
