@@ -5,8 +5,9 @@ store and hybrid search.
 Per question a fresh temporary store holds the haystack (one drawer per session of
 user turns, or per user turn), the question is searched, un-retrieved items are
 appended in corpus order, and recall-any@k and NDCG@k are computed at session and
-turn level. Modes: `raw` (text as is) and `rooms` (mempal's five keyword rooms, which
-here boost and never filter). mempal's `aaak` mode has no counterpart: refused.
+turn level. Modes: `raw` (text as is), `rooms` (mempal's five keyword rooms, which
+here boost and never filter) and `aaak` (each item stored and searched as its AAAK
+document: wing `longmemeval`, room `benchmark`, the session's date, the corpus id).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from memhubd.recall import aaak
 from memhubd.recall.ids import content_hash, drawer_id
 from memhubd.recall.ingest.pipeline import Embeds, record_of
 from memhubd.recall.rooms import route
@@ -73,6 +75,14 @@ def corpus(entry: dict[str, Any], granularity: str) -> list[Item]:
     return items
 
 
+def retrieval_text(item: Item, mode: str) -> str:
+    """What is stored and searched for `item`: its text, or in `aaak` mode its AAAK
+    document (mempal's meta: wing `longmemeval`, room `benchmark`)."""
+    if mode != "aaak":
+        return item.text
+    return aaak.encode(item.text, "longmemeval", "benchmark", item.date, item.corpus_id).document
+
+
 def ndcg(relevances: list[int], k: int) -> float:
     """Binary NDCG@k with mempal's convention: the ideal ordering is the retrieved
     top-k's own relevances, sorted."""
@@ -95,24 +105,23 @@ def rank(
                 for entry_room in taxonomy:
                     store.set_taxonomy(entry_room, audit)
             drawers = []
-            for ordinal, item in enumerate(items):
+            texts = [retrieval_text(item, mode) for item in items]
+            for ordinal, (item, text) in enumerate(zip(items, texts, strict=True)):
                 routed = route(item.text, taxonomy) if mode == "rooms" else None
                 room = routed[0] if routed else "default"
                 drawers.append(
                     NewDrawer(
-                        id=drawer_id(
-                            "longmemeval", room, f"{ordinal}\n{item.corpus_id}\n{item.text}"
-                        ),
+                        id=drawer_id("longmemeval", room, f"{ordinal}\n{item.corpus_id}\n{text}"),
                         room=room,
-                        content=item.text,
+                        content=text,
                         source_file=f"longmemeval://{item.corpus_id}",
                         source_kind="text",
                         chunk_index=ordinal,
-                        content_hash=content_hash(item.text),
+                        content_hash=content_hash(text),
                         identity="bench",
                     )
                 )
-            vectors = embedder.embed([i.text for i in items]) if embedder is not None else None
+            vectors = embedder.embed(texts) if embedder is not None else None
             store.write(drawers, vectors, record_of(embedder), audit)
             result = search(store, embedder, str(entry.get("question", "")), DrawerFilter(), top_k)
             ranked = [hit.drawer.chunk_index for hit in result.hits]
@@ -231,8 +240,6 @@ def cmd_longmemeval(args: argparse.Namespace) -> int:
     try:
         if args.top_k < 1:
             raise BenchError("--top-k must be at least 1")
-        if args.mode == "aaak":
-            raise BenchError("mode aaak is not available: memhub has no AAAK encoder")
         try:
             data = json.loads(args.file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:

@@ -9,7 +9,7 @@ import pytest
 from recall_fakes import HashingEmbedder
 
 from memhubd.cli import main
-from memhubd.recall.longmemeval import corpus, ndcg, run
+from memhubd.recall.longmemeval import corpus, ndcg, retrieval_text, run
 
 
 def question(index: int, topic: str) -> dict:
@@ -67,14 +67,22 @@ def test_the_answer_session_ranks_first_and_every_metric_is_reported(tmp_path: P
     assert lines[0]["retrieval_results"]["ranked_items"][0]["corpus_id"] == "s1b"
 
 
-def test_the_command_reads_a_file_and_refuses_aaak(
+def test_the_command_reads_a_file_in_every_mode(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "lme.json"
     data.write_text(json.dumps(DATA))
-    assert (
-        main(["bench", "longmemeval", str(data), "--no-vectors", "--mode", "rooms", "--json"]) == 0
-    )
-    assert json.loads(capsys.readouterr().out)["session"]["recall_any@1"] == 1.0
-    assert main(["bench", "longmemeval", str(data), "--mode", "aaak"]) == 2
-    assert "no AAAK" in capsys.readouterr().err
+    for mode in ("rooms", "aaak"):
+        argv = ["bench", "longmemeval", str(data), "--no-vectors", "--mode", mode, "--json"]
+        assert main(argv) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["mode"] == mode and report["session"]["recall_any@1"] == 1.0
+
+
+def test_aaak_mode_stores_and_searches_each_items_aaak_document() -> None:
+    item = corpus(DATA[0], "session")[1]
+    document = retrieval_text(item, "aaak")
+    header, zettel = document.splitlines()[:2]
+    assert header == "V1|longmemeval|benchmark|2023/05/02|s1b"
+    assert '"My sister is learning pottery at the community college."' in zettel
+    assert retrieval_text(item, "raw") == retrieval_text(item, "rooms") == item.text
