@@ -306,7 +306,11 @@ def _session_end(args: argparse.Namespace) -> None:
     from memctl.config import resolve_settings
 
     raw = sys.stdin.read(MAX_HOOK_INPUT)
-    payload = json.loads(raw) if raw.strip() else {}
+    try:
+        payload = json.loads(raw) if raw.strip() else {}
+    except ValueError as error:
+        print(f"memctl hooks session-end: the hook input is not JSON ({error})", file=sys.stderr)
+        return
     transcript = payload.get("transcript_path") if isinstance(payload, dict) else None
     if not isinstance(transcript, str) or not transcript:
         print("memctl hooks session-end: no transcript_path in the hook input", file=sys.stderr)

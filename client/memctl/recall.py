@@ -443,7 +443,12 @@ def cmd_taxonomy(session: Session, args: argparse.Namespace) -> int:
 
 
 def _render_taxonomy(answer: dict[str, Any]) -> str:
-    lines = [f"{e['room']}: {', '.join(e['keywords'])}" for e in answer["entries"]]
+    lines = [
+        f"{e['room']}"
+        + (f" ({e['display_name']})" if e.get("display_name") else "")
+        + f": {', '.join(e['keywords'])}"
+        for e in answer["entries"]
+    ]
     return "\n".join(lines) or "no taxonomy entries"
 
 

@@ -239,3 +239,8 @@ def test_the_end_hook_ingests_the_session_transcript(daemon: LiveDaemon, tmp_pat
     assert f"-home-ana-src-billing/{TRANSCRIPT.name}" in sources
     nothing = run_hook(end, {"hook_event_name": "SessionEnd"}, env)
     assert nothing.returncode == 0 and "no transcript_path" in nothing.stderr
+    garbled = subprocess.run(
+        ["/bin/sh", "-c", end], input="not json", capture_output=True, text=True, env=env
+    )
+    assert garbled.returncode == 0 and garbled.stdout == ""
+    assert "the hook input is not JSON" in garbled.stderr

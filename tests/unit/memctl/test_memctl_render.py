@@ -192,3 +192,16 @@ def test_a_new_proposal_names_the_workspace_in_the_reviewers_command() -> None:
         "proposal p-7 pending review: rule:x",
         "a reviewer decides with: memctl -w team-coding review approve p-7 --into decisions.mem",
     ]
+
+
+def test_taxonomy_lines_show_a_rooms_display_name_when_it_has_one() -> None:
+    from memctl.recall import _render_taxonomy
+
+    entries = [
+        {"room": "billing", "display_name": "Billing & invoices", "keywords": ["invoice", "vat"]},
+        {"room": "ops", "display_name": None, "keywords": ["pager"]},
+    ]
+    assert _render_taxonomy({"entries": entries}).splitlines() == [
+        "billing (Billing & invoices): invoice, vat",
+        "ops: pager",
+    ]
