@@ -190,7 +190,10 @@ def _log_to_stderr() -> None:
     create …)`). `serve` configures logging fully when it starts."""
     import structlog
 
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    if structlog.is_configured():  # a daemon in this process set its logging up already
+        return
+    # sys.stderr as it is at each line, as structlog's default reads sys.stdout.
+    structlog.configure(logger_factory=lambda *_args: structlog.PrintLogger(sys.stderr))
 
 
 def _run(args: argparse.Namespace) -> int:

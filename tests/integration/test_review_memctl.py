@@ -208,7 +208,7 @@ def test_a_correction_is_approved_where_suggested_and_marks_what_it_supersedes(
     )
     assert code == 0, err
     proposal_id = proposal_id_of(out)
-    assert out.endswith(f"memctl review approve {proposal_id} --into decisions.mem\n")
+    assert out.endswith(f"memctl -w {WS} review approve {proposal_id} --into decisions.mem\n")
 
     # Without --into nothing is written; the reviewer is told which file fits.
     code, out, err = memctl(daemon, "alice", "review", "approve", proposal_id)
