@@ -203,13 +203,11 @@ class HeaderSchemas:
     def to_check(self, name: str) -> Any | None:
         """The schema to check a call of `name` against, or None when nothing needs checking."""
         schema = self.server._tool_input_schema(name)
+        if schema is None:  # no such tool: nothing to check, and nothing kept for a name
+            return None  # a caller chose (kept, any number of names would pile up)
         known = self._known.get(name)
         if known is None or known[0] is not schema:  # a tool registered again is looked at anew
-            annotated = (
-                schema is not None
-                and find_invalid_x_mcp_header(schema) is None
-                and bool(x_mcp_header_map(schema))
-            )
+            annotated = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))
             known = self._known[name] = (schema, annotated)
         return schema if known[1] else None
 

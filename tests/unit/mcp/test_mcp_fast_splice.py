@@ -131,3 +131,12 @@ def test_a_tool_registered_again_is_looked_at_anew() -> None:
     assert schemas.to_check("tool") is None
     tools.schemas["tool"] = ANNOTATED
     assert schemas.to_check("tool") is ANNOTATED
+
+
+def test_names_of_tools_that_do_not_exist_are_never_kept() -> None:
+    # Any caller may send any tool name: keeping each would grow without bound
+    schemas = HeaderSchemas(Tools({"plain": PLAIN}))
+    for n in range(1000):
+        assert schemas.to_check(f"no-such-tool-{n}" + "z" * 1000) is None
+    schemas.to_check("plain")
+    assert list(schemas._known) == ["plain"]
