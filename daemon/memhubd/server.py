@@ -357,6 +357,14 @@ class OnDemandShelf:
         # Only called for names this class does not define.
         return getattr(self.opened(), name)
 
+    def forget(self, workspace: str) -> None:
+        """Close a removed workspace's store, if the shelf ever opened one (a shelf
+        never opened is not opened for it)."""
+        with self._lock:
+            shelf = self._shelf
+        if shelf is not None:
+            shelf.forget(workspace)
+
     def close(self) -> None:
         """Close the stores of an opened shelf; one never opened has none."""
         with self._lock:
@@ -517,6 +525,8 @@ def print_banner(info: DaemonInfo, stream: Any = None, state_dir: str | None = N
 
         if os.path.abspath(state_dir) != os.path.abspath(paths.default_state_dir()):
             where = f" --state-dir {shlex.quote(state_dir)}"
-    lines.append(f"  token   memhubd token create my-agent --scopes read:summary,read:search{where}")
+    lines.append(
+        f"  token   memhubd token create my-agent --scopes read:summary,read:search{where}"
+    )
     lines.append("Press Ctrl-C to stop.")
     print("\n".join(lines), file=out, flush=True)

@@ -343,3 +343,45 @@ def test_only_the_writer_or_a_reviewer_deletes_a_drawer(daemon: LiveDaemon) -> N
     assert refused.status_code == 403, refused.text
     assert refused.json()["error"]["detail"]["required_scope"] == "review"
     assert own.status_code == 200 and moderated.status_code == 200
+
+
+def open_files_under(directory: Path) -> list[str]:
+    """Files of this process (the daemon runs in it) open under `directory`."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(directory)):
+            found.append(target)
+    return found
+
+
+def test_a_removed_workspace_leaves_no_store_open_and_no_series(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    # Given a workspace added at run time, whose recall store and cowork inbox were used
+    root = copy_examples(tmp_path / "ws", [OTHER])[OTHER]
+    base = "/v1/workspaces/passing"
+    with daemon.http(daemon.admin_token) as http:
+        assert (
+            http.post("/v1/workspaces", json={"name": "passing", "path": root}).status_code == 201
+        )
+        assert (
+            http.post(f"{base}/recall/ingest", json={"content": "a passing note"}).status_code
+            == 201
+        )
+        assert http.post(f"{base}/recall/search", json={"query": "passing"}).status_code == 200
+        mate = token(daemon, "passing-mate", "read:summary", workspaces=["*"])
+        pushed = http.post(f"{base}/cowork/push", json={"to": "passing-mate", "content": "hi"})
+        assert pushed.status_code == 201, pushed.text
+        assert mate
+        held = [p for p in open_files_under(daemon.state_dir) if "passing" in p]
+        assert held  # the stores are open while it is served
+        # When it is removed
+        assert http.delete(base).status_code == 200
+        metrics = http.get("/metrics").text
+    # Then none of its files is held open, and no metric series names it
+    assert [p for p in open_files_under(daemon.state_dir) if "passing" in p] == []
+    assert 'workspace="passing"' not in metrics

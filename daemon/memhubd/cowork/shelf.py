@@ -35,6 +35,14 @@ class CoworkShelf:
                 store = self._stores[workspace] = InboxStore(self.path_of(workspace), self.limits)
             return store
 
+    def forget(self, workspace: str) -> None:
+        """Close `workspace`'s inbox store and drop its activity (it was removed)."""
+        with self._lock:
+            store = self._stores.pop(workspace, None)
+        if store is not None:
+            store.close()
+        self.activity.forget_workspace(workspace)
+
     def close(self) -> None:
         with self._lock:
             stores, self._stores = list(self._stores.values()), {}

@@ -484,5 +484,17 @@ class Hub:
         if self._membership is not None:
             await anyio.to_thread.run_sync(self._membership.remove, name)
         self.metrics.forget_workspace(name)
+        # What the daemon holds for it beside the snapshot: its recall store and cowork
+        # inbox (open files and connections, caches), its partner-peek activity.
+        for part in (getattr(self, "recall", None), getattr(self, "cowork", None)):
+            forget = getattr(part, "forget", None)
+            if forget is not None:
+                try:
+                    await anyio.to_thread.run_sync(forget, name)
+                except Exception:
+                    log.exception("releasing a removed workspace failed", workspace=name)
+        # Its snapshot's cycles were frozen with it; a full collection takes them back
+        # once enough has piled up (no edit elsewhere may come to run one).
+        await anyio.to_thread.run_sync(settle_long_lived)
         self.events.publish("workspace_removed", workspace=name)
         return True

@@ -111,6 +111,15 @@ class Histogram(_Metric):
         return lines
 
 
+def _forget_label(metric: Counter | Histogram, label: str, value: str) -> None:
+    """Drop every series of `metric` whose `label` is `value`."""
+    at = metric.label_names.index(label)
+    with metric._lock:
+        series = metric._values if isinstance(metric, Counter) else metric._series
+        for key in [k for k in series if k[at] == value]:
+            del series[key]
+
+
 class Metrics:
     """The daemon's metrics, one instance per running daemon."""
 
@@ -140,8 +149,15 @@ class Metrics:
         )
 
     def forget_workspace(self, name: str) -> None:
-        for gauge in (self.generation, self.declarations, self.degraded):
-            gauge.remove(name)
+        """Every series of a removed workspace: names come and go, series must not pile up."""
+        for metric in (
+            self.generation,
+            self.declarations,
+            self.degraded,
+            self.reloads,
+            self.reload_seconds,
+        ):
+            _forget_label(metric, "workspace", name)
 
     def render(
         self,

@@ -66,6 +66,9 @@ class CoworkDesk:
     shelf: CoworkShelf
     members: Members
 
+    def forget(self, workspace: str) -> None:
+        self.shelf.forget(workspace)
+
     def close(self) -> None:
         self.shelf.close()
 

@@ -36,3 +36,19 @@ def test_request_series_are_left_out_on_request() -> None:
     assert "memhub_requests" not in narrow and "memhub_request_duration" not in narrow
     assert "memhub_declarations" not in narrow
     assert 'memhub_generation{workspace="ws"} 3' in narrow
+
+
+def test_a_forgotten_workspace_leaves_no_series() -> None:
+    metrics = Metrics()
+    for name in ("kept", "gone"):
+        metrics.reloads.inc(name, "ok")
+        metrics.reload_seconds.observe(name, value=0.2)
+        metrics.generation.set(name, value=1)
+        metrics.declarations.set(name, value=5)
+        metrics.degraded.set(name, value=0)
+    metrics.forget_workspace("gone")
+    text = metrics.render()
+    assert 'workspace="gone"' not in text
+    assert 'memhub_reloads_total{workspace="kept",result="ok"} 1' in text
+    assert 'memhub_reload_duration_seconds_count{workspace="kept"} 1' in text
+    assert 'memhub_generation{workspace="kept"} 1' in text
