@@ -426,7 +426,19 @@ class Hub:
         try:
             since = host.unwarmed_since or time.monotonic()
             longest = since + WARM_WAIT_AT_MOST_S - time.monotonic()
-            await self.activity.wait_quiet(WARM_QUIET_S, max(longest, 0.0))
+            # A removed workspace's wait ends with it: the wait holds its host, and so
+            # its snapshot (up to 30 s of them, under add/remove churn).
+            async with anyio.create_task_group() as waiting:
+
+                async def end_with_the_host() -> None:
+                    await host.stop_event.wait()
+                    waiting.cancel_scope.cancel()
+
+                waiting.start_soon(end_with_the_host)
+                await self.activity.wait_quiet(WARM_QUIET_S, max(longest, 0.0))
+                waiting.cancel_scope.cancel()
+            if host.stop_event.is_set():
+                return
             async with self.lint_limiter:
                 target = host.snapshot
                 if (
