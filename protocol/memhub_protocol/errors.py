@@ -19,6 +19,7 @@ class ErrorCode(StrEnum):
     HEADERS_TOO_LARGE = "headers_too_large"  # 431: request head over the header limits
     REQUEST_TIMEOUT = "request_timeout"  # 408: the request did not arrive in time
     CONFLICT = "conflict"  # 409: e.g. workspace name already used
+    TOO_MANY = "too_many"  # 429: e.g. more open event streams than a token may hold
     WORKSPACE_UNAVAILABLE = "workspace_unavailable"  # 503: never loaded successfully
     INTERNAL = "internal"  # 500
 
@@ -37,6 +38,7 @@ _HTTP_STATUS = {
     ErrorCode.HEADERS_TOO_LARGE: 431,
     ErrorCode.REQUEST_TIMEOUT: 408,
     ErrorCode.CONFLICT: 409,
+    ErrorCode.TOO_MANY: 429,
     ErrorCode.WORKSPACE_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
 }

@@ -10,11 +10,13 @@ only what its token allows, and a stream does not outlive its token.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -224,3 +226,33 @@ def test_stopping_the_daemon_closes_event_streams_without_errors(tmp_path: Path)
     # Before: the streams held the shutdown to its timeout, then were cancelled with
     # CancelledError tracebacks logged at error level.
     assert [record.getMessage() for record in errors] == []
+
+
+def test_event_streams_are_bounded_per_token_and_in_all(tmp_path: Path) -> None:
+    workspaces = copy_examples(tmp_path / "ws", ["writing"])
+    limits = {"limits.max_event_streams_per_token": 2, "limits.max_event_streams": 3}
+    with start_daemon(tmp_path, workspaces, **limits) as daemon, contextlib.ExitStack() as held:
+        other = daemon.add_token("other-listener", "read:summary")
+
+        def open_stream(secret: str) -> httpx.Response:
+            client = held.enter_context(daemon.http(secret, timeout=WAIT))
+            response = held.enter_context(client.stream("GET", "/v1/events"))
+            if response.status_code != 200:
+                response.read()  # the refusal's body (a stream stays open, unread)
+            return response
+
+        # A token holds at most 2 streams
+        first, second = (open_stream(daemon.admin_token) for _ in range(2))
+        third = open_stream(daemon.admin_token)
+        assert (first.status_code, second.status_code, third.status_code) == (200, 200, 429)
+        assert third.json()["error"]["code"] == "too_many"
+        # and the daemon 3 in all: another token gets the last one, then no more
+        assert open_stream(other).status_code == 200
+        refused = open_stream(other)
+        assert refused.status_code == 429 and "3 in all" in refused.json()["error"]["message"]
+        # A closed stream gives its slot back
+        first.close()
+        deadline = time.monotonic() + WAIT
+        while (again := open_stream(other)).status_code == 429 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert again.status_code == 200

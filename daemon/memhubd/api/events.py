@@ -18,6 +18,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
+from memhub_protocol import ErrorCode, ProtocolError
 from memhubd.api.middleware import bearer_token
 from memhubd.auth.identity import Identity
 from memhubd.auth.tokens import TokenStore
@@ -53,10 +54,34 @@ def token_check(request: Request, identity: Identity, tokens: TokenStore) -> Cal
     return lambda: bool(secret) and tokens.verify(secret) is not None
 
 
+class _HeldStream(StreamingResponse):
+    """A stream that gives its slot back when it ends, however it ends (the client
+    gone before the first byte included: Starlette always calls the response)."""
+
+    def __init__(self, content: Any, release: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._release = release
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
 async def events_endpoint(
     request: Request, identity: Identity, hub: Hub, tokens: TokenStore
 ) -> StreamingResponse:
     still_valid = token_check(request, identity, tokens)
+    limits = hub.limits
+    per_token, total = limits.max_event_streams_per_token, limits.max_event_streams
+    if not hub.events.claim(identity.name, per_token, total):
+        raise ProtocolError(
+            ErrorCode.TOO_MANY,
+            f"too many open event streams: at most {per_token} per token and {total} in all; "
+            "close one first",
+            {"max_event_streams_per_token": per_token, "max_event_streams": total},
+        )
 
     async def stream() -> AsyncIterator[str]:
         yield ": connected\n\n"
@@ -77,8 +102,9 @@ async def events_endpoint(
                     continue
                 yield format_event(event, data)
 
-    return StreamingResponse(
+    return _HeldStream(
         stream(),
+        lambda: hub.events.release(identity.name),
         media_type="text/event-stream",
         headers={"cache-control": "no-store", "x-accel-buffering": "no"},
     )

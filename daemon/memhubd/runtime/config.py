@@ -50,6 +50,10 @@ class Limits:
     keep_alive_timeout_s: int = 5
     # Answers kept for repeated queries of one snapshot (LRU by encoded size).
     response_cache_bytes: int = 64 * 1024 * 1024
+    # Open `/v1/events` streams: each holds a connection (a file descriptor) for as
+    # long as its client keeps it, so their number is bounded, per token and in all.
+    max_event_streams: int = 256
+    max_event_streams_per_token: int = 8
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class EventBus:
         self._ids = itertools.count(1)
         self._subscribers: set[MemoryObjectSendStream[Event]] = set()
         self._closed = False
+        self._holders: Counter[str] = Counter()  # open streams per holder (a token's name)
 
     def publish(self, name: str, **data: Any) -> Event:
         event = Event(next(self._ids), name, data, time.time())
@@ -74,6 +76,19 @@ class EventBus:
             self._subscribers.discard(send)
             send.close()
             receive.close()
+
+    def claim(self, holder: str, per_holder: int, total: int) -> bool:
+        """Reserve one stream for `holder` unless it holds `per_holder` already or all
+        holders `total`; `release` gives it back."""
+        if self._holders[holder] >= per_holder or self._holders.total() >= total:
+            return False
+        self._holders[holder] += 1
+        return True
+
+    def release(self, holder: str) -> None:
+        self._holders[holder] -= 1
+        if self._holders[holder] <= 0:
+            del self._holders[holder]
 
     def close(self) -> None:
         """End every subscription, now and later: the daemon is stopping."""
