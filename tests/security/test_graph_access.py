@@ -198,3 +198,34 @@ def test_a_triple_stays_hidden_once_its_hidden_drawer_is_purged(daemon: LiveDaem
         listed = http.get(f"/v1/workspaces/{TEAM}/kg/triples", params={"all": "true"})
         timeline = http.get(f"/v1/workspaces/{TEAM}/kg/timeline", params={"entity": "May"})
     assert "lisbon" not in listed.text and timeline.json()["triples"] == []
+
+
+def test_a_writer_cites_its_own_private_diary_entry_and_no_one_else_sees_it(
+    daemon: LiveDaemon,
+) -> None:
+    # Given a private diary entry
+    writer = token(daemon, "kg-diarist", workspaces=[TEAM])
+    with daemon.http(writer) as http:
+        entry = {"type": "LESSON", "content": "the otter service needs two replicas"}
+        written = http.post(f"/v1/workspaces/{TEAM}/diary", json=entry)
+    assert written.status_code == 201, written.text
+    drawer = written.json()["drawer_id"]
+    triple = {"subject": "otter service", "predicate": "needs", "object": "two replicas"}
+    # When its writer states a triple from it
+    with daemon.http(writer) as http:
+        stated = http.post(
+            f"/v1/workspaces/{TEAM}/kg/triples", json={**triple, "source_drawer": drawer}
+        )
+        own = http.get(f"/v1/workspaces/{TEAM}/kg/triples", params={"subject": "otter service"})
+    # Then the writer reads it back as it reads the entry in recall search
+    assert stated.status_code == 201, stated.text
+    assert [t["source_drawer"] for t in own.json()["triples"]] == [drawer]
+    # And a teammate sees neither the triple nor the entry
+    mate = token(daemon, "kg-diary-mate", workspaces=[TEAM])
+    with daemon.http(mate) as http:
+        theirs = http.get(f"/v1/workspaces/{TEAM}/kg/triples", params={"subject": "otter service"})
+        cite = http.post(
+            f"/v1/workspaces/{TEAM}/kg/triples", json={**triple, "source_drawer": drawer}
+        )
+    assert theirs.json()["triples"] == [] and drawer not in theirs.text
+    assert cite.status_code == 404, cite.text

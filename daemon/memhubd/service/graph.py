@@ -75,7 +75,11 @@ def _shelf(hub: Hub) -> RecallShelf:
 
 
 def _roles(identity: Identity) -> frozenset[str] | None:
-    return None if identity.sees_everything else identity.roles
+    """Drawers' visibility as recall search has it: the writer's own private diary
+    entries included."""
+    from memhubd.service.recall import _roles as recall_roles
+
+    return recall_roles(identity)
 
 
 def _name(value: Any, field: str) -> str:
