@@ -728,3 +728,31 @@ SCHEMAS_MEMDSL_ORDER = (
     "memory_propose",
     "memory_review_list",
 )
+
+
+async def test_an_argument_a_tool_does_not_take_is_refused_by_name(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        typo = await tool_error(client, "memory_query", {"query": "deploy", "limt": 1})
+        listed = await client.list_tools()
+    # The JSON API refuses an unknown field; a dropped one could change what a call means
+    assert "limt" in typo and "Extra inputs are not permitted" in typo
+    assert all(tool.input_schema.get("additionalProperties") is False for tool in listed.tools)
+
+
+async def test_ingest_takes_readers_and_restricts_the_drawer_to_them(daemon) -> None:
+    writer = token(daemon, "mcp-readers-writer", "write:recall,read:search", workspaces=[TEAM])
+    other = token(daemon, "mcp-readers-other", "read:search", workspaces=[TEAM])
+    async with mcp_client(daemon, writer) as client:
+        stored = await call(
+            client,
+            "memory_ingest",
+            {"content": "the vault rota is on the ops wiki", "readers": ["vault"]},
+        )
+        empty = await tool_error(client, "memory_ingest", {"content": "  "})
+    assert "'content' must not be empty" in empty
+    drawer = stored["drawer_id"]
+    with daemon.http(other) as http:
+        assert http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer}").status_code == 404
+    with daemon.http(daemon.admin_token) as http:
+        shown = http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer}").json()["drawer"]
+    assert shown["readers"] == ["vault"]

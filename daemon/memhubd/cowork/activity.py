@@ -43,6 +43,9 @@ class Activity:
 
 
 def cut(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    # Kept text is sent to peekers as JSON: a lone surrogate (which no door should let
+    # through) would make every later peek at this identity fail.
+    text = text.encode("utf-8", "replace").decode("utf-8")
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 

@@ -19,6 +19,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, modern_error_data
 from mcp.shared.inbound import (
@@ -38,7 +39,9 @@ from mcp_types import (
     PROTOCOL_VERSION_META_KEY,
     CallToolRequestParams,
     CallToolResult,
+    ClientCapabilities,
     ErrorData,
+    Implementation,
     JSONRPCError,
     JSONRPCResponse,
     TextContent,
@@ -212,14 +215,55 @@ class HeaderSchemas:
         return schema if known[1] else None
 
 
+# Deeper requests are left to the SDK (the JSON API refuses bodies nested deeper than 32).
+_MAX_DEPTH = 32
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests lists and objects more than `limit` levels deep."""
+    level: list[Any] = [value]
+    for _ in range(limit + 1):
+        inner = []
+        for item in level:
+            if isinstance(item, dict):
+                inner.extend(item.values())
+            elif isinstance(item, list):
+                inner.extend(item)
+        if not inner:
+            return False
+        level = inner
+    return any(isinstance(item, dict | list) for item in level)
+
+
+def _envelope_valid(meta: dict[str, Any]) -> bool:
+    """The version envelope's members as the SDK's models accept them."""
+    try:
+        if PROTOCOL_VERSION_META_KEY in meta and not isinstance(
+            meta[PROTOCOL_VERSION_META_KEY], str
+        ):
+            return False
+        if CLIENT_CAPABILITIES_META_KEY in meta:
+            ClientCapabilities.model_validate(meta[CLIENT_CAPABILITIES_META_KEY])
+        if CLIENT_INFO_META_KEY in meta:
+            Implementation.model_validate(meta[CLIENT_INFO_META_KEY])
+    except ValueError:  # pydantic's ValidationError
+        return False
+    return True
+
+
 def parse_tool_call(
     body: bytes, headers: list[tuple[bytes, bytes]], schemas: HeaderSchemas
 ) -> ToolCall | None:
     """The call `body` asks for, or None when the SDK must answer it."""
     try:
-        request = json.loads(body)
+        # orjson, as strict as the SDK's parser where json.loads is not: a lone UTF-16
+        # surrogate, a byte order mark or a non-finite number goes to the SDK, which
+        # refuses it (the stdlib parser accepts all three).
+        request = orjson.loads(body)
     except (ValueError, RecursionError):
         return None
+    if _deeper_than(request, _MAX_DEPTH):
+        return None  # the SDK's parser decides how deep is too deep
     if not isinstance(request, dict) or not request.keys() <= _REQUEST_KEYS:
         return None
     request_id, params = request.get("id"), request.get("params")
@@ -240,7 +284,7 @@ def parse_tool_call(
     if version not in MODERN_PROTOCOL_VERSIONS:
         return None
     meta = params.get("_meta")
-    if not isinstance(meta, dict) or not meta.keys() <= _ENVELOPE:
+    if not isinstance(meta, dict) or not meta.keys() <= _ENVELOPE or not _envelope_valid(meta):
         return None
     text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
     if find_duplicated_routing_header(text_headers) is not None:

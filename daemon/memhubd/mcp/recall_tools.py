@@ -86,8 +86,16 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         dry_run: Annotated[bool, Field(description="only answer the would-be drawer id")] = False,
         importance: Annotated[int, Field(description="0-5; wake-up shows high first")] = 0,
         workspace: Annotated[str, Field(description="same as wing")] = "",
+        readers: Annotated[
+            list[str] | None,
+            Field(description="roles that may read the drawer (default: everyone granted)"),
+        ] = None,
     ) -> CallToolResult:
         async def work(identity: Any, name: str) -> dict[str, Any]:
+            if not content.strip():
+                raise ProtocolError(
+                    ErrorCode.INVALID, "'content' must not be empty", {"field": "content"}
+                )
             request = IngestRequest.from_json(
                 {
                     "content": content,
@@ -95,6 +103,7 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
                     "source": source or None,
                     "dry_run": dry_run,
                     "importance": importance,
+                    "readers": readers,
                 }
             )
             summary = await recall.ingest(hub, identity, name, request, DOOR)

@@ -135,7 +135,21 @@ def build_mcp_server(hub: Hub) -> MemhubMCP:
     register_graph_tools(server, hub)
     register_diary_tools(server, hub)
     register_resources(server, hub)
+    _refuse_unknown_arguments(server)
     return server
+
+
+def _refuse_unknown_arguments(server: MemhubMCP) -> None:
+    """Every tool refuses an argument it does not take, as the JSON API refuses an
+    unknown field: the SDK's argument models drop one silently, so a typo (`limt`) or
+    an argument another door has (`readers` on ingest) would be ignored, and a call
+    meant to restrict who may read a drawer would store it for everyone. Each tool's
+    published schema says so too (`additionalProperties: false`)."""
+    for tool in server._tool_manager.list_tools():
+        model = tool.fn_metadata.arg_model
+        model.model_config["extra"] = "forbid"
+        model.model_rebuild(force=True)
+        tool.parameters["additionalProperties"] = False
 
 
 class McpEndpoint:
