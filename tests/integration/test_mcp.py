@@ -756,3 +756,23 @@ async def test_ingest_takes_readers_and_restricts_the_drawer_to_them(daemon) -> 
     with daemon.http(daemon.admin_token) as http:
         shown = http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer}").json()["drawer"]
     assert shown["readers"] == ["vault"]
+
+
+async def test_a_body_over_the_limit_is_refused_in_the_daemons_envelope(daemon) -> None:
+    headers = {
+        "Authorization": f"Bearer {team_reader(daemon)}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "memory_query", "arguments": {"query": "x" * 2_000_000}},
+        }
+    )
+    async with httpx2.AsyncClient(timeout=30) as http:
+        answer = await http.post(f"{daemon.url}/mcp", content=body, headers=headers)
+    assert answer.status_code == 413
+    assert answer.json()["error"]["code"] == "too_large"

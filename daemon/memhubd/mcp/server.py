@@ -155,9 +155,12 @@ def _refuse_unknown_arguments(server: MemhubMCP) -> None:
 class McpEndpoint:
     """ASGI app at /mcp: rebinding check, authentication, caller binding, then the SDK."""
 
-    def __init__(self, app: Any, allowed_hosts: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, app: Any, allowed_hosts: tuple[str, ...] = (), max_body_bytes: int | None = None
+    ) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         state = scope.setdefault("state", {})
@@ -176,6 +179,12 @@ class McpEndpoint:
             message = f"{reason}; send Authorization: Bearer <token>"
             await _refuse(scope, receive, send, ErrorCode.UNAUTHORIZED, message)
             return
+        if self.max_body_bytes is not None and _declared_length(scope) > self.max_body_bytes:
+            # Refused here in the daemon's error envelope, as the JSON API refuses it
+            # (the SDK would answer a bare text line).
+            message = str(BodyTooLarge(self.max_body_bytes))
+            await _refuse(scope, receive, send, ErrorCode.TOO_LARGE, message)
+            return
         token = set_caller(identity)
 
         async def send_plain_status(message: dict[str, Any]) -> None:
@@ -190,6 +199,14 @@ class McpEndpoint:
             await _refuse(scope, receive, send, ErrorCode.TOO_LARGE, str(error))
         finally:
             reset_caller(token)
+
+
+def _declared_length(scope: dict[str, Any]) -> int:
+    """The request's Content-Length, or 0 when it gives none (or none that is a number)."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return int(value) if value.isdigit() else 0
+    return 0
 
 
 async def _refuse(scope: Any, receive: Any, send: Any, code: ErrorCode, message: str) -> None:
@@ -232,7 +249,7 @@ def mount_mcp(context: ApiContext, settings: McpConfig | None = None) -> None:
             app = ToolCallFastPath(server, app, context.max_body_bytes)
         except (AttributeError, TypeError, ImportError) as exc:
             log.warning("mcp_fast_path_disabled", reason=repr(exc))
-    endpoint = McpEndpoint(app, settings.allowed_hosts)
+    endpoint = McpEndpoint(app, settings.allowed_hosts, context.max_body_bytes)
     context.extra_routes.append(Route(MCP_PATH, endpoint, name=ROUTE_NAME))
     inner = context.lifespan
 
