@@ -35,11 +35,17 @@ def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
         config = config_from_args(args)
         notes: list[str] = []
         if prepare is not None:
+            # What would refuse the start refuses it before `prepare` changes anything
+            # (--reset replaces the copies another daemon may be serving).
+            _check_start(config)
             notes = prepare(config)
             config = config_from_args(args)  # prepare may have named the workspaces
         check_workspace_dirs(config)
-    except ConfigError as error:
+    except (ConfigError, StateFileError) as error:
         print(f"memhubd: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"memhubd: cannot start: {error}", file=sys.stderr)
         return 2
     # The parse cache's snapshot files are checked while the server's modules import.
     from memhubd.runtime.cache import prefetch_snapshots
@@ -66,10 +72,22 @@ def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
         print(f"memhubd: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"memhubd: cannot listen: {error}", file=sys.stderr)
+        # A file the start could not write (a read-only or full state dir) names
+        # itself; an error without one came from binding the listeners.
+        what = "cannot start" if error.filename else "cannot listen"
+        print(f"memhubd: {what}: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _check_start(config: DaemonConfig) -> None:
+    from memhubd.auth.tokens import TokenStore
+    from memhubd.server import check_addresses_free, check_tokens_readable
+
+    tokens = TokenStore(config.state_dir)
+    check_tokens_readable(tokens)
+    check_addresses_free(config)
 
 
 def check_workspace_dirs(config: DaemonConfig) -> None:

@@ -37,7 +37,7 @@ from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.cache import ParseCache, discard_prefetched
 from memhubd.runtime.config import ConfigError, DaemonConfig, McpConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
-from memhubd.runtime.state import PARSE_CACHE_DIR, StateDir, merge_workspaces
+from memhubd.runtime.state import PARSE_CACHE_DIR, StateDir, StateFileError, merge_workspaces
 from memhubd.service.access import views_to_save, warm_views
 from memhubd.service.cowork import open_cowork
 
@@ -189,6 +189,29 @@ class _Server(uvicorn.Server):
         await super().shutdown(sockets)
 
 
+def check_tokens_readable(tokens: TokenStore) -> None:
+    """A token file the daemon cannot read stops the start, naming it: served anyway,
+    every token would be refused while the daemon looked healthy."""
+    from memhubd.auth.tokens import TokenError
+
+    try:
+        tokens.list()
+    except TokenError as error:
+        raise StateFileError(f"{error}; restore it from a backup, or move it aside") from None
+
+
+def check_addresses_free(config: DaemonConfig) -> None:
+    """Raise `AddressInUse` (or the OSError) when this config's port or socket is taken,
+    holding nothing afterwards: for a step that must not run when the start is going
+    to be refused (`run-examples --reset` replacing the served copies)."""
+    tcp = bind_tcp(config.host, config.port)
+    tcp.close()
+    if config.socket_path:
+        unix = bind_unix(config.socket_path, config.socket_mode, config.socket_group)
+        unix.sock.close()
+        unix.remove_file()
+
+
 def check_bind_allowed(config: DaemonConfig, tokens: TokenStore) -> None:
     if not is_loopback_host(config.host) and not tokens.has_tokens():
         raise ConfigError(
@@ -223,6 +246,7 @@ async def run_daemon(
     """Serve until a signal (or `stop`) arrives; return the exit code."""
     state = StateDir(config.state_dir)
     tokens = TokenStore(state.path)
+    check_tokens_readable(tokens)
     bootstrapped = tokens.bootstrap_from_env()
     if bootstrapped is not None:
         log.info("bootstrap token registered", token=bootstrapped.name)

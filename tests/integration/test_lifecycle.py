@@ -154,3 +154,50 @@ def test_non_loopback_bind_is_refused_while_no_token_exists(tmp_path: Path, host
     daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]), "--host", host)
     assert daemon.proc.wait(20) == 2
     assert b"no token exists" in daemon.proc.stderr.read()
+
+
+def test_a_refused_run_examples_reset_leaves_the_served_copies_alone(tmp_path: Path) -> None:
+    # Given a daemon serving, and example copies in its state dir with an edit
+    daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
+    daemon.wait_ready()
+    from memhubd.daemon import bundled_examples, seed_examples
+
+    source = bundled_examples()
+    assert source is not None
+    copies = seed_examples(source, daemon.state / "examples")
+    edited = Path(copies["team-coding"]) / "decisions.mem"
+    edited.write_text(edited.read_text() + "\n# kept: an edit made while served\n")
+    # When a second run-examples --reset is started on the same port and socket
+    for extra in (["--socket", daemon.socket_path, "--port", "0"], ["--port", str(daemon.port)]):
+        refused = subprocess.run(
+            [sys.executable, "-m", "memhubd.cli", "run-examples", "--reset"]
+            + ["--state-dir", str(daemon.state), *extra],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        # Then it is refused before it replaces anything
+        assert refused.returncode == 2, refused.stderr
+        assert "already" in refused.stderr
+        assert "# kept: an edit made while served" in edited.read_text()
+    assert daemon.stop() == 0
+
+
+def test_a_token_file_it_cannot_read_stops_the_daemon_naming_it(tmp_path: Path) -> None:
+    from memhubd.auth import TokenStore
+
+    state = tmp_path / "state"
+    TokenStore(state).create("reader", "read:summary")
+    tokens = state / "tokens.json"
+    tokens.write_text(tokens.read_text()[:200])  # cut short, as by a full disk
+    for host in ("127.0.0.1", "0.0.0.0"):
+        done = subprocess.run(
+            [sys.executable, "-m", "memhubd.cli", "serve", "--state-dir", str(state)]
+            + ["--host", host, "--port", "0", "--socket", ""],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"memhubd: {tokens}: unreadable token file"), done.stderr
+        assert "Traceback" not in done.stderr
