@@ -194,6 +194,28 @@ def test_workspaces_can_be_added_and_removed(live_daemon: Any, tmp_path: Path) -
     assert code == 1 and err.startswith("memctl: workspace_not_found: ")
 
 
+def test_a_workspace_the_list_cannot_forget_stays_served(live_daemon: Any, tmp_path: Path) -> None:
+    # Given a workspace added at run time, then the state dir's list made unreadable
+    notes = tmp_path / "kept-notes"
+    notes.mkdir()
+    (notes / "n.mem").write_text('module n\nfact tea { claim: "Tea at four." }\n', "utf-8")
+    admin = ["--url", live_daemon.socket_url]
+    assert memctl(*admin, "workspaces", "add", "kept-notes", str(notes))[0] == 0
+    listing = Path(live_daemon.state_dir) / "workspaces.json"
+    saved = listing.read_text()
+    listing.write_text("{ not json")
+    try:
+        # When it is removed
+        code, _, err = memctl(*admin, "workspaces", "remove", "kept-notes")
+        # Then the removal fails, saying why, and the workspace is still served
+        assert code == 2 and "could not be saved" in err and "still served" in err, err
+        code, out, _ = memctl(*admin, "-w", "kept-notes", "list")
+        assert code == 0 and "Tea at four." in out
+    finally:
+        listing.write_text(saved)
+    assert memctl(*admin, "workspaces", "remove", "kept-notes")[0] == 0
+
+
 def test_events_report_a_reload_after_an_edit(live_daemon: Any) -> None:
     follower = subprocess.Popen(
         [sys.executable, "-m", "memctl", "--url", live_daemon.socket_url, "events", "--count", "1"],

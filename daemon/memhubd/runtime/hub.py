@@ -489,12 +489,16 @@ class Hub:
         return host
 
     async def remove(self, name: str) -> bool:
+        if name not in self.hosts:
+            return False
+        if self._membership is not None:
+            # Saved first, as `add` does: a list that cannot be written leaves the
+            # workspace served, not gone until a restart brings it back.
+            await anyio.to_thread.run_sync(self._membership.remove, name)
         host = self.hosts.pop(name, None)
-        if host is None:
+        if host is None:  # removed by a concurrent request meanwhile
             return False
         host.stop()
-        if self._membership is not None:
-            await anyio.to_thread.run_sync(self._membership.remove, name)
         self.metrics.forget_workspace(name)
         # What the daemon holds for it beside the snapshot: its recall store and cowork
         # inbox (open files and connections, caches), its partner-peek activity.

@@ -28,7 +28,7 @@ from memhubd.auth.audit import FAILED, OK, REFUSED, AdminAudit
 from memhubd.auth.identity import Identity
 from memhubd.auth.tokens import TokenError, TokenRefused, TokenStore
 from memhubd.runtime.hub import Hub
-from memhubd.runtime.state import WorkspaceConflict
+from memhubd.runtime.state import StateFileError, WorkspaceConflict
 from memhubd.service.access import host_for, require_scope
 from memhubd.service.reads import workspace_summary
 
@@ -110,6 +110,8 @@ async def add_workspace(
             raise ProtocolError(
                 ErrorCode.CONFLICT, str(error), {"workspace": request.name}
             ) from error
+        except OSError as error:
+            raise _list_not_saved(request.name, error, "not added") from error
     return await _summary(host, identity)
 
 
@@ -151,8 +153,20 @@ async def remove_workspace(
     async with audited(audit, identity, "workspace.remove", workspace=name):
         host_for(hub, identity, name)  # the usual grant check and error first
         _require_all_workspaces(identity, "remove workspaces")
-        await hub.remove(name)
+        try:
+            await hub.remove(name)
+        except (OSError, StateFileError) as error:
+            raise _list_not_saved(name, error, "still served") from error
     return {"removed": name}
+
+
+def _list_not_saved(name: str, error: Exception, outcome: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.INTERNAL,
+        f"the workspace list in the state directory could not be saved ({error}): "
+        f"workspace '{name}' is {outcome}",
+        {"workspace": name},
+    )
 
 
 async def reload_workspace(
