@@ -9,6 +9,18 @@ import sqlite3
 import time
 from pathlib import Path
 
+
+class UnusableDatabase(RuntimeError):
+    """A database of the state dir that cannot be opened or used as it is on disk (not
+    SQLite, cut short, written by a newer memhub). Its message names the file by its
+    place in the state dir (`recall/team.db`), not the whole path, and says what to do:
+    the doors answer it as the workspace's store being unavailable."""
+
+    def __init__(self, path: str | Path, problem: str) -> None:
+        self.path = Path(path)
+        super().__init__(f"{self.path.parent.name}/{self.path.name}: {problem}")
+
+
 # A database and its -wal and -shm files: they hold the same data (the log holds the
 # latest writes), so they are private alike.
 _COMPANIONS = ("", "-wal", "-shm")

@@ -385,3 +385,32 @@ def test_a_removed_workspace_leaves_no_store_open_and_no_series(
     # Then none of its files is held open, and no metric series names it
     assert [p for p in open_files_under(daemon.state_dir) if "passing" in p] == []
     assert 'workspace="passing"' not in metrics
+
+
+@pytest.mark.anyio
+async def test_a_damaged_store_is_named_at_every_door_never_a_bare_internal_error(
+    tmp_path: Path,
+) -> None:
+    # Given a daemon whose recall store and cowork inbox for one workspace are not SQLite
+    workspaces = copy_examples(tmp_path / "ws", [OTHER])
+    with start_daemon(tmp_path, workspaces) as live:
+        for folder, suffix in (("recall", ".db"), ("cowork", ".sqlite")):
+            damaged = live.state_dir / folder / f"{OTHER}{suffix}"
+            damaged.parent.mkdir(parents=True, exist_ok=True)
+            damaged.write_text("this is not a database, it is a note left here by mistake\n" * 50)
+        base = f"/v1/workspaces/{OTHER}"
+        # When it is asked for at the API and over MCP
+        with live.http(live.admin_token) as http:
+            recall = http.get(f"{base}/recall/status")
+            cowork = http.get(f"{base}/cowork/status")
+        async with mcp_client(live, live.admin_token) as client:
+            result = await client.call_tool("memory_recall_status", {"workspace": OTHER})
+    # Then each says which file cannot be used, and nothing else fails
+    assert recall.status_code == 503, recall.text
+    assert recall.json()["error"]["code"] == "workspace_unavailable"
+    assert f"recall/{OTHER}.db: not a usable recall store" in recall.json()["error"]["message"]
+    assert cowork.status_code == 503 and f"cowork/{OTHER}.sqlite" in cowork.text
+    assert result.is_error and f"recall/{OTHER}.db: not a usable recall store" in (
+        result.content[0].text
+    )
+    assert str(tmp_path) not in recall.text  # the state dir's path stays on the server

@@ -229,7 +229,10 @@ def endpoint(context: ApiContext, spec: RouteSpec, handler: Handler) -> Callable
             # The client left (or was cut off by the read deadline) mid-body: nobody to answer.
             log.info("client disconnected before sending its body", route=spec.name)
             return Response(status_code=400)
-        except Exception:
+        except Exception as error:
+            unusable = service.state_database_failure(error)
+            if unusable is not None:
+                return _error(unusable)
             log.exception("unhandled error", route=spec.name)
             return _error(ProtocolError(ErrorCode.INTERNAL, "internal error; see the daemon log"))
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memhubd.sqlite import into_wal, private_database
+from memhubd.sqlite import UnusableDatabase, into_wal, private_database
 
 SCHEMA_VERSION = 1
 # mempal's budgets (MAX_MESSAGE_SIZE, MAX_PENDING_MESSAGES, MAX_TOTAL_INBOX_BYTES).
@@ -148,14 +148,18 @@ class InboxStore:
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
         )
         self._lock = threading.Lock()
-        with self._lock:
-            # Two daemons starting on one state dir may open a new file together.
-            into_wal(self._db, BUSY_TIMEOUT_MS / 1000)
-            # FULL: a message acknowledged to its sender survives a power cut too.
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        try:
+            with self._lock:
+                # Two daemons starting on one state dir may open a new file together.
+                into_wal(self._db, BUSY_TIMEOUT_MS / 1000)
+                # FULL: a message acknowledged to its sender survives a power cut too.
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                self._db.executescript(_SCHEMA)
+                self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as error:
+            self._db.close()
+            raise UnusableDatabase(self.path, f"not a usable cowork inbox: {error}") from error
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

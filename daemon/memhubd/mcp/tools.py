@@ -89,7 +89,13 @@ async def run_tool(
     try:
         identity = current_caller()
         name = choose_workspace(hub, identity, requested, scope)
-        return await work(identity, name)
+        try:
+            return await work(identity, name)
+        except Exception as error:
+            unusable = service.state_database_failure(error)
+            if unusable is None:
+                raise
+            raise unusable from error
     except ProtocolError as error:
         if schema is not None and error.code is ErrorCode.WORKSPACE_UNAVAILABLE:
             return payloads.unavailable(schema, error, name)

@@ -6,7 +6,13 @@ applied), run the engine in a worker thread and return plain data. They know
 nothing of HTTP or MCP.
 """
 
-from memhubd.service.access import View, require_scope, view_for, visible_workspaces
+from memhubd.service.access import (
+    View,
+    require_scope,
+    state_database_failure,
+    view_for,
+    visible_workspaces,
+)
 from memhubd.service.admin import (
     add_workspace,
     create_token,
@@ -42,6 +48,7 @@ from memhubd.service.review import (
 
 __all__ = [
     "View",
+    "state_database_failure",
     "add_workspace",
     "approve_proposal",
     "check",

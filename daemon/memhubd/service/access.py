@@ -525,3 +525,27 @@ def check_length(hub: Hub, field: str, text: str) -> None:
 
 async def run_engine(function: Any, *args: Any) -> Any:
     return await anyio.to_thread.run_sync(function, *args, limiter=_ENGINE)
+
+
+def state_database_failure(error: BaseException) -> ProtocolError | None:
+    """What a caller is told of a state-dir database that failed under its request (a
+    recall store or cowork inbox not SQLite, cut short, from a newer memhub, or a
+    full disk): that the workspace's store is unavailable, with the file as it sits in
+    the state dir and SQLite's reason, instead of a bare internal error. None for any
+    other error. Logged in full for the operator."""
+    import sqlite3
+
+    from memhubd.sqlite import UnusableDatabase
+
+    if isinstance(error, UnusableDatabase):
+        message = f"{error}; see the daemon log"
+    elif isinstance(error, sqlite3.DatabaseError):
+        message = f"a state database failed: {error}; see the daemon log"
+    else:
+        return None
+    import structlog
+
+    structlog.get_logger("memhubd.service").warning(
+        "state database unusable", error=str(error), kind=type(error).__name__
+    )
+    return ProtocolError(ErrorCode.WORKSPACE_UNAVAILABLE, message)

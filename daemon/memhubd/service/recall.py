@@ -35,7 +35,13 @@ from memhubd.recall.signals import analyze
 from memhubd.recall.store import AuditEntry, DrawerFilter
 from memhubd.recall.uploads import PartError
 from memhubd.runtime.hub import Hub
-from memhubd.service.access import check_length, host_for, require_scope, visible_workspaces
+from memhubd.service.access import (
+    check_length,
+    host_for,
+    require_scope,
+    state_database_failure,
+    visible_workspaces,
+)
 from memhubd.service.cowork import note_search
 from memhubd.service.graph import tunnel_workspaces
 
@@ -172,6 +178,9 @@ def _guarded(run: Any, source: str) -> SourceReport:
         return SourceReport(source, "failed", f"ingest lock: {error}")
     except Exception as error:
         log.exception("ingest failed", source=source)
+        unusable = state_database_failure(error)
+        if unusable is not None:  # e.g. a full disk: say so, the file is not at fault
+            return SourceReport(source, "failed", unusable.message)
         return SourceReport(source, "failed", f"internal error: {type(error).__name__}")
 
 

@@ -4,7 +4,6 @@ and at-most-once delivery with drains racing in threads and in processes."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -190,5 +189,7 @@ def test_an_inbox_locked_past_the_busy_timeout_is_refused(
     monkeypatch.setattr(inbox, "BUSY_TIMEOUT_MS", 50)
     contended_connections(monkeypatch, refusals=10**9)
 
-    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+    from memhubd.sqlite import UnusableDatabase
+
+    with pytest.raises(UnusableDatabase, match="not a usable cowork inbox: database is locked"):
         InboxStore(tmp_path / "cowork" / "team.sqlite")

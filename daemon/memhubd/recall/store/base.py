@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from memhubd.sqlite import UnusableDatabase
+
 SOURCE_KINDS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text", "manual")
 MAX_IMPORTANCE = 5
 CONTEXT_WEIGHT = 0.75  # tuned with fusion on the LoCoMo dev set (bench/recall_locomo.py)
@@ -22,7 +24,11 @@ class StoreError(RuntimeError):
     """The store cannot be opened or used as asked; the message says why and what to do."""
 
 
-class SchemaTooNew(StoreError):
+class UnusableStore(StoreError, UnusableDatabase):
+    """The database is not a recall store this memhub can open (not SQLite, damaged)."""
+
+
+class SchemaTooNew(UnusableStore):
     """The database was written by a newer memhub than this one."""
 
 

@@ -38,12 +38,12 @@ from memhubd.recall.store.base import (
     NewTriple,
     RankedRow,
     SchemaTooNew,
-    StoreError,
     StoreStatus,
     TaxonomyEntry,
     Triple,
     TripleFilter,
     TripleStats,
+    UnusableStore,
     VectorsUnavailable,
     WriteOutcome,
 )
@@ -388,13 +388,16 @@ class SQLiteStore(DrawerStore):
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         private_database(self.path)
         self._write_lock = threading.Lock()
-        self._writer = _connect(self.path)
+        try:
+            self._writer = _connect(self.path)
+        except sqlite3.DatabaseError as error:
+            raise UnusableStore(self.path, f"not a usable recall store: {error}") from error
         try:
             into_wal(self._writer, BUSY_TIMEOUT_MS / 1000)
             self.schema_version = self._migrate()
         except sqlite3.DatabaseError as error:
             self._writer.close()
-            raise StoreError(f"{self.path}: not a usable recall store: {error}") from error
+            raise UnusableStore(self.path, f"not a usable recall store: {error}") from error
         except BaseException:
             self._writer.close()
             raise
@@ -411,9 +414,10 @@ class SQLiteStore(DrawerStore):
                 version = self._writer.execute("PRAGMA user_version").fetchone()[0]
                 if version > schema.CURRENT_VERSION:
                     raise SchemaTooNew(
-                        f"{self.path}: recall store schema {version} was written by a newer "
-                        f"memhub; this one supports up to {schema.CURRENT_VERSION}. Upgrade "
-                        "memhub, or move the file aside to start an empty store."
+                        self.path,
+                        f"recall store schema {version} was written by a newer memhub; this "
+                        f"one supports up to {schema.CURRENT_VERSION}. Upgrade memhub, or move "
+                        "the file aside to start an empty store.",
                     )
                 for number in range(version, schema.CURRENT_VERSION):
                     for statement in schema.MIGRATIONS[number]:
