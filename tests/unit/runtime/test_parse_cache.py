@@ -673,3 +673,40 @@ def test_a_snapshot_checked_early_that_no_start_reads_is_let_go(
     again = build_snapshot("w", str(root), None, cache=cache)
     assert cache.refused == 0 and cache.misses == 0
     assert answers(again) == answers(first)
+
+
+def test_temp_files_of_writers_no_longer_running_are_removed(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from memhubd.runtime.cache import ParseCache, _workspace_folder
+
+    # Given temp files left by a killed writer, by a live one and by this process
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead = int(ended.stdout)
+    cache_dir = tmp_path / "parse-cache"
+    folder = _workspace_folder(cache_dir, str(tmp_path / "ws"))
+    folder.mkdir(parents=True)
+    names = {
+        "dead-snapshot": f".snapshot.{dead}.140000.tmp",
+        "live-snapshot": f".snapshot.{os.getppid()}.140000.tmp",
+        "own-entry": f".x.entry.{os.getpid()}.140001.tmp",
+        "entry": "kept.entry",
+    }
+    for name in names.values():
+        (folder / name).write_bytes(b"half")
+    (cache_dir / f".key.{dead}.tmp").write_bytes(b"k")
+    # When a cache is opened on the directory and the workspace's folder is used
+    cache = ParseCache(cache_dir)
+    cache._workspace_dir(str(tmp_path / "ws"))
+    # Then only the dead writer's files are gone
+    left = set(os.listdir(folder))
+    assert names["dead-snapshot"] not in left
+    assert {names["live-snapshot"], names["own-entry"], names["entry"]} <= left
+    assert not (cache_dir / f".key.{dead}.tmp").exists()
