@@ -264,7 +264,10 @@ async def run_daemon(
     shelf = OnDemandShelf(state.recall_dir, config.recall)
     hub.recall = shelf
     hub.cowork = open_cowork(state.path / "cowork", tokens)
-    hub.cache = ParseCache(state.path / PARSE_CACHE_DIR)
+    try:
+        hub.cache = ParseCache(state.path / PARSE_CACHE_DIR)
+    except OSError as error:  # a cache that can always be rebuilt never stops a start
+        log.warning("parse cache unavailable: every start parses everything", error=str(error))
     hub.warmers.append(_view_warmer(tokens))
     hub.views_to_save = views_to_save
 

@@ -201,3 +201,16 @@ def test_a_token_file_it_cannot_read_stops_the_daemon_naming_it(tmp_path: Path) 
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith(f"memhubd: {tokens}: unreadable token file"), done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_a_parse_cache_it_cannot_open_never_stops_a_start(tmp_path: Path) -> None:
+    # Given a state dir whose parse-cache path is taken by a file
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "parse-cache").write_text("not a directory\n")
+    # When the daemon starts, then it serves (the cache can always be rebuilt)
+    daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
+    daemon.wait_ready()
+    with daemon.client() as client:
+        assert client.get("/v1/workspaces/writing/map").status_code == 200
+    assert daemon.stop() == 0
