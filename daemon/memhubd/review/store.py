@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import structlog
+
 from memhubd.lang import ParseError
 from memhubd.model import Declaration, Workspace
 from memhubd.review.audit import (
@@ -170,7 +172,14 @@ class ReviewStore:
             if not name.endswith(PROPOSAL_SUFFIX):
                 continue
             proposal = self._read(name[: -len(PROPOSAL_SUFFIX)])
-            if proposal is not None and status in ("all", proposal.status):
+            if proposal is None:
+                # Left out of every list, but never without a word in the log.
+                structlog.get_logger("memhubd.review").warning(
+                    "proposal file unreadable, not listed",
+                    path=os.path.join(self.proposals_dir, name),
+                )
+                continue
+            if status in ("all", proposal.status):
                 found.append(attributed(proposal, entries))
         return found
 

@@ -209,3 +209,21 @@ def test_approval_marker_is_the_text_memdsl_searches_for() -> None:
     assert approval_marker("p-20260101-120000-abcdef") == (
         "# approved from proposal p-20260101-120000-abcdef at "
     )
+
+
+def test_a_proposal_file_that_cannot_be_read_is_logged_not_listed(tmp_path) -> None:
+    import os
+
+    import structlog.testing
+
+    from memhubd.review import ReviewStore
+
+    store = ReviewStore(str(tmp_path))
+    os.makedirs(store.proposals_dir, exist_ok=True)
+    damaged = os.path.join(store.proposals_dir, "p-20261203-000000-abcdef.mem.proposal")
+    with open(damaged, "w", encoding="utf-8") as handle:
+        handle.write("# not a proposal header\n")
+    with structlog.testing.capture_logs() as logs:
+        assert store.list("all") == []
+    assert [entry["event"] for entry in logs] == ["proposal file unreadable, not listed"]
+    assert logs[0]["path"] == damaged
