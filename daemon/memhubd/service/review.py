@@ -52,6 +52,11 @@ _REFUSAL_CODES = {
     "conflict": ErrorCode.CONFLICT,
 }
 WITHHELD = "details withheld: they concern a declaration hidden from this caller"
+# A target that does not parse is quoted by the parser; its text may be hidden content.
+TARGET_WITHHELD = (
+    "the approval target does not parse; its text is withheld (the file may hold "
+    "declarations hidden from this caller): fix the file, or approve into another"
+)
 
 
 def review_host(hub: Hub, identity: Identity, name: str, scope: str) -> WorkspaceHost:
@@ -66,17 +71,31 @@ def _review_store(hub: Hub, host: WorkspaceHost) -> ReviewStore:
 
 
 def _redacted(
-    issues: list[dict[str, Any]], hidden: frozenset[str], decl_id: str, own: set[str]
+    issues: list[dict[str, Any]],
+    hidden: frozenset[str],
+    decl_id: str,
+    own: set[str],
+    *,
+    blocking: bool,
 ) -> list[dict[str, Any]]:
     """Issues that name no hidden declaration but the caller's own ids (`decl_id`, `own`)
-    and never say where a hidden one lives."""
+    and never say where a hidden one lives. A hidden declaration is named by its id or
+    by its bare name (`Project.Zebra` of `entity:Project.Zebra`, as an alias finding
+    lists symbols). An error concerning one is kept with its details withheld (it binds
+    the caller); a warning is left out, since it blocks nothing and its mere presence
+    would tell of the hidden declaration."""
     others = hidden - own - {decl_id}
+    names = {hidden_id.partition(":")[2] or hidden_id for hidden_id in others}
     out = []
     for issue in issues:
         message = issue["message"]
         if issue["code"] == "declaration_exists" and decl_id in hidden:
             message = f"'{decl_id}' already exists in this workspace; propose a new name"
-        elif any(hidden_id in message for hidden_id in others):
+        elif any(hidden_id in message for hidden_id in others) or any(
+            name in message for name in names
+        ):
+            if not blocking:
+                continue
             message = WITHHELD
         out.append({**issue, "message": message})
     return out
@@ -89,7 +108,13 @@ def _answer(result: Any, view: View, *own: str) -> dict[str, Any]:
         decl_id = str(data.get("declaration_id") or "")
         for key in ("errors", "warnings"):
             if key in data:
-                data[key] = _redacted(data[key], view.hidden, decl_id, set(own))
+                blocking = key == "errors"
+                data[key] = _redacted(data[key], view.hidden, decl_id, set(own), blocking=blocking)
+    if not view.complete and data.get("errors"):
+        data["errors"] = [
+            {**e, "message": TARGET_WITHHELD} if e.get("code") == "target_parse_error" else e
+            for e in data["errors"]
+        ]
     return data
 
 
@@ -269,11 +294,31 @@ def _shown_diff(
     if not diff.ok:
         raise _refusal(_answer(diff, view), name)
     target = os.path.relpath(diff.target, store.root)
-    withheld = bool(view.hidden) and any(
-        d.id in view.hidden and os.path.realpath(d.file) == diff.target
-        for d in view.snapshot.workspace.declarations
+    withheld = not view.complete and (
+        any(
+            d.id in view.hidden and os.path.realpath(d.file) == diff.target
+            for d in view.snapshot.workspace.declarations
+        )
+        # The diff is made of the file on disk: text the snapshot does not serve as it
+        # is there (a new edit, a file that does not parse) may hold hidden declarations.
+        or not _served_as_on_disk(view.snapshot, diff.target)
     )
     return {"target": target, "diff": "" if withheld else diff.diff, "diff_withheld": withheld}
+
+
+def _served_as_on_disk(snapshot: Any, target: str) -> bool:
+    """Whether `target` holds on disk exactly the text the snapshot serves from it (a
+    file that does not exist yet holds nothing to show)."""
+    for source in snapshot.files:
+        if os.path.realpath(source.path) == target:
+            if source.problem is not None:
+                return False
+            try:
+                with open(target, encoding="utf-8") as handle:
+                    return bool(handle.read() == source.text)
+            except (OSError, UnicodeDecodeError):
+                return False
+    return not os.path.exists(target) or os.path.getsize(target) == 0
 
 
 async def approve_proposal(
