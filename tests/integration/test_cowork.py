@@ -112,8 +112,10 @@ def test_a_pushed_message_is_drained_once_by_its_recipient(daemon: LiveDaemon) -
 async def test_mcp_push_reaches_memctl_drain_exactly_once(daemon: LiveDaemon) -> None:
     (alice, a_secret), (bob, b_secret) = pair(daemon, "mcp")
     async with mcp_client(daemon, a_secret) as client:
+        # mempal's arguments as a mempal client sends them, `cwd` included
         result = await client.call_tool(
-            "memory_cowork_push", {"content": "review PR 42 next", "target_tool": bob}
+            "memory_cowork_push",
+            {"content": "review PR 42 next", "target_tool": bob, "cwd": "/home/a/src/billing"},
         )
         refused = await client.call_tool(
             "memory_cowork_push", {"content": "hello me", "target_tool": alice}

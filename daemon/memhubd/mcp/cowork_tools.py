@@ -54,7 +54,15 @@ def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
         ] = "",
         to: Annotated[str, Field(description="same as target_tool")] = "",
         workspace: Annotated[str, Field(description=WORKSPACE)] = "",
+        cwd: Annotated[
+            str,
+            Field(
+                description="mempal's project directory, accepted and not used: "
+                "the inbox is the workspace's"
+            ),
+        ] = "",
     ) -> CallToolResult:
+        del cwd  # mempal found the inbox by directory; memhub's is the workspace's
         if target_tool and to and target_tool != to:
             error = ProtocolError(
                 ErrorCode.INVALID, "'target_tool' and 'to' name different partners"
