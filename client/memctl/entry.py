@@ -1,15 +1,7 @@
-"""The `memctl` script's entry point. Ctrl-C while the command's modules load exits
-130 without a traceback, as it does once the command runs; this module imports
-nothing else before it is ready to catch it."""
+"""The `memctl` script's entry point (`memhub_protocol.entry`)."""
 
-from __future__ import annotations
-
-import sys
+from memhub_protocol.entry import run_main
 
 
 def run() -> None:
-    try:
-        from memctl.cli import main
-    except KeyboardInterrupt:
-        raise SystemExit(130) from None
-    sys.exit(main())
+    run_main("memctl.cli")
