@@ -414,3 +414,49 @@ async def test_a_damaged_store_is_named_at_every_door_never_a_bare_internal_erro
         result.content[0].text
     )
     assert str(tmp_path) not in recall.text  # the state dir's path stays on the server
+
+
+def test_removing_a_workspace_under_recall_traffic_answers_cleanly(tmp_path: Path) -> None:
+    # Its store is closed on removal while requests may still run on it: each in-flight
+    # one must finish or fail cleanly (closing an SQLite connection under a running
+    # statement crashed the process)
+    import collections
+    import threading
+    import time
+
+    workspaces = copy_examples(tmp_path / "ws", [TEAM])
+    extra = copy_examples(tmp_path / "ws2", [OTHER])[OTHER]
+    with start_daemon(tmp_path, workspaces) as live:
+        stop = threading.Event()
+        codes: collections.Counter[int] = collections.Counter()
+
+        def churn() -> None:
+            with live.http(live.admin_token, timeout=30) as admin:
+                while not stop.is_set():
+                    admin.post("/v1/workspaces", json={"name": "churn", "path": extra})
+                    time.sleep(0.05)
+                    admin.delete("/v1/workspaces/churn")
+
+        def ask(n: int) -> None:
+            with live.http(live.admin_token, timeout=30) as http:
+                while not stop.is_set():
+                    if n % 2:
+                        body = {"content": f"note {n} {time.monotonic()} about tone"}
+                        answer = http.post("/v1/workspaces/churn/recall/ingest", json=body)
+                    else:
+                        answer = http.post(
+                            "/v1/workspaces/churn/recall/search", json={"query": "tone"}
+                        )
+                    codes[answer.status_code] += 1
+
+        threads = [threading.Thread(target=churn)]
+        threads += [threading.Thread(target=ask, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        time.sleep(6)
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+        with live.http(live.admin_token) as http:
+            assert http.get("/healthz").status_code == 200  # still serving
+    assert set(codes) <= {200, 201, 404, 503}, codes

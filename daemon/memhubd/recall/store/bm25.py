@@ -509,4 +509,5 @@ class LexicalCache:
                 connection.interrupt()
         if builder is not None:
             builder.join(10)
-        self._connection.close()
+        with self.lock:  # used under the lock: never closed while a refresh reads it
+            self._connection.close()

@@ -161,32 +161,45 @@ class _Readers:
         self._path = path
         self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(size)
-        self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._closed = False
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
         self._slots.acquire()
         try:
-            try:
-                connection = self._idle.get_nowait()
-            except queue.Empty:
+            with self._lock:
+                if self._closed:
+                    raise sqlite3.ProgrammingError("the recall store was closed")
+                try:
+                    connection = self._idle.get_nowait()
+                except queue.Empty:
+                    connection = None
+            if connection is None:
                 connection = _connect(self._path)
                 connection.execute("PRAGMA query_only = ON")
-                with self._lock:
-                    self._all.append(connection)
             try:
                 yield connection
             finally:
-                self._idle.put(connection)
+                with self._lock:
+                    # A connection is closed only by the thread that used it, once done:
+                    # closing it while another thread runs a statement on it crashes.
+                    if self._closed:
+                        connection.close()
+                    else:
+                        self._idle.put(connection)
         finally:
             self._slots.release()
 
     def close(self) -> None:
+        """Close the idle connections now, those in use as their users finish."""
         with self._lock:
-            for connection in self._all:
-                connection.close()
-            self._all.clear()
+            self._closed = True
+            while True:
+                try:
+                    self._idle.get_nowait().close()
+                except queue.Empty:
+                    break
 
 
 # Soft-deleted rows stay in the vector cache, masked, until this many are held and they
@@ -286,9 +299,7 @@ class _VectorCache:
         for name in ("rooms", "kinds", "identities", "sources_of", "speakers"):
             setattr(self, name, getattr(self, name).taken(keep))
         self.readers = {
-            int(renumbered[at]): names
-            for at, names in self.readers.items()
-            if renumbered[at] >= 0
+            int(renumbered[at]): names for at, names in self.readers.items() if renumbered[at] >= 0
         }
         log.info("recall vectors compacted", dropped=held - live, kept=live)
 
@@ -376,8 +387,9 @@ class _VectorCache:
         return mask
 
     def close(self) -> None:
-        self.index.close()
-        self._connection.close()
+        with self.lock:  # its connection is used under the lock: never closed mid-statement
+            self.index.close()
+            self._connection.close()
 
 
 class SQLiteStore(DrawerStore):
