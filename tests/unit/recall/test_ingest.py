@@ -171,3 +171,32 @@ def test_the_day_said_is_searchable_but_not_part_of_the_content(
     found = store.get([r.rowid for r in rows])
     assert len(found) == 2  # the two exchanges with timestamps; the summary line has none
     assert all("June" not in d.content for d in found.values())
+
+
+def test_a_stray_line_neither_turns_a_transcript_into_text_nor_replaces_it(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    lines = fixture_text(CLAUDE).splitlines()
+    ingestor.ingest_text("s.jsonl", "\n".join(lines) + "\n", options())
+    damaged = "\n".join([*lines[:3], "garbage", *lines[3:], '{"type":"user","mess']) + "\n"
+    report = ingestor.ingest_text("s.jsonl", damaged, options())
+    assert report.format == "claude-code"
+    assert (report.status, report.replaced, report.duplicates) == ("unchanged", 0, 3)
+    assert report.warnings and "2 line(s) not JSON, left out" in report.warnings[0]
+    assert not any(d.content.lstrip().startswith("{") for d in live(store))
+
+
+def test_a_byte_order_mark_does_not_hide_the_format(ingestor: Ingestor) -> None:
+    report = ingestor.ingest_text("s.jsonl", "\ufeff" + fixture_text(CLAUDE), options())
+    assert (report.format, report.status, report.chunks) == ("claude-code", "ingested", 3)
+
+
+def test_a_lone_surrogate_in_a_transcript_is_stored_as_a_replacement_character(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    user = '{"type":"user","message":{"role":"user","content":"lone \\ud800 surrogate"}}\n'
+    answer = '{"type":"assistant","message":{"role":"assistant","content":"ok"}}\n'
+    report = ingestor.ingest_text("s.jsonl", user + answer, options())
+    assert report.status == "ingested", report.reason
+    (drawer,) = live(store)
+    assert "lone \ufffd" in drawer.content and "\ud800" not in drawer.content

@@ -64,23 +64,31 @@ class Parsed:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+# Times outside years 1 to 9999 are no times a transcript could hold (and some would not
+# fit the store's integers): such a value reads as unknown.
+_EARLIEST, _LATEST = -62135596800, 253402300799
+
+
 def epoch(value: Any) -> int | None:
-    """Seconds since the epoch from an ISO 8601 string or a number; None if neither."""
+    """Seconds since the epoch from an ISO 8601 string or a number; None if neither, or
+    if it is not finite or outside years 1 to 9999."""
     if isinstance(value, bool) or value is None:
         return None
+    seconds: float | None = None
     if isinstance(value, int | float):
-        return int(value)
-    if isinstance(value, str) and value.strip():
+        seconds = value
+    elif isinstance(value, str) and value.strip():
         text = value.strip()
         try:
-            return int(float(text))
+            seconds = float(text)
         except ValueError:
-            pass
-        try:
-            return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
-        except ValueError:
-            return None
-    return None
+            try:
+                seconds = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+            except (ValueError, OverflowError):
+                return None
+    if seconds is None or not _EARLIEST <= seconds <= _LATEST:  # NaN fails both
+        return None
+    return int(seconds)
 
 
 def _clip(text: str, limit: int = MAX_TOOL_CHARS) -> str:
@@ -88,7 +96,22 @@ def _clip(text: str, limit: int = MAX_TOOL_CHARS) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + " …"
 
 
-JsonLines = list[tuple[int, dict[str, Any]]]
+class JsonLines(list[tuple[int, dict[str, Any]]]):
+    """A JSONL text's objects with their line numbers; `skipped`: the numbers of lines
+    that were not JSON objects (a line cut short by a crash, a stray one)."""
+
+    skipped: list[int]
+
+    def __init__(self, lines: list[tuple[int, dict[str, Any]]], skipped: list[int]) -> None:
+        super().__init__(lines)
+        self.skipped = skipped
+
+
+# Lines of a transcript that are not JSON objects are left out (and reported) when they
+# are at most this share of its lines, or two lines (a stray line and a last line cut
+# short), and fewer than those that are; more, and it is no JSONL file.
+_SKIPPABLE_SHARE = 0.1
+_SKIPPABLE_LINES = 2
 
 
 def json_lines(text: str) -> JsonLines | None:
@@ -98,19 +121,28 @@ def json_lines(text: str) -> JsonLines | None:
 
 
 def _json_lines(text: str) -> JsonLines | None:
-    """Every non-empty line as a JSON object, with its line number; None if any is not."""
+    """Every non-empty line as a JSON object, with its line number; None when the text
+    is not JSONL: no such line, or more lines that are not than `_SKIPPABLE_SHARE`
+    allows (those it allows are left out, named in `skipped`)."""
     out = []
+    skipped = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except (ValueError, RecursionError):  # nested past the parser's depth: not ours
-            return None
-        if not isinstance(value, dict):
-            return None
-        out.append((number, value))
-    return out or None
+            value = None
+        if isinstance(value, dict):
+            out.append((number, value))
+        else:
+            skipped.append(number)
+            if len(skipped) > _SKIPPABLE_LINES and len(skipped) > len(out):
+                return None  # plainly no JSONL: stop reading
+    allowed = max(_SKIPPABLE_LINES, int(_SKIPPABLE_SHARE * (len(out) + len(skipped))))
+    if len(skipped) > allowed or len(out) <= len(skipped):
+        return None
+    return JsonLines(out, skipped)
 
 
 def _json_document(text: str) -> Any:
@@ -384,25 +416,35 @@ def _chatgpt_text(message: dict[str, Any]) -> str:
 
 
 def _current_branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]:
-    """Nodes from the root to `current` (the branch the user last saw)."""
-    if not isinstance(current, str) or current not in mapping:
+    """Nodes from the root to `current` (the branch the user last saw). Nodes that are
+    not objects are ignored."""
+    if not isinstance(current, str) or not isinstance(mapping.get(current), dict):
         leaves = [
             node for node in mapping.values() if isinstance(node, dict) and not node.get("children")
         ]
         if not leaves:
             return []
-        current = max(leaves, key=lambda n: (n.get("message") or {}).get("create_time") or 0).get(
-            "id"
-        )
+        current = max(leaves, key=_created).get("id")
     path: list[dict[str, Any]] = []
     seen: set[str] = set()
     node_id = current
-    while isinstance(node_id, str) and node_id in mapping and node_id not in seen:
+    while (
+        isinstance(node_id, str)
+        and isinstance(mapping.get(node_id), dict)
+        and (node_id not in seen)
+    ):
         seen.add(node_id)
         node = mapping[node_id]
         path.append(node)
         node_id = node.get("parent")
     return path[::-1]
+
+
+def _created(node: dict[str, Any]) -> float:
+    """A node's message's creation time as a number (0 when it has none)."""
+    message = node.get("message")
+    when = message.get("create_time") if isinstance(message, dict) else None
+    return epoch(when) or 0
 
 
 def _chatgpt_conversation(data: dict[str, Any], index: int) -> Conversation:

@@ -257,6 +257,7 @@ class Ingestor:
         report = SourceReport(source)
         if options.format not in ("auto", *FORMATS):
             return self._failed(report, f"unknown format {options.format!r}"), None
+        text = text.removeprefix("\ufeff")  # a byte order mark is never content
         lines = json_lines(text)  # read once for detection and parsing
         kind = detect(text, source, lines) if options.format == "auto" else options.format
         report.format = kind
@@ -267,6 +268,13 @@ class Ingestor:
             parsed = parse(text, kind, source, lines)
         except FormatError as error:
             return self._failed(report, f"not {kind}: {error}"), None
+        skipped = getattr(lines, "skipped", None) if kind in ("claude-code", "codex") else None
+        if skipped:
+            shown = ", ".join(map(str, skipped[:5])) + (", …" if len(skipped) > 5 else "")
+            report.warnings.append(
+                f"{len(skipped)} line(s) not JSON, left out (line {shown}): "
+                "a line cut short by a crash, or not part of the transcript"
+            )
         chunks = chunk(parsed)
         if not chunks:
             report.status, report.reason = "skipped", "no text"
@@ -318,6 +326,16 @@ class Ingestor:
     def _drawer(
         options: IngestOptions, room: str, source: str, kind: str, index: int, piece: Chunk
     ) -> NewDrawer:
+        # A JSON transcript may escape a lone UTF-16 surrogate (`\ud800`): no text encodes
+        # it, so it is stored as U+FFFD like any other undecodable character.
+        if not (piece.content + piece.locator + piece.context + (piece.speaker or "")).isascii():
+            piece = replace(
+                piece,
+                content=_encodable(piece.content),
+                locator=_encodable(piece.locator),
+                speaker=_encodable(piece.speaker) if piece.speaker is not None else None,
+                context=_encodable(piece.context),
+            )
         return NewDrawer(
             id=drawer_id(options.workspace, room, piece.content),
             room=room,
@@ -514,6 +532,13 @@ class Ingestor:
 
 def _readable(readers: tuple[str, ...] | None, roles: frozenset[str] | None) -> bool:
     return roles is None or readers is None or not roles.isdisjoint(readers)
+
+
+def _encodable(text: str) -> str:
+    """`text` with any lone surrogate made U+FFFD (as UTF-8 decoding makes bad bytes)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _long_id(drawer: NewDrawer, _identity: str = "") -> str:
