@@ -46,14 +46,26 @@ def timeline(stored: Iterable[Fact], derived: Iterable[Fact], entity: str) -> li
     """Every period where `entity` is subject or object, expired and retired included,
     oldest first (a fact with no start counts as the oldest), then by id."""
     every = [f for f in (*stored, *derived) if f.mentions(entity)]
-    every.sort(key=lambda f: (f.valid_from or 0, f.id, f.valid_to or 0))
+    every.sort(key=_oldest_first)
     return every
 
 
+def _oldest_first(fact: Fact) -> tuple[bool, int, str, bool, int]:
+    """A period's place in a timeline: no start before any start (even before 1970)."""
+    start, end = fact.valid_from, fact.valid_to
+    return (start is not None, start or 0, fact.id, end is not None, end or 0)
+
+
 def stats(stored: TripleStats, derived: Sequence[Fact], now: int) -> dict[str, Any]:
-    """mempal's counts over both kinds: total, active (valid now), expired, entities and
-    the top predicates; `stored` and `derived` say how the total splits."""
+    """mempal's counts over both kinds: total, active (valid now), expired (ended, or
+    retired), entities and the top predicates; `stored` and `derived` say how the total
+    splits. A period that starts after `now` is neither active nor expired."""
     active = stored.active + sum(1 for fact in derived if fact.valid_at(now))
+    upcoming = stored.upcoming + sum(
+        1
+        for fact in derived
+        if not fact.retired and fact.valid_from is not None and fact.valid_from > now
+    )
     total = stored.total + len(derived)
     entities = set(stored.entities)
     predicates: Counter[str] = Counter(stored.predicates)
@@ -64,7 +76,7 @@ def stats(stored: TripleStats, derived: Sequence[Fact], now: int) -> dict[str, A
     return {
         "total": total,
         "active": active,
-        "expired": total - active,
+        "expired": total - active - upcoming,
         "entities": len(entities),
         "top_predicates": [[name, count] for name, count in top],
         "stored": stored.total,

@@ -378,6 +378,7 @@ async def kg_stats(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
                 sum(1 for f in every if f.valid_at(now)),
                 frozenset(v for f in every for v in (f.subject, f.object)),
                 predicates,
+                sum(1 for f in every if f.valid_from is not None and f.valid_from > now),
             )
         return _answer(name, "stats", [], stats=stats(counted, _derived(view), now))
 

@@ -137,3 +137,25 @@ def test_matches_is_exact_and_respects_the_instant() -> None:
     assert not matches(fact, at=T0 + 10) and matches(fact, obj="Acme")
     retired = Fact("d", "x", "about", "y", None, None, source_declaration="x", retired=True)
     assert matches(retired) and not matches(retired, at=T0)
+
+
+def test_a_period_not_started_yet_is_neither_active_nor_expired(store: DrawerStore) -> None:
+    add(store, "Bo", "joins", "Acme", T0 + 1000)  # starts later
+    add(store, "Cy", "works_at", "Acme", T0)
+    ended = add(store, "Di", "works_at", "Acme", T0)
+    store.invalidate_triple(ended.id, T0 + 5, AUDIT)
+    upcoming = Fact(
+        "derived_u", "decision:u", "about", "Bo", T0 + 2000, None, source_declaration="d"
+    )
+    now = T0 + 100
+    answer = stats(store.triple_stats(now), [upcoming], now)
+    assert (answer["total"], answer["active"], answer["expired"]) == (4, 1, 1)
+
+
+def test_a_period_with_no_start_comes_before_one_that_started_before_1970(
+    store: DrawerStore,
+) -> None:
+    old = add(store, "Eve", "born_in", "Oslo", -5000)
+    derived = Fact("derived_x", "decision:x", "about", "Eve", None, None, source_declaration="d:x")
+    stored = facts(store, entity="Eve")
+    assert [f.id for f in timeline(stored, [derived], "Eve")] == ["derived_x", old.id]

@@ -261,6 +261,7 @@ class TripleStats:
     active: int  # periods valid at the instant asked about
     entities: frozenset[str]  # distinct subjects and objects
     predicates: dict[str, int]  # periods per predicate
+    upcoming: int = 0  # periods that start after the instant asked about
 
 
 class DrawerStore(abc.ABC):

@@ -969,10 +969,11 @@ class SQLiteStore(DrawerStore):
 
     def triple_stats(self, now: int) -> TripleStats:
         with self._readers.connection() as connection:
-            total, active = connection.execute(
+            total, active, upcoming = connection.execute(
                 "SELECT count(*), count(*) FILTER (WHERE (valid_from IS NULL OR valid_from <= ?) "
-                "AND (valid_to IS NULL OR valid_to > ?)) FROM triples",
-                (now, now),
+                "AND (valid_to IS NULL OR valid_to > ?)), "
+                "count(*) FILTER (WHERE valid_from > ?) FROM triples",
+                (now, now, now),
             ).fetchone()
             entities = connection.execute(
                 "SELECT subject FROM triples UNION SELECT object FROM triples"
@@ -981,7 +982,7 @@ class SQLiteStore(DrawerStore):
                 "SELECT predicate, count(*) FROM triples GROUP BY predicate"
             ).fetchall()
         entity_names = frozenset(row[0] for row in entities)
-        return TripleStats(total, active, entity_names, dict(predicates))
+        return TripleStats(total, active, entity_names, dict(predicates), upcoming)
 
     def add_triple(self, triple: NewTriple, audit: AuditEntry) -> tuple[Triple, bool]:
         now = _now()
