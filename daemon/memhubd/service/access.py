@@ -538,14 +538,14 @@ def state_database_failure(error: BaseException) -> ProtocolError | None:
     from memhubd.sqlite import UnusableDatabase
 
     if isinstance(error, UnusableDatabase):
-        message = f"{error}; see the daemon log"
+        message, path = f"{error}; see the daemon log", str(error.path)
     elif isinstance(error, sqlite3.DatabaseError):
-        message = f"a state database failed: {error}; see the daemon log"
+        message, path = f"a state database failed: {error}; see the daemon log", None
     else:
         return None
     import structlog
 
     structlog.get_logger("memhubd.service").warning(
-        "state database unusable", error=str(error), kind=type(error).__name__
+        "state database unusable", error=str(error), kind=type(error).__name__, path=path
     )
     return ProtocolError(ErrorCode.WORKSPACE_UNAVAILABLE, message)
