@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import structlog
@@ -85,14 +86,21 @@ def _redacted(
     the caller); a warning is left out, since it blocks nothing and its mere presence
     would tell of the hidden declaration."""
     others = hidden - own - {decl_id}
-    names = {hidden_id.partition(":")[2] or hidden_id for hidden_id in others}
+    # Each name as a whole word: a hidden `entity:A` must not withhold every message
+    # holding the letter A.
+    names = sorted({hidden_id.partition(":")[2] or hidden_id for hidden_id in others}, key=len)
+    named = (
+        re.compile(r"(?<![\w.:])(?:" + "|".join(map(re.escape, names[::-1])) + r")(?!\w|\.\w)")
+        if names
+        else None
+    )
     out = []
     for issue in issues:
         message = issue["message"]
         if issue["code"] == "declaration_exists" and decl_id in hidden:
             message = f"'{decl_id}' already exists in this workspace; propose a new name"
-        elif any(hidden_id in message for hidden_id in others) or any(
-            name in message for name in names
+        elif any(hidden_id in message for hidden_id in others) or (
+            named is not None and named.search(message)
         ):
             if not blocking:
                 continue
