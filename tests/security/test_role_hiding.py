@@ -446,6 +446,9 @@ def test_events_count_and_redact_for_each_subscriber(tmp_path: Path) -> None:
     # The last reload is still served when it is delivered, so it can be recounted.
     assert _events(nobody_events, "reloaded")[-1]["declarations"] == VISIBLE_TO_NOBODY
     assert_no_leak([line for line in nobody_events if line.startswith("data: ")])
+    # Frames are numbered per stream: a gap would count the events left out
+    ids = [int(line[4:]) for line in list(nobody_events) if line.startswith("id: ")]
+    assert ids == list(range(1, len(ids) + 1))
 
 
 def _listen(daemon: LiveDaemon, secret: str) -> tuple[list[str], threading.Event]:

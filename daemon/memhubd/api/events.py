@@ -32,11 +32,16 @@ REVOKED = "the token was revoked or has expired"
 STOPPING = "the daemon is stopping"
 
 
-def format_event(event: Event, data: dict[str, Any]) -> str:
-    """One SSE frame of `event`, carrying `data` (what this subscriber may see of it)."""
+def format_event(event: Event, data: dict[str, Any], number: int) -> str:
+    """One SSE frame of `event`, carrying `data` (what this subscriber may see of it),
+    as the stream's `number`th event.
+
+    Frames are numbered per stream, not by the bus: the bus counts every workspace's
+    events, so its numbers would show a subscriber how many it was not sent.
+    """
     fields = {"event": event.name, "at": event.at, "time": event.time, **data}
     text = json.dumps(fields, ensure_ascii=False)
-    return f"id: {event.id}\nevent: {event.name}\ndata: {text}\n\n"
+    return f"id: {number}\nevent: {event.name}\ndata: {text}\n\n"
 
 
 def closing_frame(reason: str, at: float) -> str:
@@ -85,6 +90,7 @@ async def events_endpoint(
 
     async def stream() -> AsyncIterator[str]:
         yield ": connected\n\n"
+        sent = 0
         async with hub.events.subscribe() as receive:
             while True:
                 event = await _next_event(receive)
@@ -100,7 +106,8 @@ async def events_endpoint(
                 data = event_for(hub, identity, event.name, event.data)
                 if data is None:
                     continue
-                yield format_event(event, data)
+                sent += 1
+                yield format_event(event, data, sent)
 
     return _HeldStream(
         stream(),

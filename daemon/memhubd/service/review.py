@@ -302,16 +302,25 @@ def _shown_diff(
     if not diff.ok:
         raise _refusal(_answer(diff, view), name)
     target = os.path.relpath(diff.target, store.root)
-    withheld = not view.complete and (
-        any(
-            d.id in view.hidden and os.path.realpath(d.file) == diff.target
-            for d in view.snapshot.workspace.declarations
-        )
-        # The diff is made of the file on disk: text the snapshot does not serve as it
-        # is there (a new edit, a file that does not parse) may hold hidden declarations.
-        or not _served_as_on_disk(view.snapshot, diff.target)
-    )
+    withheld = _target_withheld(view, view.snapshot, diff.target)
     return {"target": target, "diff": "" if withheld else diff.diff, "diff_withheld": withheld}
+
+
+def _target_withheld(
+    view: View, snapshot: Snapshot | None, target: str, *, as_on_disk: bool = True
+) -> bool:
+    """Whether what is made of the file `target` (a diff, its hashes) must be withheld from
+    the caller: it holds declarations hidden from them in `snapshot`, or (`as_on_disk`)
+    the file on disk is not what `snapshot` serves from it (a new edit, a file that does
+    not parse), so its text may hold some."""
+    if view.complete:
+        return False
+    if snapshot is None:
+        return True
+    return any(
+        view.is_hidden(d) and os.path.realpath(d.file) == target
+        for d in snapshot.workspace.declarations
+    ) or (as_on_disk and not _served_as_on_disk(snapshot, target))
 
 
 def _served_as_on_disk(snapshot: Any, target: str) -> bool:
@@ -367,6 +376,16 @@ async def approve_proposal(
         # The reviewer learns which marks it may read; a hidden one stays unnamed.
         data["marked_superseded"] = [i for i in decision.marked_superseded if i not in view.hidden]
         after = await host.reload_held()
+    # The target's hashes cover all of its text: a caller who may not read all of it could
+    # test guesses of the hidden part against them.
+    # Before: as served when the approval started (the file has been written since).
+    target = decision.merged_into
+    withheld = _target_withheld(view, current, target, as_on_disk=False) or _target_withheld(
+        view, after, target
+    )
+    if withheld:
+        data["target_sha256_before"] = data["target_sha256_after"] = None
+    data["target_sha256_withheld"] = withheld
     generation = _served_generation(after, decision.declaration_id, decision.merged_into)
     file_id = os.path.relpath(decision.merged_into, store.root)
     hub.events.publish(
