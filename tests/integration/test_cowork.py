@@ -330,6 +330,12 @@ def test_peek_shows_a_partners_activity_only_as_the_peeker_may_see_it(daemon: Li
     assert call(daemon, a_secret, "GET", f"peek/{alice}").status_code == 422
     latest = call(daemon, b_secret, "GET", f"peek/{alice}", params={"limit": 1}).json()
     assert [e["kind"] for e in latest["entries"]] == ["push"] and latest["truncated"] is True
+    # since: strictly newer than the time shown, so polling with the last `at` repeats none
+    shown = seen_by_bob["entries"]
+    for entry in shown:
+        newer = call(daemon, b_secret, "GET", f"peek/{alice}", params={"since": entry["at"]})
+        expected = [e["at"] for e in shown if e["at"] > entry["at"]]  # one format: text order
+        assert [e["at"] for e in newer.json()["entries"]] == expected
 
 
 def test_peek_never_crosses_into_a_workspace_without_a_grant(daemon: LiveDaemon) -> None:

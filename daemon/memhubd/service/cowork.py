@@ -97,6 +97,12 @@ def _rfc3339(seconds: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _shown_us(seconds: float) -> int:
+    """`seconds` in whole microseconds as `_rfc3339` shows it: cut to the millisecond."""
+    micros = round(seconds * 1_000_000)
+    return micros - micros % 1000
+
+
 def _roles(identity: Identity) -> frozenset[str] | None:
     return None if identity.sees_everything else identity.roles
 
@@ -388,7 +394,10 @@ async def peek(
         )
     entries = log_.entries(name, partner)
     if after is not None:
-        entries = [e for e in entries if e.at > after]
+        # Newer than `since` as shown (to the millisecond): a poll passing the last `at`
+        # it was shown must not get that entry again.
+        since_us = round(after * 1_000_000)
+        entries = [e for e in entries if _shown_us(e.at) > since_us]
     truncated = len(entries) > limit
     entries = entries[-limit:]
     roles = _roles(identity)
