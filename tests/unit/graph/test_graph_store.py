@@ -159,3 +159,14 @@ def test_a_period_with_no_start_comes_before_one_that_started_before_1970(
     derived = Fact("derived_x", "decision:x", "about", "Eve", None, None, source_declaration="d:x")
     stored = facts(store, entity="Eve")
     assert [f.id for f in timeline(stored, [derived], "Eve")] == ["derived_x", old.id]
+
+
+def test_a_written_triples_confidence_is_a_float_as_when_read_back(store: DrawerStore) -> None:
+    # SQLite's RETURNING gives a REAL column's 1.0 as the integer 1
+    new = NewTriple(triple_id("A", "knows", "B"), "A", "knows", "B", "tester", T0, 1.0)
+    added, _created = store.add_triple(new, AUDIT)
+    again, _created = store.add_triple(new, AUDIT)
+    ended = store.invalidate_triple(added.id, T0 + 5, AUDIT)
+    assert ended is not None
+    for triple in (added, again, ended, *store.triples(TripleFilter(), 10)):
+        assert type(triple.confidence) is float and triple.confidence == 1.0

@@ -71,6 +71,14 @@ _VECTOR_EPOCH = "vector_epoch"  # bumped when vectors vanish other than by soft 
 _LOAD_BATCH = 50_000  # vectors read per step, bounding the bytes held twice while loading
 
 
+def _triple(row: Any) -> Triple:
+    """A `triples` row as a Triple. A REAL column's value comes back from `RETURNING`
+    before its affinity is applied (1.0 as the integer 1): made a float here."""
+    values = list(row)
+    values[7] = float(values[7])
+    return Triple(*values)
+
+
 def _now() -> int:
     return int(time.time())
 
@@ -965,7 +973,7 @@ class SQLiteStore(DrawerStore):
             "ORDER BY coalesce(valid_from, 0), id, rowid LIMIT ?"
         )
         with self._readers.connection() as connection:
-            return [Triple(*row) for row in connection.execute(sql, [*params, limit])]
+            return [_triple(row) for row in connection.execute(sql, [*params, limit])]
 
     def triple_stats(self, now: int) -> TripleStats:
         with self._readers.connection() as connection:
@@ -992,7 +1000,7 @@ class SQLiteStore(DrawerStore):
                 (triple.id,),
             ).fetchone()
             if row is not None:
-                return Triple(*row), False
+                return _triple(row), False
             row = connection.execute(
                 "INSERT INTO triples (id, subject, predicate, object, valid_from, valid_to, "
                 "confidence, source_drawer, identity, created_at) "
@@ -1010,7 +1018,7 @@ class SQLiteStore(DrawerStore):
                 ),
             ).fetchone()
             self._audit(connection, audit)
-        return Triple(*row), True
+        return _triple(row), True
 
     def invalidate_triple(self, triple_id: str, at: int, audit: AuditEntry) -> Triple | None:
         with self._transaction() as connection:
@@ -1022,7 +1030,7 @@ class SQLiteStore(DrawerStore):
             if row is None:
                 return None
             self._audit(connection, audit)
-        return Triple(*row)
+        return _triple(row)
 
     def close(self) -> None:
         with self._write_lock:
