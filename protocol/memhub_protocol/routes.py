@@ -266,7 +266,7 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         _WS + "/recall/search",
         READ_SEARCH,
-        "Search the drawers: `?q=&room=&source_kind=&since=&until=&identity=&limit=`.",
+        "Search the drawers: `?q=&room=&source_kind=&since=&until=&identity=&limit=` (`top_k` is `limit`); other parameters are refused.",
         params=(_AAAK,),
     ),
     Route(

@@ -45,12 +45,28 @@ def _int_param(request: Request, name: str, default: int) -> int:
         ) from None
 
 
+# The GET search's parameters: the POST body's fields, with mempal's `q` and `top_k`.
+_GET_SEARCH_PARAMS = frozenset(
+    ("q", "query", "limit", "top_k", "room", "source_kind", "identity", "since", "until", "format")
+)
+
+
 def _search_from_params(request: Request) -> SearchRequest:
-    """`?q=&room=&source_kind=&since=&until=&identity=&limit=` as a SearchRequest."""
+    """`?q=&room=&source_kind=&since=&until=&identity=&limit=` as a SearchRequest
+    (`top_k` is mempal's `limit`). An unknown parameter is refused, as the POST body's
+    unknown fields are: a misspelt filter must not widen the search unnoticed."""
     params = request.query_params
+    unknown = sorted(set(params) - _GET_SEARCH_PARAMS)
+    if unknown:
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            f"unknown parameter(s): {', '.join(unknown)}",
+            {"field": unknown[0], "allowed": sorted(_GET_SEARCH_PARAMS)},
+        )
     data: dict[str, Any] = {"query": params.get("q") or params.get("query") or ""}
-    if "limit" in params:
-        data["limit"] = _int_param(request, "limit", 10)
+    for name in ("limit", "top_k"):
+        if name in params:
+            data["limit"] = _int_param(request, name, 10)
     for name in ("room", "source_kind", "identity"):
         values = params.getlist(name)
         if values:
