@@ -106,7 +106,7 @@ async def test_api_mcp_and_memctl_give_the_same_hits(daemon: LiveDaemon) -> None
     async with mcp_client(daemon, secret) as client:
         result = await client.call_tool("memory_search", {"query": QUERY, "top_k": 5})
     assert not result.is_error, result.content[0].text
-    mcp = [h["drawer_id"] for h in json.loads(result.content[0].text)["hits"]]
+    mcp = [h["drawer_id"] for h in json.loads(result.content[0].text)["results"]]
     code, out, err = memctl(
         daemon, secret, "-w", TEAM, "recall", "search", QUERY, "--limit", "5", "--json"
     )
@@ -217,7 +217,43 @@ async def test_mcp_ingest_answers_like_mempal(daemon: LiveDaemon) -> None:
     assert "## Identity" in wake["text"]
     assert not tax.is_error
     entries = json.loads(tax.content[0].text)["entries"]
-    assert {"room": "invoices", "display_name": None, "keywords": ["credit notes"]} in entries
+    invoices = {"room": "invoices", "display_name": None, "keywords": ["credit notes"]}
+    assert {**invoices, "wing": TEAM} in entries
+
+
+@pytest.mark.anyio
+async def test_mcp_search_and_status_keep_mempals_fields(daemon: LiveDaemon) -> None:
+    writer = token(daemon, "mcp-fields", "write:recall,read:search,read:summary", workspaces=[TEAM])
+    blank = "A drawer stored with a blank source cites itself, as mempal's do."
+    async with mcp_client(daemon, writer) as client:
+        stored = json.loads(
+            (await client.call_tool("memory_ingest", {"content": blank, "source": "  "}))
+            .content[0]
+            .text
+        )
+        dry = json.loads(
+            (await client.call_tool("memory_ingest", {"content": "x y z", "dry_run": True}))
+            .content[0]
+            .text
+        )
+        found = json.loads(
+            (await client.call_tool("memory_search", {"query": blank, "wing": TEAM, "top_k": 3}))
+            .content[0]
+            .text
+        )
+        status = json.loads((await client.call_tool("memory_recall_status", {})).content[0].text)
+    assert "lock_wait_ms" not in dry  # no lock taken, as mempal leaves it out
+    (hit,) = [r for r in found["results"] if r["drawer_id"] == stored["drawer_id"]]
+    assert hit["wing"] == TEAM and hit["source_file"] == f"mempal://drawer/{hit['drawer_id']}"
+    assert hit["citation"] == hit["source_file"]
+    reason = f"explicit filters provided: {TEAM}"
+    assert hit["route"] == {"wing": TEAM, "room": None, "confidence": 1.0, "reason": reason}
+    assert any(
+        s["wing"] == TEAM and s["room"] == hit["room"] and s["drawer_count"] >= 1
+        for s in status["scopes"]
+    )
+    assert sum(s["drawer_count"] for s in status["scopes"]) == status["drawer_count"]
+    assert "AAAK" in status["aaak_spec"] and status["memory_protocol"]
 
 
 def test_memctl_ingests_a_directory_with_a_summary(daemon: LiveDaemon, tmp_path: Path) -> None:
@@ -460,3 +496,15 @@ def test_removing_a_workspace_under_recall_traffic_answers_cleanly(tmp_path: Pat
         with live.http(live.admin_token) as http:
             assert http.get("/healthz").status_code == 200  # still serving
     assert set(codes) <= {200, 201, 404, 503}, codes
+
+
+def test_get_search_takes_mempals_top_k_and_refuses_unknown_parameters(
+    daemon: LiveDaemon,
+) -> None:
+    path = f"/v1/workspaces/{TEAM}/recall/search"
+    with daemon.http(team_reader(daemon)) as http:
+        one = http.get(path, params={"q": QUERY, "top_k": 1})
+        misspelt = http.get(path, params={"q": QUERY, "rooom": "ledger"})
+    assert one.status_code == 200 and len(one.json()["hits"]) == 1
+    assert misspelt.status_code == 422
+    assert "unknown parameter(s): rooom" in misspelt.json()["error"]["message"]

@@ -17,8 +17,10 @@ from pydantic import Field
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import IngestRequest, SearchRequest, TaxonomyEditRequest
 from memhub_protocol.scopes import READ_SUMMARY, WRITE_RECALL
+from memhubd.mcp import text
 from memhubd.mcp.caller import current_caller, wing_or_workspace
 from memhubd.mcp.tools import READ_ONLY, WRITE, reply, run_tool, tool_error
+from memhubd.recall.aaak import dialect_text
 from memhubd.runtime.hub import Hub
 from memhubd.service import recall
 
@@ -30,8 +32,8 @@ WING_ONE = WING + "the others, it is required when you may use several."
 DESCRIBE = {
     "memory_search": (
         "Search recall: what was said in ingested transcripts, chats and notes (drawers), by "
-        "BM25 + embeddings fused with RRF. Every hit has drawer_id, verbatim content, room, "
-        "source_file and a citation: cite them. Hits also carry entities, topics, flags, "
+        "BM25 + embeddings fused with RRF. Every result has drawer_id, verbatim content, wing, "
+        "room, source_file and a citation: cite them. Results also carry entities, topics, flags, "
         "emotions and importance_stars (computed from the content, never stored). Rooms "
         "boost, they never filter, unless you "
         "pass `room`. Only filter by a room you have seen in memory_recall_status."
@@ -73,7 +75,9 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
             if room:
                 data["room"] = [room]
             request = SearchRequest.from_json(data)
-            return reply(await recall.search_recall(hub, identity, name, request, format))
+            answer = await recall.search_recall(hub, identity, name, request, format)
+            # mempal's tool answers its hits as `results` (the JSON API calls them `hits`).
+            return reply({k if k != "hits" else "results": v for k, v in answer.items()})
         except ProtocolError as error:
             raise tool_error(error) from None
 
@@ -149,6 +153,8 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
             else:
                 request = TaxonomyEditRequest.from_json({"room": room, "keywords": keywords})
                 data = await recall.taxonomy_edit(hub, identity, name, request, DOOR)
+            for entry in data.get("entries", ()):
+                entry["wing"] = name  # mempal's entries name their wing
             return {"action": action, **data}
 
         scope = READ_SUMMARY if action == "list" else WRITE_RECALL
@@ -175,7 +181,16 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         workspace: Annotated[str, Field(description="same as wing")] = "",
     ) -> CallToolResult:
         async def work(identity: Any, name: str) -> dict[str, Any]:
-            return await recall.status(hub, identity, name)
+            data = await recall.status(hub, identity, name)
+            # mempal's status fields beside memhub's: counts by `scopes` (wing and room),
+            # the AAAK dialect and the memory protocol.
+            data["scopes"] = [
+                {"wing": name, "room": r["room"], "drawer_count": r["drawer_count"]}
+                for r in data["rooms"]
+            ]
+            data["aaak_spec"] = dialect_text()
+            data["memory_protocol"] = text.INSTRUCTIONS
+            return data
 
         return reply(
             await run_tool(hub, None, READ_SUMMARY, wing_or_workspace(wing, workspace), work)
@@ -192,8 +207,9 @@ def _ingest_answer(summary: dict[str, Any]) -> dict[str, Any]:
         "drawer_id": ids[0] if ids else None,
         "status": source["status"],
         "room": source["room"],
-        "lock_wait_ms": source["lock_wait_ms"],
     }
+    if source["lock_wait_ms"] is not None:  # as mempal: none when no lock was taken
+        answer["lock_wait_ms"] = source["lock_wait_ms"]
     if source.get("near_duplicates"):
         answer["duplicate_warning"] = source["near_duplicates"][0]
     if source["status"] in ("unchanged",) or source.get("deleted"):

@@ -252,6 +252,7 @@ async def search_recall(
         roles=roles,
     )
     every = visible_workspaces(hub, identity)
+    route = _route(name, request.rooms)
 
     def work() -> tuple[dict[str, Any], dict[str, int]]:
         started = time.perf_counter()
@@ -303,7 +304,11 @@ async def search_recall(
                 # its raw score would tell this caller whether hidden drawers use a word.
                 data["signals"]["bm25"]["score"] = None
             data["workspace"] = workspace
+            data["wing"] = workspace  # mempal's name for it
+            if not (data.get("source_file") or "").strip():
+                data["source_file"] = f"mempal://drawer/{hit.drawer.id}"
             data["citation"] = _citation(hit)
+            data["route"] = route
             data["tunnel_hints"] = sorted(
                 w for w in tunnels.get(hit.drawer.room, ()) if w != workspace
             )
@@ -324,6 +329,22 @@ async def search_recall(
     data, counted = await anyio.to_thread.run_sync(work, limiter=_SEARCH)
     note_search(hub, identity, counted, request.query)
     return data
+
+
+def _route(name: str | None, rooms: Any) -> dict[str, Any]:
+    """mempal's route object: the filters that restricted the search. Only explicit ones
+    do here; the taxonomy's rooms boost and never filter (`boosted_rooms`)."""
+    room = rooms[0] if rooms and len(rooms) == 1 else None
+    scope = (
+        "/".join(part for part in (name, room) if part)
+        if name
+        else (f"room={room}" if room else "")
+    )
+    if scope:
+        reason = f"explicit filters provided: {scope}"
+        return {"wing": name, "room": room, "confidence": 1.0, "reason": reason}
+    reason = "no explicit filters: every room searched, taxonomy matches boosted"
+    return {"wing": None, "room": None, "confidence": 0.0, "reason": reason}
 
 
 def _aaak_hits(names: list[str], merged: list[tuple[str, Hit]]) -> str:
@@ -353,7 +374,9 @@ async def compress(identity: Identity, text: str) -> dict[str, Any]:
 
 def _citation(hit: Hit) -> str:
     drawer = hit.drawer
-    source = drawer.source_file or f"mempal://drawer/{drawer.id}"
+    source = (
+        drawer.source_file if (drawer.source_file or "").strip() else f"mempal://drawer/{drawer.id}"
+    )
     return f"{source} ({drawer.locator})" if drawer.locator else source
 
 

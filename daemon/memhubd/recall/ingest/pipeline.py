@@ -291,7 +291,8 @@ class Ingestor:
         """mempal's manual ingest: `content` becomes one drawer, verbatim."""
         room = options.room or self._taxonomy_room(content) or DEFAULT_ROOM
         identifier = drawer_id(options.workspace, room, content)
-        citation = source or f"mempal://drawer/{identifier}"
+        # A blank source is none (mempal): the drawer cites itself.
+        citation = source if source and source.strip() else f"mempal://drawer/{identifier}"
         report = SourceReport(citation, format=MANUAL, room=room)
         if not content.strip():
             return self._failed(report, "content is empty")
