@@ -6,6 +6,7 @@ Grammar and error messages are memdsl 0.5.1's (spec §1.2). Nesting is bounded
 
 from __future__ import annotations
 
+import sys
 from array import array
 from typing import Any
 
@@ -14,8 +15,14 @@ from memhubd.lang.fastpath import Unusual, fast_parse
 from memhubd.lang.lexer import ATOM, PUNCT, Token, tokenize
 from memhubd.lang.tree import Document, RawDeclaration, SharedRawDeclaration, SourceText
 
-# Deeper than any real memory needs; memdsl itself overflows its stack near 330.
-MAX_DEPTH = 200
+# Deeper than any real memory needs, and as deep as memdsl parses lists (Python's
+# default recursion limit stops it near 500; blocks near 990).
+MAX_DEPTH = 500
+# The recursion limit parsing sets at least: the precise parser takes two frames a
+# level, and later stages walk nested values recursively too, on top of whatever
+# stack their caller has. Python frames take no C stack (3.11+), and the C-level
+# walks (encoding, pickling) stay within MAX_DEPTH levels.
+RECURSION_LIMIT = 4 * MAX_DEPTH + 2000
 
 # Per block, while parsing: key -> (line, column, positions of a nested block or None).
 _KeyPositions = dict[str, tuple[int, int, Any]]
@@ -157,8 +164,21 @@ def _flatten_positions(fields: dict[str, Any], positions: _KeyPositions, out: ar
             _flatten_positions(value, nested, out)
 
 
+def _room_to_recurse() -> None:
+    """Raise the process's recursion limit to RECURSION_LIMIT if it is lower (never
+    lowered): nesting up to MAX_DEPTH must reach its ParseError, or its answer."""
+    if sys.getrecursionlimit() < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+
+
+# At import too: a start that restores parsed declarations from the saved state parses
+# nothing, yet walks them.
+_room_to_recurse()
+
+
 def parse_precise(text: str, file: str = "<text>") -> Document:
     """Parse with the position-tracking parser (every column and field position kept)."""
+    _room_to_recurse()
     return _Parser(tokenize(text, file), file).document()
 
 
@@ -173,6 +193,7 @@ def parse_text(text: str, file: str = "<text>", *, keep_text: bool = True) -> Do
 
     With `keep_text=False` (files), positions asked for later re-read the file.
     """
+    _room_to_recurse()
     try:
         module, uses, found = fast_parse(text, MAX_DEPTH)
     except Unusual:
