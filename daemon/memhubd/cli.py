@@ -200,7 +200,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args))
     except offline.CommandFailure as failure:
-        return offline.report_failure(failure, getattr(args, "json", False))
+        command = str(getattr(args, "command", ""))
+        return offline.report_failure(failure, getattr(args, "json", False), command)
     except KeyboardInterrupt:
         return 130
 

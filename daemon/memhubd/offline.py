@@ -130,8 +130,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from memhubd.query import explain, explain_payload
 
     ws = load_workspace(args.paths)
-    if ws.by_id(args.id) is None:
-        # memdsl prints this line and exits 0; an unknown id is an error here.
+    if ws.by_id(args.id) is None and args.json:
+        # memdsl has no `explain --json`: its JSON answer to an unknown id is an error.
         raise CommandFailure(
             f"declaration '{args.id}' not found",
             {"code": "not_found", "message": f"declaration '{args.id}' not found", "detail": {}},
@@ -196,8 +196,13 @@ def cmd_eval_compliance(args: argparse.Namespace) -> int:
     return 0 if report["status"] == "passed" else 1
 
 
-def report_failure(failure: CommandFailure, as_json: bool) -> int:
-    if as_json:
+# The commands whose --json memdsl has: a failure of theirs prints nothing on stdout, as
+# memdsl's does. The others' --json is memhub's, and answers a failure in JSON too.
+MEMDSL_JSON_COMMANDS = frozenset(("map", "query", "types", "check"))
+
+
+def report_failure(failure: CommandFailure, as_json: bool, command: str = "") -> int:
+    if as_json and command not in MEMDSL_JSON_COMMANDS:
         print_json({"error": failure.payload})
     print(failure.line, file=sys.stderr)
     return failure.exit_code

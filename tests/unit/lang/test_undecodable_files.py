@@ -40,10 +40,36 @@ def test_offline_commands_report_it_as_a_load_error(
     assert "old.mem" in err and len(err.splitlines()) == 1
 
 
-def test_with_json_the_error_envelope_says_cannot_read(
+def test_with_memhubs_json_the_error_envelope_says_cannot_read(
     latin1_workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = cli.main(["map", str(latin1_workspace), "--json"])
+    code = cli.main(["lint", str(latin1_workspace), "--json"])  # memdsl's lint has no --json
     out, _err = capsys.readouterr()
     assert code == 2
     assert json.loads(out)["error"]["code"] == "cannot_read"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["map"], ["types"], ["query", "-q", "cafe"], ["check", "-t", "x", "-c", "y"]],
+)
+def test_with_memdsls_json_a_load_error_prints_nothing_on_stdout(
+    latin1_workspace: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    # memdsl's map, types, query and check have --json and print nothing on stdout then
+    code = cli.main([argv[0], str(latin1_workspace), *argv[1:], "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.startswith("cannot read input:")
+
+
+def test_explain_of_an_unknown_id_prints_memdsls_line_and_exits_0(
+    latin1_workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (latin1_workspace / "old.mem").unlink()
+    code = cli.main(["explain", str(latin1_workspace), "nope"])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (0, "declaration 'nope' not found\n", "")
+    # memdsl's explain has no --json: memhub's answers the unknown id as an error
+    code = cli.main(["explain", str(latin1_workspace), "nope", "--json"])
+    out, _err = capsys.readouterr()
+    assert code == 1 and json.loads(out)["error"]["code"] == "not_found"
