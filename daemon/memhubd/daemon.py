@@ -83,8 +83,11 @@ def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
 
 def _check_start(config: DaemonConfig) -> None:
     from memhubd.auth.tokens import TokenStore
+    from memhubd.runtime.state import StateDir, hold_state_dir
     from memhubd.server import check_addresses_free, check_tokens_readable
 
+    # Held from here to the daemon's end: no other daemon changes what this one serves.
+    hold_state_dir(StateDir(config.state_dir))
     tokens = TokenStore(config.state_dir)
     check_tokens_readable(tokens)
     check_addresses_free(config)

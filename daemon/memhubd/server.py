@@ -37,7 +37,14 @@ from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.cache import ParseCache, discard_prefetched
 from memhubd.runtime.config import ConfigError, DaemonConfig, McpConfig, is_loopback_host
 from memhubd.runtime.hub import Hub, WatchSettings
-from memhubd.runtime.state import PARSE_CACHE_DIR, StateDir, StateFileError, merge_workspaces
+from memhubd.runtime.state import (
+    PARSE_CACHE_DIR,
+    StateDir,
+    StateFileError,
+    hold_state_dir,
+    merge_workspaces,
+    release_state_dir,
+)
 from memhubd.service.access import views_to_save, warm_views
 from memhubd.service.cowork import open_cowork
 
@@ -243,8 +250,23 @@ async def run_daemon(
     on_ready: Callable[[DaemonInfo], None] | None = None,
     stop: threading.Event | None = None,
 ) -> int:
-    """Serve until a signal (or `stop`) arrives; return the exit code."""
+    """Serve until a signal (or `stop`) arrives; return the exit code. The state
+    directory is this daemon's alone while it runs (`hold_state_dir`)."""
     state = StateDir(config.state_dir)
+    hold_state_dir(state)
+    try:
+        return await _run(config, state, handle_signals, on_ready, stop)
+    finally:
+        release_state_dir(state)
+
+
+async def _run(
+    config: DaemonConfig,
+    state: StateDir,
+    handle_signals: bool,
+    on_ready: Callable[[DaemonInfo], None] | None,
+    stop: threading.Event | None,
+) -> int:
     tokens = TokenStore(state.path)
     check_tokens_readable(tokens)
     bootstrapped = tokens.bootstrap_from_env()

@@ -167,8 +167,14 @@ def test_a_refused_run_examples_reset_leaves_the_served_copies_alone(tmp_path: P
     copies = seed_examples(source, daemon.state / "examples")
     edited = Path(copies["team-coding"]) / "decisions.mem"
     edited.write_text(edited.read_text() + "\n# kept: an edit made while served\n")
-    # When a second run-examples --reset is started on the same port and socket
-    for extra in (["--socket", daemon.socket_path, "--port", "0"], ["--port", str(daemon.port)]):
+    # When a second run-examples --reset is started on the same state dir, be it on the
+    # same port and socket or on addresses of its own
+    own_socket = str(Path(daemon.socket_path).with_name("second.sock"))
+    for extra in (
+        ["--socket", daemon.socket_path, "--port", "0"],
+        ["--port", str(daemon.port)],
+        ["--socket", own_socket, "--port", "0"],
+    ):
         refused = subprocess.run(
             [sys.executable, "-m", "memhubd.cli", "run-examples", "--reset"]
             + ["--state-dir", str(daemon.state), *extra],
@@ -178,8 +184,21 @@ def test_a_refused_run_examples_reset_leaves_the_served_copies_alone(tmp_path: P
         )
         # Then it is refused before it replaces anything
         assert refused.returncode == 2, refused.stderr
-        assert "already" in refused.stderr
+        assert f"another memhubd (pid {daemon.proc.pid}) is using the state directory" in (
+            refused.stderr
+        )
         assert "# kept: an edit made while served" in edited.read_text()
+    # and a plain second daemon on its own addresses is refused too, the first serving on
+    second = subprocess.run(
+        [sys.executable, "-m", "memhubd.cli", "serve", "--state-dir", str(daemon.state)]
+        + ["--socket", own_socket, "--port", "0", "--workspace", f"w={copies['writing']}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 2 and "is using the state directory" in second.stderr
+    with daemon.client() as client:
+        assert client.get("/v1/status").status_code == 200
     assert daemon.stop() == 0
 
 

@@ -130,6 +130,46 @@ class StateDir:
         return f"StateDir({str(self.path)!r})"
 
 
+DAEMON_LOCK = "daemon.lock"
+# State directories this process serves: real path -> the open lock file it holds.
+_HELD: dict[str, int] = {}
+
+
+def hold_state_dir(state: StateDir) -> None:
+    """Take `state` for this process until `release_state_dir`: a second daemon on the
+    same state directory is refused, whatever port and socket it was given, before it
+    changes anything (`run-examples --reset` replaces the copies the first one serves;
+    both would write the same caches, stores and audit). The kernel drops the lock when
+    the process ends, however it ends. Idempotent within a process."""
+    real = os.path.realpath(state.path)
+    if real in _HELD:
+        return
+    path = os.path.join(real, DAEMON_LOCK)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        raise StateFileError(f"cannot open {path}: {error.strerror or error}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        raise StateFileError(
+            f"another memhubd (pid {holder}) is using the state directory {real}; stop it "
+            "first, or give this daemon its own --state-dir (MEMHUB_STATE_DIR)"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _HELD[real] = fd
+
+
+def release_state_dir(state: StateDir) -> None:
+    """Give `state` back (the lock file stays: removing it would race a new holder)."""
+    fd = _HELD.pop(os.path.realpath(state.path), None)
+    if fd is not None:
+        os.close(fd)
+
+
 class WorkspaceList:
     """Workspaces added at run time (admin API), persisted in `workspaces.json`.
 
