@@ -249,3 +249,25 @@ def test_the_memory_bounds_in_operations_md_are_the_codes() -> None:
     default = config.Limits().response_cache_bytes // mib
     assert rows["answers to queries"] == (f"`response_cache_bytes` ({default} MiB)", "daemon")
     assert f"at most {access.MAX_CUTS_PER_SNAPSHOT} a snapshot" in " ".join(section.split())
+
+
+def daemon_config_blocks() -> list[tuple[str, int, str]]:
+    """(file, line, text) of each TOML block of the documents about the daemon's config."""
+    blocks = []
+    for name in ("configuration.md", "recall.md", "operations.md"):
+        text = read(name)
+        for found in re.finditer(r"```toml\n(.*?)```", text, re.S):
+            blocks.append((name, text[: found.start()].count("\n") + 1, found.group(1)))
+    return blocks
+
+
+@pytest.mark.parametrize("block", daemon_config_blocks(), ids=lambda b: f"{b[0]}:{b[1]}")
+def test_every_documented_daemon_config_block_loads(block, tmp_path: Path) -> None:
+    name, line, text = block
+    path = tmp_path / "memhubd.toml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        config.load_config(str(path), {"state_dir": str(tmp_path / "state")})
+    except config.ConfigError as error:
+        # A group an example names need not exist on the machine running the tests.
+        assert "names no group on this system" in str(error), f"docs/{name}:{line}: {error}"

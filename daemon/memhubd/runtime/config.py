@@ -167,6 +167,13 @@ def _text(value: Any, key: str, where: _Where) -> str:
     return value.strip()
 
 
+def _optional_text(value: Any, key: str, where: _Where) -> str:
+    """A string; empty (the default) means unset."""
+    if not isinstance(value, str):
+        raise where.error(key, f"must be a string (\"\" for none), got {value!r}")
+    return value.strip()
+
+
 def _choice(choices: tuple[str, ...]) -> Callable[[Any, str, _Where], str]:
     def check(value: Any, key: str, where: _Where) -> str:
         if not isinstance(value, str) or value.lower() not in choices:
@@ -229,6 +236,12 @@ def _milliseconds(value: Any, key: str, where: _Where) -> int:
     return _integer(value, key, where, 0, 600_000)
 
 
+def _seconds(value: Any, key: str, where: _Where) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise where.error(key, f"must be a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
 def _rescan_interval(value: Any, key: str, where: _Where) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise where.error(key, f"must be a number of seconds >= 0 (0 disables), got {value!r}")
@@ -259,13 +272,13 @@ _TABLES: dict[str, dict[str, _Checker]] = {
     "mcp": {"enabled": _boolean, "allowed_hosts": _hosts, "fast_path": _boolean},
     "recall": {
         "embedder": _choice(("static", "onnx", "http", "none")),
-        "embedder_model": _text,
-        "embedder_url": _text,
+        "embedder_model": _optional_text,
+        "embedder_url": _optional_text,
         "embedder_dimension": lambda v, k, w: _integer(v, k, w, 0, 65536),
-        "embedder_api_key_env": _text,
+        "embedder_api_key_env": _optional_text,
         "max_file_bytes": _positive,
         "near_duplicate": lambda v, k, w: _fraction(v, k, w),
-        "lock_timeout_s": _rescan_interval,
+        "lock_timeout_s": _seconds,
     },
 }
 
