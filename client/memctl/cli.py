@@ -77,7 +77,7 @@ def _global_options() -> argparse.ArgumentParser:
         type=_positive_float,
         default=keep,
         metavar="SECONDS",
-        help=f"request timeout (default {DEFAULT_TIMEOUT:g})",
+        help=f"request timeout (default {DEFAULT_TIMEOUT:g}, unless the command says otherwise)",
     )
     return common
 

@@ -47,6 +47,7 @@ def add_cowork_commands(sub: argparse._SubParsersAction, common: argparse.Argume
         actions, "drain", None, "print and remove the messages waiting for you (prompt hooks)"
     )
     a.set_defaults(local_handler=cmd_drain)
+    a.epilog = f"--timeout defaults to {DRAIN_TIMEOUT:g} seconds here: a prompt hook must not wait."
     a.add_argument(
         "--format",
         choices=FORMATS,

@@ -82,7 +82,13 @@ def add_hooks_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         help="how the hooks run memctl (default: memctl on PATH, else this Python -m memctl)",
     )
     summary = "ingest the transcript named by a hook's JSON on stdin into recall (exits 0)"
-    a = actions.add_parser("session-end", parents=[common], help=summary, description=summary)
+    a = actions.add_parser(
+        "session-end",
+        parents=[common],
+        help=summary,
+        description=summary,
+        epilog=f"--timeout defaults to {SESSION_END_TIMEOUT:g} seconds here.",
+    )
     a.set_defaults(local_handler=cmd_session_end)
 
 

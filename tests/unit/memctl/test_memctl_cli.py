@@ -55,6 +55,22 @@ def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixtur
     assert "usage: memctl " + " ".join(command) in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("command", "seconds"),
+    [(["cowork", "drain"], "DRAIN_TIMEOUT"), (["hooks", "session-end"], "SESSION_END_TIMEOUT")],
+)
+def test_a_command_with_its_own_timeout_says_so_in_its_help(
+    command: list[str], seconds: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import memctl.cowork
+    import memctl.hooks
+
+    value = getattr(memctl.cowork, seconds, None) or getattr(memctl.hooks, seconds)
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    assert f"--timeout defaults to {value:g} seconds here" in capsys.readouterr().out
+
+
 def test_version_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--version"])
