@@ -9,6 +9,7 @@ their own parser in.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -350,9 +351,16 @@ def add_completion_command(
         "completion", help=summary, description=summary, **parser_options
     )
     parser.add_argument("shell", choices=SHELLS, help="the shell to complete for")
+    parser.add_argument(
+        "--json", action="store_true", help='JSON output: {"shell": ..., "script": ...}'
+    )
 
     def run(args: argparse.Namespace) -> int:
-        print(completion_script(root(), args.shell), end="")
+        script = completion_script(root(), args.shell)
+        if getattr(args, "json", False):
+            print(json.dumps({"shell": args.shell, "script": script}, indent=2))
+        else:
+            print(script, end="")
         return 0
 
     parser.set_defaults(local_handler=run)

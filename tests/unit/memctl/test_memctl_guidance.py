@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import json
 import subprocess
 import sys
 
@@ -290,6 +291,12 @@ def test_completion_needs_no_daemon(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "--url", "http://127.0.0.1:1", "completion", "bash")
     assert (code, err) == (0, "")
     assert out.startswith("# memctl completion for bash")
+
+
+def test_completion_json_carries_the_same_script(capsys: pytest.CaptureFixture[str]) -> None:
+    _code, script, _ = run(capsys, "completion", "fish")
+    code, out, _ = run(capsys, "completion", "fish", "--json")
+    assert code == 0 and json.loads(out) == {"shell": "fish", "script": script}
 
 
 # -- a closed pipe -------------------------------------------------------------------------
