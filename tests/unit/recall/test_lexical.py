@@ -148,6 +148,30 @@ def test_ranking_equals_fts5_through_writes_deletes_and_purges(
     assert compare(store, rng) == QUERIES * len(FILTERS)
 
 
+def test_a_purge_right_after_deletes_is_followed_without_a_rebuild(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(5)
+    written = drawers(rng, 60, 0)
+    store.write(written, None, None, AUDIT)
+    assert compare(store, rng, 3) > 0
+    rebuilds: list[bool] = []
+    original = type(store._lexical)._rebuild
+
+    def counted(self: object, connection: object, *, serve: bool) -> None:
+        rebuilds.append(serve)
+        original(self, connection, serve=serve)
+
+    monkeypatch.setattr(type(store._lexical), "_rebuild", counted)
+    # Given drawers deleted, then purged before any search saw them deleted
+    for victim in rng.sample(written, 10):
+        store.soft_delete(victim.id, AUDIT)
+    store.purge(None, AUDIT)
+    # Then the index masks them and keeps answering as FTS5 does, without a rebuild
+    assert compare(store, rng) == QUERIES * len(FILTERS)
+    assert rebuilds == []
+
+
 def test_writes_and_deletes_of_another_connection_are_followed(tmp_path: Path) -> None:
     rng = random.Random(9)
     reader = open_store(tmp_path / "recall.db")

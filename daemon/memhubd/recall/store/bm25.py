@@ -438,6 +438,9 @@ class LexicalCache:
             ).fetchall()
             index.delete([r[0] for r in gone])
             if (index.live, index.live_tokens) != fts_totals(connection):
+                # A purge removed rows the index still holds: mask those that are gone.
+                index.delete(_purged(connection, index.rowids[index.alive], last))
+            if (index.live, index.live_tokens) != fts_totals(connection):
                 log.warning("lexical index disagrees with FTS5; rebuilding it")
                 self._rebuild(connection, serve=False)
                 return
@@ -511,3 +514,19 @@ class LexicalCache:
             builder.join(10)
         with self.lock:  # used under the lock: never closed while a refresh reads it
             self._connection.close()
+
+
+def _purged(connection: sqlite3.Connection, held: np.ndarray, last: int) -> np.ndarray:
+    """The rowids among `held` (live in the index, ascending) that no live drawer up to
+    `last` has any more: purged, or deleted unseen."""
+    live = np.fromiter(
+        (
+            r[0]
+            for r in connection.execute(
+                "SELECT rowid FROM drawers WHERE deleted_at IS NULL AND rowid <= ? ORDER BY rowid",
+                (last,),
+            )
+        ),
+        np.int64,
+    )
+    return held[~np.isin(held, live, assume_unique=True)]
