@@ -11,7 +11,8 @@ from pathlib import Path
 from recall_fakes import HashingEmbedder, fixture_text, options
 
 from memhubd.recall.ingest import Ingestor, SourceLock
-from memhubd.recall.store import AuditEntry, DrawerStore, TaxonomyEntry
+from memhubd.recall.ingest.pipeline import record_of
+from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore, TaxonomyEntry
 
 CLAUDE = "claude-code/3b1f6c2e-9a41-4d2b-8c77-0e5d2f9a1b34.jsonl"
 WORKER = Path(__file__).with_name("ingest_worker.py")
@@ -63,6 +64,32 @@ def test_a_deleted_drawer_is_not_brought_back_by_reingesting(
     report = ingestor.ingest_text("other-name.txt", text, options())
     assert (report.chunks, report.deleted) == (0, 1)
     assert live(store) == []
+
+
+def test_a_transcript_cut_short_then_whole_again_keeps_every_exchange(
+    ingestor: Ingestor, store: DrawerStore, embedder: HashingEmbedder
+) -> None:
+    # Given a transcript ingested whole, then seen cut short (a rewrite in two steps)
+    lines = fixture_text(CLAUDE).splitlines(keepends=True)
+    whole = "".join(lines)
+    ingestor.ingest_text("s.jsonl", whole, options())
+    ids = sorted(d.id for d in live(store))
+    cut = ingestor.ingest_text("s.jsonl", "".join(lines[:3]), options())
+    assert cut.replaced > 0 and len(live(store)) < len(ids)
+    # When it comes back whole
+    report = ingestor.ingest_text("s.jsonl", whole, options())
+    # Then the drawers its changes retired are back, as a first ingest would store them
+    assert report.deleted == 0
+    assert sorted(d.id for d in live(store)) == ids
+    record = record_of(embedder)
+    for drawer in live(store):  # each found again by its vector, and by its words
+        (vector,) = embedder.embed([drawer.content])
+        best = store.nearest(vector, record, DrawerFilter(), 1)
+        assert store.get([best[0].rowid])[best[0].rowid].id == drawer.id
+    # and a drawer deleted on purpose still stays deleted
+    store.soft_delete(ids[0], AuditEntry("tester", "test", "delete"))
+    again = ingestor.ingest_text("s.jsonl", whole, options())
+    assert again.deleted == 1 and ids[0] not in {d.id for d in live(store)}
 
 
 def test_rooms_come_from_the_request_then_taxonomy_then_directory(

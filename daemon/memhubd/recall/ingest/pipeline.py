@@ -365,13 +365,13 @@ class Ingestor:
         ready: dict[str, np.ndarray] | None = None,
     ) -> SourceReport:
         if options.dry_run:
-            new, _replace = self._plan(report, drawers, replace_stale, options)
+            new, _replace, _revive = self._plan(report, drawers, replace_stale, options)
             report.status, report.chunks = "dry_run", len(new)
             report.drawer_ids = [d.id for d in new]
             return report
         with self.locks.hold(lock_key or report.source) as waited:
             report.lock_wait_ms = waited
-            new, stale = self._plan(report, drawers, replace_stale, options)
+            new, stale, revive = self._plan(report, drawers, replace_stale, options)
             if not new and not stale:
                 report.status = "unchanged"
                 return report
@@ -391,7 +391,7 @@ class Ingestor:
                     "replaced": len(stale),
                 },
             )
-            outcome = self.store.write(new, vectors, record, audit, replace=stale)
+            outcome = self.store.write(new, vectors, record, audit, replace=stale, revive=revive)
         report.chunks = len(outcome.inserted)
         report.duplicates += len(new) - len(outcome.inserted)
         report.replaced = len(outcome.replaced)
@@ -404,8 +404,9 @@ class Ingestor:
         drawers: list[NewDrawer],
         replace_stale: bool,
         options: IngestOptions,
-    ) -> tuple[list[NewDrawer], list[int]]:
-        """The drawers to write and the stored rows they supersede."""
+    ) -> tuple[list[NewDrawer], list[int], list[int]]:
+        """The drawers to write, the stored rows they supersede, and the retired rows
+        whose ids they take again."""
         stored = self.store.chunks_of_source(report.source) if replace_stale else {}
         known = self.store.find([d.id for d in drawers])
         hidden: set[int] = set()
@@ -421,6 +422,7 @@ class Ingestor:
             stored = {i: e for i, e in stored.items() if e.rowid not in hidden}
         new: list[NewDrawer] = []
         stale: list[int] = []
+        revive: list[int] = []
         seen: set[str] = set()
         for drawer in drawers:
             previous = stored.get(drawer.chunk_index)
@@ -444,15 +446,19 @@ class Ingestor:
             if drawer.id in seen or (existing is not None and not existing.deleted):
                 report.duplicates += 1
                 report.matched_ids.append(drawer.id)
-            elif existing is not None:
+            elif existing is not None and not existing.retired:
                 report.deleted += 1  # deleted on purpose: re-ingesting must not bring it back
             else:
+                # New, or retired when its source changed (a rewrite cut the file short
+                # before it came back whole): the content is the source's again.
+                if existing is not None:
+                    revive.append(existing.rowid)
                 seen.add(drawer.id)
                 new.append(drawer)
         if replace_stale:
             count = len(drawers)
             stale.extend(p.rowid for index, p in stored.items() if index >= count)
-        return new, stale
+        return new, stale, revive
 
     def _concealed(self, existing: Existing, hidden: set[int], options: IngestOptions) -> bool:
         """Whether a stored drawer is another's that the caller may not read."""

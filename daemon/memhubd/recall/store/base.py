@@ -163,6 +163,7 @@ class Existing:
     id: str
     content_hash: str
     deleted: bool
+    retired: bool = False  # deleted because its source changed, not on purpose
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,9 +361,12 @@ class DrawerStore(abc.ABC):
         audit: AuditEntry,
         *,
         replace: Sequence[int] = (),
+        revive: Sequence[int] = (),
     ) -> WriteOutcome:
-        """Insert drawers (and their vectors, row for row) and soft-delete `replace`,
-        all in one transaction together with the audit entry."""
+        """Insert drawers (and their vectors, row for row) and retire `replace` (a soft
+        delete marked as the source's doing), all in one transaction together with the
+        audit entry. `revive` are retired rows whose ids `drawers` take again: they are
+        removed first."""
 
     @abc.abstractmethod
     def soft_delete(self, drawer_id: str, audit: AuditEntry) -> Drawer | None: ...

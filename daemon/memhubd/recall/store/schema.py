@@ -139,5 +139,10 @@ _TRIPLES = [
 # drawers took 6.0 CPU-seconds instead of 4.0.
 _INDEX_BY_WRITER = ["DROP TRIGGER drawers_fts_insert"]
 
-MIGRATIONS: tuple[list[str], ...] = (_V1, _V2, _TRIPLES, _INDEX_BY_WRITER)
+# v5: a drawer retired because its source changed (its chunk replaced, or the source cut
+# short) is told apart from one deleted on purpose: the same content coming back to a
+# source brings a retired drawer back, never a deleted one.
+_RETIRED = ["ALTER TABLE drawers ADD COLUMN retired INTEGER NOT NULL DEFAULT 0"]
+
+MIGRATIONS: tuple[list[str], ...] = (_V1, _V2, _TRIPLES, _INDEX_BY_WRITER, _RETIRED)
 CURRENT_VERSION = len(MIGRATIONS)

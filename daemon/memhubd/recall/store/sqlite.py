@@ -490,12 +490,14 @@ class SQLiteStore(DrawerStore):
             for start in range(0, len(ids), 500):
                 part = list(ids[start : start + 500])
                 rows = connection.execute(
-                    "SELECT rowid, id, content_hash, deleted_at FROM drawers "
+                    "SELECT rowid, id, content_hash, deleted_at, retired FROM drawers "
                     f"WHERE id IN ({','.join('?' * len(part))})",
                     part,
                 ).fetchall()
-                for rowid, drawer_id, digest, deleted in rows:
-                    found[drawer_id] = Existing(rowid, drawer_id, digest, deleted is not None)
+                for rowid, drawer_id, digest, deleted, retired in rows:
+                    found[drawer_id] = Existing(
+                        rowid, drawer_id, digest, deleted is not None, bool(retired)
+                    )
         return found
 
     def chunks_of_source(self, source_file: str) -> dict[int, Existing]:
@@ -779,6 +781,7 @@ class SQLiteStore(DrawerStore):
         audit: AuditEntry,
         *,
         replace: Sequence[int] = (),
+        revive: Sequence[int] = (),
     ) -> WriteOutcome:
         if vectors is not None and (embedder is None or len(vectors) != len(drawers)):
             raise ValueError("one vector per drawer, and the embedder that made them")
@@ -790,12 +793,22 @@ class SQLiteStore(DrawerStore):
                 self._claim_embedder(connection, embedder)
             for rowid in replace:
                 row = connection.execute(
-                    "UPDATE drawers SET deleted_at = ?, updated_at = ? "
+                    "UPDATE drawers SET deleted_at = ?, updated_at = ?, retired = 1 "
                     "WHERE rowid = ? AND deleted_at IS NULL RETURNING id",
                     (now, now, rowid),
                 ).fetchone()
                 if row:
                     replaced.append(row[0])
+            removed = 0
+            for rowid in revive:
+                # Already out of FTS5 (retired rows are soft-deleted) and of the vector
+                # cache; the epoch makes the cache drop the vector row too.
+                connection.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
+                removed += connection.execute(
+                    "DELETE FROM drawers WHERE rowid = ? AND retired = 1", (rowid,)
+                ).rowcount
+            if removed:
+                self._bump_epoch(connection)
             # One statement for all rows (executemany keeps the loop in C). AUTOINCREMENT
             # and the held write lock make the rows above the current maximum exactly
             # the ones this statement inserted; an id already stored (written meanwhile
