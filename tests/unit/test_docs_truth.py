@@ -271,3 +271,33 @@ def test_every_documented_daemon_config_block_loads(block, tmp_path: Path) -> No
     except config.ConfigError as error:
         # A group an example names need not exist on the machine running the tests.
         assert "names no group on this system" in str(error), f"docs/{name}:{line}: {error}"
+
+
+OFFLINE = ("lint", "types", "query", "map", "explain", "check", "eval compliance", "completion")
+
+
+def test_every_offline_memhubd_command_and_option_is_in_operations_md():
+    from memhubd.cli import build_parser as memhubd_parser
+
+    found: dict[str, list[str]] = {}
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found[f"{prefix}{name}"] = [
+                        option
+                        for other in sub._actions
+                        for option in other.option_strings
+                        if option not in ("-h", "--help")
+                    ]
+                    walk(sub, f"{prefix}{name} ")
+
+    walk(memhubd_parser(), "")
+    text = read("operations.md")
+    section = text[text.index("## Offline commands") :]
+    section = section[: section.index("\n## ", 1)]
+    words = set(re.findall(r"(?<![\w-])(-{1,2}[a-z][\w-]*)", section))
+    missing = [c for c in OFFLINE if f"`memhubd {c}" not in section]
+    unlisted = [f"{c} {o}" for c in OFFLINE for o in found[c] if o not in words]
+    assert not missing and not unlisted, (missing, unlisted)
