@@ -11,6 +11,8 @@ caller's workspaces, and tunnel hints name only those.
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -573,6 +575,9 @@ def open_shelf(directory: Any, config: Any) -> RecallShelf:
 
 WATCHER = "recall-watcher"
 WATCH_DEBOUNCE_MS = 200
+# How often a watch without events checks that its directory is still the same one,
+# and how often a missing directory is looked for again.
+WATCH_ROOT_CHECK_S = 1.0
 
 
 def _complete_lines(text: str) -> str:
@@ -641,28 +646,118 @@ async def watching(hub: Hub, watched: dict[str, tuple[str, ...]]) -> AsyncIterat
 
 
 async def _watch_one(hub: Hub, name: str, root: str) -> None:
+    """Follow one watched directory for as long as the daemon runs, through its absence
+    (warned about once, then looked for every `WATCH_ROOT_CHECK_S`), deletion,
+    replacement and recreation: each time a watch is armed on it, all it holds is
+    ingested, as at start (unchanged files cost a read and a comparison)."""
+    shelf = shelf_of(hub)
+    missing = False  # its absence was warned about, and it has not come back since
+    failing = False  # arming a watch failed, and no watch was armed since
+    while True:
+        identity = _directory_identity(root)
+        if identity is None:
+            if not missing:
+                log.warning("watched transcript directory is missing", workspace=name, path=root)
+                missing = True
+            await anyio.sleep(WATCH_ROOT_CHECK_S)
+            continue
+        if missing:
+            log.info("watched transcript directory appeared", workspace=name, path=root)
+            missing = False
+        try:
+            gone = await _follow(hub, shelf, name, root, identity)
+            failing = False
+        except FileNotFoundError:
+            continue  # it vanished as the watch was armed: look for it again
+        except OSError as error:
+            # e.g. the inotify watch limit: try again later, saying so once.
+            if not failing:
+                log.error(
+                    "watching transcripts failed", workspace=name, path=root, error=str(error)
+                )
+                failing = True
+            await anyio.sleep(WATCH_ROOT_CHECK_S * 5)
+            continue
+        if not gone:  # the watch was stopped: the daemon is stopping
+            await anyio.lowlevel.checkpoint()
+            continue
+        # Deleted or replaced: its watch went deaf. Arm one on whatever is there now.
+        log.info("watched transcript directory was deleted or replaced", workspace=name, path=root)
+
+
+def _directory_identity(root: str) -> tuple[int, int] | None:
+    """(device, inode) of the directory `root`; None when it is not a directory."""
+    try:
+        info = os.stat(root)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
+
+
+async def _follow(
+    hub: Hub, shelf: RecallShelf, name: str, root: str, identity: tuple[int, int]
+) -> bool:
+    """Ingest what is created or modified under `root` until the directory is deleted
+    or replaced (whose events never reach this watch), then True; False when the watch
+    was stopped. The first wake-up after the watch is in place ingests all of `root`,
+    so nothing written before it is missed."""
     from watchfiles import Change, awatch
 
-    shelf = shelf_of(hub)
-    if not Path(root).is_dir():
-        log.warning("watched transcript directory is missing", workspace=name, path=root)
-        return
-    await anyio.to_thread.run_sync(ingest_watched, shelf, name, root, None, limiter=_INGEST)
-    log.info("watching transcripts", workspace=name, path=root)
-    async for changes in awatch(root, debounce=WATCH_DEBOUNCE_MS, step=50, recursive=True):
-        paths = sorted({path for change, path in changes if change != Change.deleted})
-        if not paths or name not in hub.hosts:
-            continue
+    path = os.path.abspath(root)
+    stop = anyio.Event()  # ends the watch's blocking wait within a step when cancelled
+    async with anyio.create_task_group() as group:
+        group.start_soon(_set_when_cancelled, stop)
+        changes_iter = awatch(
+            path,
+            stop_event=stop,
+            debounce=WATCH_DEBOUNCE_MS,
+            step=50,
+            rust_timeout=int(WATCH_ROOT_CHECK_S * 1000),
+            yield_on_timeout=True,  # a quiet directory is still checked every so often
+            recursive=True,
+        )
         try:
-            reports = await anyio.to_thread.run_sync(
-                ingest_watched, shelf, name, root, paths, limiter=_INGEST
-            )
-        except Exception:
-            log.exception("watched ingest failed", workspace=name, path=root)
-            continue
-        added = sum(r.chunks for r in reports)
-        if added:
-            hub.events.publish("recall_ingested", workspace=name, chunks=added, door="watch")
+            async with contextlib.aclosing(changes_iter):
+                full = True  # the whole directory, until one such ingest went through
+                async for changes in changes_iter:
+                    if (Change.deleted, path) in changes or _directory_identity(root) != identity:
+                        return True
+                    if name not in hub.hosts:
+                        continue
+                    paths = sorted({p for change, p in changes if change != Change.deleted})
+                    if full:
+                        if await _ingest_watched_batch(hub, shelf, name, root, None):
+                            log.info("watching transcripts", workspace=name, path=root)
+                            full = False
+                    elif paths:
+                        await _ingest_watched_batch(hub, shelf, name, root, paths)
+        finally:
+            group.cancel_scope.cancel()
+    return False
+
+
+async def _set_when_cancelled(event: anyio.Event) -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        event.set()
+
+
+async def _ingest_watched_batch(
+    hub: Hub, shelf: RecallShelf, name: str, root: str, paths: list[str] | None
+) -> bool:
+    """`ingest_watched` in a worker thread; False (and logged) when it failed."""
+    try:
+        reports = await anyio.to_thread.run_sync(
+            ingest_watched, shelf, name, root, paths, limiter=_INGEST
+        )
+    except Exception:
+        log.exception("watched ingest failed", workspace=name, path=root)
+        return False
+    added = sum(r.chunks for r in reports)
+    if added:
+        hub.events.publish("recall_ingested", workspace=name, chunks=added, door="watch")
+    return True
 
 
 # Delete, purge, taxonomy and reindex live in recall_admin (which imports this
