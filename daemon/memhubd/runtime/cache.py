@@ -20,14 +20,17 @@ digest are compared after loading, so an entry is never served for another file.
 Bounded: entries not used by the workspace's current snapshot are pruned.
 
 Beside the entries, each workspace has one consolidated snapshot file: every file's
-path, stat (mtime_ns, size, inode), digest, text and entry data in `marshal` documents
+path, stat (mtime_ns, size, inode, ctime_ns), digest, text and entry data in `marshal` documents
 of `SNAPSHOT_BATCH` files each (strings shared by a batch's files are decoded once), then
 their segments' id, name and flag columns with the composed index in one more, each
 document after its length, sealed the same way as one payload. Written a document at a time, a snapshot never holds the whole payload in
 memory (about 1 GB at 1M declarations). A start
 reads it once and serves a file whose stat is unchanged without reading or hashing
 it (the check a running daemon makes before re-reading a file); a file whose stat
-differs is read, hashed and restored from its entry or parsed. It is rewritten off
+differs is read, hashed and restored from its entry or parsed. The ctime is part of
+that stat because an edit in place can keep the size and put the old mtime back
+(`cp -p`, `rsync -t --inplace`, `touch -r`); snapshots of format 9 and before, which
+hold no ctime, are refused by their version, so every file is read once. It is rewritten off
 the request path, at most every `SNAPSHOT_INTERVAL_S` while files change.
 
 It must not decide what is served: a miss or a refused entry only costs a parse.
@@ -62,6 +65,7 @@ from memhubd.model.declaration import (
     RestoredRaws,
 )
 from memhubd.model.workspace import cyclic_gc_paused
+from memhubd.runtime.confine import StatKey
 
 log = structlog.get_logger("memhubd.cache")
 
@@ -70,7 +74,9 @@ _MAGIC = b"MHPC"
 _HEADER = len(_MAGIC) + 2 + 32  # magic, version (u16), HMAC-SHA256
 _KEY_FILE = "key"
 _SUFFIX = ".entry"
-SNAPSHOT_FORMAT = 9
+# 10: a file's stat holds its ctime_ns (`confine.stat_tuple`); a 9's could vouch for
+# bytes edited in place with the size kept and the old mtime put back.
+SNAPSHOT_FORMAT = 10
 # Files per `marshal` document of the consolidated snapshot: what a rewrite holds at once.
 SNAPSHOT_BATCH = 500
 _FRAME = struct.Struct(">Q")  # a document's length, before it
@@ -81,7 +87,7 @@ _SNAPSHOT_FILE = "snapshot"
 SNAPSHOT_INTERVAL_S = 300.0
 
 # path -> (stat, digest, text, entry data) of one file as a consolidated snapshot holds it
-Consolidated = dict[str, tuple[tuple[int, int, int], str, str, Any]]
+Consolidated = dict[str, tuple[StatKey, str, str, Any]]
 # The composed index a consolidated snapshot holds: the path of each of its segments'
 # files, in order, and the index as `memhubd.index.persist` saves it.
 SavedIndex = tuple[tuple[str, ...], Any]
@@ -312,7 +318,7 @@ class ParseCache:
         self,
         root: str,
         types: str,
-        files: list[tuple[str, tuple[int, int, int], str, str, Any, Any]],
+        files: list[tuple[str, StatKey, str, str, Any, Any]],
         index: Any = None,
         views: Callable[[], tuple[SavedView, ...]] | None = None,
         view_roles: frozenset[tuple[str, ...]] = frozenset(),

@@ -27,8 +27,15 @@ def inside(path: str, real_root: str) -> bool:
     return path == real_root or path.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
-def stat_tuple(info: os.stat_result) -> tuple[int, int, int]:
-    return (info.st_mtime_ns, info.st_size, info.st_ino)
+# What a source's stat must match to be taken as unchanged, unread: (mtime_ns, size,
+# inode, ctime_ns). The ctime is in it because the others can all come back after an
+# edit in place: `cp -p`, `rsync -t --inplace`, `touch -r` or a clock set back restore
+# the mtime, and an edit may keep the size; nothing but the kernel sets the ctime.
+StatKey = tuple[int, int, int, int]
+
+
+def stat_tuple(info: os.stat_result) -> StatKey:
+    return (info.st_mtime_ns, info.st_size, info.st_ino, info.st_ctime_ns)
 
 
 def _opened_path(fd: int, path: str, info: os.stat_result) -> str | None:
@@ -44,7 +51,7 @@ def _opened_path(fd: int, path: str, info: os.stat_result) -> str | None:
     return real if (named.st_dev, named.st_ino) == (info.st_dev, info.st_ino) else None
 
 
-def read_confined(path: str, real_root: str) -> tuple[bytes, tuple[int, int, int]] | None:
+def read_confined(path: str, real_root: str) -> tuple[bytes, StatKey] | None:
     """The bytes of `path` and its stat after reading; None if it does not exist (now).
 
     Raises Refused for anything but a regular file inside `real_root`. The check is
@@ -75,8 +82,8 @@ def read_confined(path: str, real_root: str) -> tuple[bytes, tuple[int, int, int
     return b"".join(chunks), stat_tuple(after)
 
 
-def observe(path: str, real_root: str) -> tuple[tuple[int, int, int] | None, str | None]:
-    """`path`'s (mtime_ns, size, inode) now (None: missing), and its real path if it is
+def observe(path: str, real_root: str) -> tuple[StatKey | None, str | None]:
+    """`path`'s stat key (`stat_tuple`) now (None: missing), and its real path if it is
     a symbolic link. Raises Refused for a link leading outside or a non-regular file.
     """
     try:

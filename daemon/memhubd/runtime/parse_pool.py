@@ -26,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from memhubd.runtime.confine import stat_tuple
+from memhubd.runtime.confine import StatKey, stat_tuple
 from memhubd.runtime.sources import Saved, SourceFile
 
 log = structlog.get_logger("memhubd.parse_pool")
@@ -132,7 +132,7 @@ class PooledParses:
     def consolidated(self) -> dict[str, Any]:
         return self.saved.consolidated if self.saved is not None else {}
 
-    def by_stat(self, path: str, stat: tuple[int, int, int]) -> SourceFile | None:
+    def by_stat(self, path: str, stat: StatKey) -> SourceFile | None:
         return self.saved.by_stat(path, stat) if self.saved is not None else None
 
     def by_digest(self, path: str, digest: str, text: str) -> tuple[Any, ...] | None:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from memhubd.runtime.confine import StatKey
 from memhubd.runtime.sources import Saved, SourceFile, load_file
 
 
@@ -37,7 +38,7 @@ class Pending:
     Times are `time.monotonic()`. `stat` is None while the file is missing.
     """
 
-    stat: tuple[int, int, int] | None
+    stat: StatKey | None
     seen: float  # when the disk first showed exactly `stat`
     vanished: float | None  # when the current run of "missing or empty" began
 
@@ -58,7 +59,7 @@ class SaveRules:
         self.pending: dict[str, Pending] = {}
         self.deadlines: list[float] = []
 
-    def hold_vanished(self, path: str, stat: tuple[int, int, int] | None) -> bool:
+    def hold_vanished(self, path: str, stat: StatKey | None) -> bool:
         """True (and `path` pending) while a file that had declarations is missing or
         empty for less than the grace period."""
         grace = self.policy.vanish_grace_s
@@ -71,7 +72,7 @@ class SaveRules:
         self._keep(path, old, stat, vanished, vanished + grace)
         return True
 
-    def hold_unsettled(self, path: str, stat: tuple[int, int, int]) -> bool:
+    def hold_unsettled(self, path: str, stat: StatKey) -> bool:
         """True (and `path` pending) while the file's bytes may still be changing:
         neither its modification time nor our own observations are `settle_s` old."""
         settle = self.policy.settle_s
@@ -92,7 +93,7 @@ class SaveRules:
         self,
         path: str,
         old: Pending | None,
-        stat: tuple[int, int, int] | None,
+        stat: StatKey | None,
         vanished: float | None,
         deadline: float,
     ) -> None:
@@ -116,7 +117,7 @@ def _has_declarations(source: SourceFile | None) -> bool:
 def serve_file(
     path: str,
     before: SourceFile | None,
-    stat: tuple[int, int, int] | None,
+    stat: StatKey | None,
     rules: SaveRules,
     real_root: str,
     saved: Saved | None = None,

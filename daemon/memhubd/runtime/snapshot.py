@@ -31,7 +31,7 @@ from typing import Any
 
 from memhubd.model import Workspace
 from memhubd.model.workspace import Declarations, cyclic_gc_paused
-from memhubd.runtime.confine import Refused, observe
+from memhubd.runtime.confine import Refused, StatKey, observe
 from memhubd.runtime.parse_pool import pooled
 from memhubd.runtime.registry import (
     RegistryState,
@@ -418,7 +418,7 @@ def _serve_changed(
     before); `rules` are then as they were."""
     position = previous.position_of()
     refused_paths = {p.file for p in previous.refused}
-    looks: list[tuple[str, SourceFile | None, tuple[int, int, int] | None]] = []
+    looks: list[tuple[str, SourceFile | None, StatKey | None]] = []
     for path in sorted({os.fspath(p) for p in changed}.union(held)):
         if path in refused_paths:
             return None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from memhubd.lang import Document, ParseError, parse_text
 from memhubd.model import Declaration
 from memhubd.model.workspace import source_files
-from memhubd.runtime.confine import read_confined
+from memhubd.runtime.confine import StatKey, read_confined
 from memhubd.schema import TypeRegistry
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class SourceFile:
     document: Document | None  # the last good parse; None if it never parsed
     problem: SourceProblem | None  # set while the bytes on disk do not parse
     text: str = ""  # the source of `document` (what is served, even while disk is broken)
-    stat: tuple[int, int, int] = (0, 0, 0)  # (mtime_ns, size, inode) when last read
+    stat: StatKey = (0, 0, 0, 0)  # (mtime_ns, size, inode, ctime_ns) when last read
     # The document's declarations typed with `typed_with`; rebuilt when the registry changes.
     typed: tuple[Any, ...] = ()
     typed_with: Any = None
@@ -106,7 +106,7 @@ class Saved:
         self.unread: dict[str, Any] = {}  # path -> segment of a file served unread
         self.changed: dict[str, Any] = {}  # path -> what the snapshot held of a changed file
 
-    def by_stat(self, path: str, stat: tuple[int, int, int]) -> SourceFile | None:
+    def by_stat(self, path: str, stat: StatKey) -> SourceFile | None:
         held = self.consolidated.pop(path, None)
         if held is None:
             return None
@@ -204,9 +204,7 @@ def load_file(
     return SourceFile(path, digest, document, None, text, stat)
 
 
-def _restore(
-    path: str, digest: str, data: bytes, stat: tuple[int, int, int], saved: Saved
-) -> SourceFile | None:
+def _restore(path: str, digest: str, data: bytes, stat: StatKey, saved: Saved) -> SourceFile | None:
     """The file as a previous run parsed, typed and indexed the same bytes, if saved."""
     try:
         text = data.decode("utf-8")
@@ -227,7 +225,7 @@ def _broken(
     digest: str,
     last_good: Document | None,
     problem: SourceProblem,
-    stat: tuple[int, int, int],
+    stat: StatKey,
 ) -> SourceFile:
     if previous is None:
         return SourceFile(path, digest, None, problem, "", stat)

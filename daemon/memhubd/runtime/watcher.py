@@ -18,6 +18,8 @@ import anyio
 import structlog
 from watchfiles import Change, awatch
 
+from memhubd.runtime.confine import StatKey, stat_tuple
+
 log = structlog.get_logger(__name__)
 
 MANIFEST_NAME = "memdsl.json"
@@ -33,7 +35,7 @@ ROOT_CHECK_S = 0.5
 BATCH_QUIET_MS = 10
 
 OnChange = Callable[[set[Path] | None], Awaitable[None]]
-Signature = tuple[tuple[str, int, int], ...] | None
+Signature = tuple[tuple[str, StatKey], ...] | None
 
 
 def is_source_name(name: str) -> bool:
@@ -56,7 +58,9 @@ def _ignored(path: Path, root: Path) -> bool:
 
 
 def workspace_signature(root: Path) -> Signature:
-    """A cheap fingerprint of the sources: sorted (relative path, mtime_ns, size).
+    """A cheap fingerprint of the sources: sorted (relative path, stat key), the stat
+    key being what the build compares (`confine.stat_tuple`: mtime, size, inode and
+    ctime, so that an edit in place that keeps the size and puts the mtime back shows).
 
     None when the root is not a directory.
     """
@@ -73,14 +77,14 @@ def workspace_signature(root: Path) -> Signature:
                 info = os.stat(path)
             except OSError:
                 continue  # removed while walking; the next scan sees the result
-            entries.append((os.path.relpath(path, root), info.st_mtime_ns, info.st_size))
+            entries.append((os.path.relpath(path, root), stat_tuple(info)))
     return tuple(sorted(entries))
 
 
-def _entries(signature: Signature) -> dict[str, tuple[int, int]] | None:
+def _entries(signature: Signature) -> dict[str, StatKey] | None:
     if signature is None:
         return None
-    return {relpath: (mtime, size) for relpath, mtime, size in signature}
+    return dict(signature)
 
 
 def _root_identity(root: Path) -> tuple[int, int] | None:
@@ -131,9 +135,9 @@ class _WorkspaceWatch:
         self.on_change = on_change
         self.stop_event = stop_event
         self.lock = anyio.Lock()  # one on_change at a time, in order
-        # What the sources looked like at the last on_change: relative path -> (mtime_ns,
-        # size), None while the root is missing. The re-scan compares a walk with it.
-        self.entries: dict[str, tuple[int, int]] | None = None
+        # What the sources looked like at the last on_change: relative path -> stat key,
+        # None while the root is missing. The re-scan compares a walk with it.
+        self.entries: dict[str, StatKey] | None = None
         self.known_dirs: frozenset[Path] = frozenset()
         self.failed = False  # the last on_change raised: the next re-scan retries
         self.watched_identity: tuple[int, int] | None = None
@@ -147,7 +151,7 @@ class _WorkspaceWatch:
         # The root and every directory between it and a source. On strings: Path.parents
         # of each source cost a start at 100k declarations 60 ms of CPU beside its build.
         names = {""}
-        for relpath, _, _ in signature or ():
+        for relpath, _ in signature or ():
             parent = os.path.dirname(relpath)
             while parent not in names:
                 names.add(parent)
@@ -167,7 +171,7 @@ class _WorkspaceWatch:
             except OSError:
                 self.entries.pop(relpath, None)
                 continue
-            self.entries[relpath] = (info.st_mtime_ns, info.st_size)
+            self.entries[relpath] = stat_tuple(info)
             # A directory that held sources is never forgotten here: its deletion then
             # costs a full re-read, which is always correct.
             dirs.update(d for d in path.parents if d.is_relative_to(self.root))

@@ -26,7 +26,7 @@ def test_a_regular_file_inside_is_read_with_its_stat(root: Path) -> None:
     data, stat = found
     assert data == b"inside"
     info = os.stat(root / "a.mem")
-    assert stat == (info.st_mtime_ns, info.st_size, info.st_ino)
+    assert stat == (info.st_mtime_ns, info.st_size, info.st_ino, info.st_ctime_ns)
 
 
 def test_a_link_out_is_refused_when_opened_even_if_never_observed(root: Path) -> None:
