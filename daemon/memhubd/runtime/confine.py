@@ -7,6 +7,7 @@ Paths and bytes only: nothing here parses, and nothing decides what a refusal me
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_mode
 
@@ -60,8 +61,14 @@ def read_confined(path: str, real_root: str) -> tuple[bytes, StatKey] | None:
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return None  # a link loop leads nowhere, as a dangling link does
+        # There, but not to be read (permissions, an I/O error): a problem of the
+        # file's, never taken for a deletion.
+        raise Refused("read_error", f"cannot read: {error.strerror or error}") from None
     try:
         info = os.fstat(fd)
         if not stat_mode.S_ISREG(info.st_mode):

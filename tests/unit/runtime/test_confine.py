@@ -76,3 +76,27 @@ def test_a_link_inside_is_observed_with_its_target(root: Path) -> None:
     stat, real = observe(str(root / "b.mem"), str(root))
     assert real == os.path.realpath(root / "a.mem")
     assert stat is not None and stat[2] == os.stat(root / "a.mem").st_ino
+
+
+def test_a_file_there_but_not_readable_is_a_read_error_not_a_deletion(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Permissions cannot refuse root (the tests' usual user), so the open is made to fail
+    # as it fails for a daemon without read permission on the file.
+    target = str(root / "a.mem")
+    real_open = os.open
+
+    def denied(path: str, flags: int, *args: object) -> int:
+        if path == target:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", denied)
+    with pytest.raises(Refused) as refused:
+        read_confined(target, str(root))
+    assert refused.value.kind == "read_error"
+    assert refused.value.message == "cannot read: Permission denied"
+    # while a file that is gone is missing, as before
+    assert read_confined(str(root / "gone.mem"), str(root)) is None
+    (root / "loop.mem").symlink_to(root / "loop.mem")
+    assert read_confined(str(root / "loop.mem"), str(root)) is None
