@@ -191,8 +191,22 @@ class ParseCache:
         if payload is None:
             self.refused += 1
             log.warning("parse cache entry refused (corrupt or foreign)", entry=str(entry))
+            self._discard(entry)
             return None
-        return self.decode(payload, path, digest, text, registry, where=str(entry))
+        found = self.decode(payload, path, digest, text, registry, where=str(entry))
+        if found is None:
+            self._discard(entry)
+        return found
+
+    def _discard(self, entry: Path) -> None:
+        """Remove an entry that was refused, so that the next save writes it again (it
+        would otherwise count as saved, and be refused at every start)."""
+        with self._lock:
+            with contextlib.suppress(OSError):
+                os.unlink(entry)
+            known = self._saved.get(str(entry.parent))
+            if known is not None:
+                known.discard(entry.name)
 
     def decode(
         self,

@@ -142,6 +142,12 @@ def test_a_damaged_entry_is_ignored_and_the_file_parsed(
     assert cache.hits == 0
     assert cache.refused == 2
     assert answers(again) == answers(first)
+    # The next save writes them again, and the start after it restores both
+    assert persist(again, cache) == 2
+    without_consolidated_snapshot(state)
+    later = ParseCache(state)
+    assert answers(build_snapshot("w", str(root), None, cache=later)) == answers(first)
+    assert (later.hits, later.refused) == (2, 0)
 
 
 def test_another_state_dirs_cache_is_not_trusted(
