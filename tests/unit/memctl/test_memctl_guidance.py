@@ -5,9 +5,9 @@ shell completion, and a quiet end when the reader of its output goes away."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
-import json
 import subprocess
 import sys
 
