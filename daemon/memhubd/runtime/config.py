@@ -170,7 +170,7 @@ def _text(value: Any, key: str, where: _Where) -> str:
 def _optional_text(value: Any, key: str, where: _Where) -> str:
     """A string; empty (the default) means unset."""
     if not isinstance(value, str):
-        raise where.error(key, f"must be a string (\"\" for none), got {value!r}")
+        raise where.error(key, f'must be a string ("" for none), got {value!r}')
     return value.strip()
 
 
