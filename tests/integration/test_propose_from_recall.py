@@ -210,7 +210,7 @@ async def tool(client: Client, name: str, arguments: dict[str, Any]) -> dict[str
 @pytest.mark.anyio
 async def test_the_same_through_mcp(daemon: LiveDaemon, drawer) -> None:
     async with mcp_client(daemon, "agent") as client:
-        hits = (await tool(client, "memory_search", {"query": QUERY}))["hits"]
+        hits = (await tool(client, "memory_search", {"query": QUERY}))["results"]
         hit = next(h for h in hits if h["drawer_id"] == drawer["drawer_id"])
         assert hit["flags"] == drawer["flags"] and hit["entities"] == drawer["entities"]
         arguments = {
@@ -236,7 +236,7 @@ async def test_the_same_through_mcp(daemon: LiveDaemon, drawer) -> None:
         found = await tool(client, "memory_search", {"query": QUERY, "format": "aaak"})
     assert "fact:tidewater.redis_for_rate_limits" in json.dumps(pack)
     assert DECISION in aaak.parse(woken["text"]).zettels[0].quote
-    assert len(aaak.parse(found["aaak"]).zettels) == len(found["hits"])
+    assert len(aaak.parse(found["aaak"]).zettels) == len(found["results"])
     assert "memory_diary" in status["memory_protocol"]
 
 
