@@ -81,6 +81,7 @@ def test_a_transcript_cut_short_then_whole_again_keeps_every_exchange(
     # Then the drawers its changes retired are back, as a first ingest would store them
     assert report.deleted == 0
     assert sorted(d.id for d in live(store)) == ids
+    assert store.audit()[0].detail["revived"] == cut.replaced  # the write says so (newest first)
     record = record_of(embedder)
     for drawer in live(store):  # each found again by its vector, and by its words
         (vector,) = embedder.embed([drawer.content])

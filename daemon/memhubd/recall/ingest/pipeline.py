@@ -389,6 +389,8 @@ class Ingestor:
                     "room": report.room,
                     "chunks": len(new),
                     "replaced": len(stale),
+                    # retired drawers of the same content, stored again
+                    **({"revived": len(revive)} if revive else {}),
                 },
             )
             outcome = self.store.write(new, vectors, record, audit, replace=stale, revive=revive)
