@@ -4,6 +4,11 @@ debounced `on_change` calls, and covers what events miss with a periodic re-scan
 `on_change(paths)` means "these sources changed", `on_change(None)` means
 "re-read everything". Calls never overlap. It must not parse or load anything
 itself, and an error in `on_change` never stops it.
+
+The sources are what a start's walk reads (`memhubd.runtime.sources.walk_sources`, as
+memdsl walks): every directory, hidden ones such as `.git` included. A source that is a
+symbolic link changes when a file it leads through does: an event naming that file
+counts as a change of the link.
 """
 
 from __future__ import annotations
@@ -18,13 +23,19 @@ import anyio
 import structlog
 from watchfiles import Change, awatch
 
-from memhubd.runtime.confine import StatKey, stat_tuple
+from memhubd.runtime.confine import StatKey, inside, stat_tuple
 
 log = structlog.get_logger(__name__)
 
 MANIFEST_NAME = "memdsl.json"
 SOURCE_SUFFIXES = (".mem", ".memschema.json")
-IGNORED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__"})
+# Directories that hold sources only by exception, and that tools fill with
+# directories of their own (git makes `.git/objects/xx` on every commit). They are
+# watched and re-scanned like any other; a directory made under one is only looked
+# into for sources, instead of costing a full re-read as one made elsewhere does.
+BUSY_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__"})
+# How many links a source may lead through (the kernel's own limit, ELOOP, is 40).
+MAX_LINK_HOPS = 40
 # How often the event loop wakes without events to check the root is still the same
 # directory, and how often a vanished root is looked for again.
 ROOT_CHECK_S = 0.5
@@ -36,6 +47,16 @@ BATCH_QUIET_MS = 10
 
 OnChange = Callable[[set[Path] | None], Awaitable[None]]
 Signature = tuple[tuple[str, StatKey], ...] | None
+# A source that is a symbolic link -> the paths, as events name them, of what it leads
+# through inside the workspace (`_link_hops`).
+Links = dict[Path, tuple[Path, ...]]
+
+
+class _Walked(tuple[tuple[str, StatKey], ...]):
+    """A signature (compared as the plain tuple it is) that also carries the `Links`
+    its walk found, so that telling links apart costs no system call of its own."""
+
+    links: Links
 
 
 def is_source_name(name: str) -> bool:
@@ -50,35 +71,94 @@ def is_source_path(path: Path, root: Path) -> bool:
         parts = path.relative_to(root).parts
     except ValueError:
         return False
-    return bool(parts) and is_source_name(parts[-1]) and not IGNORED_DIRS.intersection(parts)
+    return bool(parts) and is_source_name(parts[-1])
 
 
-def _ignored(path: Path, root: Path) -> bool:
-    return bool(IGNORED_DIRS.intersection(path.relative_to(root).parts))
+def _busy(path: Path, root: Path) -> bool:
+    return bool(BUSY_DIRS.intersection(path.relative_to(root).parts))
 
 
 def workspace_signature(root: Path) -> Signature:
     """A cheap fingerprint of the sources: sorted (relative path, stat key), the stat
     key being what the build compares (`confine.stat_tuple`: mtime, size, inode and
     ctime, so that an edit in place that keeps the size and puts the mtime back shows).
+    Walks what `os.walk(root)` walks, as the build does: every directory, hidden ones
+    included, linked ones not descended.
 
     None when the root is not a directory.
     """
     if not root.is_dir():
         return None
+    top = os.fspath(root)
+    cut = len(top.rstrip(os.sep)) + 1  # a path below `top` without `top/`
+    real_root = os.path.realpath(top)
     entries = []
-    for directory, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in IGNORED_DIRS]
-        for name in names:
-            if not is_source_name(name):
-                continue
-            path = os.path.join(directory, name)
-            try:
-                info = os.stat(path)
-            except OSError:
-                continue  # removed while walking; the next scan sees the result
-            entries.append((os.path.relpath(path, root), stat_tuple(info)))
-    return tuple(sorted(entries))
+    links: Links = {}
+    # By hand rather than os.walk: the file names are checked straight from the
+    # directory entries (no list of every name, most of them never sources: a `.git`
+    # holds thousands), and the entries tell links apart for free.
+    stack = [top]
+    while stack:
+        try:
+            listing = os.scandir(stack.pop())
+        except OSError:
+            continue  # gone or unreadable, as os.walk skips it
+        with listing:
+            for entry in listing:
+                try:
+                    is_dir = entry.is_dir()  # follows a link, as os.walk's does
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    if not entry.is_symlink():
+                        stack.append(entry.path)
+                    continue
+                if not is_source_name(entry.name):
+                    continue
+                try:
+                    info = os.stat(entry.path)
+                except OSError:
+                    continue  # removed while walking; the next scan sees the result
+                entries.append((entry.path[cut:], stat_tuple(info)))
+                if entry.is_symlink():
+                    links[Path(entry.path)] = _link_hops(entry.path, top, real_root)
+    walked = _Walked(sorted(entries))
+    walked.links = links
+    return walked
+
+
+def _link_hops(path: str, top: str, real_root: str) -> tuple[Path, ...]:
+    """Where a source link leads: each link it goes through after itself and the file
+    it ends at, each named as events name it (under `top`), inside the workspace's real
+    path only (nothing outside is watched). At most MAX_LINK_HOPS, as the kernel."""
+    hops = []
+    current = path
+    for _ in range(MAX_LINK_HOPS):
+        try:
+            target = os.readlink(current)
+        except OSError:
+            break  # not a link: the chain ends here (or dangles)
+        current = os.path.join(os.path.dirname(current), target)
+        # Where the next name really is: its directory resolved, the name itself kept
+        # (it may be a link again).
+        current = os.path.join(
+            os.path.realpath(os.path.dirname(current)), os.path.basename(current)
+        )
+        if inside(current, real_root):
+            hops.append(Path(top, os.path.relpath(current, real_root)))
+    return tuple(hops)
+
+
+def _sources_below(directories: list[Path]) -> set[Path]:
+    """The sources in `directories` (new ones, under a busy directory) and below; none
+    in a linked directory, which the build never descends."""
+    found: set[Path] = set()
+    for directory in directories:
+        if os.path.islink(directory):
+            continue
+        for relpath, _ in workspace_signature(directory) or ():
+            found.add(directory / relpath)
+    return found
 
 
 def _entries(signature: Signature) -> dict[str, StatKey] | None:
@@ -139,6 +219,10 @@ class _WorkspaceWatch:
         # None while the root is missing. The re-scan compares a walk with it.
         self.entries: dict[str, StatKey] | None = None
         self.known_dirs: frozenset[Path] = frozenset()
+        # The sources that are links (`Links`), and the other way round: a path a link
+        # leads through (or a directory on its way) -> the links it is a change of.
+        self.links: Links = {}
+        self.linked: dict[Path, frozenset[Path]] = {}
         self.failed = False  # the last on_change raised: the next re-scan retries
         self.watched_identity: tuple[int, int] | None = None
 
@@ -148,6 +232,7 @@ class _WorkspaceWatch:
 
     def _remember(self, signature: Signature) -> None:
         self.entries = _entries(signature)
+        self._set_links(getattr(signature, "links", {}))
         # The root and every directory between it and a source. On strings: Path.parents
         # of each source cost a start at 100k declarations 60 ms of CPU beside its build.
         names = {""}
@@ -164,19 +249,39 @@ class _WorkspaceWatch:
         if self.entries is None or not self.root.is_dir():
             return False
         dirs = set(self.known_dirs)
+        links = dict(self.links)
         for path in paths:
             relpath = os.path.relpath(path, self.root)
+            links.pop(path, None)
             try:
                 info = os.stat(path)
             except OSError:
                 self.entries.pop(relpath, None)
                 continue
             self.entries[relpath] = stat_tuple(info)
+            if os.path.islink(path):
+                top = os.fspath(self.root)
+                links[path] = _link_hops(os.fspath(path), top, os.path.realpath(top))
             # A directory that held sources is never forgotten here: its deletion then
             # costs a full re-read, which is always correct.
             dirs.update(d for d in path.parents if d.is_relative_to(self.root))
         self.known_dirs = frozenset(dirs)
+        if links != self.links:
+            self._set_links(links)
         return True
+
+    def _set_links(self, links: Links) -> None:
+        self.links = links
+        linked: dict[Path, set[Path]] = {}
+        for link, hops in links.items():
+            for hop in hops:
+                linked.setdefault(hop, set()).add(link)
+                # A directory on the way moved (inotify names the directory alone).
+                for directory in hop.parents:
+                    if directory == self.root or not directory.is_relative_to(self.root):
+                        break
+                    linked.setdefault(directory, set()).add(link)
+        self.linked = {path: frozenset(sources) for path, sources in linked.items()}
 
     async def deliver(self, paths: set[Path] | None, received: float | None = None) -> None:
         """Call on_change for `paths`; `received`: when their batch came (monotonic)."""
@@ -272,28 +377,39 @@ class _WorkspaceWatch:
                 root_deleted = (Change.deleted, str(self.root)) in changes
                 if root_deleted or _root_identity(self.root) != identity:
                     return
-                paths, full = self._sort_batch(changes)
+                paths, full, made = self._sort_batch(changes)
                 if rescan_first:
                     full, rescan_first = True, False
+                if made and not full:
+                    # Its files may have been written before the directory was watched.
+                    paths |= await anyio.to_thread.run_sync(_sources_below, made)
                 if full:
                     await self.deliver(None, received)
                 elif paths:
                     await self.deliver(paths, received)
 
-    def _sort_batch(self, changes: Iterable[tuple[Change, str]]) -> tuple[set[Path], bool]:
-        """The source paths in a batch, and whether it needs a full re-scan instead
-        (a directory moved in or out, which inotify reports as one entry)."""
+    def _sort_batch(
+        self, changes: Iterable[tuple[Change, str]]
+    ) -> tuple[set[Path], bool, list[Path]]:
+        """The source paths in a batch (a source link's among them when a file it leads
+        through changed), whether it needs a full re-scan instead (a directory moved in
+        or out, which inotify reports as one entry), and the directories made under a
+        busy directory, to look into for sources instead."""
         paths: set[Path] = set()
         full = False
+        made: list[Path] = []
+        linked = self.linked
         for change, raw in changes:
             path = Path(raw)
             if is_source_path(path, self.root):
                 paths.add(path)
-            elif self._moves_directory(change, path):
-                full = True
-        return paths, full
-
-    def _moves_directory(self, change: Change, path: Path) -> bool:
-        if change == Change.deleted:
-            return path in self.known_dirs
-        return change == Change.added and path.is_dir() and not _ignored(path, self.root)
+            elif change == Change.deleted:
+                full = full or path in self.known_dirs
+            elif change == Change.added and path.is_dir():
+                if _busy(path, self.root):
+                    made.append(path)
+                else:
+                    full = True
+            if linked and path in linked:
+                paths.update(linked[path])
+        return paths, full, made
