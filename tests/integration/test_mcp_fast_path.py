@@ -189,6 +189,8 @@ REFUSAL_CASES = {
     "missing argument": {"name": "memory_query", "arguments": {}},
     "arguments not an object": {"name": "memory_query", "arguments": [1]},
     "no name": {"arguments": {}},
+    # orjson reads it as a float: the SDK clamps the int
+    "an integer past 64 bits": {"name": "memory_list", "arguments": {"limit": 10**20}},
 }
 
 
@@ -201,8 +203,8 @@ async def test_bad_calls_are_refused_as_the_sdk_refuses_them(
     name = KEYS[0].split("/", 1)[1]
     body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": REFUSAL_CASES[case]}
     headers = {"mcp-protocol-version": version} if version else {}
-    got = post(fast, token(fast, name, "all"), body, **headers)
-    assert got == post(sdk, token(sdk, name, "all"), body, **headers)
+    got = same_root(fast, post(fast, token(fast, name, "all"), body, **headers))
+    assert got == same_root(sdk, post(sdk, token(sdk, name, "all"), body, **headers))
     assert got[0] in (200, 400), got
 
 

@@ -219,8 +219,11 @@ class HeaderSchemas:
 _MAX_DEPTH = 32
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether `value` nests lists and objects more than `limit` levels deep."""
+def _unusual(value: Any, limit: int) -> bool:
+    """Whether `value` nests lists and objects more than `limit` levels deep, or holds a
+    float: orjson reads an integer past 64 bits as a float where the SDK's `json.loads`
+    keeps it an int (a `limit` of 10**20 is clamped there, refused here), so a call with
+    any float is left to the SDK."""
     level: list[Any] = [value]
     for _ in range(limit + 1):
         inner = []
@@ -229,10 +232,12 @@ def _deeper_than(value: Any, limit: int) -> bool:
                 inner.extend(item.values())
             elif isinstance(item, list):
                 inner.extend(item)
+            elif type(item) is float:
+                return True
         if not inner:
             return False
         level = inner
-    return any(isinstance(item, dict | list) for item in level)
+    return any(isinstance(item, dict | list) or type(item) is float for item in level)
 
 
 def _envelope_valid(meta: dict[str, Any]) -> bool:
@@ -262,8 +267,8 @@ def parse_tool_call(
         request = orjson.loads(body)
     except (ValueError, RecursionError):
         return None
-    if _deeper_than(request, _MAX_DEPTH):
-        return None  # the SDK's parser decides how deep is too deep
+    if _unusual(request, _MAX_DEPTH):
+        return None  # the SDK's parser decides how deep is too deep, and reads numbers
     if not isinstance(request, dict) or not request.keys() <= _REQUEST_KEYS:
         return None
     request_id, params = request.get("id"), request.get("params")

@@ -74,6 +74,18 @@ def test_arguments_nested_deeper_than_32_levels_are_left_to_the_sdk() -> None:
     assert parse(json.dumps(call({"x": shallow})).encode()) is not None
 
 
+@pytest.mark.parametrize("number", [b"100000000000000000000", b"-9223372036854775809", b"0.5"])
+def test_numbers_orjson_reads_otherwise_than_the_sdk_are_left_to_it(number: bytes) -> None:
+    # orjson reads an integer past 64 bits as a float; json.loads keeps it an int
+    body = (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":'
+        b'{"name":"memory_list","arguments":{"limit":' + number + b"}}}"
+    )
+    assert parse(body) is None
+    within = body.replace(number, b"9223372036854775807")
+    assert parse(within) is not None
+
+
 def test_an_envelope_the_sdks_models_refuse_is_left_to_it() -> None:
     good = {
         PROTOCOL_VERSION_META_KEY: MODERN,
