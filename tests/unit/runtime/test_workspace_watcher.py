@@ -139,7 +139,8 @@ async def test_irrelevant_files_are_ignored(workspace: Path) -> None:
     async with watching(workspace) as handler:
         await until_watching(workspace, handler)
 
-        for name in ("notes.txt", ".#a.mem", "a.mem~", ".a.mem.swp", "data.json", ".git/x.mem"):
+        # (a `.mem` under `.git` is a source, as a start reads it: not noise)
+        for name in ("notes.txt", ".#a.mem", "a.mem~", ".a.mem.swp", "data.json", ".git/x.txt"):
             (workspace / name).write_text("noise")
         await anyio.sleep(0.1)
         (workspace / "a.mem").write_text('fact a { claim: "after the noise" }\n')
@@ -254,9 +255,11 @@ def test_signature_covers_sources_only(workspace: Path) -> None:
     before = workspace_signature(workspace)
     (workspace / "notes.txt").write_text("ignored")
     (workspace / ".git").mkdir()
-    (workspace / ".git" / "x.mem").write_text("ignored")
+    (workspace / ".git" / "x.txt").write_text("ignored")
 
     assert workspace_signature(workspace) == before
+    (workspace / ".git" / "x.mem").write_text("a source, as a start reads it")
+    assert workspace_signature(workspace) != before
     assert [entry[0] for entry in before or ()] == ["a.mem", os.path.join("sub", "b.mem")]
     assert workspace_signature(workspace / "absent") is None
 
