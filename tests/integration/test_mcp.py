@@ -776,3 +776,19 @@ async def test_a_body_over_the_limit_is_refused_in_the_daemons_envelope(daemon) 
         answer = await http.post(f"{daemon.url}/mcp", content=body, headers=headers)
     assert answer.status_code == 413
     assert answer.json()["error"]["code"] == "too_large"
+
+
+async def test_an_argument_over_a_limit_is_an_ok_false_answer_not_a_tool_error(daemon) -> None:
+    async with mcp_client(daemon, daemon.admin_token) as client:
+        long_query = await call(
+            client, "memory_query", {"workspace": "writing", "query": "x" * 70_000}
+        )
+        many_types = await call(
+            client,
+            "memory_check",
+            {"workspace": "writing", "task": "t", "candidate": "c", "exceptions": ["e"] * 101},
+        )
+    assert long_query["ok"] is False and long_query["status"] == "invalid"
+    assert long_query["error"] == "too_large: 'query' is longer than 65536 characters"
+    assert long_query["schema_version"] == "memdsl.mcp.query.v1"
+    assert many_types["ok"] is False and "more than 100 items" in many_types["error"]

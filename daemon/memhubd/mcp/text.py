@@ -107,6 +107,7 @@ def next_excluded(excluded: int) -> str:
 
 
 NEXT_QUERY_REQUIRED = "Provide a non-empty query."
+NEXT_FIX_ARGUMENT = "Shorten or correct the argument the error names, then call again."
 NEXT_CHECK_INPUT = "Provide both the attempted task and the candidate action or draft."
 NEXT_CHECK = {
     "block": (

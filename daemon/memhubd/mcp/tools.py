@@ -86,9 +86,11 @@ async def run_tool(
     `unavailable` payload; without one (memhub's own tools) it is a tool error too.
     """
     name = requested
+    chosen = False
     try:
         identity = current_caller()
         name = choose_workspace(hub, identity, requested, scope)
+        chosen = True
         try:
             return await work(identity, name)
         except Exception as error:
@@ -99,6 +101,12 @@ async def run_tool(
     except ProtocolError as error:
         if schema is not None and error.code is ErrorCode.WORKSPACE_UNAVAILABLE:
             return payloads.unavailable(schema, error, name)
+        if chosen and schema is not None and error.code in (ErrorCode.INVALID, ErrorCode.TOO_LARGE):
+            # An argument the caller can fix (over a length or item limit memhub sets):
+            # memdsl's tools answer what the caller can fix with `ok:false`. Which
+            # workspace to use is an access question, answered as a tool error.
+            message = f"{error.code.value}: {error.message}"
+            return payloads.invalid(schema, message, text.NEXT_FIX_ARGUMENT, name)
         raise tool_error(error) from None
 
 
