@@ -664,6 +664,22 @@ def _real_position(text: str, offset: int) -> tuple[int, int]:
     return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
 
 
+def _on_disk(snapshot: Snapshot, path: str, served: str) -> str:
+    """The text of `path` as it is on disk now (confined to the workspace), else `served`."""
+    from memhubd.runtime.confine import Refused, read_confined
+
+    try:
+        found = read_confined(path, os.path.realpath(snapshot.root))
+    except Refused:
+        return served
+    if found is None:
+        return served
+    try:
+        return found[0].decode("utf-8")
+    except UnicodeDecodeError:
+        return served
+
+
 async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) -> dict[str, Any]:
     from memhubd.auth.access import redact_source
 
@@ -676,6 +692,11 @@ async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) ->
             {"file_id": file_id, "workspace": name},
         )
     text = source.text
+    if source.problem is not None and view.complete:
+        # memdsl reads the file from disk: one that does not load is shown as it is
+        # there, the text that needs fixing. A caller who may not read everything gets
+        # the served text, redacted: unparsed text cannot be.
+        text = _on_disk(view.snapshot, source.path, text)
     hidden_here = []
     if view.hidden and source.document is not None:
         for raw in source.document.declarations:

@@ -1,0 +1,32 @@
+"""A source file that does not load is shown as it is on disk to a caller who may read
+everything (memdsl reads files from disk), and as last served, redacted, to others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.integration.conftest import start_daemon
+
+GOOD = 'fact good.one {\n  claim: "fine"\n  evidence { source: chat quote: "q" }\n}\n'
+BROKEN = 'fact bad.one {\n  claim: "unterminated\n}\n'
+
+
+def test_a_file_that_does_not_parse_is_read_from_disk_by_a_caller_who_sees_all(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws" / "w"
+    root.mkdir(parents=True)
+    (root / "good.mem").write_text(GOOD, encoding="utf-8")
+    (root / "bad.mem").write_text(BROKEN, encoding="utf-8")
+    with start_daemon(tmp_path, {"w": str(root)}) as live:
+        limited = live.add_token("limited", "read:summary,read:search", workspaces=["w"])
+        path = "/v1/workspaces/w/files/bad.mem"
+        headers = {"accept": "application/json"}
+        with live.http(live.admin_token) as http:
+            whole = http.get(path, headers=headers)
+        with live.http(limited) as http:
+            served = http.get(path, headers=headers)
+    assert whole.status_code == 200, whole.text
+    assert whole.json()["content"] == BROKEN and whole.json()["stale"] is True
+    assert served.status_code == 200, served.text
+    assert served.json()["content"] == "" and served.json()["stale"] is True
