@@ -101,13 +101,19 @@ async def run_tool(
     except ProtocolError as error:
         if schema is not None and error.code is ErrorCode.WORKSPACE_UNAVAILABLE:
             return payloads.unavailable(schema, error, name)
-        if chosen and schema is not None and error.code in (ErrorCode.INVALID, ErrorCode.TOO_LARGE):
+        if chosen and _memdsls(schema) and error.code in (ErrorCode.INVALID, ErrorCode.TOO_LARGE):
             # An argument the caller can fix (over a length or item limit memhub sets):
             # memdsl's tools answer what the caller can fix with `ok:false`. Which
             # workspace to use is an access question, answered as a tool error.
             message = f"{error.code.value}: {error.message}"
             return payloads.invalid(schema, message, text.NEXT_FIX_ARGUMENT, name)
         raise tool_error(error) from None
+
+
+def _memdsls(schema: str | None) -> bool:
+    """Whether `schema` is one of memdsl's payloads (memhub's own tools answer an invalid
+    request with a tool error)."""
+    return schema is not None and schema.startswith("memdsl.")
 
 
 async def served_tool_names(server: MCPServer) -> list[str]:
