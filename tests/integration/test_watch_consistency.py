@@ -8,11 +8,10 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+from tests.security.test_role_hiding import wait_for
 
 WS = "writing"
 # Far beyond every wait below: what is served in time came through an event.
@@ -26,16 +25,6 @@ fact notes.{name} {{
   evidence {{ source: "test" quote: "{name}" }}
 }}
 """
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def claims(daemon: LiveDaemon) -> dict[str, str]:
