@@ -578,6 +578,8 @@ WATCH_DEBOUNCE_MS = 200
 # How often a watch without events checks that its directory is still the same one,
 # and how often a missing directory is looked for again.
 WATCH_ROOT_CHECK_S = 1.0
+# The longest wait between tries of a watched directory's full ingest that keeps failing.
+WATCH_RETRY_AT_MOST_S = 300.0
 
 
 def _complete_lines(text: str) -> str:
@@ -668,9 +670,11 @@ async def _watch_one(hub: Hub, name: str, root: str) -> None:
             gone = await _follow(hub, shelf, name, root, identity)
             failing = False
         except FileNotFoundError:
-            continue  # it vanished as the watch was armed: look for it again
-        except OSError as error:
-            # e.g. the inotify watch limit: try again later, saying so once.
+            await anyio.sleep(0.1)  # it vanished as the watch was armed: look again
+            continue
+        except Exception as error:
+            # e.g. the inotify watch limit: try again later, saying so once. Whatever
+            # it is, one directory's watch never ends the daemon's other work.
             if not failing:
                 log.error(
                     "watching transcripts failed", workspace=name, path=root, error=str(error)
@@ -705,35 +709,50 @@ async def _follow(
 
     path = os.path.abspath(root)
     stop = anyio.Event()  # ends the watch's blocking wait within a step when cancelled
+    gone = False
+    failure: OSError | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(_set_when_cancelled, stop)
-        changes_iter = awatch(
-            path,
-            stop_event=stop,
-            debounce=WATCH_DEBOUNCE_MS,
-            step=50,
-            rust_timeout=int(WATCH_ROOT_CHECK_S * 1000),
-            yield_on_timeout=True,  # a quiet directory is still checked every so often
-            recursive=True,
-        )
         try:
+            changes_iter = awatch(
+                path,
+                stop_event=stop,
+                debounce=WATCH_DEBOUNCE_MS,
+                step=50,
+                rust_timeout=int(WATCH_ROOT_CHECK_S * 1000),
+                yield_on_timeout=True,  # a quiet directory is still checked every so often
+                recursive=True,
+            )
             async with contextlib.aclosing(changes_iter):
                 full = True  # the whole directory, until one such ingest went through
+                retry_at, delay = 0.0, WATCH_ROOT_CHECK_S
                 async for changes in changes_iter:
                     if (Change.deleted, path) in changes or _directory_identity(root) != identity:
-                        return True
+                        gone = True
+                        break
                     if name not in hub.hosts:
                         continue
                     paths = sorted({p for change, p in changes if change != Change.deleted})
                     if full:
+                        if time.monotonic() < retry_at:
+                            continue
                         if await _ingest_watched_batch(hub, shelf, name, root, None):
                             log.info("watching transcripts", workspace=name, path=root)
                             full = False
+                        else:  # tried again later, ever less often (up to 5 minutes)
+                            retry_at = time.monotonic() + delay
+                            delay = min(delay * 2, WATCH_RETRY_AT_MOST_S)
                     elif paths:
                         await _ingest_watched_batch(hub, shelf, name, root, paths)
+        except OSError as error:
+            # Raised out of the task group it would come as an ExceptionGroup, which
+            # the caller's retry would not catch.
+            failure = error
         finally:
             group.cancel_scope.cancel()
-    return False
+    if failure is not None:
+        raise failure
+    return gone
 
 
 async def _set_when_cancelled(event: anyio.Event) -> None:

@@ -1,0 +1,34 @@
+"""A watched transcript directory whose watch cannot be armed is tried again, and the
+failure never leaves its watcher: it would end the daemon's lifespan (every workspace's
+reloads with it) while the server kept answering."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import pytest
+import watchfiles
+
+from memhubd.service import recall
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_watch_that_cannot_be_armed_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+
+    def refused(path: str, **_settings: Any) -> Any:
+        calls.append(path)
+        raise OSError("OS file watch limit reached")
+
+    monkeypatch.setattr(watchfiles, "awatch", refused)
+    monkeypatch.setattr(recall, "WATCH_ROOT_CHECK_S", 0.02)
+    hub = SimpleNamespace(recall=object(), hosts={}, events=None)
+    with anyio.move_on_after(1.0):
+        await recall._watch_one(hub, "w", str(tmp_path))  # noqa: SLF001
+    assert len(calls) >= 3  # tried again, and nothing escaped
