@@ -4,6 +4,7 @@ near-duplicate warnings, and two processes ingesting one source at once."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -77,7 +78,9 @@ def test_a_transcript_cut_short_then_whole_again_keeps_every_exchange(
     cut = ingestor.ingest_text("s.jsonl", "".join(lines[:3]), options())
     assert cut.replaced > 0 and len(live(store)) < len(ids)
     # When it comes back whole
+    epoch = _vector_epoch(store)
     report = ingestor.ingest_text("s.jsonl", whole, options())
+    assert _vector_epoch(store) == epoch  # no reload of every vector for it
     # Then the drawers its changes retired are back, as a first ingest would store them
     assert report.deleted == 0
     assert sorted(d.id for d in live(store)) == ids
@@ -91,6 +94,12 @@ def test_a_transcript_cut_short_then_whole_again_keeps_every_exchange(
     store.soft_delete(ids[0], AuditEntry("tester", "test", "delete"))
     again = ingestor.ingest_text("s.jsonl", whole, options())
     assert again.deleted == 1 and ids[0] not in {d.id for d in live(store)}
+
+
+def _vector_epoch(store: DrawerStore) -> str | None:
+    with sqlite3.connect(store.path) as connection:  # type: ignore[attr-defined]
+        row = connection.execute("SELECT value FROM meta WHERE key = 'vector_epoch'").fetchone()
+    return row[0] if row else None
 
 
 def test_rooms_come_from_the_request_then_taxonomy_then_directory(

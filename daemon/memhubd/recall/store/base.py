@@ -365,8 +365,8 @@ class DrawerStore(abc.ABC):
     ) -> WriteOutcome:
         """Insert drawers (and their vectors, row for row) and retire `replace` (a soft
         delete marked as the source's doing), all in one transaction together with the
-        audit entry. `revive` are retired rows whose ids `drawers` take again: they are
-        removed first."""
+        audit entry. `revive` are retired rows whose ids `drawers` take again: they give
+        their ids up first (and stay deleted until a purge)."""
 
     @abc.abstractmethod
     def soft_delete(self, drawer_id: str, audit: AuditEntry) -> Drawer | None: ...

@@ -799,16 +799,15 @@ class SQLiteStore(DrawerStore):
                 ).fetchone()
                 if row:
                     replaced.append(row[0])
-            removed = 0
             for rowid in revive:
-                # Already out of FTS5 (retired rows are soft-deleted) and of the vector
-                # cache; the epoch makes the cache drop the vector row too.
-                connection.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
-                removed += connection.execute(
-                    "DELETE FROM drawers WHERE rowid = ? AND retired = 1", (rowid,)
-                ).rowcount
-            if removed:
-                self._bump_epoch(connection)
+                # The retired row gives its id up and stays what it is, a soft-deleted
+                # row (out of FTS5, masked by both caches) that a purge removes: deleting
+                # it would make the vector cache reload every vector.
+                connection.execute(
+                    "UPDATE drawers SET id = id || ':retired:' || rowid "
+                    "WHERE rowid = ? AND retired = 1",
+                    (rowid,),
+                )
             # One statement for all rows (executemany keeps the loop in C). AUTOINCREMENT
             # and the held write lock make the rows above the current maximum exactly
             # the ones this statement inserted; an id already stored (written meanwhile
