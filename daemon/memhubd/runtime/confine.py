@@ -82,8 +82,9 @@ def read_confined(path: str, real_root: str) -> tuple[bytes, StatKey] | None:
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
         after = os.fstat(fd)
-    except OSError:
-        return None
+    except OSError as error:
+        # Open, then failing (an I/O error): there, but not to be read.
+        raise Refused("read_error", f"cannot read: {error.strerror or error}") from None
     finally:
         os.close(fd)
     return b"".join(chunks), stat_tuple(after)

@@ -12,6 +12,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from memhub_protocol import (
     FILE_SCHEMA,
     FILES_SCHEMA,
@@ -664,13 +666,16 @@ def _real_position(text: str, offset: int) -> tuple[int, int]:
     return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
 
 
-def _on_disk(snapshot: Snapshot, path: str, served: str) -> str:
-    """The text of `path` as it is on disk now (confined to the workspace), else `served`."""
+def _on_disk(snapshot: Snapshot, path: str, served: str, limit: int) -> str:
+    """The text of `path` as it is on disk now (confined to the workspace), else `served`
+    (also for a file over `limit` bytes, which no answer could carry)."""
     from memhubd.runtime.confine import Refused, read_confined
 
     try:
+        if os.path.getsize(path) > limit:
+            return served
         found = read_confined(path, os.path.realpath(snapshot.root))
-    except Refused:
+    except (OSError, Refused):
         return served
     if found is None:
         return served
@@ -696,7 +701,8 @@ async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) ->
         # memdsl reads the file from disk: one that does not load is shown as it is
         # there, the text that needs fixing. A caller who may not read everything gets
         # the served text, redacted: unparsed text cannot be.
-        text = _on_disk(view.snapshot, source.path, text)
+        limit = int(hub.limits.max_result_bytes)
+        text = await anyio.to_thread.run_sync(_on_disk, view.snapshot, source.path, text, limit)
     hidden_here = []
     if view.hidden and source.document is not None:
         for raw in source.document.declarations:

@@ -100,3 +100,18 @@ def test_a_file_there_but_not_readable_is_a_read_error_not_a_deletion(
     assert read_confined(str(root / "gone.mem"), str(root)) is None
     (root / "loop.mem").symlink_to(root / "loop.mem")
     assert read_confined(str(root / "loop.mem"), str(root)) is None
+
+
+def test_a_file_that_fails_as_it_is_read_is_a_read_error(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(fd: int, size: int) -> bytes:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "read", failing)
+    with pytest.raises(Refused) as refused:
+        read_confined(str(root / "a.mem"), str(root))
+    assert (refused.value.kind, refused.value.message) == (
+        "read_error",
+        "cannot read: Input/output error",
+    )
