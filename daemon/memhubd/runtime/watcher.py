@@ -253,15 +253,16 @@ class _WorkspaceWatch:
         for path in paths:
             relpath = os.path.relpath(path, self.root)
             links.pop(path, None)
+            if os.path.islink(path):
+                # Dangling too: its target may come back, and must be seen when it does.
+                top = os.fspath(self.root)
+                links[path] = _link_hops(os.fspath(path), top, os.path.realpath(top))
             try:
                 info = os.stat(path)
             except OSError:
                 self.entries.pop(relpath, None)
                 continue
             self.entries[relpath] = stat_tuple(info)
-            if os.path.islink(path):
-                top = os.fspath(self.root)
-                links[path] = _link_hops(os.fspath(path), top, os.path.realpath(top))
             # A directory that held sources is never forgotten here: its deletion then
             # costs a full re-read, which is always correct.
             dirs.update(d for d in path.parents if d.is_relative_to(self.root))

@@ -130,6 +130,23 @@ async def test_links_made_or_removed_while_watching_are_followed(workspace: Path
         assert await no_call_within(handler, 0.3)
 
 
+async def test_a_link_whose_target_is_deleted_then_made_again_is_followed(
+    workspace: Path,
+) -> None:
+    target = workspace / "notes.txt"
+    target.write_text('fact n { claim: "one" }\n')
+    (workspace / "via.mem").symlink_to("notes.txt")
+    async with watching(workspace) as handler:
+        await until_watching(workspace, handler)
+
+        target.unlink()  # the link dangles for a while
+        assert await next_call(handler) == {workspace / "via.mem"}
+        while not await no_call_within(handler, 0.1):
+            pass
+        target.write_text('fact n { claim: "back" }\n')
+        assert await next_call(handler) == {workspace / "via.mem"}
+
+
 async def test_links_found_by_a_full_walk_are_followed(workspace: Path) -> None:
     target = workspace / "notes.txt"
     target.write_text('fact n { claim: "one" }\n')
