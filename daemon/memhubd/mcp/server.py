@@ -136,7 +136,18 @@ def build_mcp_server(hub: Hub) -> MemhubMCP:
     register_diary_tools(server, hub)
     register_resources(server, hub)
     _refuse_unknown_arguments(server)
+    _list_in_memdsls_order(server)
     return server
+
+
+def _list_in_memdsls_order(server: MemhubMCP) -> None:
+    """`tools/list` as memdsl lists its nine tools (map, query, check, types, explain,
+    list, lint, propose, review_list), memhub's own after them."""
+    tools = server._tool_manager._tools
+    ordered = {name: tools[name] for name in payloads.TOOL_NAMES if name in tools}
+    ordered.update((name, tool) for name, tool in tools.items() if name not in ordered)
+    tools.clear()
+    tools.update(ordered)
 
 
 def _refuse_unknown_arguments(server: MemhubMCP) -> None:
