@@ -92,15 +92,14 @@ def desk_of(hub: Hub) -> CoworkDesk:
     return desk  # type: ignore[no-any-return]
 
 
-def _rfc3339(seconds: float) -> str:
+def _rfc3339(seconds: float, timespec: str = "milliseconds") -> str:
     moment = dt.datetime.fromtimestamp(seconds, dt.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return moment.isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
 def _shown_us(seconds: float) -> int:
-    """`seconds` in whole microseconds as `_rfc3339` shows it: cut to the millisecond."""
-    micros = round(seconds * 1_000_000)
-    return micros - micros % 1000
+    """`seconds` in whole microseconds, as a peek entry's `at` shows it."""
+    return round(seconds * 1_000_000)
 
 
 def _roles(identity: Identity) -> frozenset[str] | None:
@@ -394,8 +393,8 @@ async def peek(
         )
     entries = log_.entries(name, partner)
     if after is not None:
-        # Newer than `since` as shown (to the millisecond): a poll passing the last `at`
-        # it was shown must not get that entry again.
+        # Newer than `since` as shown: a poll passing the last `at` it was shown must
+        # not get that entry again.
         since_us = round(after * 1_000_000)
         entries = [e for e in entries if _shown_us(e.at) > since_us]
     truncated = len(entries) > limit
@@ -404,7 +403,9 @@ async def peek(
     admin = identity.has_scope(ADMIN)
     shown = [visible_to(e, identity.name, roles, knows_identities=admin) for e in entries]
     for item in shown:
-        item["at"] = _rfc3339(item["at"])
+        # To the microsecond: a poll passing the last `at` it was shown gets exactly
+        # what came after it, even within the same millisecond.
+        item["at"] = _rfc3339(item["at"], "microseconds")
     return _peek_answer(name, partner, shown, truncated, log_.last_seen(name, partner))
 
 
