@@ -72,3 +72,12 @@ def test_active_means_seen_within_thirty_minutes_or_in_the_future() -> None:
     now = 10_000.0
     assert is_active(now - 29 * 60, now) and is_active(now + 60, now)
     assert not is_active(now - 31 * 60, now) and not is_active(None, now)
+
+
+def test_a_peek_since_the_last_time_shown_gets_what_came_after_in_the_same_millisecond() -> None:
+    from memhubd.service.cowork import _rfc3339, _shown_us, _since
+
+    seen = 1_764_000_000.123456
+    since = round(_since(_rfc3339(seen, "microseconds")) * 1_000_000)  # type: ignore[operator]
+    assert not _shown_us(seen) > since  # the entry shown is not shown again
+    assert _shown_us(seen + 0.0004) > since  # one 0.4 ms later, in the same millisecond, is
