@@ -97,9 +97,14 @@ def _rfc3339(seconds: float, timespec: str = "milliseconds") -> str:
     return moment.isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+
 def _shown_us(seconds: float) -> int:
-    """`seconds` in whole microseconds, as a peek entry's `at` shows it."""
-    return round(seconds * 1_000_000)
+    """`seconds` in whole microseconds exactly as a peek entry's `at` shows it (the same
+    rounding as `_rfc3339`, which float arithmetic would not always give)."""
+    return (dt.datetime.fromtimestamp(seconds, dt.UTC) - _EPOCH) // _MICROSECOND
 
 
 def _roles(identity: Identity) -> frozenset[str] | None:
@@ -339,12 +344,18 @@ def _proposal_readers(workspace: Any, source: str) -> frozenset[str] | None:
     return frozenset(common)
 
 
-def _since(value: str | float | None) -> float | None:
+def _since_us(value: str | float | None) -> int | None:
+    """`since` in whole microseconds, compared exactly with `_shown_us`."""
     if value is None or value == "":
         return None
     if isinstance(value, int | float):
-        return float(value)
-    text = str(value).strip()
+        return _shown_us(float(value))
+    moment = _since_moment(str(value))
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _since_moment(value: str) -> dt.datetime:
+    text = value.strip()
     try:
         moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -353,7 +364,7 @@ def _since(value: str | float | None) -> float | None:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return moment.timestamp()
+    return moment
 
 
 async def peek(
@@ -373,7 +384,7 @@ async def peek(
         raise ProtocolError(
             ErrorCode.INVALID, f"'limit' must be 1 to {MAX_PEEK_LIMIT}", {"field": "limit"}
         )
-    after = _since(since)
+    after = _since_us(since)
     log_ = desk_of(hub).shelf.activity
     partner = partner.strip()
     if len(partner) > MAX_NAME:
@@ -395,8 +406,7 @@ async def peek(
     if after is not None:
         # Newer than `since` as shown: a poll passing the last `at` it was shown must
         # not get that entry again.
-        since_us = round(after * 1_000_000)
-        entries = [e for e in entries if _shown_us(e.at) > since_us]
+        entries = [e for e in entries if _shown_us(e.at) > after]
     truncated = len(entries) > limit
     entries = entries[-limit:]
     roles = _roles(identity)

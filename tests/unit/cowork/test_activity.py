@@ -75,9 +75,9 @@ def test_active_means_seen_within_thirty_minutes_or_in_the_future() -> None:
 
 
 def test_a_peek_since_the_last_time_shown_gets_what_came_after_in_the_same_millisecond() -> None:
-    from memhubd.service.cowork import _rfc3339, _shown_us, _since
+    from memhubd.service.cowork import _rfc3339, _shown_us, _since_us
 
-    seen = 1_764_000_000.123456
-    since = round(_since(_rfc3339(seen, "microseconds")) * 1_000_000)  # type: ignore[operator]
-    assert not _shown_us(seen) > since  # the entry shown is not shown again
-    assert _shown_us(seen + 0.0004) > since  # one 0.4 ms later, in the same millisecond, is
+    for seen in (1_764_000_000.123456, 1_764_767_313.7396835, 1_764_767_313.0000005):
+        since = _since_us(_rfc3339(seen, "microseconds"))
+        assert since is not None and not _shown_us(seen) > since  # not shown again
+        assert _shown_us(seen + 0.0004) > since  # 0.4 ms later, in the same millisecond
