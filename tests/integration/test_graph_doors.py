@@ -154,6 +154,48 @@ def test_as_of_answers_at_the_boundaries_and_invalidation_keeps_history(
     assert twice.status_code == 404 and "already invalidated" in twice.json()["error"]["message"]
 
 
+def test_a_new_period_never_overlaps_an_ended_one(daemon: LiveDaemon) -> None:
+    """Through the API and memctl; MCP's `memory_kg` (mempal's arguments) adds from now."""
+    secret = developer(daemon)
+    body = {"subject": "Bea", "predicate": "chairs", "object": "Guild", "valid_from": T0}
+    ident = api(daemon, secret, "POST", kg("/triples"), json=body).json()["triples"][0]["id"]
+    api(daemon, secret, "POST", kg(f"/triples/{ident}/invalidate"), json={"at": T0 + 100})
+    for start in (T0 - 50, T0 + 50, T0 + 99):
+        refused = api(daemon, secret, "POST", kg("/triples"), json={**body, "valid_from": start})
+        assert refused.status_code == 409, refused.text
+        error = refused.json()["error"]
+        assert error["detail"] == {"field": "valid_from", "triple_id": ident, "valid_to": T0 + 100}
+        assert f"valid until {T0 + 100}" in error["message"]
+    code, _out, err = memctl(
+        daemon, secret, "-w", TEAM, "kg", "add", "Bea", "chairs", "Guild", "--valid-from", str(T0)
+    )
+    assert code == 1 and f"valid until {T0 + 100}" in err
+    timeline = api(daemon, secret, "GET", kg("/timeline"), params={"entity": "Bea"}).json()
+    assert [(t["valid_from"], t["valid_to"]) for t in timeline["triples"]] == [(T0, T0 + 100)]
+    # Right at the end is no overlap (a period ends before its end instant).
+    reopened = api(daemon, secret, "POST", kg("/triples"), json={**body, "valid_from": T0 + 100})
+    assert reopened.status_code == 201, reopened.text
+
+
+def test_an_overlap_with_a_hidden_period_is_refused_without_its_end(daemon: LiveDaemon) -> None:
+    body = {"subject": "Cato", "predicate": "guards", "object": "Vault", "valid_from": T0}
+    with daemon.http(daemon.admin_token) as http:
+        note = {"content": "Cato guards the vault at night", "room": "ops", "readers": ["ops"]}
+        ingested = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json=note)
+        drawer = ingested.json()["sources"][0]["drawer_ids"][0]
+        added = http.post(kg("/triples"), json={**body, "source_drawer": drawer})
+        ident = added.json()["triples"][0]["id"]
+        http.post(kg(f"/triples/{ident}/invalidate"), json={"at": T0 + 500})
+    secret = developer(daemon)  # cannot read the cited drawer, nor so the period
+    refused = api(daemon, secret, "POST", kg("/triples"), json={**body, "valid_from": T0 + 7})
+    assert refused.status_code == 409, refused.text
+    error = refused.json()["error"]
+    assert error["detail"] == {"field": "valid_from", "triple_id": ident, "hidden_periods": 1}
+    assert str(T0 + 500) not in refused.text and "cannot read" in error["message"]
+    later = api(daemon, secret, "POST", kg("/triples"), json={**body, "valid_from": T0 + 500})
+    assert later.status_code == 201, later.text
+
+
 def test_writing_needs_write_recall(daemon: LiveDaemon) -> None:
     body = {"subject": "A", "predicate": "b", "object": "C"}
     refused = api(daemon, outsider(daemon), "POST", kg("/triples"), json=body)

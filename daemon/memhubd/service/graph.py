@@ -39,6 +39,7 @@ from memhubd.recall.store import (
     DrawerFilter,
     DrawerStore,
     NewTriple,
+    PeriodsOverlap,
     Triple,
     TripleFilter,
     TripleStats,
@@ -228,7 +229,10 @@ async def kg_add(
         ident = triple_id(s, p, o)
         new = NewTriple(ident, s, p, o, identity.name, start, float(confidence), drawer)
         audit = AuditEntry(identity.name, door, "kg_add", {"triple_id": ident})
-        triple, created = store.add_triple(new, audit)
+        try:
+            triple, created = store.add_triple(new, audit)
+        except PeriodsOverlap as overlap:
+            raise _overlap_refused(store, identity, ident, overlap.periods) from None
         message = f"added: ({s}) --[{p}]--> ({o})" if created else "already valid; unchanged"
         # The period already valid may cite a drawer hidden from the caller: its drawer,
         # writer and confidence stay hidden (the caller named the triple, nothing more).
@@ -236,6 +240,31 @@ async def kg_add(
         return _answer(name, "add", shown, created=created, message=message)
 
     return await anyio.to_thread.run_sync(work, limiter=_WRITE)
+
+
+def _overlap_refused(
+    store: DrawerStore, identity: Identity, ident: str, periods: list[Triple]
+) -> ProtocolError:
+    """The refusal of a period starting before an ended one of the same triple ends.
+
+    The rule binds every caller; an ended period citing a drawer hidden from the caller
+    is counted, its end never shown (it is part of what the caller may not read)."""
+    shown = _stored(store, identity, periods)
+    details: dict[str, Any] = {"field": "valid_from", "triple_id": ident}
+    if len(shown) == len(periods):
+        end = periods[0].valid_to  # the latest end: periods come latest first
+        details["valid_to"] = end
+        message = (
+            f"this fact was valid until {end}: a new period of it must start at or after "
+            "that instant (an edge is never valid twice at the same time)"
+        )
+    else:
+        details["hidden_periods"] = len(periods) - len(shown)
+        message = (
+            "an ended period of this fact that you cannot read ends after the start asked "
+            "for: a new period must start after it (ask someone who can read it)"
+        )
+    return ProtocolError(ErrorCode.CONFLICT, message, details)
 
 
 async def kg_query(

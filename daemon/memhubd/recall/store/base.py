@@ -225,6 +225,14 @@ class NewTriple:
     source_drawer: str | None = None
 
 
+class PeriodsOverlap(Exception):
+    """A new period of a triple would start before an ended period of it ends."""
+
+    def __init__(self, periods: list[Triple]) -> None:
+        super().__init__(f"{len(periods)} ended period(s) overlap")
+        self.periods = periods
+
+
 @dataclass(frozen=True, slots=True)
 class Triple:
     """One validity period of a knowledge-graph edge: valid from `valid_from`
@@ -401,7 +409,9 @@ class DrawerStore(abc.ABC):
     @abc.abstractmethod
     def add_triple(self, triple: NewTriple, audit: AuditEntry) -> tuple[Triple, bool]:
         """Open a validity period for `triple.id` unless one is open; returns the open
-        period and whether it was created now (audited only then)."""
+        period and whether it was created now (audited only then). Raises
+        `PeriodsOverlap`, writing nothing, when an ended period of the same id ends after
+        the new one would start: one edge is never valid twice at the same instant."""
 
     @abc.abstractmethod
     def invalidate_triple(self, triple_id: str, at: int, audit: AuditEntry) -> Triple | None:

@@ -36,6 +36,7 @@ from memhubd.recall.store.base import (
     Facets,
     NewDrawer,
     NewTriple,
+    PeriodsOverlap,
     RankedRow,
     SchemaTooNew,
     StoreStatus,
@@ -1013,6 +1014,14 @@ class SQLiteStore(DrawerStore):
             ).fetchone()
             if row is not None:
                 return _triple(row), False
+            start = triple.valid_from if triple.valid_from is not None else now
+            ended = connection.execute(
+                f"SELECT {_TRIPLE_COLUMNS} FROM triples WHERE id = ? AND valid_to > ? "
+                "ORDER BY valid_to DESC, rowid",
+                (triple.id, start),
+            ).fetchall()
+            if ended:
+                raise PeriodsOverlap([_triple(r) for r in ended])
             row = connection.execute(
                 "INSERT INTO triples (id, subject, predicate, object, valid_from, valid_to, "
                 "confidence, source_drawer, identity, created_at) "
@@ -1022,7 +1031,7 @@ class SQLiteStore(DrawerStore):
                     triple.subject,
                     triple.predicate,
                     triple.object,
-                    triple.valid_from if triple.valid_from is not None else now,
+                    start,
                     triple.confidence,
                     triple.source_drawer,
                     triple.identity,
