@@ -183,3 +183,26 @@ def test_memctl_diary_write_and_read(daemon, entries) -> None:
     assert "(shared entries only)" in out and SHARED in out and "Pin the seed." not in out
     code, _out, err = memctl(daemon, "agent-a", "diary", "write", "RANT", "x")
     assert code == 2 and "OBSERVATION" in err
+
+
+def test_the_same_entry_again_answers_as_stored_and_never_changes_its_sharing(
+    daemon, entries
+) -> None:
+    with daemon.http(daemon.tokens["agent-a"]) as http:
+        again = http.post(DIARY, json={"type": "LESSON", "content": LESSON, "importance": 5})
+        assert again.status_code == 200, again.text
+        assert again.json()["status"] == "unchanged" and again.json()["importance"] == 3
+        for kind, text, shared in (("LESSON", LESSON, True), ("OBSERVATION", SHARED, False)):
+            refused = http.post(DIARY, json={"type": kind, "content": text, "shared": shared})
+            assert refused.status_code == 409, refused.text
+            error = refused.json()["error"]
+            assert error["detail"] == {
+                "field": "shared",
+                "drawer_id": entries[kind],
+                "shared": not shared,
+            }
+            assert "sharing does not change" in error["message"]
+    # Still as written first: the lesson private, the observation shared.
+    assert [e["drawer_id"] for e in read(daemon, "agent-b", identity="agent-a")["entries"]] == [
+        entries["OBSERVATION"]
+    ]

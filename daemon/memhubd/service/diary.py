@@ -130,12 +130,31 @@ async def write(
     )
     entry = f"{kind}: {text}"
 
-    def work() -> Any:
-        return shelf.ingestor(name).ingest_content(entry, options, diary_source(identity.name))
+    def work() -> tuple[Any, Drawer | None]:
+        report = shelf.ingestor(name).ingest_content(
+            entry, options, diary_source(identity.name)
+        )
+        stored = None
+        if report.status == "unchanged" and report.drawer_ids:
+            stored = shelf.store(name).get_by_id(report.drawer_ids[0])
+        return report, stored
 
-    report = await anyio.to_thread.run_sync(work, limiter=_DIARY)
+    report, stored = await anyio.to_thread.run_sync(work, limiter=_DIARY)
     if report.status == "failed":
         raise ProtocolError(ErrorCode.INVALID, f"diary entry not stored: {report.reason}")
+    importance = options.importance
+    if stored is not None:
+        # The entry as stored, not as asked: the same text written again keeps its
+        # sharing and importance, and an answer saying otherwise would mislead.
+        importance = stored.importance
+        if (stored.readers is None) != shared:
+            now = "shared" if stored.readers is None else "private"
+            raise ProtocolError(
+                ErrorCode.CONFLICT,
+                f"this entry is already in the diary, {now}; an entry's sharing does "
+                "not change: delete it (recall delete) to withdraw it",
+                {"field": "shared", "drawer_id": stored.id, "shared": not shared},
+            )
     return {
         "schema_version": WRITE_SCHEMA,
         "workspace": name,
@@ -143,7 +162,7 @@ async def write(
         "drawer_id": report.drawer_ids[0] if report.drawer_ids else None,
         "type": kind,
         "shared": shared,
-        "importance": options.importance,
+        "importance": importance,
         "status": report.status,
         "message": (
             "this entry is already in the diary" if report.status == "unchanged" else "stored"
