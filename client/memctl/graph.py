@@ -66,8 +66,15 @@ def cmd_add(session: Session, args: argparse.Namespace) -> int:
         if value is not None:
             body[key] = value
     answer = _ws_call(session, "kg_add", body=body)
-    session.show(answer, lambda a: f"{a['message']}\n  id: {a['triples'][0]['id']}")
+    session.show(answer, _added)
     return 0
+
+
+def _added(answer: dict[str, Any]) -> str:
+    """The message, and the triple's id when the answer shows the triple (a period the
+    caller may not read is not shown)."""
+    triples = answer.get("triples") or []
+    return answer["message"] + (f"\n  id: {triples[0]['id']}" if triples else "")
 
 
 def cmd_query(session: Session, args: argparse.Namespace) -> int:

@@ -220,6 +220,13 @@ def test_a_triple_citing_a_hidden_drawer_is_hidden_with_it(daemon: LiveDaemon) -
         api(daemon, secret, "GET", kg("/triples"), params={"subject": "Quinn"}).json()["triples"]
         == []
     )
+    # Adding the hidden triple again: it holds (and binds), nothing of its period is shown.
+    again = api(daemon, secret, "POST", kg("/triples"), json=body)
+    assert again.status_code == 200, again.text
+    assert again.json()["created"] is False and again.json()["triples"] == []
+    assert again.json()["message"] == "already valid, in a period you cannot read; unchanged"
+    code, out, err = memctl(daemon, secret, "-w", TEAM, "kg", "add", "Quinn", "leads", "Rotation")
+    assert (code, out, err) == (0, "already valid, in a period you cannot read; unchanged\n", "")
     cite = {"subject": "Quinn", "predicate": "likes", "object": "Tea", "source_drawer": drawer}
     refused = api(daemon, secret, "POST", kg("/triples"), json=cite)
     assert refused.status_code == 404 and refused.json()["error"]["detail"]["field"] == (

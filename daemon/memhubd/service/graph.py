@@ -234,9 +234,13 @@ async def kg_add(
         except PeriodsOverlap as overlap:
             raise _overlap_refused(store, identity, ident, overlap.periods) from None
         message = f"added: ({s}) --[{p}]--> ({o})" if created else "already valid; unchanged"
-        # The period already valid may cite a drawer hidden from the caller: its drawer,
-        # writer and confidence stay hidden (the caller named the triple, nothing more).
+        # The period already valid may cite a drawer hidden from the caller: it is not
+        # shown (no drawer, writer, start or confidence). That it holds is said, as check
+        # says that a rule the caller cannot read blocks: it binds the caller all the same
+        # (one open period per triple).
         shown = _stored(store, identity, [triple])
+        if not shown:
+            message = "already valid, in a period you cannot read; unchanged"
         return _answer(name, "add", shown, created=created, message=message)
 
     return await anyio.to_thread.run_sync(work, limiter=_WRITE)
