@@ -425,3 +425,26 @@ def test_times_out_of_range_or_malformed_are_clear_errors(daemon: LiveDaemon) ->
     assert nothing.status_code == 422 and nothing.json()["error"]["detail"]["field"] == "entity"
     unknown = api(daemon, secret, "POST", kg("/triples"), json={**body, "colour": "red"})
     assert unknown.status_code == 422 and unknown.json()["error"]["detail"]["field"] == "colour"
+
+
+@pytest.mark.anyio
+async def test_mcp_says_when_wing_and_workspace_differ_at_every_recall_tool(
+    daemon: LiveDaemon,
+) -> None:
+    two = token(daemon, "graph-two", "read:summary,read:search", workspaces=[TEAM, WRITING])
+    both = {"wing": TEAM, "workspace": WRITING}
+    calls = {
+        "memory_kg": {"action": "stats", **both},
+        "memory_fact_check": {"text": "Ines leads the guild", **both},
+        "memory_wake_up": both,
+        "memory_recall_status": both,
+        "memory_search": {"query": "ledger", **both},
+    }
+    async with mcp_client(daemon, two) as client:
+        for tool, args in calls.items():
+            result = await client.call_tool(tool, args)
+            assert result.is_error, (tool, result.content[0].text)
+            assert "'wing' and 'workspace' name different workspaces" in result.content[0].text, (
+                tool,
+                result.content[0].text,
+            )

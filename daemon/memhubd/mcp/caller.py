@@ -64,8 +64,17 @@ def choose_workspace(hub: Hub, identity: Identity, requested: str, scope: str) -
 def wing_or_workspace(wing: str, workspace: str) -> str:
     """The workspace a mempal-style tool names: `wing` (mempal's word) or `workspace`."""
     if wing and workspace and wing != workspace:
-        raise ProtocolError(
-            ErrorCode.INVALID, "'wing' and 'workspace' name different workspaces", {"field": "wing"}
+        # A tool error with its message: called before a tool's own error handling.
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        raise ToolError(
+            describe_error(
+                ProtocolError(
+                    ErrorCode.INVALID,
+                    "'wing' and 'workspace' name different workspaces",
+                    {"field": "wing"},
+                )
+            )
         )
     return (workspace or wing).strip()
 
