@@ -508,3 +508,22 @@ def test_get_search_takes_mempals_top_k_and_refuses_unknown_parameters(
     assert one.status_code == 200 and len(one.json()["hits"]) == 1
     assert misspelt.status_code == 422
     assert "unknown parameter(s): rooom" in misspelt.json()["error"]["message"]
+
+
+@pytest.mark.anyio
+async def test_wake_up_never_carries_whole_drawers(daemon: LiveDaemon) -> None:
+    writer = token(daemon, "wake-long", "write:recall,read:summary", workspaces=[OTHER])
+    long = " ".join(f"word{i}" for i in range(3000))  # about 26,000 characters
+    with daemon.http(writer) as http:
+        stored = http.post(
+            f"/v1/workspaces/{OTHER}/recall/ingest",
+            json={"content": long, "importance": 5, "room": "essays"},
+        )
+        assert stored.status_code == 201, stored.text
+        wake = http.get(f"/v1/workspaces/{OTHER}/recall/wake-up", params={"limit": 1, "budget": 200})
+    assert wake.status_code == 200 and len(wake.content) < 3000, len(wake.content)
+    drawer = wake.json()["drawers"][0]
+    assert "content" not in drawer and drawer["summary"] == long[:200] + "..."
+    async with mcp_client(daemon, writer) as client:
+        result = await client.call_tool("memory_wake_up", {"limit": 1, "budget": 200, "wing": OTHER})
+    assert len(result.content[0].text) < 3000 and "word2999" not in result.content[0].text

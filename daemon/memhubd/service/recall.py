@@ -490,7 +490,11 @@ async def wake_up(
                 f"  source: {drawer.source_file}",
                 f"  {summary}",
             ]
-            items.append({**drawer.as_dict(), "summary": summary})
+            # Bounded like the text: the summary stands for the content (read a drawer
+            # whole by its id), so a wake-up never carries whole drawers.
+            item = drawer.as_dict()
+            del item["content"]
+            items.append({**item, "summary": summary})
         if not drawers:
             lines.append("no recent drawers")
         if header:
