@@ -8,11 +8,13 @@ never imports the daemon's runtime, service or web layers.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
-from memhubd.lang import ParseError
+from memhubd.lang import ParseError, parse_text
 from memhubd.model import Declaration, Workspace
 from memhubd.review.audit import (
     AuditEntry,
@@ -66,6 +68,7 @@ from memhubd.review.validation import (
 
 LIST_STATUSES = (*STATUSES, "all")
 MAX_ATTEMPTS = 8  # re-reads of a target that keeps changing before giving up
+QUIET_POLL_S = 0.02  # how often a target that looks mid-save is looked at again
 STALE_HINT = "fix the workspace or re-propose"
 
 
@@ -83,7 +86,10 @@ class ReviewStore:
         *,
         staging: str | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        saves: Any = None,
     ) -> None:
+        """`saves`: the daemon's save policy (`vanish_grace_s`, `settle_s`), which an
+        approval applies to its target as serving applies it (default: neither rule)."""
         self.root = os.path.realpath(workspace_root)
         self.staging_dir = os.path.realpath(staging or os.path.join(self.root, ".memdsl"))
         self.proposals_dir = os.path.join(self.staging_dir, "proposals")
@@ -91,6 +97,8 @@ class ReviewStore:
         self.lock_path = os.path.join(self.staging_dir, "review.lock")
         self.max_bytes = max_bytes
         self.audit = AuditLog(self.audit_path)
+        self.vanish_grace_s = float(getattr(saves, "vanish_grace_s", 0.0))
+        self.settle_s = float(getattr(saves, "settle_s", 0.0))
 
     # ---- proposing ------------------------------------------------------
 
@@ -253,7 +261,7 @@ class ReviewStore:
         proposal, target = approval.proposal, approval.target
         sweep_orphans(os.path.dirname(target))
         for _attempt in range(MAX_ATTEMPTS):
-            before = read_bytes(target)
+            before = self._quiet_bytes(target, workspace)
             text = _decode(before)
             if text is None:
                 return _stale(proposal, refusal("target_unreadable", f"{target} is not UTF-8"))
@@ -290,6 +298,42 @@ class ReviewStore:
             # Someone changed the target since we read it: start over from their version.
         issue = Issue("target_changed", f"{target} kept changing during the approval; retry")
         return Decision(False, "conflict", proposal.id, errors=(issue,))
+
+    def _quiet_bytes(self, target: str, workspace: Workspace) -> bytes | None:
+        """The target's bytes once it no longer looks like a save in progress.
+
+        An approval replaces the target by a rename: a program still writing the old
+        file in place (truncated, then written in steps) would write into a file no
+        longer there, and lose its save. So the target is read as serving reads it
+        (`memhubd.runtime.saves`): a file that went missing or empty while declarations
+        from it are served is waited for up to `vanish_grace_s`, and a file changed less
+        than `settle_s` ago is read once it has been still that long.
+        """
+        deadline = time.monotonic() + self.vanish_grace_s + self.settle_s
+        served: set[str] | None = None
+        while True:
+            try:
+                info = os.stat(target)
+            except FileNotFoundError:
+                info = None
+            data = read_bytes(target)
+            if time.monotonic() >= deadline:
+                return data
+            if served is None:
+                served = _served_from(workspace, target)
+            if not served:
+                return data
+            if not data:
+                time.sleep(QUIET_POLL_S)
+                continue
+            if info is not None and self.settle_s > 0:
+                still = time.time() - max(info.st_mtime, info.st_ctime)
+                # Changed bytes that keep every served declaration (the last approval's,
+                # say) are used at once, as serving serves them at once.
+                if still < self.settle_s and not _keeps(data, served):
+                    time.sleep(min(self.settle_s - still, QUIET_POLL_S) + 0.001)
+                    continue
+            return data
 
     def _revalidate(
         self, proposal: Proposal, workspace: Workspace, target: str, text: str
@@ -602,3 +646,21 @@ def _stale(proposal: Proposal, result: ValidationResult) -> Decision:
 
 def _refused(proposal_id: object, issue: Issue) -> Decision:
     return Decision(False, "invalid", str(proposal_id), errors=(issue,))
+
+
+def _served_from(workspace: Workspace, target: str) -> set[str]:
+    """The ids of the declarations `workspace` holds from the file at `target`."""
+    real = os.path.realpath(target)
+    labels = {label for label in workspace.files if os.path.realpath(label) == real}
+    if not labels:
+        return set()
+    return {d.id for d in workspace.declarations if d.file in labels}
+
+
+def _keeps(data: bytes, served: set[str]) -> bool:
+    """Whether `data` parses and still declares every id in `served`."""
+    try:
+        document = parse_text(data.decode("utf-8"), keep_text=False)
+    except (ParseError, UnicodeDecodeError):
+        return False
+    return served <= {raw.id for raw in document.declarations}

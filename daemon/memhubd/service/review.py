@@ -68,7 +68,7 @@ def review_host(hub: Hub, identity: Identity, name: str, scope: str) -> Workspac
 
 def _review_store(hub: Hub, host: WorkspaceHost) -> ReviewStore:
     limit = hub.limits.max_proposal_bytes
-    return ReviewStore(host.root, max_bytes=limit)
+    return ReviewStore(host.root, max_bytes=limit, saves=hub.watch_settings.save_policy)
 
 
 def _redacted(
