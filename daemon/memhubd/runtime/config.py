@@ -330,6 +330,20 @@ def _recall_watch(raw: Any, where: _Where) -> dict[str, tuple[str, ...]]:
         if not isinstance(dirs, list) or not all(isinstance(d, str) and d for d in dirs):
             raise where.error(repr(name), "recall watch must be a list of directories")
         watched[name] = tuple(_path(d, "watch", where) for d in dirs)
+        # A watched file is cited as `<directory's name>/<path below it>`: two
+        # directories of one name would cite different files alike and replace each
+        # other's drawers.
+        names: dict[str, str] = {}
+        for directory in watched[name]:
+            base = os.path.basename(os.path.normpath(directory))
+            if base in names and names[base] != directory:
+                raise where.error(
+                    repr(name),
+                    f"recall watch names two directories called {base!r} ({names[base]} and "
+                    f"{directory}): their files would be cited alike; watch their parent "
+                    "instead, or give one another name (a symbolic link)",
+                )
+            names[base] = directory
     return watched
 
 

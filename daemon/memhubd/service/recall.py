@@ -11,7 +11,9 @@ caller's workspaces, and tunnel hints name only those.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import stat
 import time
 from collections.abc import AsyncIterator
@@ -23,6 +25,7 @@ import structlog
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import (
+    SKIP_DIRS,
     IngestRequest,
     SearchRequest,
 )
@@ -587,10 +590,48 @@ WATCH_RETRY_AT_MOST_S = 300.0
 
 
 def _complete_lines(text: str) -> str:
-    """A JSONL transcript being appended may end in half a line: leave that for later."""
-    if text.lstrip().startswith("{") and not text.endswith("\n"):
-        return text[: text.rfind("\n") + 1]
-    return text
+    """What of a watched file to ingest now. A JSONL transcript being appended may end
+    in half a line: that is left for later. A JSON document with no final newline (as
+    `json.dump` writes one) is whole once it parses, and nothing until then."""
+    if not text.lstrip().startswith("{") or text.endswith("\n"):
+        return text
+    cut = text.rfind("\n") + 1
+    if _parses(text[cut:]) or _parses(text):
+        return text  # a whole last line, or a whole document
+    first = text[: text.find("\n")] if cut else text
+    if cut and _parses(first):
+        return text[:cut]  # lines of JSON: the last one is still being written
+    return ""  # a document still being written
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+class _WatchFilter:
+    """Which paths under a watched directory are transcripts to follow, for the events
+    and the full scans alike: not what watchfiles' default filter leaves out (editor
+    swap and backup files, tool directories), not below a directory the ingest walk
+    skips, and not a file still being downloaded or written under a temporary name,
+    whose drawers would cite a name that is about to go."""
+
+    TEMPORARY = re.compile(r"\.(tmp|temp|part|partial|crdownload|download)$|~$", re.IGNORECASE)
+
+    def __init__(self, root: str) -> None:
+        from watchfiles import DefaultFilter
+
+        self.root = os.path.abspath(root)
+        self.default = DefaultFilter()
+
+    def __call__(self, change: Any, path: str) -> bool:
+        below = os.path.relpath(path, self.root).split(os.sep)
+        if any(part in SKIP_DIRS for part in below[:-1]):
+            return False
+        return self.default(change, path) and not self.TEMPORARY.search(below[-1])
 
 
 def ingest_watched(
@@ -610,11 +651,18 @@ def ingest_watched(
         door="watch",
         near_duplicate=shelf.settings.near_duplicate,
     )
-    targets = [root] if paths is None else [p for p in paths if Path(p).is_file()]
+    from watchfiles import Change
+
+    keep = _WatchFilter(root)
+    # Files changed, and directories moved or copied in whole (walked like the root).
+    targets = [root] if paths is None else [p for p in paths if os.path.exists(p)]
     ingestor = shelf.ingestor(name)
     reports = []
     for source in walk_sources(targets, shelf.settings.max_file_bytes):
+        if not keep(Change.added, source.path):
+            continue
         if source.skip:
+            _skipped_once(source.path, source.skip)
             continue
         try:
             relative = Path(source.path).resolve().relative_to(base.resolve())
@@ -624,10 +672,13 @@ def ingest_watched(
             continue
         citation = f"{base.name}/{relative.as_posix()}"
         try:
-            text = _complete_lines(Path(source.path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as error:
+            # As the session-end hook reads a transcript: a byte that is not UTF-8 (or
+            # a character cut by a write in progress) is read as U+FFFD, not refused.
+            raw = Path(source.path).read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
             log.warning("watched file unreadable", path=source.path, error=str(error))
             continue
+        text = _complete_lines(raw)
         if not text.strip():
             continue
         report = _guarded(lambda c=citation, t=text: ingestor.ingest_text(c, t, options), citation)
@@ -635,6 +686,26 @@ def ingest_watched(
             log.warning("watched file not ingested", source=citation, reason=report.reason)
         reports.append(report)
     return reports
+
+
+# Skipped watched files already logged, by path, with the reason and size then: a
+# file is logged again only when either changes. Bounded: the oldest are forgotten.
+_SKIPS_LOGGED: dict[str, tuple[str, int]] = {}
+SKIPS_REMEMBERED = 4096
+
+
+def _skipped_once(path: str, reason: str) -> None:
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = -1
+    if _SKIPS_LOGGED.get(path) == (reason, size):
+        return
+    _SKIPS_LOGGED.pop(path, None)
+    _SKIPS_LOGGED[path] = (reason, size)
+    while len(_SKIPS_LOGGED) > SKIPS_REMEMBERED:
+        del _SKIPS_LOGGED[next(iter(_SKIPS_LOGGED))]
+    log.info("watched file skipped", path=path, reason=reason)
 
 
 @contextlib.asynccontextmanager
@@ -724,6 +795,7 @@ async def _follow(
                 debounce=WATCH_DEBOUNCE_MS,
                 step=50,
                 rust_timeout=int(WATCH_ROOT_CHECK_S * 1000),
+                watch_filter=_WatchFilter(path),
                 yield_on_timeout=True,  # a quiet directory is still checked every so often
                 recursive=True,
             )
