@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import sys
 from collections.abc import Iterator
@@ -228,6 +229,25 @@ class _Progress:
             sys.stderr.write("\n")
 
 
+def _refuse_shared_citations(walked: list[Any]) -> None:
+    """Two different files cited alike (`a/README.md b/README.md`, or two Slack channels'
+    day files) would be one source, each replacing the other's drawers: refused before
+    anything is sent."""
+    cited: dict[str, str] = {}
+    for source in walked:
+        if source.skip:
+            continue
+        real = os.path.realpath(source.path)
+        other = cited.setdefault(source.name, real)
+        if other != real:
+            common = os.path.commonpath([os.path.dirname(other), os.path.dirname(real)])
+            raise CommandFailure(
+                f"{other} and {real} would both be cited as {source.name!r} (a file is "
+                f"cited by its path below the directory given, or by its name): ingest {common} "
+                "instead, which cites each by its path below it"
+            )
+
+
 def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
     readers = (
         tuple(r.strip() for r in args.readers.split(",") if r.strip()) if args.readers else None
@@ -241,6 +261,7 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
         "sources": [],
     }  # fmt: skip
     walked = list(walk_sources([p for p in args.paths if p != "-"], args.max_file_bytes))
+    _refuse_shared_citations(walked)
     readable = sum(1 for source in walked if not source.skip) + ("-" in args.paths)
     progress = _Progress(sys.stderr.isatty() and not session.as_json, readable)
     for batch in _batches(args, walked, totals):

@@ -527,3 +527,23 @@ async def test_wake_up_never_carries_whole_drawers(daemon: LiveDaemon) -> None:
     async with mcp_client(daemon, writer) as client:
         result = await client.call_tool("memory_wake_up", {"limit": 1, "budget": 200, "wing": OTHER})
     assert len(result.content[0].text) < 3000 and "word2999" not in result.content[0].text
+
+
+def test_memctl_refuses_two_files_it_would_cite_alike(daemon: LiveDaemon, tmp_path: Path) -> None:
+    for channel in ("general", "random"):
+        (tmp_path / "slack" / channel).mkdir(parents=True)
+        (tmp_path / "slack" / channel / "README.md").write_text(f"# {channel}\n\nNotes.\n")
+    writer = token(daemon, "cli-alike", "write:recall,read:search", workspaces=[TEAM])
+    general, random = tmp_path / "slack/general", tmp_path / "slack/random"
+    for paths in ((general, random), (general / "README.md", random / "README.md")):
+        code, out, err = memctl(
+            daemon, writer, "-w", TEAM, "recall", "ingest", *map(str, paths)
+        )
+        assert (code, out) == (2, ""), err
+        assert "would both be cited as 'README.md'" in err
+        assert f"ingest {tmp_path / 'slack'} instead" in err
+    # The same file named twice is one source, not a clash.
+    code, out, err = memctl(
+        daemon, writer, "-w", TEAM, "recall", "ingest", str(general), str(general / "README.md")
+    )
+    assert code == 0, err
