@@ -220,6 +220,13 @@ class IngestRequest:
         if not isinstance(raw_files, list) or len(raw_files) > MAX_FILES_PER_REQUEST:
             raise _invalid(f"'files' must be a list of at most {MAX_FILES_PER_REQUEST}", "files")
         files = [_uploaded(item) for item in raw_files]
+        # A file is known by its name: two of one name would be one source, each
+        # replacing the other's drawers (parts of one upload share theirs).
+        owners: dict[str, str | None] = {}
+        for item in files:
+            if item.name in owners and (item.upload is None or owners[item.name] != item.upload):
+                raise _invalid(f"two files named {item.name!r}: each needs a name of its own", "files")
+            owners[item.name] = item.upload
         if (content is None) == (not files):
             raise _invalid("give exactly one of 'content' or 'files'", "content")
         dry_run = data.get("dry_run", False)

@@ -547,3 +547,22 @@ def test_memctl_refuses_two_files_it_would_cite_alike(daemon: LiveDaemon, tmp_pa
         daemon, writer, "-w", TEAM, "recall", "ingest", str(general), str(general / "README.md")
     )
     assert code == 0, err
+
+
+def test_an_upload_of_two_files_of_one_name_is_refused(daemon: LiveDaemon) -> None:
+    writer = token(daemon, "api-alike", "write:recall,read:search", workspaces=[TEAM])
+    files = [{"name": "README.md", "content": "# One\n"}, {"name": "README.md", "content": "# Two\n"}]
+    with daemon.http(writer) as http:
+        refused = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"files": files})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["error"]["message"] == (
+            "two files named 'README.md': each needs a name of its own"
+        )
+        parts = [
+            {"name": "long.md", "content": "# Long\n\nfirst half ", "upload": "u" * 8,
+             "part": 0, "parts": 2},
+            {"name": "long.md", "content": "second half\n", "upload": "u" * 8,
+             "part": 1, "parts": 2},
+        ]  # fmt: skip
+        whole = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"files": parts})
+        assert whole.status_code == 201, whole.text
