@@ -31,6 +31,7 @@ SOCKET_BASE_URL = "http://memhub"
 DEFAULT_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 5.0
 _HINT = "is the daemon running? (make run / memhubd serve)"
+_NO_ANSWER = "no answer within"
 
 
 class InvalidTarget(ValueError):
@@ -43,7 +44,14 @@ class DaemonUnreachable(Exception):
     def __init__(self, target: Target, reason: str) -> None:
         self.target = target
         self.reason = reason
-        self.line = f"memctl: cannot reach memhubd at {target.url} ({reason}); {_HINT}"
+        if reason.startswith(_NO_ANSWER):
+            # The daemon took the request and did not answer in time: it may yet do it.
+            self.line = (
+                f"memctl: memhubd at {target.url} gave {reason}; the request was sent and "
+                "may still be carried out: look before repeating a write (or give --timeout)"
+            )
+        else:
+            self.line = f"memctl: cannot reach memhubd at {target.url} ({reason}); {_HINT}"
         super().__init__(self.line)
 
 
@@ -450,14 +458,14 @@ def describe_failure(error: BaseException, timeout: float) -> str:
     if isinstance(error, _ConnectFailure) and isinstance(error.__cause__, TimeoutError):
         return "connection timed out"
     if isinstance(error, TimeoutError):
-        return f"no answer within {timeout:g}s"
+        return f"{_NO_ANSWER} {timeout:g}s"
     if type(error).__module__.startswith("httpx"):
         import httpx  # only an https target or a stream got this far with httpx
 
         if isinstance(error, httpx.ConnectTimeout):
             return "connection timed out"
         if isinstance(error, httpx.TimeoutException):
-            return f"no answer within {timeout:g}s"
+            return f"{_NO_ANSWER} {timeout:g}s"
         if isinstance(error, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
             return "connection closed by the daemon"
     elif _closed(error):

@@ -119,6 +119,9 @@ def test_a_daemon_slower_than_the_timeout_is_unreachable(fake_daemon: FakeDaemon
     ):
         transport.request("GET", "/v1/status")
     assert caught.value.reason == "no answer within 0.2s"
+    # Reached, but late: the request may still be carried out, so no "is it running?".
+    assert "the request was sent and may still be carried out" in caught.value.line
+    assert "is the daemon running" not in caught.value.line
 
 
 def test_a_token_holding_a_line_break_is_refused_before_sending(
