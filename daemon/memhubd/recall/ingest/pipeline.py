@@ -1,10 +1,10 @@
 """Ingest: one source's text → format → chunks → room → drawers, in one transaction.
 
 Per source: decode and detect, parse, chunk, choose the room, then under the source's
-lock compare with what is stored (same chunk: duplicate; changed chunk: replaced),
-embed what is new, warn about near-duplicates, and write. A source that cannot be
-read or parsed is reported and nothing of it is stored. No I/O except the store,
-the lock file and the embedder.
+lock compare with what is stored (same chunk: duplicate, given its new place if it
+moved; changed chunk: replaced), embed what is new, warn about near-duplicates, and
+write. A source that cannot be read or parsed is reported and nothing of it is stored.
+No I/O except the store, the lock file and the embedder.
 """
 
 from __future__ import annotations
@@ -131,6 +131,27 @@ Guard = Callable[[Callable[[], SourceReport], str], SourceReport]
 Prepared = tuple[SourceReport, list[NewDrawer] | None]
 
 
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One source's write: the drawers to add, the stored rows they supersede, the
+    retired rows whose ids they take again, and the `(rowid, chunk_index, locator)` of
+    kept rows whose chunk moved (a section inserted above it)."""
+
+    new: list[NewDrawer]
+    stale: list[int]
+    revive: list[int]
+    moved: list[tuple[int, int, str]]
+
+
+@dataclass(slots=True)
+class DryRun:
+    """What a dry run's earlier files of one batch would have written and retired: a
+    later file's plan must find them so, as the real run's would."""
+
+    written: set[str] = field(default_factory=set)
+    retired: set[int] = field(default_factory=set)
+
+
 def directory_room(source: str) -> str | None:
     """The room a source's directory suggests: its nearest named parent directory."""
     parent = posixpath.dirname(source.replace("\\", "/"))
@@ -174,6 +195,7 @@ class Ingestor:
         runs without the GIL, so on two cores the two overlap.
         """
         run = guard or (lambda work, _source: work())
+        dry_run = DryRun() if options.dry_run else None
         reports: list[SourceReport] = []
         with ThreadPoolExecutor(1, thread_name_prefix="recall-ingest-write") as writer:
             written: Future[list[SourceReport]] | None = None
@@ -183,7 +205,9 @@ class Ingestor:
                     reports += written.result()
                 # The writer logs with the caller's bound context (request, identity).
                 context = contextvars.copy_context()
-                written = writer.submit(context.run, self._store_group, group, ready, options, run)
+                written = writer.submit(
+                    context.run, self._store_group, group, ready, options, run, dry_run
+                )
             if written is not None:
                 reports += written.result()
         return reports
@@ -236,13 +260,14 @@ class Ingestor:
         ready: dict[str, np.ndarray],
         options: IngestOptions,
         run: Guard,
+        dry_run: DryRun | None = None,
     ) -> list[SourceReport]:
         return [
             report
             if drawers is None
             else run(
                 lambda r=report, d=drawers: self._store(
-                    r, d, options, replace_stale=True, ready=ready
+                    r, d, options, replace_stale=True, ready=ready, dry_run=dry_run
                 ),
                 report.source,
             )
@@ -363,21 +388,26 @@ class Ingestor:
         replace_stale: bool,
         lock_key: str | None = None,
         ready: dict[str, np.ndarray] | None = None,
+        dry_run: DryRun | None = None,
     ) -> SourceReport:
         if options.dry_run:
-            new, _replace, _revive = self._plan(report, drawers, replace_stale, options)
-            report.status, report.chunks = "dry_run", len(new)
-            report.drawer_ids = [d.id for d in new]
+            batch = dry_run if dry_run is not None else DryRun()
+            plan = self._plan(report, drawers, replace_stale, options, batch)
+            batch.retired.update(plan.stale)
+            report.status, report.chunks = "dry_run", len(plan.new)
+            report.replaced = len(plan.stale)
+            report.drawer_ids = [d.id for d in plan.new]
             return report
         with self.locks.hold(lock_key or report.source) as waited:
             report.lock_wait_ms = waited
-            new, stale, revive = self._plan(report, drawers, replace_stale, options)
-            if not new and not stale:
+            plan = self._plan(report, drawers, replace_stale, options)
+            new, stale, revive = plan.new, plan.stale, plan.revive
+            if not new and not stale and not plan.moved:
                 report.status = "unchanged"
                 return report
             vectors, record = self._embed(report, new, ready or {})
             self._near_duplicates(
-                report, new, vectors, record, options.near_duplicate, options.roles
+                report, new, vectors, record, options.near_duplicate, options.roles, set(stale)
             )
             audit = AuditEntry(
                 options.identity,
@@ -391,9 +421,13 @@ class Ingestor:
                     "replaced": len(stale),
                     # retired drawers of the same content, stored again
                     **({"revived": len(revive)} if revive else {}),
+                    # stored chunks still in the source, at another place
+                    **({"moved": len(plan.moved)} if plan.moved else {}),
                 },
             )
-            outcome = self.store.write(new, vectors, record, audit, replace=stale, revive=revive)
+            outcome = self.store.write(
+                new, vectors, record, audit, replace=stale, revive=revive, moved=plan.moved
+            )
         report.chunks = len(outcome.inserted)
         report.duplicates += len(new) - len(outcome.inserted)
         report.replaced = len(outcome.replaced)
@@ -406,11 +440,20 @@ class Ingestor:
         drawers: list[NewDrawer],
         replace_stale: bool,
         options: IngestOptions,
-    ) -> tuple[list[NewDrawer], list[int], list[int]]:
-        """The drawers to write, the stored rows they supersede, and the retired rows
-        whose ids they take again."""
+        dry_run: DryRun | None = None,
+    ) -> Plan:
+        """What to write (see `Plan`). A stored chunk is matched by id before position:
+        one still in the source is kept, and moved if its place changed, never retired
+        because another chunk now stands at its old place."""
         stored = self.store.chunks_of_source(report.source) if replace_stale else {}
         known = self.store.find([d.id for d in drawers])
+        if dry_run is not None:
+            # What the batch's earlier files would have retired, the real run finds so.
+            stored = {i: e for i, e in stored.items() if e.rowid not in dry_run.retired}
+            known = {
+                i: replace(e, deleted=True, retired=True) if e.rowid in dry_run.retired else e
+                for i, e in known.items()
+            }
         hidden: set[int] = set()
         if options.roles is not None:
             # Others' drawers the caller may not read stay out of its plan: replacing
@@ -425,24 +468,17 @@ class Ingestor:
         new: list[NewDrawer] = []
         stale: list[int] = []
         revive: list[int] = []
-        seen: set[str] = set()
+        # A dry run's earlier files' drawers are found stored, as the real run's would be.
+        seen: set[str] = dry_run.written if dry_run is not None else set()
+        places: dict[str, NewDrawer] = {}  # each id's first chunk in the source
         for drawer in drawers:
             previous = stored.get(drawer.chunk_index)
             if previous is not None and previous.content_hash == drawer.content_hash:
                 report.duplicates += 1
+                places.setdefault(previous.id, drawer)
                 continue
-            existing = known.get(drawer.id)
-            for other_form in (_long_id, _own_id):
-                if existing is None or (
-                    existing.content_hash == drawer.content_hash
-                    and not self._concealed(existing, hidden, options)
-                ):
-                    break
-                # An 8-hex-digit clash with different content, or the same drawer hidden
-                # from the caller: the long form; if that one too is hidden (or clashes),
-                # the form of the caller's own, which nobody else's drawer can take.
-                drawer = replace(drawer, id=other_form(drawer, options.identity))
-                existing = self.store.find([drawer.id]).get(drawer.id)
+            drawer, existing = self._own_form(drawer, known.get(drawer.id), hidden, options)
+            places.setdefault(drawer.id, drawer)
             if previous is not None:
                 stale.append(previous.rowid)
             if drawer.id in seen or (existing is not None and not existing.deleted):
@@ -460,7 +496,34 @@ class Ingestor:
         if replace_stale:
             count = len(drawers)
             stale.extend(p.rowid for index, p in stored.items() if index >= count)
-        return new, stale, revive
+        kept = {e.rowid for e in stored.values() if e.id in places}
+        moved = [
+            (e.rowid, places[e.id].chunk_index, places[e.id].locator)
+            for index, e in stored.items()
+            if e.id in places and places[e.id].chunk_index != index
+        ]
+        return Plan(new, [rowid for rowid in stale if rowid not in kept], revive, moved)
+
+    def _own_form(
+        self,
+        drawer: NewDrawer,
+        existing: Existing | None,
+        hidden: set[int],
+        options: IngestOptions,
+    ) -> tuple[NewDrawer, Existing | None]:
+        """`drawer` under the id it takes, and what is stored under that id."""
+        for other_form in (_long_id, _own_id):
+            if existing is None or (
+                existing.content_hash == drawer.content_hash
+                and not self._concealed(existing, hidden, options)
+            ):
+                break
+            # An 8-hex-digit clash with different content, or the same drawer hidden
+            # from the caller: the long form; if that one too is hidden (or clashes),
+            # the form of the caller's own, which nobody else's drawer can take.
+            drawer = replace(drawer, id=other_form(drawer, options.identity))
+            existing = self.store.find([drawer.id]).get(drawer.id)
+        return drawer, existing
 
     def _concealed(self, existing: Existing, hidden: set[int], options: IngestOptions) -> bool:
         """Whether a stored drawer is another's that the caller may not read."""
@@ -511,7 +574,11 @@ class Ingestor:
         record: EmbedderRecord | None,
         threshold: float,
         roles: frozenset[str] | None = None,
+        retiring: set[int] | None = None,
     ) -> None:
+        """Report each new drawer's nearest stored one at `threshold` or above, leaving
+        out the rows this write retires (a grown exchange is not its old version's
+        near-duplicate)."""
         if vectors is None or record is None or len(new) > NEAR_DUPLICATE_BATCH:
             return
         try:
@@ -519,6 +586,11 @@ class Ingestor:
             # a visible one (nor its absence tell of it).
             where = DrawerFilter(roles=roles) if roles is not None else None
             matches = self.store.most_similar(vectors, record, where)
+            if retiring:
+                matches = [
+                    self._nearest_kept(vector, match, record, roles, retiring)
+                    for vector, match in zip(vectors, matches, strict=True)
+                ]
         except VectorsUnavailable:
             return
         candidates = [(d, m) for d, m in zip(new, matches, strict=True) if m and m[1] >= threshold]
@@ -537,6 +609,20 @@ class Ingestor:
                     "preview": other.content[:PREVIEW],
                 }
             )
+
+    def _nearest_kept(
+        self,
+        vector: np.ndarray,
+        match: tuple[int, float] | None,
+        record: EmbedderRecord,
+        roles: frozenset[str] | None,
+        retiring: set[int],
+    ) -> tuple[int, float] | None:
+        """`match`, or when it is a row being retired, the nearest row that stays."""
+        if match is None or match[0] not in retiring:
+            return match
+        ranked = self.store.nearest(vector, record, DrawerFilter(roles=roles), len(retiring) + 1)
+        return next(((r.rowid, r.score) for r in ranked if r.rowid not in retiring), None)
 
 
 def _readable(readers: tuple[str, ...] | None, roles: frozenset[str] | None) -> bool:

@@ -370,11 +370,14 @@ class DrawerStore(abc.ABC):
         *,
         replace: Sequence[int] = (),
         revive: Sequence[int] = (),
+        moved: Sequence[tuple[int, int, str]] = (),
     ) -> WriteOutcome:
         """Insert drawers (and their vectors, row for row) and retire `replace` (a soft
         delete marked as the source's doing), all in one transaction together with the
         audit entry. `revive` are retired rows whose ids `drawers` take again: they give
-        their ids up first (and stay deleted until a purge)."""
+        their ids up first (and stay deleted until a purge). `moved` are `(rowid,
+        chunk_index, locator)` of live rows whose chunk is now at another place in
+        their source: only those two columns change."""
 
     @abc.abstractmethod
     def soft_delete(self, drawer_id: str, audit: AuditEntry) -> Drawer | None: ...

@@ -783,6 +783,7 @@ class SQLiteStore(DrawerStore):
         *,
         replace: Sequence[int] = (),
         revive: Sequence[int] = (),
+        moved: Sequence[tuple[int, int, str]] = (),
     ) -> WriteOutcome:
         if vectors is not None and (embedder is None or len(vectors) != len(drawers)):
             raise ValueError("one vector per drawer, and the embedder that made them")
@@ -809,6 +810,12 @@ class SQLiteStore(DrawerStore):
                     "WHERE rowid = ? AND retired = 1",
                     (rowid,),
                 )
+            # A place is neither content nor indexed text: FTS5 and the caches keep the row.
+            connection.executemany(
+                "UPDATE drawers SET chunk_index = ?, locator = ? "
+                "WHERE rowid = ? AND deleted_at IS NULL",
+                [(index, locator, rowid) for rowid, index, locator in moved],
+            )
             # One statement for all rows (executemany keeps the loop in C). AUTOINCREMENT
             # and the held write lock make the rows above the current maximum exactly
             # the ones this statement inserted; an id already stored (written meanwhile

@@ -1,0 +1,191 @@
+"""Ingest of a changed source: chunks that only moved stay live (and their place is
+updated), a dry run reports what the real run does, and the near-duplicate warning
+never names the drawer the same write retires."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from recall_fakes import HashingEmbedder, options
+
+from memhubd.recall.ingest import Ingestor, SourceLock, SourceReport
+from memhubd.recall.store import DrawerStore, open_store
+
+SECTIONS = {
+    "Alpha": "the alpha service owns invoices and their numbering.",
+    "Beta": "the beta service owns refunds and the refunds queue.",
+    "Gamma": "the gamma service owns payouts to merchants.",
+    "Zeta": "the zeta service owns disputes and chargebacks.",
+}
+
+
+def markdown(*names: str, **changed: str) -> str:
+    return "".join(f"# {n}\n\n{changed.get(n, SECTIONS[n])}\n\n" for n in names)
+
+
+def transcript(*turns: tuple[str, str]) -> str:
+    return "".join(
+        json.dumps({"type": role, "message": {"role": role, "content": text}}) + "\n"
+        for role, text in turns
+    )
+
+
+def live(store: DrawerStore) -> list:
+    return [d for batch in store.iter_live(1000) for d in batch]
+
+
+def places(store: DrawerStore, source: str) -> list[tuple[int, str]]:
+    """(chunk_index, first line of content) of a source's live drawers, in order."""
+    return sorted(
+        (d.chunk_index, d.content.splitlines()[0]) for d in live(store) if d.source_file == source
+    )
+
+
+def counts(report: SourceReport) -> tuple[int, int, int]:
+    return report.chunks, report.duplicates, report.replaced
+
+
+QUESTION = ("user", "Which datacenter hosts the primary ledger database for the euro region?")
+ANSWER = (
+    "assistant",
+    "The primary ledger database for the euro region is hosted in Frankfurt, rack F-12, "
+    "with a hot standby in Dublin that takes over within two minutes of a failover.",
+)
+ADDED = ("assistant", "It moved to Frankfurt in March.")
+LATER = ("user", "And which one hosts the card vault?")
+
+
+def test_a_section_inserted_at_the_top_keeps_the_sections_it_moved(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    # Given a note of three sections
+    ingestor.ingest_text("notes/s.md", markdown("Alpha", "Beta", "Gamma"), options())
+    # When a section is added above them
+    report = ingestor.ingest_text(
+        "notes/s.md", markdown("Zeta", "Alpha", "Beta", "Gamma"), options()
+    )
+    # Then only it is written, the others stay live, each at its new place
+    assert counts(report) == (1, 3, 0)
+    assert places(store, "notes/s.md") == [
+        (0, "# Zeta"),
+        (1, "# Alpha"),
+        (2, "# Beta"),
+        (3, "# Gamma"),
+    ]
+    # and ingesting the same file again changes nothing
+    again = ingestor.ingest_text(
+        "notes/s.md", markdown("Zeta", "Alpha", "Beta", "Gamma"), options()
+    )
+    assert (again.status, *counts(again)) == ("unchanged", 0, 4, 0)
+
+
+def test_a_moved_section_that_changes_later_replaces_its_old_version(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    ingestor.ingest_text("notes/s.md", markdown("Alpha", "Beta", "Gamma"), options())
+    ingestor.ingest_text("notes/s.md", markdown("Zeta", "Alpha", "Beta", "Gamma"), options())
+    edited = markdown("Zeta", "Alpha", "Beta", "Gamma", Alpha="the alpha service was retired.")
+    report = ingestor.ingest_text("notes/s.md", edited, options())
+    assert counts(report) == (1, 3, 1)
+    contents = [d.content for d in live(store)]
+    assert len(contents) == 4 and not any("invoices" in c for c in contents)
+
+
+def test_a_section_removed_from_the_top_retires_only_it(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    ingestor.ingest_text("notes/s.md", markdown("Alpha", "Beta", "Gamma"), options())
+    report = ingestor.ingest_text("notes/s.md", markdown("Beta", "Gamma"), options())
+    assert counts(report) == (0, 2, 1)
+    assert places(store, "notes/s.md") == [(0, "# Beta"), (1, "# Gamma")]
+
+
+def test_a_dry_run_reports_what_the_real_run_replaces(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    first = transcript(QUESTION, ANSWER, LATER)
+    versions = [
+        transcript(QUESTION, ANSWER, LATER, ("assistant", "The card vault is in Dublin.")),
+        transcript(QUESTION),  # cut short: the answer and the later exchange retired
+        transcript(QUESTION, ANSWER, LATER),
+    ]
+    ingestor.ingest_text("claude/s.jsonl", first, options())
+    for text in versions:
+        dry = ingestor.ingest_text("claude/s.jsonl", text, options(dry_run=True))
+        real = ingestor.ingest_text("claude/s.jsonl", text, options())
+        assert counts(dry) == counts(real) and real.replaced > 0
+    for text in (markdown("Alpha", "Beta"), markdown("Zeta", "Alpha", "Beta"), markdown("Beta")):
+        dry = ingestor.ingest_text("notes/m.md", text, options(dry_run=True))
+        real = ingestor.ingest_text("notes/m.md", text, options())
+        assert counts(dry) == counts(real)
+
+
+def test_a_dry_run_counts_chunks_an_earlier_file_of_the_batch_would_write(
+    tmp_path: Path,
+) -> None:
+    # A resumed session repeats the exchanges of the session it resumes.
+    first = transcript(QUESTION, ANSWER)
+    resumed = transcript(QUESTION, ANSWER, LATER, ("assistant", "The card vault is in Dublin."))
+    # A note losing a section that the next note of the batch holds, which stores it again.
+    batch = [
+        ("claude/r1.jsonl", first),
+        ("claude/r2.jsonl", resumed),
+        ("notes/a.md", markdown("Zeta", "Alpha")),
+        ("notes/b.md", markdown("Beta")),
+    ]
+
+    def run(name: str, dry_run: bool) -> list[tuple[str, int, int, int]]:
+        store = open_store(tmp_path / f"{name}.db")
+        ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{name}-locks"))
+        ingestor.ingest_text("notes/a.md", markdown("Alpha", "Zeta", "Beta"), options())
+        reports = ingestor.ingest_texts(batch, options(dry_run=dry_run))
+        store.close()
+        return [(r.source, *counts(r)) for r in reports]
+
+    real = run("real", False)
+    assert real[1:] == [
+        ("claude/r2.jsonl", 1, 1, 0),
+        ("notes/a.md", 0, 2, 1),
+        ("notes/b.md", 1, 0, 0),
+    ]
+    assert run("dry", True) == real
+
+
+def test_the_near_duplicate_warning_skips_the_drawer_the_write_retires(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    # Given an exchange stored, then grown by one more assistant line
+    ingestor.ingest_text("claude/n.jsonl", transcript(QUESTION, ANSWER), options())
+    report = ingestor.ingest_text("claude/n.jsonl", transcript(QUESTION, ANSWER, ADDED), options())
+    # Then the grown exchange replaces the old one without being called its near-duplicate
+    assert counts(report) == (1, 0, 1)
+    assert report.near_duplicates == []
+
+
+def test_the_near_duplicate_warning_names_the_nearest_drawer_that_stays(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    # Given the exchange kept, grown, in another file
+    ingestor.ingest_text("claude/kept.jsonl", transcript(QUESTION, ANSWER, ADDED), options())
+    ingestor.ingest_text("claude/n.jsonl", transcript(QUESTION, ANSWER), options())
+    # When the second grows by one word (its old version, nearer still, retired by the write)
+    report = ingestor.ingest_text(
+        "claude/n.jsonl", transcript(QUESTION, ANSWER, ("assistant", "March.")), options()
+    )
+    # Then the warning names the drawer that stays
+    (warning,) = report.near_duplicates
+    (kept,) = [d.id for d in live(store) if d.source_file == "claude/kept.jsonl"]
+    assert report.replaced == 1 and warning["similar_drawer_id"] == kept
+
+
+def test_sections_swapped_keep_their_drawers_at_their_new_places(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    ingestor.ingest_text("notes/s.md", markdown("Alpha", "Beta", "Gamma"), options())
+    ids = {d.id for d in live(store)}
+    report = ingestor.ingest_text("notes/s.md", markdown("Alpha", "Gamma", "Beta"), options())
+    assert (report.status, *counts(report)) == ("ingested", 0, 3, 0)
+    assert {d.id for d in live(store)} == ids
+    assert places(store, "notes/s.md") == [(0, "# Alpha"), (1, "# Gamma"), (2, "# Beta")]
+    assert store.audit()[0].detail["moved"] == 2  # the write says so (newest first)
