@@ -7,6 +7,7 @@ around every write, which is also what makes sweeping orphaned temp files safe.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
@@ -19,6 +20,19 @@ from collections.abc import Iterator
 TEMP_PREFIX = ".memdsl-"
 TEMP_SUFFIX = ".tmp"
 ORPHAN_AGE_SECONDS = 60.0
+# How long a caller waits for `review.lock`, and how often it looks. memdsl, a hook or a
+# hung process may hold it for ever; a waiter that gave up is told so, never left hanging.
+LOCK_TIMEOUT_S = 10.0
+LOCK_POLL_S = 0.02
+
+
+class LockHeld(TimeoutError):
+    """The lock at `path` stayed held by another holder for `waited_s` seconds."""
+
+    def __init__(self, path: str, waited_s: float) -> None:
+        super().__init__(f"{path} is held by another process (waited {waited_s:g} s)")
+        self.path = path
+        self.waited_s = waited_s
 
 
 def sha256_hex(data: bytes | None) -> str | None:
@@ -44,9 +58,10 @@ def file_mode(path: str) -> int | None:
 
 
 @contextlib.contextmanager
-def exclusive_lock(path: str) -> Iterator[None]:
+def exclusive_lock(path: str, timeout_s: float | None = None) -> Iterator[None]:
     """Hold memdsl's `review.lock` exclusively: excludes other threads, processes and memdsl.
 
+    Waits at most `timeout_s` (default `LOCK_TIMEOUT_S`), then raises `LockHeld`.
     `flock` locks belong to the open file description, so each caller opens its own
     handle; two threads of one process then exclude each other as two processes do.
     """
@@ -56,11 +71,28 @@ def exclusive_lock(path: str) -> Iterator[None]:
         if handle.tell() == 0:
             handle.write(b"\0")  # memdsl's convention: never lock an empty file
             handle.flush()
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        _acquire(handle.fileno(), path, LOCK_TIMEOUT_S if timeout_s is None else timeout_s)
         try:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _acquire(fd: int, path: str, timeout_s: float) -> None:
+    """`flock` polled without blocking: a blocking one cannot be given up, and would keep
+    the caller's thread (and whatever slot it holds) for as long as the holder likes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                raise
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LockHeld(path, timeout_s)
+        time.sleep(min(LOCK_POLL_S, left))
 
 
 def fsync_directory(directory: str) -> None:

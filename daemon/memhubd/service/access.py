@@ -7,6 +7,7 @@ are bounded and never keep a snapshot alive.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -31,7 +32,15 @@ from memhubd.runtime.saved_views import restored_view_index
 from memhubd.runtime.snapshot import Snapshot
 
 STARTED_AT = time.time()
+# Reads and lint: CPU work, bounded daemon-wide.
 _ENGINE = anyio.CapacityLimiter(4)
+# Review writes wait on a workspace's `review.lock`, which another process may hold for
+# as long as it likes: they get slots of their own, per workspace, so a held lock stalls
+# that workspace's writes only, never reads or other workspaces.
+REVIEW_SLOTS = 2
+_REVIEW: dict[str, anyio.CapacityLimiter] = {}
+# The threads those slots run in, apart from anyio's default pool, which other work needs.
+_REVIEW_THREADS = anyio.CapacityLimiter(math.inf)
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,6 +534,38 @@ def check_length(hub: Hub, field: str, text: str) -> None:
 
 async def run_engine(function: Any, *args: Any) -> Any:
     return await anyio.to_thread.run_sync(function, *args, limiter=_ENGINE)
+
+
+async def run_review(name: str, function: Any, *args: Any) -> Any:
+    """Run review work of workspace `name` that takes its `review.lock`, in one of the
+    workspace's own slots. The wait for a slot and the wait for the lock are each
+    bounded (`memhubd.review.durable.LOCK_TIMEOUT_S`); either one running out is a
+    `conflict` saying the lock is held, so the caller retries instead of hanging."""
+    from memhubd.review import durable
+
+    limiter = _REVIEW.get(name)
+    if limiter is None:
+        limiter = _REVIEW[name] = anyio.CapacityLimiter(REVIEW_SLOTS)
+    with anyio.move_on_after(durable.LOCK_TIMEOUT_S) as waiting:
+        await limiter.acquire()
+    if waiting.cancelled_caught:  # the slots are all taken by work waiting on the lock
+        raise review_lock_held(name, durable.LOCK_TIMEOUT_S)
+    try:
+        return await anyio.to_thread.run_sync(function, *args, limiter=_REVIEW_THREADS)
+    except durable.LockHeld as error:
+        raise review_lock_held(name, error.waited_s) from error
+    finally:
+        limiter.release()
+
+
+def review_lock_held(name: str, waited_s: float) -> ProtocolError:
+    """What a caller is told when workspace `name`'s review lock stayed held too long."""
+    return ProtocolError(
+        ErrorCode.CONFLICT,
+        f"the review lock of workspace '{name}' is held by another process "
+        f"(waited {waited_s:g} s); retry",
+        {"workspace": name, "status": "lock_held"},
+    )
 
 
 def state_database_failure(error: BaseException) -> ProtocolError | None:

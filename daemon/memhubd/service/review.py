@@ -22,6 +22,7 @@ from memhub_protocol.models import (
 from memhub_protocol.scopes import READ_SUMMARY, REVIEW, WRITE_CANDIDATE
 from memhubd.auth.identity import Identity
 from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, is_proposal_id
+from memhubd.review.durable import exclusive_lock
 from memhubd.review.targets import suggest_target
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
@@ -30,6 +31,7 @@ from memhubd.service.access import (
     host_for,
     require_scope,
     run_engine,
+    run_review,
     view_for,
 )
 from memhubd.service.cowork import note_proposal
@@ -203,7 +205,7 @@ async def propose(
         suggested = suggest_target(store.root, view.workspace, request.source)
         return result, suggested if result.ok else None
 
-    result, suggested = await run_engine(work)
+    result, suggested = await run_review(name, work)
     data = _answer(result, view, request.supersedes or "")
     if not result.ok:
         raise _refusal(data, name)
@@ -349,6 +351,9 @@ async def approve_proposal(
     """
     host = review_host(hub, identity, name, REVIEW)
     store = _review_store(hub, host)
+    # Wait for the review lock before holding off reloads: a lock held elsewhere then
+    # costs this approval its wait, not the workspace its reloads.
+    await run_review(name, _lock_free, store.lock_path)
     async with host.reloads_held():
         await host.reload_held()  # validate against the sources as they are now
         view = view_for(hub, identity, name, REVIEW)
@@ -369,7 +374,7 @@ async def approve_proposal(
                 generation=expected,
             )
 
-        decision = await run_engine(work)
+        decision = await run_review(name, work)
         data = _answer(decision, view)
         if not decision.ok:
             raise _refusal(data, name)
@@ -405,6 +410,14 @@ async def approve_proposal(
     }
 
 
+def _lock_free(lock_path: str) -> None:
+    """Return once the review lock at `lock_path` could be taken (it is let go at once)."""
+    if not os.path.exists(lock_path):  # nothing to wait for: nobody has locked it yet
+        return
+    with exclusive_lock(lock_path):
+        pass
+
+
 def _served_generation(snapshot: Snapshot | None, decl_id: str, path: str) -> int | None:
     """The snapshot's generation if it serves `decl_id` from `path`; None (and a log) if not."""
     served = snapshot.workspace.by_id(decl_id) if snapshot is not None else None
@@ -433,7 +446,7 @@ async def reject_proposal(
             raise _not_found(proposal_id, name)
         return store.reject(proposal_id, reviewer=identity.name, reason=reason)
 
-    decision = await run_engine(work)
+    decision = await run_review(name, work)
     data = _answer(decision, view)
     if not decision.ok:
         raise _refusal(data, name)
