@@ -136,14 +136,30 @@ def _check_addable(hub: Hub, name: str, root: str) -> None:
             ErrorCode.INVALID, f"not a directory: {root}", {"field": "path", "path": root}
         )
     # One directory under two names would let a grant for the new name read the old one.
+    # A directory inside another served one (or holding one) is the same files under two
+    # review queues, each with its own lock and audit: one declaration approved twice.
     real = os.path.realpath(root)
     for other, host in hub.hosts.items():
-        if os.path.realpath(host.root) == real:
+        served = os.path.realpath(host.root)
+        if served == real:
             raise ProtocolError(
                 ErrorCode.CONFLICT,
                 f"{root} is already served as workspace '{other}'",
                 {"workspace": name, "served_as": other},
             )
+        if _within(real, served) or _within(served, real):
+            where = "is inside" if _within(real, served) else "holds"
+            raise ProtocolError(
+                ErrorCode.CONFLICT,
+                f"{root} {where} workspace '{other}' ({served}): workspaces may not nest",
+                {"workspace": name, "served_as": other},
+            )
+
+
+def _within(path: str, directory: str) -> bool:
+    """Whether real path `path` lies inside `directory`, by whole components (/x/ab is
+    not inside /x/a)."""
+    return path != directory and os.path.commonpath([path, directory]) == directory
 
 
 async def remove_workspace(

@@ -1,0 +1,79 @@
+"""Workspaces added at run time may not nest: a directory inside a served workspace, or
+holding one, would put the same files under two review queues (two locks, two audits),
+and one declaration could be approved through each."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+
+EXAMPLE = "writing"
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[LiveDaemon]:
+    workspaces = {"a": copy_examples(tmp_path / "ws", [EXAMPLE])[EXAMPLE]}
+    with start_daemon(tmp_path, workspaces) as live:
+        yield live
+
+
+def add(daemon: LiveDaemon, name: str, path: Path) -> httpx.Response:
+    with daemon.http(daemon.admin_token) as client:
+        return client.post("/v1/workspaces", json={"name": name, "path": str(path)})
+
+
+def served(daemon: LiveDaemon) -> list[str]:
+    with daemon.http(daemon.admin_token) as client:
+        return [w["name"] for w in client.get("/v1/workspaces").json()["workspaces"]]
+
+
+def test_a_directory_inside_a_served_workspace_is_refused_naming_it(daemon: LiveDaemon) -> None:
+    nest = Path(daemon.workspaces["a"]) / "nest"
+    nest.mkdir()
+
+    answer = add(daemon, "nest", nest)
+
+    assert answer.status_code == 409, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "conflict"
+    assert "workspace 'a'" in error["message"] and "may not nest" in error["message"]
+    assert error["detail"]["served_as"] == "a"
+    assert served(daemon) == ["a"]
+
+
+def test_a_directory_holding_a_served_workspace_is_refused(daemon: LiveDaemon) -> None:
+    answer = add(daemon, "outer", Path(daemon.workspaces["a"]).parent)
+
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["error"]["detail"]["served_as"] == "a"
+    assert served(daemon) == ["a"]
+
+
+def test_a_symlink_into_a_served_workspace_is_refused(daemon: LiveDaemon, tmp_path: Path) -> None:
+    inside = Path(daemon.workspaces["a"]) / "inside"
+    inside.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(inside)
+
+    answer = add(daemon, "linked", link)
+
+    assert answer.status_code == 409, answer.text
+    assert served(daemon) == ["a"]
+
+
+def test_a_sibling_whose_name_extends_the_served_one_is_added(
+    daemon: LiveDaemon,
+) -> None:
+    # /x/ab is not inside /x/a
+    sibling = Path(daemon.workspaces["a"] + "b")
+    sibling.mkdir()
+
+    answer = add(daemon, "ab", sibling)
+
+    assert answer.status_code == 201, answer.text
+    assert served(daemon) == ["a", "ab"]
