@@ -229,23 +229,28 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _refuse_shared_citations(walked: list[Any]) -> None:
-    """Two different files cited alike (`a/README.md b/README.md`, or two Slack channels'
-    day files) would be one source, each replacing the other's drawers: refused before
-    anything is sent."""
+def _one_each(walked: list[SourceFile]) -> list[SourceFile]:
+    """`walked` with a file met twice under one citation sent once. Two different files
+    cited alike (`a/README.md b/README.md`, or two Slack channels' day files) would be
+    one source, each replacing the other's drawers: refused before anything is sent."""
     cited: dict[str, str] = {}
+    kept: list[SourceFile] = []
     for source in walked:
-        if source.skip:
-            continue
-        real = os.path.realpath(source.path)
-        other = cited.setdefault(source.name, real)
-        if other != real:
-            common = os.path.commonpath([os.path.dirname(other), os.path.dirname(real)])
-            raise CommandFailure(
-                f"{other} and {real} would both be cited as {source.name!r} (a file is "
-                f"cited by its path below the directory given, or by its name): ingest {common} "
-                "instead, which cites each by its path below it"
-            )
+        if not source.skip:
+            real = os.path.realpath(source.path)
+            other = cited.get(source.name)
+            if other == real:
+                continue  # the same file again
+            if other is not None:
+                common = os.path.commonpath([os.path.dirname(other), os.path.dirname(real)])
+                raise CommandFailure(
+                    f"{other} and {real} would both be cited as {source.name!r} (a file is "
+                    "cited by its path below the directory given, or by its name): ingest "
+                    f"{common} instead, which cites each by its path below it"
+                )
+            cited[source.name] = real
+        kept.append(source)
+    return kept
 
 
 def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
@@ -260,8 +265,7 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
         "skipped": [], "failed": [], "near_duplicates": [], "lock_wait_ms": None,
         "sources": [],
     }  # fmt: skip
-    walked = list(walk_sources([p for p in args.paths if p != "-"], args.max_file_bytes))
-    _refuse_shared_citations(walked)
+    walked = _one_each(list(walk_sources([p for p in args.paths if p != "-"], args.max_file_bytes)))
     readable = sum(1 for source in walked if not source.skip) + ("-" in args.paths)
     progress = _Progress(sys.stderr.isatty() and not session.as_json, readable)
     for batch in _batches(args, walked, totals):
