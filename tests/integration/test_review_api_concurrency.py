@@ -159,18 +159,16 @@ def test_an_approval_during_an_in_place_save_keeps_the_save(daemon: LiveDaemon) 
     [proposal_id] = propose_all(daemon, ["ledger.during_save"])
     target = Path(daemon.workspaces[WS]) / "decisions.mem"
     saved = target.read_text() + "\n# saved by the editor\n"
-    with open(target, "w") as handle:  # truncated: the save has begun
-        with ThreadPoolExecutor(1) as pool:
-            answer = pool.submit(
-                approve_concurrently, daemon, [proposal_id], "decisions.mem"
-            )
-            time.sleep(0.3)  # the approval has come, and waits
-            handle.write(saved[: len(saved) // 2])
-            handle.flush()
-            time.sleep(0.05)
-            handle.write(saved[len(saved) // 2 :])
-            handle.flush()
-            [approved] = answer.result(timeout=30)
+    # Opening for writing truncates: the save has begun.
+    with open(target, "w") as handle, ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(approve_concurrently, daemon, [proposal_id], "decisions.mem")
+        time.sleep(0.3)  # the approval has come, and waits
+        handle.write(saved[: len(saved) // 2])
+        handle.flush()
+        time.sleep(0.05)
+        handle.write(saved[len(saved) // 2 :])
+        handle.flush()
+        [approved] = answer.result(timeout=30)
     assert approved.status_code == 200, approved.text
     text = target.read_text()
     assert text.startswith(saved) and approval_marker(proposal_id) in text
