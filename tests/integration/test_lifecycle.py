@@ -97,7 +97,9 @@ class Process:
 def test_sigterm_lets_an_in_flight_request_finish(tmp_path: Path) -> None:
     daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
     daemon.wait_ready()
-    body = json.dumps({"name": "late", "path": str(tmp_path / "ws")}).encode()
+    late = tmp_path / "late"  # beside the served workspace: one holding it is refused
+    late.mkdir()
+    body = json.dumps({"name": "late", "path": str(late)}).encode()
     raw = socket.socket(socket.AF_UNIX)
     raw.connect(daemon.socket_path)
     raw.sendall(
