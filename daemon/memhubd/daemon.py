@@ -106,6 +106,16 @@ def check_workspace_dirs(config: DaemonConfig) -> None:
                 f"workspace '{name}': {root} {problem}; "
                 "create it or fix the path (--workspace NAME=PATH or [workspaces] in the config)"
             )
+    from memhubd.runtime.state import overlapping
+
+    clash = overlapping(config.workspaces)
+    if clash is not None:
+        (one, one_root), (other, other_root) = clash
+        relation = "is" if one_root == other_root else "holds"
+        raise ConfigError(
+            f"workspace '{one}' ({one_root}) {relation} workspace '{other}' ({other_root}): "
+            "one declaration could be approved through each; serve one of them"
+        )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -77,3 +77,23 @@ def test_a_sibling_whose_name_extends_the_served_one_is_added(
 
     assert answer.status_code == 201, answer.text
     assert served(daemon) == ["a", "ab"]
+
+
+def test_a_start_on_workspaces_that_overlap_is_refused(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    outer = copy_examples(tmp_path / "ws", [EXAMPLE])[EXAMPLE]
+    inner = Path(outer) / "inner"
+    inner.mkdir()
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "memhubd", "serve", "--port", "0",
+            "--state-dir", str(tmp_path / "state"), "--socket", str(tmp_path / "d.sock"),
+            "--workspace", f"outer={outer}", "--workspace", f"inner={inner}",
+        ],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert f"workspace 'outer' ({outer}) holds workspace 'inner' ({inner})" in result.stderr
+    assert not (tmp_path / "d.sock").exists()

@@ -240,6 +240,29 @@ class WorkspaceList:
         write_file_atomic(self.file, data)
 
 
+def within(path: str, directory: str) -> bool:
+    """Whether real path `path` lies inside `directory`, by whole components (/x/ab is
+    not inside /x/a)."""
+    return path != directory and os.path.commonpath([path, directory]) == directory
+
+
+def overlapping(
+    workspaces: Mapping[str, str], *, only: str | None = None
+) -> tuple[tuple[str, str], tuple[str, str]] | None:
+    """Two workspaces (name, real path) of which the first is, or holds, the second's
+    directory; with `only`, a pair with that workspace in it. None when none overlap:
+    each workspace has its own review lock and audit, so one declaration could be
+    approved through each of two that overlap."""
+    real = {name: os.path.realpath(path) for name, path in sorted(workspaces.items())}
+    for one, one_root in real.items():
+        for other, other_root in real.items():
+            if one == other or (only is not None and only not in (one, other)):
+                continue
+            if (one_root == other_root and one < other) or within(other_root, one_root):
+                return (one, one_root), (other, other_root)
+    return None
+
+
 def merge_workspaces(configured: Mapping[str, str], added: Mapping[str, str]) -> dict[str, str]:
     """The workspaces to serve: the configured ones, plus those added at run time.
 
@@ -250,7 +273,17 @@ def merge_workspaces(configured: Mapping[str, str], added: Mapping[str, str]) ->
     merged = dict(configured)
     for name, path in added.items():
         if name not in merged:
-            merged[name] = path
+            clash = overlapping({**configured, name: path}, only=name)
+            if clash is None:
+                merged[name] = path
+            else:  # the configuration changed since it was added: the file wins again
+                log.warning(
+                    "runtime_workspace_overlaps",
+                    workspace=name,
+                    path=path,
+                    configured=clash[1][0],
+                    configured_path=clash[1][1],
+                )
         elif os.path.normpath(merged[name]) != os.path.normpath(path):
             log.warning(
                 "runtime_workspace_shadowed",

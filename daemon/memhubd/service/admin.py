@@ -28,7 +28,7 @@ from memhubd.auth.audit import FAILED, OK, REFUSED, AdminAudit
 from memhubd.auth.identity import Identity
 from memhubd.auth.tokens import TokenError, TokenRefused, TokenStore
 from memhubd.runtime.hub import Hub
-from memhubd.runtime.state import StateFileError, WorkspaceConflict
+from memhubd.runtime.state import StateFileError, WorkspaceConflict, within
 from memhubd.service.access import host_for, require_scope
 from memhubd.service.reads import workspace_summary
 
@@ -147,19 +147,13 @@ def _check_addable(hub: Hub, name: str, root: str) -> None:
                 f"{root} is already served as workspace '{other}'",
                 {"workspace": name, "served_as": other},
             )
-        if _within(real, served) or _within(served, real):
-            where = "is inside" if _within(real, served) else "holds"
+        if within(real, served) or within(served, real):
+            where = "is inside" if within(real, served) else "holds"
             raise ProtocolError(
                 ErrorCode.CONFLICT,
                 f"{root} {where} workspace '{other}' ({served}): workspaces may not nest",
                 {"workspace": name, "served_as": other},
             )
-
-
-def _within(path: str, directory: str) -> bool:
-    """Whether real path `path` lies inside `directory`, by whole components (/x/ab is
-    not inside /x/a)."""
-    return path != directory and os.path.commonpath([path, directory]) == directory
 
 
 async def remove_workspace(

@@ -14,6 +14,7 @@ from memhubd.runtime.state import (
     StateFileError,
     WorkspaceConflict,
     merge_workspaces,
+    overlapping,
     write_file_atomic,
 )
 
@@ -136,3 +137,23 @@ def test_configured_workspaces_win_name_clashes() -> None:
         "team": "/etc-configured/team",
         "extra": "/runtime/extra",
     }
+
+
+def test_a_runtime_workspace_overlapping_a_configured_one_is_left_out() -> None:
+    configured = {"team": "/srv/memory/team"}
+    added = {
+        "inner": "/srv/memory/team/notes",  # inside a configured one
+        "outer": "/srv/memory",  # holding one
+        "again": "/srv/memory/team",  # the same directory
+        "beside": "/srv/memory/team-b",  # a sibling whose name starts alike
+    }
+    assert merge_workspaces(configured, added) == {
+        "team": "/srv/memory/team",
+        "beside": "/srv/memory/team-b",
+    }
+
+
+def test_overlapping_names_the_pair_or_none() -> None:
+    assert overlapping({"a": "/x/a", "ab": "/x/ab", "b": "/x/b"}) is None
+    assert overlapping({"a": "/x/a", "in": "/x/a/in"}) == (("a", "/x/a"), ("in", "/x/a/in"))
+    assert overlapping({"z": "/x/a", "y": "/x/a"}) == (("y", "/x/a"), ("z", "/x/a"))
