@@ -276,7 +276,7 @@ def transcript_parts(path: Path, citation: str) -> Iterator[UploadedFile]:
     parts: list[str] = []
     current: list[str] = []
     size = 0
-    for line in text.splitlines(keepends=True):
+    for line in _lines_with_ends(text):
         weight = len(json.dumps(line))
         if current and size + weight > PART_BYTES:
             parts.append("".join(current))
@@ -292,6 +292,15 @@ def transcript_parts(path: Path, citation: str) -> Iterator[UploadedFile]:
     for number, part in enumerate(parts, 1):
         name = f"{stem}.part{number}.{suffix}" if dot else f"{citation}.part{number}"
         yield UploadedFile(name, part)
+
+
+def _lines_with_ends(text: str) -> list[str]:
+    """`text`'s lines, each with its line feed. Only a line feed ends a JSONL line: a
+    JSON string may hold U+2028, U+2029 or U+0085 raw, and `str.splitlines` would cut a
+    message there (and a part's upload with it)."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
 
 
 def cmd_session_end(args: argparse.Namespace) -> int:
