@@ -17,12 +17,30 @@ from typing import Any
 
 FORMATS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text")
 CHAT_FORMATS = frozenset({"claude-code", "chatgpt", "codex", "slack"})
+# What `detect` calls JSON (a document or JSONL) that is none of the exports above: it
+# parses to nothing, with `NOT_AN_EXPORT` as the reason. Stored as text, a settings file
+# or a Slack `users.json` would make profiles and phone numbers searchable.
+UNKNOWN_JSON = "json"
+NOT_AN_EXPORT = "JSON but not a known export; use --format text to store it as text"
 # Tool calls and outputs are kept, but cut: a 2 MB build log is not worth recalling whole.
 MAX_TOOL_CHARS = 600
 
 _CLAUDE_TYPES = frozenset({"user", "assistant", "human", "summary", "system"})
 _CODEX_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
+# Response items; older rollouts write them at the top level, with no `payload` wrapper.
+_CODEX_ITEMS = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+    }
 )
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
 _FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
@@ -62,6 +80,7 @@ class Parsed:
     text: str = ""  # documents (markdown, text)
     project: str = ""  # the working directory's name, when a transcript records one
     meta: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""  # why a source that parses to nothing is left out (UNKNOWN_JSON)
 
 
 # Times outside years 1 to 9999 are no times a transcript could hold (and some would not
@@ -120,13 +139,21 @@ def json_lines(text: str) -> JsonLines | None:
     return _json_lines(text) if text.lstrip().startswith("{") else None
 
 
+def _jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSONL text, without their ends. Only a line feed ends a line (a
+    carriage return before it goes with it): JSON strings may hold U+2028, U+2029 and
+    U+0085 raw (JavaScript's JSON.stringify writes U+2028 so), and `str.splitlines`
+    would cut at those too."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
 def _json_lines(text: str) -> JsonLines | None:
     """Every non-empty line as a JSON object, with its line number; None when the text
     is not JSONL: no such line, or more lines that are not than `_SKIPPABLE_SHARE`
     allows (those it allows are left out, named in `skipped`)."""
     out = []
     skipped = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(_jsonl_lines(text), 1):
         if not line.strip():
             continue
         try:
@@ -157,7 +184,8 @@ def _json_document(text: str) -> Any:
 
 def detect(text: str, name: str = "", lines: JsonLines | None = None) -> str:
     """The format of `text`, decided by its content (the name only separates Markdown
-    from plain text when the content does not). `lines`: `json_lines(text)`, if read."""
+    from plain text when the content does not): one of FORMATS, or UNKNOWN_JSON for
+    JSON that is none of them. `lines`: `json_lines(text)`, if read."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
         lines = lines or _json_lines(stripped)
@@ -166,9 +194,12 @@ def detect(text: str, name: str = "", lines: JsonLines | None = None) -> str:
             if kind:
                 return kind
     if stripped.startswith(("[", "{")):
-        kind = _detect_document(_json_document(stripped))
+        data = _json_document(stripped)
+        kind = _detect_document(data)
         if kind:
             return kind
+        if lines or data is not None:
+            return UNKNOWN_JSON
     if _HEADING.search(text) or _FENCE.search(text):
         return "markdown"
     if name.lower().endswith(_MARKDOWN_SUFFIXES):
@@ -177,6 +208,8 @@ def detect(text: str, name: str = "", lines: JsonLines | None = None) -> str:
 
 
 def _detect_lines(values: list[dict[str, Any]]) -> str | None:
+    if _older_codex(values):
+        return "codex"
     types = [value.get("type") for value in values]
     if not all(isinstance(t, str) for t in types):
         return None
@@ -189,7 +222,28 @@ def _detect_lines(values: list[dict[str, Any]]) -> str | None:
         for t, v in zip(types, values, strict=True)
     ):
         return "claude-code"
+    # A session file can hold only summaries (of sessions continued elsewhere).
+    if all(t in _CLAUDE_TYPES for t in types) and any(_claude_summary(v) for v in values):
+        return "claude-code"
     return None
+
+
+def _older_codex(values: list[dict[str, Any]]) -> bool:
+    """Whether the lines are a rollout of older Codex CLIs: a bare `{"id", "timestamp"}`
+    header, `{"record_type": "state"}` lines and unwrapped response items, with at least
+    one message (the header is missing from every part of a cut transcript but the first)."""
+    messages = 0
+    for index, value in enumerate(values):
+        kind = value.get("type")
+        if kind is None:
+            header = index == 0 and "id" in value and "timestamp" in value
+            if not header and value.get("record_type") != "state":
+                return False
+        elif kind not in _CODEX_ITEMS or "payload" in value:
+            return False
+        elif kind == "message" and isinstance(value.get("content"), str | list):
+            messages += value.get("role") in ("user", "assistant")
+    return messages > 0
 
 
 def _detect_document(data: Any) -> str | None:
@@ -229,13 +283,15 @@ def parse(text: str, kind: str, name: str = "", lines: JsonLines | None = None) 
         return _parse_slack(text)
     if kind in ("markdown", "text"):
         return Parsed(kind, text=text.strip())
+    if kind == UNKNOWN_JSON:
+        return Parsed(kind, reason=NOT_AN_EXPORT)
     raise FormatError(f"unknown format {kind!r}; known: {', '.join(FORMATS)}")
 
 
 def _need_lines(text: str, kind: str, lines: JsonLines | None) -> JsonLines:
     lines = lines or _json_lines(text)
     if lines is None:
-        for number, line in enumerate(text.splitlines(), 1):
+        for number, line in enumerate(_jsonl_lines(text), 1):
             if line.strip():
                 try:
                     value = json.loads(line)
@@ -279,6 +335,12 @@ def _blocks_text(content: Any) -> tuple[list[str], bool]:
     return pieces, bool(content) and results == len(content)
 
 
+def _claude_summary(value: dict[str, Any]) -> str | None:
+    """The text of a Claude Code `summary` line, or None when it is none."""
+    summary = value.get("summary")
+    return summary.strip() if value.get("type") == "summary" and isinstance(summary, str) else None
+
+
 def _claude_message(value: dict[str, Any]) -> tuple[str, Any] | None:
     """(role, content) of one Claude Code line, or None when it carries no message."""
     message = value.get("message")
@@ -300,16 +362,9 @@ def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
         kind = value.get("type")
         project = project or str(value.get("cwd") or "")
         session = session or str(value.get("sessionId") or "")
-        if kind == "summary" and isinstance(value.get("summary"), str):
-            turns.append(
-                Turn(
-                    "summary",
-                    "summary",
-                    "[summary] " + value["summary"].strip(),
-                    None,
-                    f"line {number}",
-                )
-            )
+        summary = _claude_summary(value)
+        if summary is not None:
+            turns.append(Turn("summary", "summary", "[summary] " + summary, None, f"line {number}"))
             continue
         if kind not in ("user", "assistant", "human") or value.get("isMeta"):
             continue
@@ -347,13 +402,20 @@ def _parse_codex(text: str, lines: JsonLines | None = None) -> Parsed:
     items: list[Turn] = []
     events: list[Turn] = []
     project = ""
+    started: int | None = None  # older rollouts time only the session, in their header
     for number, value in _need_lines(text, "Codex", lines):
         payload = value.get("payload")
+        kind = value.get("type")
+        if not isinstance(payload, dict) and kind in _CODEX_ITEMS:
+            payload, kind = value, "response_item"  # an older rollout's unwrapped item
         if not isinstance(payload, dict):
+            if kind is None and "id" in value and started is None:
+                started = epoch(value.get("timestamp"))
             continue
         at = epoch(value.get("timestamp"))
+        at = started if at is None else at
         where = f"line {number}"
-        kind, ptype = value.get("type"), payload.get("type")
+        ptype = payload.get("type")
         if kind == "session_meta":
             project = str(payload.get("cwd") or project)
         elif kind == "response_item" and ptype == "message":
