@@ -138,6 +138,7 @@ def test_a_slack_export_root_stores_its_channel_days_and_its_profiles_only_if_as
         ("slack/channels.json", "skipped", UNKNOWN_JSON),
         ("slack/deploys/2025-06-04.json", "ingested", "slack"),
     ]
+    assert reports[0].reason == reports[1].reason == NOT_AN_EXPORT
     assert not store.chunks_of_source("slack/users.json")
     assert not store.chunks_of_source("slack/channels.json")
     assert store.chunks_of_source("slack/deploys/2025-06-04.json")

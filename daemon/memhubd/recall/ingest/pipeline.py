@@ -302,7 +302,7 @@ class Ingestor:
             )
         chunks = chunk(parsed)
         if not chunks:
-            report.status, report.reason = "skipped", "no text"
+            report.status, report.reason = "skipped", parsed.reason or "no text"
             return report, None
         report.room = self._room(options, parsed, source)
         drawers = [
