@@ -792,3 +792,16 @@ async def test_an_argument_over_a_limit_is_an_ok_false_answer_not_a_tool_error(d
     assert long_query["error"] == "too_large: 'query' is longer than 65536 characters"
     assert long_query["schema_version"] == "memdsl.mcp.query.v1"
     assert many_types["ok"] is False and "more than 100 items" in many_types["error"]
+
+
+async def test_a_get_opens_no_stream_and_says_to_post(daemon) -> None:
+    """A stateless server sends nothing unasked: a GET stream would only hold a
+    connection open, unbounded and past its token's revocation."""
+    headers = {"Authorization": f"Bearer {team_reader(daemon)}", "Accept": "text/event-stream"}
+    async with httpx2.AsyncClient(timeout=10) as http:
+        answers = [await http.get(f"{daemon.url}/mcp", headers=headers) for _ in range(20)]
+        anonymous = await http.get(f"{daemon.url}/mcp", headers={"Accept": "text/event-stream"})
+    assert {a.status_code for a in answers} == {405}
+    assert answers[0].headers["allow"] == "POST"
+    assert "send requests with POST" in answers[0].json()["error"]["message"]
+    assert anonymous.status_code == 401

@@ -190,6 +190,16 @@ class McpEndpoint:
             message = f"{reason}; send Authorization: Bearer <token>"
             await _refuse(scope, receive, send, ErrorCode.UNAUTHORIZED, message)
             return
+        if scope["method"] == "GET":
+            # The standalone stream a GET opens carries what a server sends unasked, and
+            # this stateless server sends nothing so: each one would only hold a
+            # connection open, unbounded and past its token's revocation. The spec
+            # lets a server without that stream answer 405.
+            message = "this MCP server offers no stream to GET: send requests with POST"
+            body = error_envelope(ErrorCode.INVALID, message)
+            refused = JSONResponse(body, 405, headers={"Allow": "POST"})
+            await refused(scope, receive, send)
+            return
         if self.max_body_bytes is not None and _declared_length(scope) > self.max_body_bytes:
             # Refused here in the daemon's error envelope, as the JSON API refuses it
             # (the SDK would answer a bare text line).
