@@ -174,7 +174,11 @@ class ReviewStore:
             names = sorted(os.listdir(self.proposals_dir))
         except (FileNotFoundError, NotADirectoryError):
             return []
-        entries = self.audit.entries()
+        # Each proposal's own audit entries, in order: attributing every proposal from
+        # the whole log made a list cost proposals × audit lines.
+        entries: dict[str, list[AuditEntry]] = {}
+        for entry in self.audit.entries():
+            entries.setdefault(str(entry.get("proposal_id")), []).append(entry)
         found: list[Proposal] = []
         for name in names:
             if not name.endswith(PROPOSAL_SUFFIX):
@@ -188,7 +192,7 @@ class ReviewStore:
                 )
                 continue
             if status in ("all", proposal.status):
-                found.append(attributed(proposal, entries))
+                found.append(attributed(proposal, entries.get(proposal.id, [])))
         return found
 
     def get(self, proposal_id: str) -> Proposal | None:

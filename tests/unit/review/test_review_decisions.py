@@ -409,3 +409,38 @@ def test_diff_refuses_bad_ids_and_targets(store: ReviewStore, root: Path) -> Non
     assert store.diff(pid).status == "invalid"  # pending and no target given
     assert store.diff(pid, "../outside.mem").errors[0].code == "target_outside_workspace"
     assert store.diff("p-20260101-000000-abcdef", "a.mem").status == "not_found"
+
+
+def test_a_list_attributes_each_proposal_from_its_own_audit_entries(
+    store: ReviewStore, root: Path, monkeypatch
+) -> None:
+    """Attribution from the whole log for every proposal made a list cost proposals ×
+    audit lines; each proposal is now looked up among its own entries alone."""
+    import memhubd.review.audit as audit_module
+
+    ids = [proposed(store, root, name=f"db.v{n}", generation=n) for n in range(6)]
+    for pid in ids[:3]:
+        store.reject(pid, reviewer="bob", reason="not now")
+    for pid in ids:  # a memdsl rewrite drops the attribution lines
+        path = Path(store.get(pid).path)
+        kept = [
+            line
+            for line in path.read_text().splitlines()
+            if not line.startswith(("# proposer:", "# generation:", "# decided_by:"))
+        ]
+        path.write_text("\n".join(kept) + "\n")
+    scanned: list[int] = []
+    real = audit_module.find_entry
+
+    def counting(entries, action, proposal_id):  # noqa: ANN001, ANN202
+        scanned.append(len(entries))
+        return real(entries, action, proposal_id)
+
+    monkeypatch.setattr("memhubd.review.audit.find_entry", counting)
+
+    listed = store.list("all")
+
+    assert sorted((p.generation, p.proposer, p.decided_by) for p in listed) == [
+        (n, "agent-a", "bob" if n < 3 else "") for n in range(6)
+    ]
+    assert scanned and max(scanned) <= 2  # its propose line, and its decision
