@@ -566,3 +566,14 @@ def test_an_upload_of_two_files_of_one_name_is_refused(daemon: LiveDaemon) -> No
         ]  # fmt: skip
         whole = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"files": parts})
         assert whole.status_code == 201, whole.text
+
+
+def test_compress_takes_text_as_long_as_a_query_and_no_longer(daemon: LiveDaemon) -> None:
+    reader = token(daemon, "compress-reader", "read:summary", workspaces=[TEAM])
+    sentence = "Kai recommended Clerk over Auth0 based on pricing. "
+    with daemon.http(reader) as http:
+        within = http.post("/v1/recall/compress", json={"text": sentence * 1200})  # 61,200
+        over = http.post("/v1/recall/compress", json={"text": sentence * 1300})  # 66,300
+    assert within.status_code == 200, within.text
+    assert over.status_code == 413 and over.json()["error"]["detail"] == {"field": "text"}
+    assert "longer than 65536 characters" in over.json()["error"]["message"]

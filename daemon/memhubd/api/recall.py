@@ -119,7 +119,7 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
             raise ProtocolError(
                 ErrorCode.INVALID, "the body takes one string 'text'", {"field": "text"}
             )
-        return _result(context, await recall.compress(identity, body["text"]))
+        return _result(context, await recall.compress(hub, identity, body["text"]))
 
     async def status(request: Request, identity: Identity) -> Response:
         return _result(context, await recall.status(hub, identity, _ws(request)))

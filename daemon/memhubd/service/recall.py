@@ -360,11 +360,14 @@ def _aaak_hits(names: list[str], merged: list[tuple[str, Hit]]) -> str:
     return aaak.encode_many(texts, wing, room, str(int(time.time())), "search").document
 
 
-async def compress(identity: Identity, text: str) -> dict[str, Any]:
-    """mempal's `compress`: `text` as one AAAK zettel (nothing is stored or read)."""
+async def compress(hub: Hub, identity: Identity, text: str) -> dict[str, Any]:
+    """mempal's `compress`: `text` as one AAAK zettel (nothing is stored or read).
+    At most `limits.max_query_chars` characters, as a query: the check that every
+    sentence survives costs sentences x text."""
     require_scope(identity, READ_SUMMARY)
     if not text.strip():
         raise ProtocolError(ErrorCode.INVALID, "'text' must not be empty", {"field": "text"})
+    check_length(hub, "text", text)
 
     def work() -> dict[str, Any]:
         encoded = aaak.encode(text, "manual", "compress", str(int(time.time())), "cli")
