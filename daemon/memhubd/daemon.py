@@ -8,6 +8,7 @@ repository's `examples/`: `run-examples` serves copies seeded in the state dir.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import shutil
@@ -52,6 +53,7 @@ def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
     from memhubd.runtime.state import PARSE_CACHE_DIR, state_path
 
     prefetch_snapshots(state_path(config.state_dir) / PARSE_CACHE_DIR, config.workspaces.values())
+    raise_open_file_limit()
     from memhubd.server import print_banner, run_daemon
 
     configure_logging(config.log_format, config.log_level)
@@ -91,6 +93,25 @@ def _check_start(config: DaemonConfig) -> None:
     tokens = TokenStore(config.state_dir)
     check_tokens_readable(tokens)
     check_addresses_free(config)
+
+
+# The most open files asked for when the hard limit is unlimited.
+OPEN_FILES_WANTED = 65536
+
+
+def raise_open_file_limit() -> None:
+    """Raise the soft limit of open files to the hard one. A shell's soft limit is often
+    1,024: every connection is a file, so a few hundred slow clients would leave no
+    room to accept the operator's socket, /healthz or the watchers' files."""
+    try:
+        import resource
+    except ImportError:  # not on a POSIX system
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES_WANTED if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def check_workspace_dirs(config: DaemonConfig) -> None:

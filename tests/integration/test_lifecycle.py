@@ -235,3 +235,22 @@ def test_a_parse_cache_it_cannot_open_never_stops_a_start(tmp_path: Path) -> Non
     with daemon.client() as client:
         assert client.get("/v1/workspaces/writing/map").status_code == 200
     assert daemon.stop() == 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="reads /proc")
+def test_the_daemon_raises_its_open_file_limit_to_the_hard_one(tmp_path: Path) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 256:
+        pytest.skip("the hard limit leaves nothing to raise")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))  # as a shell's low soft limit
+    try:
+        daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    daemon.wait_ready()
+    limits = Path(f"/proc/{daemon.proc.pid}/limits").read_text().splitlines()
+    row = next(line for line in limits if line.startswith("Max open files")).split()
+    assert int(row[3]) > 256, row
+    assert daemon.stop() == 0
