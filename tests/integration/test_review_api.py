@@ -340,3 +340,46 @@ def test_events_report_proposals_and_decisions(daemon: LiveDaemon) -> None:
     assert review[0]["proposer"] == "agent-build" and review[1]["reviewer"] == "alice"
     assert review[1]["served_generation"] == generation
     assert all(e["workspace"] == WS for e in review)
+
+
+def test_a_reject_that_finishes_a_cut_short_approval_announces_and_records_it(
+    daemon: LiveDaemon,
+) -> None:
+    from memhubd.review import parse_proposal, render_proposal
+
+    first = propose(daemon, NATS).json()["proposal_id"]
+    assert approve(daemon, first, "decisions.mem").status_code == 200
+    # As a kill after the block was written and before the audit line leaves it.
+    log = root_of(daemon) / ".memdsl" / "audit.log"
+    log.write_text("".join(line + "\n" for line in log.read_text().splitlines()[:-1]))
+    path = root_of(daemon) / ".memdsl" / "proposals" / f"{first}.mem.proposal"
+    proposal = parse_proposal(path.read_text())
+    path.write_text(render_proposal(proposal.evolve(status="pending", decided_at="")))
+    seen: list[dict[str, Any]] = []
+    connected, done = threading.Event(), threading.Event()
+
+    def listen() -> None:
+        with (
+            daemon.http(daemon.admin_token, timeout=20) as client,
+            client.stream("GET", "/v1/events") as response,
+        ):
+            for line in response.iter_lines():
+                connected.set()
+                if line.startswith("data: "):
+                    seen.append(json.loads(line[6:]))
+                    if seen[-1]["event"] == "proposal_approved":
+                        done.set()
+                        return
+
+    threading.Thread(target=listen, daemon=True).start()
+    assert connected.wait(15)
+    time.sleep(0.3)  # the stream subscribes right after its first line
+    with daemon.http(daemon.tokens["alice"]) as client:
+        refused = client.post(f"{BASE}/proposals/{first}/reject", json={"reason": "no"})
+    assert refused.status_code == 409 and error_of(refused)["detail"]["status"] == (
+        "already_approved"
+    )
+    assert done.wait(15), seen
+    assert seen[-1]["proposal_id"] == first and seen[-1]["served_generation"] is not None
+    approved = [e for e in audit(daemon) if e["action"] == "approve"]
+    assert len(approved) == 1 and approved[0]["generation"] == seen[-1]["served_generation"]

@@ -460,8 +460,14 @@ class ReviewStore:
 
     # ---- rejecting ------------------------------------------------------
 
-    def reject(self, proposal_id: str, *, reviewer: str, reason: str = "") -> Decision:
-        """Mark a pending proposal rejected; nothing is written to the workspace."""
+    def reject(
+        self, proposal_id: str, *, reviewer: str, reason: str = "", generation: int | None = None
+    ) -> Decision:
+        """Mark a pending proposal rejected; nothing is written to the workspace.
+
+        An approval cut short after writing its block is finished instead (the answer is
+        `already_approved`, `recovered`); `generation` is then the one expected to serve it,
+        recorded in its audit line as an approval records it."""
         problem = (
             proposal_id_problem(proposal_id)
             or field_problem("reviewer", reviewer, required=True)
@@ -470,9 +476,13 @@ class ReviewStore:
         if problem is not None:
             return _refused(proposal_id, problem)
         with exclusive_lock(self.lock_path):
-            return self._reject_locked(proposal_id, one_line(reviewer), one_line(reason))
+            return self._reject_locked(
+                proposal_id, one_line(reviewer), one_line(reason), generation
+            )
 
-    def _reject_locked(self, proposal_id: str, reviewer: str, reason: str) -> Decision:
+    def _reject_locked(
+        self, proposal_id: str, reviewer: str, reason: str, generation: int | None = None
+    ) -> Decision:
         opened = self._open(proposal_id, decided_by_audit="approve")
         if isinstance(opened, Decision):
             return opened
@@ -480,7 +490,7 @@ class ReviewStore:
         recorded = self._recorded_target(proposal, None)
         if isinstance(recorded, str):
             # An approval reached the target and was cut short; its block is memory now.
-            approval = _Approval(proposal, recorded, reviewer, None, None, entries)
+            approval = _Approval(proposal, recorded, reviewer, generation, None, entries)
             done = self._finish(approval, recovered=True, after=sha256_hex(read_bytes(recorded)))
             return Decision(
                 False,
@@ -489,6 +499,7 @@ class ReviewStore:
                 done.declaration_id,
                 recorded,
                 done.decided_by,
+                recovered=True,
             )
         decider = actor(prior) or reviewer
         final_reason = one_line((prior or {}).get("reason") or reason)

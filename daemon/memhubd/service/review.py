@@ -410,6 +410,22 @@ async def approve_proposal(
     }
 
 
+async def _announce_recovered(
+    hub: Hub, host: Any, store: ReviewStore, name: str, decision: Any
+) -> None:
+    """Serve an approval that a reject finished, and send its `proposal_approved`."""
+    async with host.reloads_held():
+        after = await host.reload_held()
+    hub.events.publish(
+        "proposal_approved",
+        workspace=name,
+        proposal_id=decision.proposal_id,
+        reviewer=decision.decided_by,
+        file_id=os.path.relpath(decision.merged_into, store.root),
+        served_generation=_served_generation(after, decision.declaration_id, decision.merged_into),
+    )
+
+
 def _lock_free(lock_path: str) -> None:
     """Return once the review lock at `lock_path` could be taken (it is let go at once)."""
     if not os.path.exists(lock_path):  # nothing to wait for: nobody has locked it yet
@@ -440,15 +456,23 @@ async def reject_proposal(
     store = _review_store(hub, host_for(hub, identity, name))
 
     def work() -> Any:
-        if is_proposal_id(proposal_id) and not _visible_proposal(
-            store, view, identity, proposal_id
-        ):
+        proposal = _visible_proposal(store, view, identity, proposal_id)
+        if is_proposal_id(proposal_id) and proposal is None:
             raise _not_found(proposal_id, name)
-        return store.reject(proposal_id, reviewer=identity.name, reason=reason)
+        # Should this finish an approval cut short: the generation to serve its block.
+        current = view.snapshot
+        served = proposal is not None and current.workspace.by_id(proposal.declaration)
+        expected = current.generation + (0 if served else 1)
+        return store.reject(
+            proposal_id, reviewer=identity.name, reason=reason, generation=expected
+        )
 
     decision = await run_review(name, work)
     data = _answer(decision, view)
     if not decision.ok:
+        if decision.recovered:
+            # The approval this finished is news to everyone following the workspace.
+            await _announce_recovered(hub, host_for(hub, identity, name), store, name, decision)
         raise _refusal(data, name)
     hub.events.publish(
         "proposal_rejected",
