@@ -355,6 +355,14 @@ def test_a_reject_that_finishes_a_cut_short_approval_announces_and_records_it(
     path = root_of(daemon) / ".memdsl" / "proposals" / f"{first}.mem.proposal"
     proposal = parse_proposal(path.read_text())
     path.write_text(render_proposal(proposal.evolve(status="pending", decided_at="")))
+    with daemon.http(daemon.tokens["alice"]) as client:
+        shown = client.get(f"{BASE}/proposals/{first}").json()
+    assert shown["proposal"]["status"] == "pending" and shown["validation"] is None
+    assert shown["approval_interrupted"] == {
+        "into": "decisions.mem",
+        "by": "alice",
+        "next": "approve it again to finish the approval",
+    }
     seen: list[dict[str, Any]] = []
     connected, done = threading.Event(), threading.Event()
 

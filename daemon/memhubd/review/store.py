@@ -191,14 +191,27 @@ class ReviewStore:
                     path=os.path.join(self.proposals_dir, name),
                 )
                 continue
+            own = entries.get(proposal.id, [])
+            proposal = _as_audited(attributed(proposal, own), own)
             if status in ("all", proposal.status):
-                found.append(attributed(proposal, entries.get(proposal.id, [])))
+                found.append(proposal)
         return found
 
     def get(self, proposal_id: str) -> Proposal | None:
         """The proposal with this id; None for an unknown, unreadable or malformed id."""
         proposal = self._read(proposal_id)
-        return None if proposal is None else attributed(proposal, self.audit.entries())
+        if proposal is None:
+            return None
+        own = [e for e in self.audit.entries() if e.get("proposal_id") == proposal.id]
+        return _as_audited(attributed(proposal, own), own)
+
+    def interrupted(self, proposal: Proposal) -> str | None:
+        """The target of an approval of `proposal` cut short after writing its block
+        (pending, its block in the file it recorded): approving again finishes it."""
+        if proposal.status != "pending" or not proposal.merged_into:
+            return None
+        recorded = self._recorded_target(proposal, None)
+        return recorded if isinstance(recorded, str) else None
 
     def _path(self, proposal_id: str) -> str:
         return os.path.join(self.proposals_dir, proposal_id + PROPOSAL_SUFFIX)
@@ -262,22 +275,35 @@ class ReviewStore:
         return self._merge(approval, workspace)
 
     def _merge(self, approval: _Approval, workspace: Workspace) -> Decision:
+        decision, proposal = self._merge_tries(approval, workspace)
+        if not decision.ok and (proposal.merged_into or proposal.decided_by):
+            # Refused, nothing written: a pending proposal names no target nor reviewer
+            # of an approval that did not happen (one whose block reached its target is
+            # finished, never refused).
+            self._write(proposal.evolve(merged_into="", decided_by=""))
+        return decision
+
+    def _merge_tries(
+        self, approval: _Approval, workspace: Workspace
+    ) -> tuple[Decision, Proposal]:
         proposal, target = approval.proposal, approval.target
         sweep_orphans(os.path.dirname(target))
         for _attempt in range(MAX_ATTEMPTS):
             before = self._quiet_bytes(target, workspace)
             text = _decode(before)
             if text is None:
-                return _stale(proposal, refusal("target_unreadable", f"{target} is not UTF-8"))
+                unreadable = refusal("target_unreadable", f"{target} is not UTF-8")
+                return _stale(proposal, unreadable), proposal
             if approval_marker(proposal.id) in text:
                 # Finishing an interrupted approval: other files may still need marking.
                 elsewhere = self._mark_elsewhere(superseded_by(proposal.source, workspace), target)
-                return self._finish(
+                done = self._finish(
                     approval, recovered=True, after=sha256_hex(before), marked=elsewhere
                 )
+                return done, proposal
             result, current = self._revalidate(proposal, workspace, target, text)
             if not result.ok or current is None:
-                return _stale(proposal, result)
+                return _stale(proposal, result), proposal
             # What the proposal supersedes in this file is marked in this same write.
             old = superseded_by(proposal.source, current)
             marked_text, marked = mark(text, in_file(old, target))
@@ -291,7 +317,7 @@ class ReviewStore:
             data = (marked_text + approval_block(proposal, stamp)).encode("utf-8")
             if replace_if_unchanged(target, data, sha256_hex(before), mode=file_mode(target)):
                 elsewhere = self._mark_elsewhere([d for d in old if d.id not in marked], target)
-                return self._finish(
+                done = self._finish(
                     approval,
                     stamp=stamp,
                     before=sha256_hex(before),
@@ -299,9 +325,10 @@ class ReviewStore:
                     warnings=result.warnings,
                     marked=marked + elsewhere,
                 )
+                return done, proposal
             # Someone changed the target since we read it: start over from their version.
         issue = Issue("target_changed", f"{target} kept changing during the approval; retry")
-        return Decision(False, "conflict", proposal.id, errors=(issue,))
+        return Decision(False, "conflict", proposal.id, errors=(issue,)), proposal
 
     def _quiet_bytes(self, target: str, workspace: Workspace) -> bytes | None:
         """The target's bytes once it no longer looks like a save in progress.
@@ -553,23 +580,7 @@ class ReviewStore:
 
     def _settle(self, proposal: Proposal, prior: AuditEntry) -> Proposal:
         """Make the proposal file agree with a decision the audit already holds (§12.35)."""
-        decider = actor(prior)
-        if prior.get("action") == "reject":
-            settled = proposal.evolve(
-                status="rejected",
-                decided_at=str(prior.get("ts", "")),
-                reject_reason=one_line(prior.get("reason", "")),
-                merged_into="",
-                decided_by=decider,
-            )
-        else:
-            settled = proposal.evolve(
-                status="approved",
-                decided_at=str(prior.get("ts", "")),
-                merged_into=str(prior.get("into", "")),
-                decided_by=decider,
-            )
-        return self._write(settled)
+        return self._write(_decided_as(proposal, prior))
 
     # ---- diff -----------------------------------------------------------
 
@@ -645,6 +656,35 @@ def _already(proposal: Proposal) -> Decision:
         proposal.merged_into,
         proposal.decided_by,
     )
+
+
+def _decided_as(proposal: Proposal, prior: AuditEntry) -> Proposal:
+    """`proposal` as the audited decision `prior` left it."""
+    decider = actor(prior)
+    if prior.get("action") == "reject":
+        return proposal.evolve(
+            status="rejected",
+            decided_at=str(prior.get("ts", "")),
+            reject_reason=one_line(prior.get("reason", "")),
+            merged_into="",
+            decided_by=decider,
+        )
+    return proposal.evolve(
+        status="approved",
+        decided_at=str(prior.get("ts", "")),
+        merged_into=str(prior.get("into", "")),
+        decided_by=decider,
+    )
+
+
+def _as_audited(proposal: Proposal, own: list[AuditEntry]) -> Proposal:
+    """A pending proposal whose decision the audit already holds (a crash came between
+    the audit line and the proposal file) reads as decided: the audit wins, as the next
+    decision would settle it. Nothing is written here."""
+    if proposal.status != "pending":
+        return proposal
+    prior = last_decision(own, proposal.id)
+    return proposal if prior is None else _decided_as(proposal, prior)
 
 
 def _stale(proposal: Proposal, result: ValidationResult) -> Decision:

@@ -268,8 +268,17 @@ async def show_proposal(
         proposal = _visible_proposal(store, view, identity, proposal_id)
         if proposal is None:
             raise _not_found(proposal_id, name)
-        validation = suggested = None
-        if proposal.status == "pending":
+        validation = suggested = interrupted = None
+        cut_short = store.interrupted(proposal)
+        if cut_short is not None:
+            # Its own block is in the target: validating it again would report the
+            # declaration as existing. Approving again finishes the approval.
+            interrupted = {
+                "into": os.path.relpath(cut_short, store.root),
+                "by": proposal.decided_by,
+                "next": "approve it again to finish the approval",
+            }
+        elif proposal.status == "pending":
             checked = store.validate(
                 view.workspace, proposal.source, supersedes=proposal.supersedes or None
             )
@@ -284,6 +293,7 @@ async def show_proposal(
             "proposal": proposal.as_dict(),
             "validation": validation,
             "suggested_into": suggested,
+            "approval_interrupted": interrupted,
             **shown,
         }
 

@@ -444,3 +444,41 @@ def test_a_list_attributes_each_proposal_from_its_own_audit_entries(
         (n, "agent-a", "bob" if n < 3 else "") for n in range(6)
     ]
     assert scanned and max(scanned) <= 2  # its propose line, and its decision
+
+
+def test_a_refused_approval_leaves_no_target_nor_reviewer_on_the_proposal(
+    store: ReviewStore, root: Path, monkeypatch
+) -> None:
+    pid = proposed(store, root)
+    # The target changes under every try: the approval gives up, writing nothing.
+    monkeypatch.setattr("memhubd.review.store.replace_if_unchanged", lambda *a, **k: False)
+
+    decision = store.approve(pid, load(root), "approved.mem", reviewer="alice")
+
+    assert decision.status == "conflict"
+    proposal = store.get(pid)
+    assert (proposal.status, proposal.merged_into, proposal.decided_by) == ("pending", "", "")
+
+
+def test_a_decision_in_the_audit_wins_over_a_pending_proposal_file_when_read(
+    store: ReviewStore, root: Path
+) -> None:
+    pid = proposed(store, root)
+    other = proposed(store, root, name="db.other")
+    store.approve(pid, load(root), "approved.mem", reviewer="alice")
+    store.reject(other, reviewer="bob", reason="not now")
+    # A crash between the audit line and the proposal file leaves them pending on disk.
+    rewrite(store, pid, status="pending", decided_at="", merged_into="", decided_by="")
+    rewrite(store, other, status="pending", decided_at="", reject_reason="", decided_by="")
+
+    assert store.list("pending") == []
+    assert {p.id: p.status for p in store.list("all")} == {pid: "approved", other: "rejected"}
+    approved = store.get(pid)
+    assert (approved.status, approved.merged_into, approved.decided_by) == (
+        "approved",
+        str(root / "approved.mem"),
+        "alice",
+    )
+    assert store.get(other).reject_reason == "not now"
+    # Reading wrote nothing: the next decision settles the files.
+    assert parse_proposal(Path(approved.path).read_text()).status == "pending"
