@@ -15,6 +15,7 @@ import json
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -694,6 +695,7 @@ def ingest_watched(
 # Skipped watched files already logged, by path, with the reason and size then: a
 # file is logged again only when either changes. Bounded: the oldest are forgotten.
 _SKIPS_LOGGED: dict[str, tuple[str, int]] = {}
+_SKIPS_LOCK = threading.Lock()  # watched ingests run in worker threads
 SKIPS_REMEMBERED = 4096
 
 
@@ -702,12 +704,13 @@ def _skipped_once(path: str, reason: str) -> None:
         size = os.path.getsize(path)
     except OSError:
         size = -1
-    if _SKIPS_LOGGED.get(path) == (reason, size):
-        return
-    _SKIPS_LOGGED.pop(path, None)
-    _SKIPS_LOGGED[path] = (reason, size)
-    while len(_SKIPS_LOGGED) > SKIPS_REMEMBERED:
-        del _SKIPS_LOGGED[next(iter(_SKIPS_LOGGED))]
+    with _SKIPS_LOCK:
+        if _SKIPS_LOGGED.get(path) == (reason, size):
+            return
+        _SKIPS_LOGGED.pop(path, None)
+        _SKIPS_LOGGED[path] = (reason, size)
+        while len(_SKIPS_LOGGED) > SKIPS_REMEMBERED:
+            del _SKIPS_LOGGED[next(iter(_SKIPS_LOGGED))]
     log.info("watched file skipped", path=path, reason=reason)
 
 
