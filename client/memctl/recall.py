@@ -43,6 +43,8 @@ PART_OVERHEAD = 80  # and a part's upload id and numbers
 BAR_WIDTH = 30
 # Drawers re-embedded per reindex request: a few seconds of work, then progress.
 REINDEX_STEP = 2000
+# The daemon's status for a part it kept until the rest of its upload arrives.
+PART_RECEIVED = "part_received"
 
 
 # --------------------------------------------------------------------------- parser
@@ -268,7 +270,11 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
     walked = _one_each(list(walk_sources([p for p in args.paths if p != "-"], args.max_file_bytes)))
     readable = sum(1 for source in walked if not source.skip) + ("-" in args.paths)
     progress = _Progress(sys.stderr.isatty() and not session.as_json, readable)
+    refused: set[str] = set()  # uploads the daemon refused a part of
     for batch in _batches(args, walked, totals):
+        upload = batch[0].upload
+        if upload is not None and upload in refused:
+            continue  # the daemon dropped the earlier parts: the rest would only fail
         request = IngestRequest(
             files=tuple(batch),
             room=args.room,
@@ -284,20 +290,37 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
                 raise
             reason = f"too large for one request to the daemon ({error.message})"
             totals["failed"].extend({"source": f.name, "reason": reason} for f in batch)
-            continue
-        totals["schema_version"] = answer.get("schema_version")
-        totals["workspace"] = answer.get("workspace")
-        for key in ("files", "chunks", "duplicates", "replaced", "deleted"):
-            totals[key] += answer.get(key, 0)
-        for key in ("skipped", "failed", "near_duplicates", "sources"):
-            totals[key].extend(answer.get(key, ()))
-        if answer.get("lock_wait_ms") is not None:
-            totals["lock_wait_ms"] = max(totals["lock_wait_ms"] or 0, answer["lock_wait_ms"])
+            answer = None
+        else:
+            _add_answer(totals, answer)
         whole = sum(1 for f in batch if f.part == f.parts - 1)
+        if upload is not None and batch[0].part < batch[0].parts - 1 and not part_kept(answer):
+            refused.add(upload)
+            whole += 1
         progress.advance(whole, totals["chunks"])
     progress.finish()
     session.show(totals, _render_ingest)
     return 1 if totals["failed"] else 0
+
+
+def _add_answer(totals: dict[str, Any], answer: dict[str, Any]) -> None:
+    """One request's answer summed into `totals`."""
+    totals["schema_version"] = answer.get("schema_version")
+    totals["workspace"] = answer.get("workspace")
+    for key in ("files", "chunks", "duplicates", "replaced", "deleted"):
+        totals[key] += answer.get(key, 0)
+    for key in ("skipped", "failed", "near_duplicates", "sources"):
+        totals[key].extend(answer.get(key, ()))
+    if answer.get("lock_wait_ms") is not None:
+        totals["lock_wait_ms"] = max(totals["lock_wait_ms"] or 0, answer["lock_wait_ms"])
+
+
+def part_kept(answer: dict[str, Any] | None) -> bool:
+    """Whether the daemon kept the one part before the last that a request sent; any
+    other answer (a file over its `max_file_bytes`, a part out of order) ends that
+    upload, and its later parts would only fail."""
+    sources = answer.get("sources", ()) if answer else ()
+    return bool(sources) and sources[0].get("status") == PART_RECEIVED
 
 
 def _render_ingest(totals: dict[str, Any]) -> str:
@@ -311,6 +334,8 @@ def _render_ingest(totals: dict[str, Any]) -> str:
         lines.append(f"skipped {item['source']}: {item['reason']}")
     for item in totals["failed"]:
         lines.append(f"failed  {item['source']}: {item['reason']}")
+    for report in totals["sources"]:
+        lines.extend(f"warning {report['source']}: {w}" for w in report.get("warnings", ()))
     for item in totals["near_duplicates"]:
         lines.append(
             f"near-duplicate {item['drawer_id']} ~ {item['similar_drawer_id']} "

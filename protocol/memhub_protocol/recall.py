@@ -461,9 +461,9 @@ def walk_sources(
 ) -> Iterator[SourceFile]:
     """The files under `paths` in a stable order, each with a reason if it is skipped.
 
-    Hidden and tool directories are not entered; hidden files, binaries and files
-    over `max_file_bytes` are reported as skipped. A file named directly is never
-    skipped for being hidden.
+    Hidden and tool directories are not entered; hidden files, binaries, files over
+    `max_file_bytes` and what is no regular file (a FIFO, a device) are reported as
+    skipped. A file named directly is never skipped for being hidden.
     """
     for given in paths:
         root = os.path.abspath(os.path.expanduser(given))
@@ -471,7 +471,9 @@ def walk_sources(
             yield _check_file(root, os.path.basename(root), max_file_bytes)
             continue
         if not os.path.isdir(root):
-            yield SourceFile(root, given, MISSING)
+            # Reading a FIFO would wait for a writer, and /dev/zero never ends.
+            reason = "not a regular file" if os.path.exists(root) else MISSING
+            yield SourceFile(root, given, reason)
             continue
         for directory, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
