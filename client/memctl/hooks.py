@@ -17,6 +17,7 @@ import contextlib
 import copy
 import json
 import os
+import secrets
 import shlex
 import shutil
 import sys
@@ -267,10 +268,10 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def transcript_parts(path: Path, citation: str) -> Iterator[UploadedFile]:
-    """The transcript as uploads of at most PART_BYTES, split at line ends.
+    """The transcript as one upload, in parts of at most PART_BYTES cut at line ends.
 
-    Parts are cut from the start, so in an append-only transcript every part but the
-    last keeps its name and text across runs, and re-ingesting them changes nothing.
+    The daemon joins the parts before it chunks the transcript, so an exchange is never
+    split at a part's seam and the drawers are those of the whole file.
     """
     text = path.read_text(encoding="utf-8", errors="replace")
     parts: list[str] = []
@@ -288,10 +289,9 @@ def transcript_parts(path: Path, citation: str) -> Iterator[UploadedFile]:
     if len(parts) == 1:
         yield UploadedFile(citation, parts[0])
         return
-    stem, dot, suffix = citation.rpartition(".")
-    for number, part in enumerate(parts, 1):
-        name = f"{stem}.part{number}.{suffix}" if dot else f"{citation}.part{number}"
-        yield UploadedFile(name, part)
+    upload = secrets.token_hex(8)
+    for number, part in enumerate(parts):
+        yield UploadedFile(citation, part, upload, number, len(parts))
 
 
 def _lines_with_ends(text: str) -> list[str]:
@@ -319,6 +319,7 @@ def _session_end(args: argparse.Namespace) -> None:
     from memctl.client import MemhubClient
     from memctl.commands import Session
     from memctl.config import resolve_settings
+    from memctl.recall import part_kept
 
     raw = sys.stdin.read(MAX_HOOK_INPUT)
     try:
@@ -348,4 +349,9 @@ def _session_end(args: argparse.Namespace) -> None:
             request = IngestRequest(files=(upload,))
             answer = client._call("recall_ingest", workspace=workspace, body=request.to_json())
             chunks += int(answer.get("chunks", 0))
+            if upload.part < upload.parts - 1 and not part_kept(answer):
+                refused = (answer.get("failed") or answer.get("skipped") or [{}])[0]
+                reason = refused.get("reason", "a part was refused")
+                print(f"memctl hooks session-end: {citation}: {reason}", file=sys.stderr)
+                return
     print(f"memctl hooks session-end: {citation}: {chunks} new chunk(s)", file=sys.stderr)
