@@ -225,7 +225,9 @@ class IngestRequest:
         owners: dict[str, str | None] = {}
         for item in files:
             if item.name in owners and (item.upload is None or owners[item.name] != item.upload):
-                raise _invalid(f"two files named {item.name!r}: each needs a name of its own", "files")
+                raise _invalid(
+                    f"two files named {item.name!r}: each needs a name of its own", "files"
+                )
             owners[item.name] = item.upload
         if (content is None) == (not files):
             raise _invalid("give exactly one of 'content' or 'files'", "content")
