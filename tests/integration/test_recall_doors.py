@@ -520,12 +520,16 @@ async def test_wake_up_never_carries_whole_drawers(daemon: LiveDaemon) -> None:
             json={"content": long, "importance": 5, "room": "essays"},
         )
         assert stored.status_code == 201, stored.text
-        wake = http.get(f"/v1/workspaces/{OTHER}/recall/wake-up", params={"limit": 1, "budget": 200})
+        wake = http.get(
+            f"/v1/workspaces/{OTHER}/recall/wake-up", params={"limit": 1, "budget": 200}
+        )
     assert wake.status_code == 200 and len(wake.content) < 3000, len(wake.content)
     drawer = wake.json()["drawers"][0]
     assert "content" not in drawer and drawer["summary"] == long[:200] + "..."
     async with mcp_client(daemon, writer) as client:
-        result = await client.call_tool("memory_wake_up", {"limit": 1, "budget": 200, "wing": OTHER})
+        result = await client.call_tool(
+            "memory_wake_up", {"limit": 1, "budget": 200, "wing": OTHER}
+        )
     assert len(result.content[0].text) < 3000 and "word2999" not in result.content[0].text
 
 
@@ -536,9 +540,7 @@ def test_memctl_refuses_two_files_it_would_cite_alike(daemon: LiveDaemon, tmp_pa
     writer = token(daemon, "cli-alike", "write:recall,read:search", workspaces=[TEAM])
     general, random = tmp_path / "slack/general", tmp_path / "slack/random"
     for paths in ((general, random), (general / "README.md", random / "README.md")):
-        code, out, err = memctl(
-            daemon, writer, "-w", TEAM, "recall", "ingest", *map(str, paths)
-        )
+        code, out, err = memctl(daemon, writer, "-w", TEAM, "recall", "ingest", *map(str, paths))
         assert (code, out) == (2, ""), err
         assert "would both be cited as 'README.md'" in err
         assert f"ingest {tmp_path / 'slack'} instead" in err
@@ -551,7 +553,10 @@ def test_memctl_refuses_two_files_it_would_cite_alike(daemon: LiveDaemon, tmp_pa
 
 def test_an_upload_of_two_files_of_one_name_is_refused(daemon: LiveDaemon) -> None:
     writer = token(daemon, "api-alike", "write:recall,read:search", workspaces=[TEAM])
-    files = [{"name": "README.md", "content": "# One\n"}, {"name": "README.md", "content": "# Two\n"}]
+    files = [
+        {"name": "README.md", "content": "# One\n"},
+        {"name": "README.md", "content": "# Two\n"},
+    ]
     with daemon.http(writer) as http:
         refused = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"files": files})
         assert refused.status_code == 422, refused.text

@@ -95,7 +95,10 @@ def test_two_watched_directories_of_one_name_are_refused(tmp_path: Path) -> None
     (tmp_path / "a" / "notes").mkdir(parents=True)
     (tmp_path / "b" / "notes").mkdir(parents=True)
     ws = copy_examples(tmp_path / "ws", [WS])[WS]
-    table = {"path": ws, "recall": {"watch": [str(tmp_path / "a/notes"), str(tmp_path / "b/notes")]}}
+    table = {
+        "path": ws,
+        "recall": {"watch": [str(tmp_path / "a/notes"), str(tmp_path / "b/notes")]},
+    }
     with pytest.raises(ConfigError, match="two directories called 'notes'"):
         load_config(None, {"workspaces": {WS: table}})
 

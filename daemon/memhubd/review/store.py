@@ -283,9 +283,7 @@ class ReviewStore:
             self._write(proposal.evolve(merged_into="", decided_by=""))
         return decision
 
-    def _merge_tries(
-        self, approval: _Approval, workspace: Workspace
-    ) -> tuple[Decision, Proposal]:
+    def _merge_tries(self, approval: _Approval, workspace: Workspace) -> tuple[Decision, Proposal]:
         proposal, target = approval.proposal, approval.target
         sweep_orphans(os.path.dirname(target))
         for _attempt in range(MAX_ATTEMPTS):

@@ -131,9 +131,7 @@ async def write(
     entry = f"{kind}: {text}"
 
     def work() -> tuple[Any, Drawer | None]:
-        report = shelf.ingestor(name).ingest_content(
-            entry, options, diary_source(identity.name)
-        )
+        report = shelf.ingestor(name).ingest_content(entry, options, diary_source(identity.name))
         stored = None
         if report.status == "unchanged" and report.drawer_ids:
             stored = shelf.store(name).get_by_id(report.drawer_ids[0])

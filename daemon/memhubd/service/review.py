@@ -473,9 +473,7 @@ async def reject_proposal(
         current = view.snapshot
         served = proposal is not None and current.workspace.by_id(proposal.declaration)
         expected = current.generation + (0 if served else 1)
-        return store.reject(
-            proposal_id, reviewer=identity.name, reason=reason, generation=expected
-        )
+        return store.reject(proposal_id, reviewer=identity.name, reason=reason, generation=expected)
 
     decision = await run_review(name, work)
     data = _answer(decision, view)

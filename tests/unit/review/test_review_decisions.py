@@ -155,7 +155,10 @@ def test_approval_sees_the_target_as_it_is_now(store: ReviewStore, root: Path) -
     assert store.approve(first, workspace, "approved.mem", reviewer="alice").ok
     decision = store.approve(second, workspace, "approved.mem", reviewer="alice")
 
-    assert [e.code for e in decision.errors][:2] == ["declaration_exists", "duplicate_declaration_id"]
+    assert [e.code for e in decision.errors][:2] == [
+        "declaration_exists",
+        "duplicate_declaration_id",
+    ]
     assert (root / "approved.mem").read_text().count("fact db.twin") == 1
 
 
