@@ -20,6 +20,11 @@ class PartError(ValueError):
     """A part that does not continue an upload (out of order, expired, too large)."""
 
 
+class TooLarge(PartError):
+    """An upload grew past `max_file_bytes`: the file is left out (skipped), as a whole
+    file of that size sent at once is."""
+
+
 @dataclass(slots=True)
 class _Pending:
     parts: int
@@ -64,7 +69,7 @@ class PartAssembler:
                     )
                 self._drop(key)
             if pending.size + size > self.max_file_bytes:
-                raise PartError(f"the file is larger than {self.max_file_bytes} bytes")
+                raise TooLarge(f"larger than {self.max_file_bytes} bytes")
             pending.pieces.append(text)
             pending.size += size
             pending.touched = now

@@ -39,7 +39,7 @@ from memhubd.recall.search import Hit, search
 from memhubd.recall.shelf import RecallShelf
 from memhubd.recall.signals import analyze
 from memhubd.recall.store import AuditEntry, DrawerFilter
-from memhubd.recall.uploads import PartError
+from memhubd.recall.uploads import PartError, TooLarge
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import (
     check_length,
@@ -154,6 +154,9 @@ async def ingest(
             key = (name, identity.name, upload.upload, upload.name)
             try:
                 whole = shelf.uploads.add(key, upload.part, upload.parts, upload.content)
+            except TooLarge as error:  # as a whole file over the limit is
+                early[i] = SourceReport(upload.name, "skipped", str(error))
+                continue
             except PartError as error:
                 early[i] = SourceReport(upload.name, "failed", str(error))
                 continue
