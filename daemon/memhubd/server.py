@@ -1,6 +1,7 @@
 """The daemon process: one uvicorn server on a pre-bound TCP socket and a
 pre-bound Unix socket, a lifespan that owns the workspace hub, and a graceful
-shutdown on SIGTERM/SIGINT that lets in-flight requests finish.
+shutdown on SIGTERM/SIGINT that lets in-flight requests finish (review work still
+waiting for a workspace's review lock gives up, so that nothing is written after).
 
 A daemon never takes over an address another one serves: a live Unix socket or a
 busy TCP port stops startup with a message naming the address; on exit it removes
@@ -45,7 +46,7 @@ from memhubd.runtime.state import (
     merge_workspaces,
     release_state_dir,
 )
-from memhubd.service.access import views_to_save, warm_views
+from memhubd.service.access import stopping_with, views_to_save, warm_views
 from memhubd.service.cowork import open_cowork
 
 log = structlog.get_logger("memhubd.server")
@@ -182,7 +183,8 @@ def _socket_in_use(path: str) -> str:
 
 class _Server(uvicorn.Server):
     # Run as shutdown begins, before uvicorn waits for open connections: it ends the
-    # event streams, which would otherwise hold the shutdown until its timeout.
+    # event streams and the review lock waits, which would otherwise hold the shutdown
+    # until its timeout.
     on_shutdown: Callable[[], None] | None = None
 
     @contextlib.contextmanager
@@ -358,7 +360,15 @@ async def _run(
             proxy_headers=False,
         )
     )
-    server.on_shutdown = hub.events.close
+    stopping = threading.Event()
+
+    def on_shutdown() -> None:
+        # Review work not yet holding its lock gives up now, not after the graceful
+        # timeout: its thread cannot be cancelled and would write after "stopped".
+        stopping.set()
+        hub.events.close()
+
+    server.on_shutdown = on_shutdown
     info = DaemonInfo(_url(config.host, port), socket_path, port, tuple(sorted(workspaces)))
     try:
         async with anyio.create_task_group() as tg:
@@ -367,7 +377,8 @@ async def _run(
             if stop is not None:
                 tg.start_soon(_stop_on_event, server, stop)
             tg.start_soon(_announce, server, info, on_ready)
-            await server.serve(sockets=sockets)
+            with stopping_with(stopping):  # for the requests, started from here
+                await server.serve(sockets=sockets)
             tg.cancel_scope.cancel()
     finally:
         for sock in sockets:

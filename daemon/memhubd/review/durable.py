@@ -14,7 +14,8 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 # memdsl's temp-file names, so a sweep also clears what a killed memdsl left behind.
 TEMP_PREFIX = ".memdsl-"
@@ -24,6 +25,10 @@ ORPHAN_AGE_SECONDS = 60.0
 # hung process may hold it for ever; a waiter that gave up is told so, never left hanging.
 LOCK_TIMEOUT_S = 10.0
 LOCK_POLL_S = 0.02
+# When set, called before each attempt at the lock; it raises to give the wait up (a
+# stopping daemon ends the waits of its review work). A context variable, so that it is
+# the taker's own and never one switch for a whole process.
+LOCK_WAIT_CHECK: ContextVar[Callable[[], None] | None] = ContextVar("lock_wait_check", default=None)
 
 
 class LockHeld(TimeoutError):
@@ -61,7 +66,8 @@ def file_mode(path: str) -> int | None:
 def exclusive_lock(path: str, timeout_s: float | None = None) -> Iterator[None]:
     """Hold memdsl's `review.lock` exclusively: excludes other threads, processes and memdsl.
 
-    Waits at most `timeout_s` (default `LOCK_TIMEOUT_S`), then raises `LockHeld`.
+    Waits at most `timeout_s` (default `LOCK_TIMEOUT_S`), then raises `LockHeld`; gives
+    up sooner with whatever `LOCK_WAIT_CHECK`, asked before each attempt, raises.
     `flock` locks belong to the open file description, so each caller opens its own
     handle; two threads of one process then exclude each other as two processes do.
     """
@@ -71,18 +77,21 @@ def exclusive_lock(path: str, timeout_s: float | None = None) -> Iterator[None]:
         if handle.tell() == 0:
             handle.write(b"\0")  # memdsl's convention: never lock an empty file
             handle.flush()
-        _acquire(handle.fileno(), path, LOCK_TIMEOUT_S if timeout_s is None else timeout_s)
+        timeout = LOCK_TIMEOUT_S if timeout_s is None else timeout_s
+        _acquire(handle.fileno(), path, timeout, LOCK_WAIT_CHECK.get())
         try:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _acquire(fd: int, path: str, timeout_s: float) -> None:
+def _acquire(fd: int, path: str, timeout_s: float, check: Callable[[], None] | None) -> None:
     """`flock` polled without blocking: a blocking one cannot be given up, and would keep
     the caller's thread (and whatever slot it holds) for as long as the holder likes."""
     deadline = time.monotonic() + timeout_s
     while True:
+        if check is not None:
+            check()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return

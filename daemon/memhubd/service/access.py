@@ -7,13 +7,15 @@ are bounded and never keep a snapshot alive.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +43,10 @@ REVIEW_SLOTS = 2
 _REVIEW: dict[str, anyio.CapacityLimiter] = {}
 # The threads those slots run in, apart from anyio's default pool, which other work needs.
 _REVIEW_THREADS = anyio.CapacityLimiter(math.inf)
+# The serving daemon's event set as its shutdown begins (`stopping_with`): review work that
+# has not taken its lock by then gives up. A context variable, not a module global: each
+# daemon of a process (tests start several) has its own.
+_STOPPING: ContextVar[threading.Event | None] = ContextVar("memhubd_stopping", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -540,9 +546,13 @@ async def run_review(name: str, function: Any, *args: Any) -> Any:
     """Run review work of workspace `name` that takes its `review.lock`, in one of the
     workspace's own slots. The wait for a slot and the wait for the lock are each
     bounded (`memhubd.review.durable.LOCK_TIMEOUT_S`); either one running out is a
-    `conflict` saying the lock is held, so the caller retries instead of hanging."""
+    `conflict` saying the lock is held, so the caller retries instead of hanging. Once
+    the daemon is stopping (`stopping_with`), work that has not taken the lock gives up
+    at its next look at it, as `workspace_unavailable`: its thread cannot be cancelled,
+    and would otherwise write after the daemon said it stopped."""
     from memhubd.review import durable
 
+    stopping = _STOPPING.get()
     limiter = _REVIEW.get(name)
     if limiter is None:
         limiter = _REVIEW[name] = anyio.CapacityLimiter(REVIEW_SLOTS)
@@ -551,11 +561,54 @@ async def run_review(name: str, function: Any, *args: Any) -> Any:
     if waiting.cancelled_caught:  # the slots are all taken by work waiting on the lock
         raise review_lock_held(name, durable.LOCK_TIMEOUT_S)
     try:
-        return await anyio.to_thread.run_sync(function, *args, limiter=_REVIEW_THREADS)
+        if stopping is not None and stopping.is_set():
+            raise _review_given_up(name)
+        return await anyio.to_thread.run_sync(
+            _review_work, name, stopping, function, *args, limiter=_REVIEW_THREADS
+        )
     except durable.LockHeld as error:
         raise review_lock_held(name, error.waited_s) from error
     finally:
         limiter.release()
+
+
+def _review_work(name: str, stopping: threading.Event | None, function: Any, *args: Any) -> Any:
+    """`function(*args)` in a review thread, its lock waits ending once `stopping` is set."""
+    from memhubd.review import durable
+
+    if stopping is not None:
+
+        def check() -> None:
+            if stopping.is_set():
+                raise _review_given_up(name)
+
+        durable.LOCK_WAIT_CHECK.set(check)  # in this call's own copy of the context
+    return function(*args)
+
+
+@contextlib.contextmanager
+def stopping_with(event: threading.Event) -> Iterator[None]:
+    """Within the block, and in the tasks started from it (a daemon's requests), review
+    work gives up waiting for a review lock once `event` is set (`run_review`)."""
+    token = _STOPPING.set(event)
+    try:
+        yield
+    finally:
+        _STOPPING.reset(token)
+
+
+def _review_given_up(name: str) -> ProtocolError:
+    """What a caller is told of review work of `name` given up because the daemon stops."""
+    import structlog
+
+    structlog.get_logger("memhubd.service").info(
+        "review work given up: the daemon is stopping", workspace=name
+    )
+    return ProtocolError(
+        ErrorCode.WORKSPACE_UNAVAILABLE,
+        "the daemon is stopping; retry",
+        {"workspace": name, "status": "stopping"},
+    )
 
 
 def review_lock_held(name: str, waited_s: float) -> ProtocolError:
