@@ -251,22 +251,23 @@ def _overlap_refused(
 ) -> ProtocolError:
     """The refusal of a period starting before an ended one of the same triple ends.
 
-    The rule binds every caller; an ended period citing a drawer hidden from the caller
-    is counted, its end never shown (it is part of what the caller may not read)."""
+    The rule binds every caller; a period citing a drawer hidden from the caller is part
+    of what it may not read. So the refusal names the latest end among the periods the
+    caller can see, and says nothing of hidden ones (not whether, nor how many): told
+    apart, refusals that differ by start would find a hidden end by bisection."""
     shown = _stored(store, identity, periods)
     details: dict[str, Any] = {"field": "valid_from", "triple_id": ident}
-    if len(shown) == len(periods):
-        end = periods[0].valid_to  # the latest end: periods come latest first
+    if shown:
+        end = max(p.valid_to for p in shown if p.valid_to is not None)
         details["valid_to"] = end
         message = (
             f"this fact was valid until {end}: a new period of it must start at or after "
             "that instant (an edge is never valid twice at the same time)"
         )
     else:
-        details["hidden_periods"] = len(periods) - len(shown)
         message = (
-            "an ended period of this fact that you cannot read ends after the start asked "
-            "for: a new period must start after it (ask someone who can read it)"
+            "a period of this fact ends after the start asked for: a new period must start "
+            "after every period of it (an edge is never valid twice at the same time)"
         )
     return ProtocolError(ErrorCode.CONFLICT, message, details)
 
