@@ -206,3 +206,38 @@ def test_the_same_entry_again_answers_as_stored_and_never_changes_its_sharing(
     assert [e["drawer_id"] for e in read(daemon, "agent-b", identity="agent-a")["entries"]] == [
         entries["OBSERVATION"]
     ]
+
+
+def test_another_drawer_in_the_writers_room_is_never_its_entry(daemon, entries) -> None:
+    text = "Rotate the staging tokens weekly."
+    # Another identity stores the same text in agent-a's room, cited as its diary,
+    # readable by agent-a's role.
+    with daemon.http(daemon.tokens["agent-b"]) as http:
+        planted = http.post(
+            f"/v1/workspaces/{WS}/recall/ingest",
+            json={
+                "content": f"LESSON: {text}",
+                "room": "agent-a",
+                "source": "diary/agent-a",
+                "readers": ["dev"],
+            },
+        )
+        assert planted.status_code == 201, planted.text
+    with daemon.http(daemon.tokens["agent-a"]) as http:
+        written = http.post(DIARY, json={"type": "LESSON", "content": text})
+    assert written.status_code == 201, written.text
+    assert written.json()["status"] == "ingested" and written.json()["shared"] is False
+    assert written.json()["drawer_id"] not in planted.json()["sources"][0]["drawer_ids"]
+    mine = [e["text"] for e in read(daemon, "agent-a")["entries"]]
+    assert text in mine
+
+
+def test_a_withdrawn_entry_written_again_says_so(daemon, entries) -> None:
+    text = "Builds are slow on Mondays."
+    with daemon.http(daemon.tokens["agent-a"]) as http:
+        first = http.post(DIARY, json={"type": "OBSERVATION", "content": text})
+        drawer = first.json()["drawer_id"]
+        assert http.delete(f"/v1/workspaces/{WS}/recall/drawers/{drawer}").status_code == 200
+        again = http.post(DIARY, json={"type": "OBSERVATION", "content": text, "shared": True})
+    assert again.status_code == 409, again.text
+    assert again.json()["error"]["detail"] == {"field": "content", "status": "deleted"}

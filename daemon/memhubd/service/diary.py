@@ -57,6 +57,15 @@ def is_entry(drawer: Drawer) -> bool:
     )
 
 
+def _own_entry(drawer: Drawer, owner: str) -> bool:
+    """Whether `drawer` is a real diary entry of `owner` (shared or private)."""
+    return (
+        drawer.identity == owner
+        and is_entry(drawer)
+        and drawer.readers in (None, (private_role(owner),))
+    )
+
+
 def entry_type(content: str) -> str | None:
     head, colon, _rest = content.partition(":")
     return head if colon and head in TYPES else None
@@ -127,6 +136,9 @@ async def write(
         # A drawer another identity left in this room, hidden from the writer, is no
         # duplicate of its entry (the answer would tell it exists).
         roles=None if identity.sees_everything else identity.roles | {private_role(identity.name)},
+        # Nor is any drawer but the writer's own entry, however readable (another's
+        # ingest into this room, or the writer's own with other readers).
+        same_entry=lambda drawer: _own_entry(drawer, identity.name),
     )
     entry = f"{kind}: {text}"
 
@@ -140,6 +152,14 @@ async def write(
     report, stored = await anyio.to_thread.run_sync(work, limiter=_DIARY)
     if report.status == "failed":
         raise ProtocolError(ErrorCode.INVALID, f"diary entry not stored: {report.reason}")
+    if report.deleted and not report.chunks:
+        # The same entry was withdrawn (`recall delete`): it stays withdrawn until a purge.
+        raise ProtocolError(
+            ErrorCode.CONFLICT,
+            "this entry was withdrawn (deleted) and is not written again until a purge; "
+            "write it in other words to keep it",
+            {"field": "content", "status": "deleted"},
+        )
     importance = options.importance
     if stored is not None:
         # The entry as stored, not as asked: the same text written again keeps its

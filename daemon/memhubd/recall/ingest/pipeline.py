@@ -32,6 +32,7 @@ from memhubd.recall.ingest.formats import (
 from memhubd.recall.ingest.lock import SourceLock
 from memhubd.recall.store import (
     AuditEntry,
+    Drawer,
     DrawerFilter,
     DrawerStore,
     EmbedderRecord,
@@ -80,6 +81,10 @@ class IngestOptions:
     # The ingesting caller's roles (None: it may read every drawer). A drawer it may not
     # read is never replaced, counted as a duplicate or quoted as a near-duplicate.
     roles: frozenset[str] | None = None
+    # When set (a diary write), a stored drawer is the same only when this says so (the
+    # writer's own entry): any other, however readable, is another's, and the new one
+    # takes the caller's own id form rather than answering as its duplicate.
+    same_entry: Callable[[Drawer], bool] | None = None
 
 
 @dataclass(slots=True)
@@ -526,7 +531,12 @@ class Ingestor:
         return drawer, existing
 
     def _concealed(self, existing: Existing, hidden: set[int], options: IngestOptions) -> bool:
-        """Whether a stored drawer is another's that the caller may not read."""
+        """Whether a stored drawer is another's that the caller may not read (or, for a
+        diary write, anything but the writer's own entry)."""
+        if options.same_entry is not None:
+            found = self.store.get([existing.rowid]).get(existing.rowid)
+            if found is None or not options.same_entry(found):
+                return True
         if options.roles is None:
             return False
         if existing.rowid in hidden:
