@@ -3,6 +3,7 @@ drawers, soft delete and purge, embedder records, schema versions, role hiding."
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -199,7 +200,7 @@ def test_a_version_1_store_is_migrated_with_its_index_rebuilt(tmp_path: Path) ->
                 (rowid, f"d{rowid}", text, deleted),
             )
     store = open_store(path)
-    assert store.schema_version == CURRENT_VERSION == 5
+    assert store.schema_version == CURRENT_VERSION == 6
     assert [r.rowid for r in store.lexical(["ledger"], DrawerFilter(), 10)] == [1]
     store.write([drawer("plain words", 3, context="the neighbouring zebra")], None, None, AUDIT)
     (hit,) = store.lexical(["zebra"], DrawerFilter(), 10)
@@ -315,3 +316,36 @@ def test_a_store_locked_past_the_busy_timeout_is_refused_with_a_clear_message(
 
     with pytest.raises(StoreError, match="not a usable recall store: database is locked"):
         open_store(tmp_path / "ws.db")
+
+
+def test_drawers_retired_before_v5_are_told_from_drawers_deleted_on_purpose(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before v5 both were only soft-deleted: the audit names the ones deleted on purpose,
+    and every other one was retired by its source (and may come back with it)."""
+    from memhubd.recall.store import schema
+
+    path = tmp_path / "v4.db"
+    with sqlite3.connect(path) as connection:
+        for migration in schema.MIGRATIONS[:4]:
+            for statement in migration:
+                connection.execute(statement)
+        connection.execute("PRAGMA user_version = 4")
+        for rowid, name in ((1, "live"), (2, "retired"), (3, "deleted")):
+            connection.execute(
+                "INSERT INTO drawers (rowid, id, room, content, source_file, source_kind, "
+                "chunk_index, content_hash, created_at, updated_at, deleted_at, identity) "
+                "VALUES (?, ?, 'r', ?, 'f', 'text', ?, 'h', 1, 1, ?, 't')",
+                (rowid, name, f"{name} words", rowid, None if name == "live" else 5),
+            )
+        connection.execute(
+            "INSERT INTO audit (at, identity, door, action, detail) "
+            "VALUES (5, 'ann', 'api', 'delete', ?)",
+            (json.dumps({"drawer_id": "deleted", "source": "f"}),),
+        )
+    store = open_store(path)
+    assert store.schema_version == CURRENT_VERSION
+    store.close()
+    with sqlite3.connect(path) as connection:
+        retired = dict(connection.execute("SELECT id, retired FROM drawers").fetchall())
+    assert retired == {"live": 0, "retired": 1, "deleted": 0}

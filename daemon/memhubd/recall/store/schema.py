@@ -144,5 +144,25 @@ _INDEX_BY_WRITER = ["DROP TRIGGER drawers_fts_insert"]
 # source brings a retired drawer back, never a deleted one.
 _RETIRED = ["ALTER TABLE drawers ADD COLUMN retired INTEGER NOT NULL DEFAULT 0"]
 
-MIGRATIONS: tuple[list[str], ...] = (_V1, _V2, _TRIPLES, _INDEX_BY_WRITER, _RETIRED)
+# v6: drawers soft-deleted before v5 were all taken for deleted on purpose, so a source's
+# exchanges retired by an edit before the upgrade never came back with it. A drawer
+# deleted on purpose has a `delete` entry in the audit naming it; every other
+# soft-deleted one was retired by its source.
+_RETIRED_BEFORE_V5 = [
+    """UPDATE drawers SET retired = 1
+    WHERE deleted_at IS NOT NULL AND retired = 0 AND id NOT IN (
+        SELECT json_extract(detail, '$.drawer_id') FROM audit
+        WHERE action = 'delete' AND json_valid(detail)
+        AND json_extract(detail, '$.drawer_id') IS NOT NULL
+    )"""
+]
+
+MIGRATIONS: tuple[list[str], ...] = (
+    _V1,
+    _V2,
+    _TRIPLES,
+    _INDEX_BY_WRITER,
+    _RETIRED,
+    _RETIRED_BEFORE_V5,
+)
 CURRENT_VERSION = len(MIGRATIONS)

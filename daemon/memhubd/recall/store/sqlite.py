@@ -448,6 +448,13 @@ class SQLiteStore(DrawerStore):
             except BaseException:
                 self._writer.execute("ROLLBACK")
                 raise
+        if 0 < version < schema.CURRENT_VERSION:  # a new store is no news
+            log.info(
+                "recall store migrated",
+                path=str(self.path),
+                from_version=version,
+                to_version=schema.CURRENT_VERSION,
+            )
         return schema.CURRENT_VERSION
 
     @contextlib.contextmanager
