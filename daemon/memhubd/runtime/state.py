@@ -224,12 +224,20 @@ class WorkspaceList:
             return {}
         try:
             payload = json.loads(text)
+            found = payload.get("format")
             entries = payload["workspaces"]
             valid = isinstance(entries, dict) and all(
                 isinstance(k, str) and isinstance(v, str) for k, v in entries.items()
             )
-        except (ValueError, KeyError, TypeError) as error:
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise StateFileError(f"{self.file}: not a workspace list: {error}") from None
+        if found != WORKSPACES_FORMAT:
+            # Another format (a newer memhub's): read as this one, it would be rewritten
+            # without what this one does not know.
+            raise StateFileError(
+                f"{self.file}: format is {found!r}, not {WORKSPACES_FORMAT!r}; "
+                "run the memhub that wrote it, or move the file aside"
+            )
         if not valid:
             raise StateFileError(f"{self.file}: 'workspaces' must map names to paths")
         return dict(entries)

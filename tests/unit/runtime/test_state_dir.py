@@ -157,3 +157,20 @@ def test_overlapping_names_the_pair_or_none() -> None:
     assert overlapping({"a": "/x/a", "ab": "/x/ab", "b": "/x/b"}) is None
     assert overlapping({"a": "/x/a", "in": "/x/a/in"}) == (("a", "/x/a"), ("in", "/x/a/in"))
     assert overlapping({"z": "/x/a", "y": "/x/a"}) == (("y", "/x/a"), ("z", "/x/a"))
+
+
+@pytest.mark.parametrize("found", ["memhub.workspaces.v2", None])
+def test_a_workspace_list_of_another_format_is_refused_and_kept(
+    tmp_path: Path, found: str | None
+) -> None:
+    payload = {"workspaces": {"writing": "/srv/writing"}, "options": {"kept": True}}
+    if found is not None:
+        payload["format"] = found
+    text = json.dumps(payload)
+    (tmp_path / "workspaces.json").write_text(text)
+
+    with pytest.raises(StateFileError, match="format is"):
+        StateDir(tmp_path).workspace_list().load()
+    with pytest.raises(StateFileError):
+        StateDir(tmp_path).workspace_list().add("extra", "/srv/extra")
+    assert (tmp_path / "workspaces.json").read_text() == text
