@@ -162,11 +162,8 @@ def test_an_approval_during_an_in_place_save_keeps_the_save(daemon: LiveDaemon) 
     # Opening for writing truncates: the save has begun.
     with open(target, "w") as handle, ThreadPoolExecutor(1) as pool:
         answer = pool.submit(approve_concurrently, daemon, [proposal_id], "decisions.mem")
-        time.sleep(0.3)  # the approval has come, and waits
-        handle.write(saved[: len(saved) // 2])
-        handle.flush()
-        time.sleep(0.05)
-        handle.write(saved[len(saved) // 2 :])
+        time.sleep(0.3)  # the approval has come, and waits for the emptied file
+        handle.write(saved)  # one write: pauses longer than settle_ms are served half-way
         handle.flush()
         [approved] = answer.result(timeout=30)
     assert approved.status_code == 200, approved.text

@@ -75,20 +75,19 @@ def test_merge_refuses_hooks_of_the_wrong_shape() -> None:
         hooks.merge_hooks({"hooks": {"SessionEnd": {}}}, entries())
 
 
-def test_a_large_transcript_is_sent_in_parts_whose_names_and_text_are_stable(
+def test_a_large_transcript_is_sent_as_the_parts_of_one_upload_under_its_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(hooks, "PART_BYTES", 100)
     path = tmp_path / "s.jsonl"
     lines = [json.dumps({"n": i, "text": "x" * 30}) + "\n" for i in range(10)]
-    path.write_text("".join(lines[:6]))
-    before = list(hooks.transcript_parts(path, "proj/s.jsonl"))
     path.write_text("".join(lines))
-    after = list(hooks.transcript_parts(path, "proj/s.jsonl"))
-    assert [p.name for p in before][:2] == ["proj/s.part1.jsonl", "proj/s.part2.jsonl"]
-    assert before[:-1] == after[: len(before) - 1]  # all but the growing last part unchanged
-    assert "".join(p.content for p in after) == "".join(lines)
-    assert all(p.content.endswith("\n") for p in after)
+    parts = list(hooks.transcript_parts(path, "proj/s.jsonl"))
+    assert len(parts) > 1 and {p.name for p in parts} == {"proj/s.jsonl"}
+    assert len({p.upload for p in parts}) == 1 and parts[0].upload is not None
+    assert [(p.part, p.parts) for p in parts] == [(n, len(parts)) for n in range(len(parts))]
+    assert "".join(p.content for p in parts) == "".join(lines)
+    assert all(p.content.endswith("\n") for p in parts)  # cut at line ends
 
 
 def test_a_small_transcript_keeps_its_own_name(tmp_path: Path) -> None:
