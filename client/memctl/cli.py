@@ -7,6 +7,8 @@ Argument parsing only; the work is in `commands.py`. Exit codes: 0 ok, 1 a 4xx a
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 from collections.abc import Callable, Sequence
 
@@ -14,7 +16,12 @@ from memctl import __version__, commands, render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import ConfigError, resolve_settings
 from memctl.transport import DEFAULT_TIMEOUT, DaemonUnreachable, InvalidTarget
-from memhub_protocol.commandline import CommandParser, add_completion_command, run_command_line
+from memhub_protocol.commandline import (
+    CommandParser,
+    add_completion_command,
+    exit_quietly_on_closed_stdout,
+    run_command_line,
+)
 from memhub_protocol.scopes import parse_scopes
 
 Handler = Callable[[commands.Session, argparse.Namespace], int]
@@ -312,17 +319,27 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
-    word = _command_word(arguments)
+    words = _command_words(arguments)
+    word = words[0] if words else None
     # help, --version, or a command of another module: the whole parser
     parser = build_parser(only=word) if word in HERE else build_parser()
+    if tuple(words) in HOOK_COMMANDS:
+        return _run_hook_command(parser, arguments, " ".join(words))
     return run_command_line(parser, argv, run)
 
+
+# Commands that agents run as hooks: Claude Code blocks the user's prompt when a
+# UserPromptSubmit hook exits 2, argparse's exit code for a usage error.
+HOOK_COMMANDS = frozenset({("cowork", "drain"), ("hooks", "session-end")})
 
 # Global options that take a value: the word after one is not the command.
 _VALUE_OPTIONS = frozenset({"--url", "--token", "-w", "--workspace", "--timeout"})
 
 
-def _command_word(arguments: Sequence[str]) -> str | None:
+def _command_words(arguments: Sequence[str]) -> list[str]:
+    """The command and its action (`cowork drain`): the first two words that are
+    neither an option nor a global option's value."""
+    words: list[str] = []
     skip = False
     for word in arguments:
         if skip:
@@ -330,8 +347,27 @@ def _command_word(arguments: Sequence[str]) -> str | None:
         elif word in _VALUE_OPTIONS:
             skip = True
         elif not word.startswith("-"):
-            return word
-    return None
+            words.append(word)
+            if len(words) == 2:
+                break
+    return words
+
+
+def _run_hook_command(parser: argparse.ArgumentParser, arguments: list[str], name: str) -> int:
+    """Run a hook command whose usage error exits 0 with one line on stderr, as every
+    other failure of these commands does; --help and --version still exit as usual."""
+    told = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(told):
+            args = parser.parse_args(arguments)
+    except SystemExit as stop:
+        if not stop.code:
+            raise
+        lines = [line for line in told.getvalue().splitlines() if ": error: " in line]
+        reason = lines[-1].split(": error: ", 1)[1] if lines else "usage error"
+        print(f"memctl {name}: {reason} (the hook does nothing)", file=sys.stderr)
+        return 0
+    return exit_quietly_on_closed_stdout(lambda: int(args.local_handler(args)))
 
 
 def run(args: argparse.Namespace) -> int:

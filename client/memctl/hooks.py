@@ -1,13 +1,15 @@
-"""`memctl hooks ...`: install prompt hooks for Claude Code and Codex, and the session-end
-hook that ingests a session's transcript into recall.
+"""`memctl hooks ...`: install (and uninstall) prompt hooks for Claude Code and Codex, and
+the session-end hook that ingests a session's transcript into recall.
 
 `install` merges two command hooks into the agent's settings (Claude Code:
-`<project>/.claude/settings.json`; Codex: `$CODEX_HOME/hooks.json`, else
-`~/.codex/hooks.json`): a prompt-submit hook running `memctl cowork drain`, and an end
-hook running `memctl hooks session-end`. The user's other keys and hooks are kept, the
-previous file is kept as `<file>.bak`, and installing twice changes nothing. No token
-is ever written: the hooks resolve it as memctl does (MEMHUB_TOKEN, client.toml).
-`session-end` exits 0 whatever happens. Imports the wire contract and httpx only.
+`<project>/.claude/settings.json`; Codex: `<project>/.codex/hooks.json` with `--project`,
+else `$CODEX_HOME/hooks.json` or `~/.codex/hooks.json`): a prompt-submit hook running
+`memctl cowork drain`, and an end hook running `memctl hooks session-end`. The user's
+other keys and hooks are kept, the file is written in place of the one a symlink names,
+the user's original is kept once as `<file>.bak`, and installing twice changes nothing.
+`uninstall` takes out exactly those hooks. No token is ever written: the hooks resolve
+it as memctl does (MEMHUB_TOKEN, client.toml). `session-end` exits 0 whatever happens.
+Imports the wire contract and httpx only.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ import os
 import secrets
 import shlex
 import shutil
+import stat
 import sys
 import tempfile
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from memhub_protocol.recall import IngestRequest, UploadedFile
 
@@ -35,7 +38,10 @@ END_MARK = "hooks session-end"
 DRAIN_TIMEOUT_S = 10  # what the agent waits at most for the prompt hook
 END_TIMEOUT_S = 120
 SESSION_END_TIMEOUT = 60.0
-MAX_HOOK_INPUT = 1024 * 1024
+# The hook's event is read whole: its large fields (a prompt, Codex's last_assistant_message)
+# are the model's or the user's text, far below this; past it the rest is read and dropped.
+MAX_HOOK_INPUT = 16 * 1024 * 1024
+INPUT_CHUNK = 64 * 1024
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
 PART_BYTES = 800 * 1024  # under the daemon's default body limit (1 MiB) once JSON-encoded
 
@@ -71,17 +77,17 @@ def add_hooks_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     summary = "write (or print) the prompt-submit and session-end hooks of an agent"
     a = actions.add_parser("install", parents=[common], help=summary, description=summary)
     a.set_defaults(local_handler=cmd_install)
-    which = a.add_mutually_exclusive_group(required=True)
-    which.add_argument("--claude-code", action="store_true", help="<project>/.claude/settings.json")
-    which.add_argument("--codex", action="store_true", help="$CODEX_HOME or ~/.codex/hooks.json")
+    _add_target_options(a)
     a.add_argument("--print", action="store_true", help="print the hooks, write nothing")
-    a.add_argument("--project", default=".", metavar="DIR", help="Claude Code project (default .)")
-    a.add_argument("--settings", metavar="FILE", help="merge into this file instead")
     a.add_argument(
         "--memctl",
         metavar="COMMAND",
         help="how the hooks run memctl (default: memctl on PATH, else this Python -m memctl)",
     )
+    summary = "remove the hooks install wrote, and nothing else"
+    a = actions.add_parser("uninstall", parents=[common], help=summary, description=summary)
+    a.set_defaults(local_handler=cmd_uninstall)
+    _add_target_options(a)
     summary = "ingest the transcript named by a hook's JSON on stdin into recall (exits 0)"
     a = actions.add_parser(
         "session-end",
@@ -91,6 +97,20 @@ def add_hooks_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         epilog=f"--timeout defaults to {SESSION_END_TIMEOUT:g} seconds here.",
     )
     a.set_defaults(local_handler=cmd_session_end)
+
+
+def _add_target_options(parser: argparse.ArgumentParser) -> None:
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--claude-code", action="store_true", help="<project>/.claude/settings.json")
+    which.add_argument(
+        "--codex",
+        action="store_true",
+        help="<project>/.codex/hooks.json with --project, else $CODEX_HOME or ~/.codex/hooks.json",
+    )
+    parser.add_argument(
+        "--project", metavar="DIR", help="the project (Claude Code: default .; Codex: none)"
+    )
+    parser.add_argument("--settings", metavar="FILE", help="this file instead")
 
 
 # --------------------------------------------------------------------------- install
@@ -109,10 +129,12 @@ def hook_commands(agent: Agent, args: argparse.Namespace) -> tuple[str, str]:
     (url, workspace) are kept; a token never is."""
     base = memctl_command(getattr(args, "memctl", None))
     options = ""
-    for flag, key in (("--url", "url"), ("-w", "workspace")):
+    for flag, key in (("--url", "url"), ("--workspace", "workspace")):
         value = getattr(args, key, None)
         if value:
-            options += f" {flag} {shlex.quote(value)}"
+            # One word with `=`: a value starting with '-' (a workspace may be named
+            # `-dash`) would otherwise be read as an option, and the hook exit 2.
+            options += " " + shlex.quote(f"{flag}={value}")
     drain = f"{base} {DRAIN_MARK} --format {agent.drain_format}{options}"
     end = f"{base} {END_MARK}{options}"
     return drain, end
@@ -135,6 +157,24 @@ def _ours(hook: Any, mark: str) -> bool:
     return isinstance(command, str) and "memctl" in command and mark in command
 
 
+def _without_ours(group: Any, mark: str) -> Any:
+    """`group` without its memctl hooks of kind `mark`; None when none of its hooks is left."""
+    kept = [h for h in group["hooks"] if not _ours(h, mark)]
+    return {**group, "hooks": kept} if kept else None
+
+
+def _holds_ours(group: Any, mark: str) -> bool:
+    inner = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(inner, list) and any(_ours(h, mark) for h in inner)
+
+
+def _event_groups(hooks: dict[str, Any], event: str) -> list[Any]:
+    groups = hooks.get(event, [])
+    if not isinstance(groups, list):
+        raise HookConfigError(f"'hooks.{event}' is not a list")
+    return groups
+
+
 def merge_hooks(settings: dict[str, Any], entries: dict[str, list[dict[str, Any]]]) -> bool:
     """Put each event's one memctl group into `settings` in place; True if it changed.
 
@@ -147,36 +187,65 @@ def merge_hooks(settings: dict[str, Any], entries: dict[str, list[dict[str, Any]
     before = copy.deepcopy(hooks)
     for event, (wanted,) in entries.items():
         mark = DRAIN_MARK if DRAIN_MARK in wanted["hooks"][0]["command"] else END_MARK
-        groups = hooks.setdefault(event, [])
-        if not isinstance(groups, list):
-            raise HookConfigError(f"'hooks.{event}' is not a list")
         merged: list[Any] = []
         present = False
-        for group in groups:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(inner, list) or not any(_ours(h, mark) for h in inner):
+        for group in _event_groups(hooks, event):
+            if not _holds_ours(group, mark):
                 merged.append(group)
             elif group == wanted and not present:
                 present = True
                 merged.append(group)
-            else:
-                kept = [h for h in inner if not _ours(h, mark)]
-                if kept:
-                    merged.append({**group, "hooks": kept})
+            elif (kept := _without_ours(group, mark)) is not None:
+                merged.append(kept)
         if not present:
             merged.append(wanted)
         hooks[event] = merged
     return hooks != before
 
 
+def remove_hooks(settings: dict[str, Any], agent: Agent) -> list[str]:
+    """Take the memctl hooks `install` puts in out of `settings`, in place, recognised as
+    `merge_hooks` recognises them; the events that changed. A group, an event list or
+    `hooks` left empty by that goes too; everything else stays as it was."""
+    hooks = settings.get("hooks")
+    if hooks is None:
+        return []
+    if not isinstance(hooks, dict):
+        raise HookConfigError("'hooks' is not an object")
+    changed = []
+    for event, mark in ((agent.prompt_event, DRAIN_MARK), (agent.end_event, END_MARK)):
+        groups = _event_groups(hooks, event)
+        if not any(_holds_ours(group, mark) for group in groups):
+            continue
+        kept = [
+            group if not _holds_ours(group, mark) else _without_ours(group, mark)
+            for group in groups
+        ]
+        hooks[event] = [group for group in kept if group is not None]
+        if not hooks[event]:
+            del hooks[event]
+        changed.append(event)
+    if changed and not hooks:
+        del settings["hooks"]
+    return changed
+
+
 def settings_path(agent: Agent, args: argparse.Namespace, env: Any = None) -> Path:
     env = os.environ if env is None else env
     if getattr(args, "settings", None):
         return Path(args.settings)
+    project = getattr(args, "project", None)
     if agent is CLAUDE_CODE:
-        return Path(args.project) / ".claude" / "settings.json"
-    home = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or str(Path.home()), ".codex")
-    return Path(home) / "hooks.json"
+        return Path(project or ".") / ".claude" / "settings.json"
+    if project:  # Codex reads <repo>/.codex/hooks.json in a trusted project
+        return Path(project) / ".codex" / "hooks.json"
+    return _codex_home(env) / "hooks.json"
+
+
+def _codex_home(env: Any) -> Path:
+    return Path(
+        env.get("CODEX_HOME") or os.path.join(env.get("HOME") or str(Path.home()), ".codex")
+    )
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -195,46 +264,106 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    """Keep the previous file as `<file>.bak`, then replace it atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        shutil.copy2(path, path.with_name(path.name + ".bak"))
+def backup_path(path: Path) -> Path:
+    """Where the user's original of `path` is kept: next to the file a symlink names."""
+    real = Path(os.path.realpath(path))
+    return real.with_name(real.name + ".bak")
+
+
+def _write(path: Path, data: dict[str, Any]) -> bool:
+    """Write `data` as the file `path` is, or names when it is a symlink (the link stays a
+    link); True if the original was kept as `<file>.bak` now.
+
+    The new text goes to a temporary file beside the target, then over it atomically,
+    with the target's mode and, where allowed, its owner. The first write keeps the
+    original as `<file>.bak` (mode 0600); later ones leave that original alone.
+    """
+    real = Path(os.path.realpath(path))
+    try:
+        status: os.stat_result | None = real.stat()
+    except FileNotFoundError:
+        status = None
+    # Root passes os.access on any file: a file nobody may write was made read-only on purpose.
+    if status is not None and (not os.access(real, os.W_OK) or not status.st_mode & 0o222):
+        raise HookConfigError(f"{real} is not writable; nothing changed")
+    real.parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(real.parent, os.W_OK):
+        raise HookConfigError(f"{real.parent} is not writable; nothing changed")
+    backed_up = status is not None and _keep_original(real)
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, temp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(temp, path.stat().st_mode & 0o777)
-        os.replace(temp, path)
+        os.chmod(temp, status.st_mode & 0o777 if status else 0o666 & ~_umask())
+        if status is not None:
+            # Only root may give a file to another owner; anyone else's install owns it.
+            with contextlib.suppress(PermissionError):
+                os.chown(temp, status.st_uid, status.st_gid)
+        os.replace(temp, real)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
+    return backed_up
+
+
+def _keep_original(real: Path) -> bool:
+    """Copy `real` to `<file>.bak` unless one is there already: that one is the user's
+    original, from before the first install. 0600: settings may hold secrets."""
+    try:
+        fd = os.open(backup_path(real), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(real.read_bytes())
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        os.unlink(backup_path(real))  # half a copy must not pass for the original later
+        raise
+    return True
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def codex_hooks_disabled(env: Any = None) -> bool:
-    """Whether Codex's config.toml turns hooks off (`[features] hooks = false`, or the
-    older `codex_hooks = false`)."""
+    """Whether Codex's config.toml turns hooks off: `[features] hooks`, else its older
+    alias `codex_hooks`, is false (hooks are on by default)."""
     env = os.environ if env is None else env
-    home = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or str(Path.home()), ".codex")
     try:
-        with open(os.path.join(home, "config.toml"), "rb") as handle:
+        with open(_codex_home(env) / "config.toml", "rb") as handle:
             features = tomllib.load(handle).get("features", {})
     except (OSError, tomllib.TOMLDecodeError):
         return False
     if not isinstance(features, dict):
         return False
-    return any(features.get(key) is False for key in ("hooks", "codex_hooks"))
+    effective = features.get("hooks", features.get("codex_hooks"))
+    return effective is False
+
+
+def _target(args: argparse.Namespace) -> tuple[Agent, Path]:
+    agent = CLAUDE_CODE if args.claude_code else CODEX
+    project = getattr(args, "project", None)
+    if project is not None and not Path(project).is_dir():
+        raise HookConfigError(f"no such directory: {project}")
+    return agent, settings_path(agent, args)
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    agent = CLAUDE_CODE if args.claude_code else CODEX
+    try:
+        agent, path = _target(args)
+    except HookConfigError as error:
+        print(f"memctl: {error}", file=sys.stderr)
+        return 1
     entries = hook_entries(agent, args)
-    path = settings_path(agent, args)
     if args.print:
         print(f"# merge into {path}", file=sys.stderr)
         print(json.dumps({"hooks": entries}, indent=2, ensure_ascii=False))
@@ -242,25 +371,56 @@ def cmd_install(args: argparse.Namespace) -> int:
     try:
         settings = _load(path)
         changed = merge_hooks(settings, entries)
-        if changed:
-            _write(path, settings)
+        backed_up = changed and _write(path, settings)
     except (HookConfigError, OSError) as error:
         print(f"memctl: {error}", file=sys.stderr)
         return 1
-    state = "updated" if changed else "already up to date"
-    print(f"{agent.name} hooks {state}: {path}")
-    if changed and path.with_name(path.name + ".bak").exists():
-        print(f"previous file kept as {path.name}.bak")
+    if getattr(args, "json", False):
+        print(
+            json.dumps({"file": str(path.absolute()), "changed": changed, "events": list(entries)})
+        )
+    else:
+        state = "updated" if changed else "already up to date"
+        print(f"{agent.name} hooks {state}: {path}")
+        if backed_up:
+            print(f"the original file is kept as {backup_path(path)}")
     if agent is CODEX and codex_hooks_disabled():
         print(
             "warning: hooks are turned off in Codex's config.toml ([features] hooks = false); "
             "turn them on for these to run",
             file=sys.stderr,
         )
-    print(
-        "the hooks find the daemon and token as memctl does: set MEMHUB_URL/MEMHUB_TOKEN "
-        "or ~/.config/memhub/client.toml; restart the agent to load them"
-    )
+    if agent is CODEX and getattr(args, "project", None) and not getattr(args, "settings", None):
+        print(
+            "note: Codex reads a project's .codex/ only once the project is trusted",
+            file=sys.stderr,
+        )
+    if not getattr(args, "json", False):
+        print(
+            "the hooks find the daemon and token as memctl does: set MEMHUB_URL/MEMHUB_TOKEN "
+            "or ~/.config/memhub/client.toml; restart the agent to load them"
+        )
+    return 0
+
+
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    try:
+        agent, path = _target(args)
+        settings = _load(path)
+        removed = remove_hooks(settings, agent)
+        if removed:
+            _write(path, settings)
+    except (HookConfigError, OSError) as error:
+        print(f"memctl: {error}", file=sys.stderr)
+        return 1
+    if getattr(args, "json", False):
+        print(
+            json.dumps({"file": str(path.absolute()), "changed": bool(removed), "events": removed})
+        )
+    elif removed:
+        print(f"{agent.name} hooks removed from {', '.join(removed)}: {path}")
+    else:
+        print(f"no memctl hooks of {agent.name} in {path}")
     return 0
 
 
@@ -303,6 +463,24 @@ def _lines_with_ends(text: str) -> list[str]:
     return lines if lines[-1] else lines[:-1]
 
 
+def read_hook_input(stream: BinaryIO, limit: int | None = None) -> bytes | None:
+    """All of `stream` to its end; None when that is over `limit` bytes (MAX_HOOK_INPUT).
+
+    Past the limit the input is still read, and dropped: the agent writes the whole
+    event, and a hook that stops reading leaves it with a broken pipe. The event is
+    parsed whole, never a prefix of it: only a whole document says which
+    `transcript_path` is the event's own.
+    """
+    limit = MAX_HOOK_INPUT if limit is None else limit
+    kept = bytearray()
+    over = False
+    while chunk := stream.read(INPUT_CHUNK):
+        over = over or len(kept) + len(chunk) > limit
+        if not over:
+            kept += chunk
+    return None if over else bytes(kept)
+
+
 def cmd_session_end(args: argparse.Namespace) -> int:
     """Always 0: a failing end hook would only bother the agent's user."""
     from memctl.cowork import deadline, failure_reason
@@ -321,7 +499,11 @@ def _session_end(args: argparse.Namespace) -> None:
     from memctl.config import resolve_settings
     from memctl.recall import part_kept
 
-    raw = sys.stdin.read(MAX_HOOK_INPUT)
+    raw = read_hook_input(sys.stdin.buffer)
+    if raw is None:
+        limit = MAX_HOOK_INPUT // (1024 * 1024)
+        print(f"memctl hooks session-end: the hook input is over {limit} MiB", file=sys.stderr)
+        return
     try:
         payload = json.loads(raw) if raw.strip() else {}
     except ValueError as error:
@@ -332,7 +514,11 @@ def _session_end(args: argparse.Namespace) -> None:
         print("memctl hooks session-end: no transcript_path in the hook input", file=sys.stderr)
         return
     path = Path(transcript).expanduser()
-    if path.stat().st_size > MAX_TRANSCRIPT_BYTES:
+    status = path.stat()
+    if not stat.S_ISREG(status.st_mode):  # a FIFO or a device would block the read
+        print(f"memctl hooks session-end: {path} is not a regular file", file=sys.stderr)
+        return
+    if status.st_size > MAX_TRANSCRIPT_BYTES:
         print(f"memctl hooks session-end: {path} is too large to ingest", file=sys.stderr)
         return
     citation = f"{path.parent.name}/{path.name}"
