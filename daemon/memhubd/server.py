@@ -198,6 +198,17 @@ class _Server(uvicorn.Server):
         await super().shutdown(sockets)
 
 
+def _bootstrap(tokens: TokenStore) -> Any:
+    """The bootstrap token registered from the environment, if any; a secret that is
+    refused stops the start in one line (exit 2), as a bad setting does."""
+    from memhubd.auth.tokens import TokenError
+
+    try:
+        return tokens.bootstrap_from_env()
+    except TokenError as error:
+        raise ConfigError(str(error)) from None
+
+
 def check_tokens_readable(tokens: TokenStore) -> None:
     """A token file the daemon cannot read stops the start, naming it: served anyway,
     every token would be refused while the daemon looked healthy."""
@@ -271,7 +282,7 @@ async def _run(
 ) -> int:
     tokens = TokenStore(state.path)
     check_tokens_readable(tokens)
-    bootstrapped = tokens.bootstrap_from_env()
+    bootstrapped = _bootstrap(tokens)
     if bootstrapped is not None:
         log.info("bootstrap token registered", token=bootstrapped.name)
     check_bind_allowed(config, tokens)

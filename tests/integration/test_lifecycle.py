@@ -254,3 +254,37 @@ def test_the_daemon_raises_its_open_file_limit_to_the_hard_one(tmp_path: Path) -
     row = next(line for line in limits if line.startswith("Max open files")).split()
     assert int(row[3]) > 256, row
     assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize("secret", ["abc", "two words here but long enough to pass the length"])
+def test_a_malformed_bootstrap_secret_stops_the_start_in_one_line(
+    tmp_path: Path, secret: str
+) -> None:
+    environ = {**os.environ, "MEMHUB_BOOTSTRAP_TOKEN": secret}
+    done = subprocess.run(
+        [sys.executable, "-m", "memhubd.cli", "serve", "--state-dir", str(tmp_path / "state")]
+        + ["--port", "0", "--socket", ""],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environ,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("memhubd: the bootstrap secret must"), done.stderr
+    assert "Traceback" not in done.stderr and secret not in done.stderr
+
+
+def test_a_broken_token_file_answers_the_operator_naming_it(tmp_path: Path) -> None:
+    daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
+    daemon.wait_ready()
+    tokens = daemon.state / "tokens.json"
+    tokens.write_text("{ cut short")
+    with daemon.client() as client:  # the operator, on the Unix socket
+        listed = client.get("/v1/tokens")
+        revoked = client.delete("/v1/tokens/anyone")
+    for answer in (listed, revoked):
+        assert answer.status_code == 500, answer.text
+        assert answer.json()["error"]["message"].startswith(f"{tokens}: unreadable token file")
+    lines = (daemon.state / "audit" / "admin.jsonl").read_text().splitlines()
+    assert [json.loads(line)["outcome"] for line in lines[-2:]] == ["failed", "failed"]
+    assert daemon.stop() == 0

@@ -46,6 +46,9 @@ class AdminAudit:
             "outcome": outcome,
         }
         entry.update({key: value for key, value in details.items() if value is not None})
+        # A secret never goes in: one typed into the wrong field (a name, an expiry) is
+        # quoted by the request and by the refusal's reason.
+        entry = _redacted(entry)
         self._append(json.dumps(entry, ensure_ascii=False).encode("utf-8") + b"\n")
         return entry
 
@@ -73,3 +76,16 @@ class AdminAudit:
             os.fsync(fd)
         finally:
             os.close(fd)  # also releases the lock
+
+
+def _redacted(value: Any) -> Any:
+    """`value` with every string in it passed through the log's secret redaction."""
+    from memhubd.runtime.logging import redact_text
+
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(item) for item in value]
+    return value

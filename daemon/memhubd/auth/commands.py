@@ -21,8 +21,8 @@ from typing import Any
 
 from memhub_protocol import paths
 from memhub_protocol.paths import STATE_DIR_ENV
-from memhubd.auth.audit import OK, REFUSED
-from memhubd.auth.tokens import TokenError, TokenRecord, TokenStore, utc_now
+from memhubd.auth.audit import FAILED, OK, REFUSED
+from memhubd.auth.tokens import TokenError, TokenFileError, TokenRecord, TokenStore, utc_now
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -91,10 +91,16 @@ def _operator() -> str:
         return "unknown"
 
 
-def _audit(store: TokenStore, action: str, outcome: str, **details: Any) -> None:
+def _audit(
+    store: TokenStore, action: str, outcome: str, *, quiet: bool = False, **details: Any
+) -> None:
+    """Append one line; `quiet`: a failure of the state directory itself, whose error
+    line says it all already (the audit lives there too)."""
     try:
         store.audit.record(action, identity=_operator(), via="cli", outcome=outcome, **details)
     except OSError as error:
+        if quiet:
+            return
         # The action stands; say so loudly rather than fail after the fact.
         where = f"{error.filename}: " if error.filename else ""
         print(f"memhubd token: warning: audit not written: {where}{error}", file=sys.stderr)
@@ -102,11 +108,11 @@ def _audit(store: TokenStore, action: str, outcome: str, **details: Any) -> None
 
 def _create(args: argparse.Namespace) -> int:
     store = _store(args)
-    asked = {
+    asked = {  # as the API's lines give them: lists
         "name": args.name,
-        "scopes": args.scopes,
-        "workspaces": args.workspaces,
-        "roles": args.roles,
+        "scopes": _items(args.scopes),
+        "workspaces": _items(args.workspaces),
+        "roles": _items(args.roles),
         "expires": args.expires,
     }
     try:
@@ -117,10 +123,12 @@ def _create(args: argparse.Namespace) -> int:
             roles=args.roles,
             expires=args.expires,
         )
+    except (TokenFileError, OSError) as error:  # the file's fault, not the request's
+        _audit(store, "token.create", FAILED, quiet=True, token=asked, reason=_reason(error))
+        raise
     except TokenError as error:
         _audit(store, "token.create", REFUSED, token=asked, reason=str(error))
         raise
-    # An OSError is not audited: the state directory that refused it holds the audit too.
     _audit(store, "token.create", OK, token=record.as_dict())
     if args.json:
         _print_json({**record.as_dict(), "token": secret})
@@ -147,7 +155,13 @@ def _list(args: argparse.Namespace) -> int:
 
 def _revoke(args: argparse.Namespace) -> int:
     store = _store(args)
-    if not store.revoke(args.name):
+    try:
+        revoked = store.revoke(args.name)
+    except (TokenError, OSError) as error:
+        reason = _reason(error)
+        _audit(store, "token.revoke", FAILED, quiet=True, token={"name": args.name}, reason=reason)
+        raise
+    if not revoked:
         _audit(store, "token.revoke", REFUSED, token={"name": args.name}, reason="no such token")
         raise TokenError(f"no token named {args.name!r}")
     _audit(store, "token.revoke", OK, token={"name": args.name})
@@ -156,6 +170,19 @@ def _revoke(args: argparse.Namespace) -> int:
     else:
         print(f"revoked token {args.name!r}")
     return 0
+
+
+def _items(value: Any) -> list[str]:
+    """A comma-separated option (or a list of them) as its items."""
+    text = value if isinstance(value, str) else ",".join(value or ())
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, OSError):
+        where = f"{error.filename}: " if error.filename else ""
+        return f"{where}{error.strerror or error}"
+    return str(error)
 
 
 def _describe(record: TokenRecord) -> str:

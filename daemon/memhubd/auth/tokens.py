@@ -34,6 +34,9 @@ log = structlog.get_logger(__name__)
 
 FILE_FORMAT = "memhub.tokens.v1"
 BOOTSTRAP_NAME = "bootstrap"
+# Identities the admin audit records for the Unix socket's operator, a bootstrap
+# registration and the bootstrap token: never names of tokens created by hand.
+RESERVED_NAMES = frozenset({"local-operator", "environment", BOOTSTRAP_NAME})
 BOOTSTRAP_ENV = "MEMHUB_BOOTSTRAP_TOKEN"
 BOOTSTRAP_FILE_ENV = "MEMHUB_BOOTSTRAP_TOKEN_FILE"
 BOOTSTRAP_MIN_LENGTH = 32
@@ -53,6 +56,10 @@ FileSignature = tuple[int, int, int, int, int]
 
 class TokenError(ValueError):
     """A token operation was refused (bad name, scope, expiry, secret, or a broken file)."""
+
+
+class TokenFileError(TokenError):
+    """The token file exists but cannot be read or understood (the message names it)."""
 
 
 class TokenRefused(TokenError):
@@ -149,19 +156,21 @@ def parse_expiry(text: str, now: dt.datetime) -> dt.datetime:
     (naive means UTC). Refuses a moment that is not in the future."""
     text = text.strip()
     duration = _DURATION.fullmatch(text)
-    if duration:
-        amount, unit = duration.groups()
-        moment = now + dt.timedelta(**{_DURATION_UNITS[unit]: int(amount)})
-    else:
-        try:
+    try:
+        if duration:
+            amount, unit = duration.groups()
+            moment = now + dt.timedelta(**{_DURATION_UNITS[unit]: int(amount)})
+        else:
             moment = dt.datetime.fromisoformat(text)
-        except ValueError:
-            raise TokenError(
-                f"bad expiry {text!r}: use a duration like 30d, 12h, 90m or an ISO date/datetime"
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=dt.UTC)
-    moment = moment.astimezone(dt.UTC).replace(microsecond=0)
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=dt.UTC)
+        moment = moment.astimezone(dt.UTC).replace(microsecond=0)
+    except ValueError:
+        raise TokenError(
+            f"bad expiry {text!r}: use a duration like 30d, 12h, 90m or an ISO date/datetime"
+        ) from None
+    except OverflowError:  # past the year 9999 in UTC, or before the year 1
+        raise TokenError(f"expiry {text!r} is outside the years 1 to 9999 (UTC)") from None
     if moment <= now:
         raise TokenError(f"expiry {text!r} ({_iso(moment)}) is not in the future")
     return moment
@@ -250,7 +259,7 @@ def _decode(path: Path, raw: bytes, signature: FileSignature | None) -> _Content
         for record in records:
             _check_stored(record)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise TokenError(f"{path}: unreadable token file ({error})") from None
+        raise TokenFileError(f"{path}: unreadable token file ({error})") from None
     return _Contents.of(signature, records, retired)
 
 
@@ -303,6 +312,10 @@ class TokenStore:
                     contents = _decode(self.path, handle.read(), signature)
             except FileNotFoundError:
                 contents = _Contents(signature=None)
+            except OSError as error:  # unreadable (permissions, an I/O error)
+                raise TokenFileError(
+                    f"{self.path}: unreadable token file ({error.strerror or error})"
+                ) from None
             self._contents = contents
             return contents
 
@@ -367,6 +380,10 @@ class TokenStore:
         of the new token, after `all` is expanded, is the issuer's own and it expires
         no later than the issuer's token. None is the operator on the state directory.
         """
+        if isinstance(name, str) and name in RESERVED_NAMES:
+            # The names the admin audit gives the socket's operator and the bootstrap's
+            # registration: a token called so would pass for them there.
+            raise TokenError(f"token name {name!r} is reserved; choose another")
         secret = f"mh_{secrets.token_hex(6)}_{secrets.token_urlsafe(32)}"
         record = self._new_record(name, secret, scopes, workspaces, roles, expires)
         if issuer is not None:
@@ -403,7 +420,14 @@ class TokenStore:
         everything = (ANY,)
         record = self._new_record(BOOTSTRAP_NAME, secret, ALL_SCOPES, everything, everything, None)
         with self._locked() as contents:
-            if contents.find(BOOTSTRAP_NAME) is not None:
+            existing = contents.find(BOOTSTRAP_NAME)
+            if existing is not None:
+                if existing.secret_hash != record.secret_hash:
+                    log.warning(
+                        "bootstrap_secret_not_registered",
+                        token=BOOTSTRAP_NAME,
+                        reason="a token of that name exists; revoke it to bootstrap again",
+                    )
                 return None
             if record.secret_hash in contents.retired_bootstrap:
                 log.warning("bootstrap_secret_revoked_before", token=BOOTSTRAP_NAME)

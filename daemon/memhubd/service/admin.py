@@ -10,8 +10,9 @@ written to the admin audit with its outcome. Nothing here knows about HTTP.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -26,7 +27,7 @@ from memhub_protocol import (
 from memhub_protocol.scopes import ADMIN, READ_SUMMARY
 from memhubd.auth.audit import FAILED, OK, REFUSED, AdminAudit
 from memhubd.auth.identity import Identity
-from memhubd.auth.tokens import TokenError, TokenRefused, TokenStore
+from memhubd.auth.tokens import TokenError, TokenFileError, TokenRefused, TokenStore
 from memhubd.runtime.hub import Hub
 from memhubd.runtime.state import StateFileError, WorkspaceConflict, within
 from memhubd.service.access import host_for, require_scope
@@ -198,7 +199,8 @@ async def list_tokens(tokens: TokenStore, identity: Identity) -> dict[str, Any]:
     """The tokens the caller manages: those whose grants are all within its own."""
     require_scope(identity, ADMIN)
     async with audited(tokens.audit, identity, "token.list") as details:
-        records = await anyio.to_thread.run_sync(tokens.list)
+        with _token_file_failures():
+            records = await anyio.to_thread.run_sync(tokens.list)
         shown = [record.as_dict() for record in records if record.within(identity)]
         details["count"] = len(shown)
     return {"schema_version": TOKENS_SCHEMA, "tokens": shown}
@@ -227,6 +229,8 @@ async def create_token(tokens: TokenStore, identity: Identity, request: Any) -> 
             )
         except TokenRefused as error:
             raise ProtocolError(ErrorCode.FORBIDDEN, str(error), {"name": request.name}) from error
+        except (TokenFileError, OSError) as error:
+            raise _token_file_failure(error) from error
         except TokenError as error:
             raise ProtocolError(ErrorCode.INVALID, str(error), {"name": request.name}) from error
         details["token"] = record.as_dict()  # the public view: never the secret
@@ -240,6 +244,8 @@ async def revoke_token(tokens: TokenStore, identity: Identity, name: str) -> dic
             revoked = await anyio.to_thread.run_sync(lambda: tokens.revoke(name, by=identity))
         except TokenRefused:
             revoked = False  # as unknown: the caller does not see that token in its list
+        except (TokenFileError, OSError) as error:
+            raise _token_file_failure(error) from error
         if not revoked:
             raise ProtocolError(
                 ErrorCode.NOT_FOUND,
@@ -247,6 +253,23 @@ async def revoke_token(tokens: TokenStore, identity: Identity, name: str) -> dic
                 {"name": name},
             )
     return {"revoked": name}
+
+
+@contextlib.contextmanager
+def _token_file_failures() -> Iterator[None]:
+    try:
+        yield
+    except (TokenFileError, OSError) as error:
+        raise _token_file_failure(error) from error
+
+
+def _token_file_failure(error: Exception) -> ProtocolError:
+    """A token file that cannot be read or written, said as such (naming it) rather
+    than as an unexplained internal error; audited as a failure."""
+    message = str(error) if isinstance(error, TokenFileError) else f"token file: {error}"
+    return ProtocolError(
+        ErrorCode.INTERNAL, f"{message}; restore it from a backup, or move it aside"
+    )
 
 
 # --- probes and metrics -----------------------------------------------------------------

@@ -166,3 +166,47 @@ def test_the_state_dirs_warning_never_joins_the_secret_on_stdout(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n") == 1 and done.stdout.startswith("mh_"), done.stdout
     assert "state_dir_not_private" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["local-operator", "environment", "bootstrap"])
+def test_the_names_the_audit_reserves_cannot_be_created(state: str, capsys, name: str) -> None:
+    assert run("create", name, "--scopes", "review", "--state-dir", state) == 2
+    assert "is reserved" in capsys.readouterr().err
+    assert TokenStore(Path(state)).get(name) is None
+
+
+@pytest.mark.parametrize("expires", ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"])
+def test_an_expiry_past_the_year_9999_is_a_refusal_not_a_traceback(
+    state: str, capsys, expires: str
+) -> None:
+    argv = ("create", "late", "--scopes", "review", "--state-dir", state, "--expires", expires)
+    assert run(*argv) == 2
+    assert "outside the years 1 to 9999" in capsys.readouterr().err
+    entries = (Path(state) / "audit" / "admin.jsonl").read_text().splitlines()
+    assert json.loads(entries[-1])["outcome"] == "refused"
+
+
+def test_a_secret_typed_as_a_name_never_reaches_the_audit(state: str, capsys) -> None:
+    run("create", "alice", "--scopes", "review", "--state-dir", state, "--json")
+    secret = json.loads(capsys.readouterr().out)["token"]
+    assert run("revoke", secret, "--state-dir", state) == 2  # the secret, not the name
+    audit = (Path(state) / "audit" / "admin.jsonl").read_text()
+    assert secret not in audit and "[REDACTED]" in audit
+
+
+def test_a_broken_token_file_is_audited_as_a_failure_by_create_and_revoke(
+    state: str, capsys
+) -> None:
+    run("create", "alice", "--scopes", "review", "--state-dir", state)
+    (Path(state) / "tokens.json").write_text("{ not json")
+    assert run("create", "bob", "--scopes", "review,read:search", "--state-dir", state) == 2
+    assert run("revoke", "alice", "--state-dir", state) == 2
+    entries = [
+        json.loads(line)
+        for line in (Path(state) / "audit" / "admin.jsonl").read_text().splitlines()
+    ]
+    assert [(e["action"], e["outcome"]) for e in entries[-2:]] == [
+        ("token.create", "failed"),
+        ("token.revoke", "failed"),
+    ]
+    assert entries[-2]["token"]["scopes"] == ["review", "read:search"]  # lists, as the API's
