@@ -111,7 +111,7 @@ def test_an_older_memctl_hook_is_replaced_not_duplicated(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     assert commands(settings, "UserPromptSubmit") == [
-        f"memctl cowork drain --format plain -w {TEAM}"
+        f"memctl cowork drain --format plain --workspace={TEAM}"
     ]
 
 
@@ -168,7 +168,7 @@ def installed(home: Path, flag: str) -> dict[str, Any]:
     )
     assert result.returncode == 0, result.stderr
     path = project / ".claude" / "settings.json" if flag == "--claude-code" else None
-    path = path or home / ".codex" / "hooks.json"
+    path = path or project / ".codex" / "hooks.json"  # --project: the project's own
     return json.loads(path.read_text())  # type: ignore[no-any-return]
 
 
