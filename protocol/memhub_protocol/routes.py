@@ -368,7 +368,23 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         _WS + "/cowork/drain",
         READ_SUMMARY,
-        "Take every message waiting for the caller (each is delivered at most once).",
+        "Take the messages waiting for the caller, oldest first: all, or within `max_bytes` "
+        "(each is delivered at most once; `remaining` counts those left).",
+        params=(
+            Param(
+                "max_bytes",
+                "integer",
+                0,
+                description="hand out messages while their content totals at most this many "
+                "bytes (UTF-8); the oldest always, unless at_least_one is false",
+            ),
+            Param(
+                "at_least_one",
+                "boolean",
+                description="hand out the oldest message even when it alone is over max_bytes "
+                "(default true, so a large message is never stuck)",
+            ),
+        ),
     ),
     Route(
         "cowork_status",

@@ -51,8 +51,11 @@ def cowork_handlers(context: ApiContext) -> dict[str, Handler]:
         return JSONResponse(data, status_code=201)
 
     async def drain(request: Request, identity: Identity) -> Response:
-        # No body is read: nothing in one could change what a drain takes.
-        return _result(context, await cowork.drain(hub, identity, _ws(request)))
+        # No body is read: the budget comes as query parameters, checked by `endpoint`.
+        params = query_params(request)
+        at_least_one = params["at_least_one"] is not False  # absent: true
+        data = await cowork.drain(hub, identity, _ws(request), params["max_bytes"], at_least_one)
+        return _result(context, data)
 
     async def status(request: Request, identity: Identity) -> Response:
         return _result(context, await cowork.status(hub, identity, _ws(request)))

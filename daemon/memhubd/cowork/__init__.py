@@ -1,5 +1,5 @@
 """Cowork between identities that share a workspace: durable inboxes (push, at-most-once
-drain, status) and the recent-activity log behind partner peek.
+drain within a byte budget, status) and the recent-activity log behind partner peek.
 
 Plain synchronous Python over SQLite and memory; never imports runtime, service, api,
 mcp or a web library.
@@ -7,6 +7,7 @@ mcp or a web library.
 
 from memhubd.cowork.activity import Activity, ActivityLog, is_active, visible_to
 from memhubd.cowork.inbox import (
+    Delivery,
     EmptyMessage,
     InboxError,
     InboxFull,
@@ -24,6 +25,7 @@ __all__ = [
     "Activity",
     "ActivityLog",
     "CoworkShelf",
+    "Delivery",
     "EmptyMessage",
     "InboxError",
     "InboxFull",

@@ -1,8 +1,9 @@
 """Durable per-workspace inboxes between identities: one SQLite file per workspace.
 
 Push checks the budgets and inserts in one write transaction, so concurrent pushes
-never overshoot them; drain selects and deletes a recipient's messages in one write
-transaction, so of two racing drains exactly one gets each message (at most once).
+never overshoot them; a drain selects and deletes a recipient's oldest messages (all of
+them, or as many as a byte budget takes) in one write transaction, so of two racing
+drains exactly one gets each message (at most once).
 Plain data and sqlite3 only: it knows no tokens, scopes or doors.
 """
 
@@ -131,6 +132,14 @@ class InboxState:
     sent: tuple[tuple[str, int], ...]  # (recipient, undelivered count) of its own pushes
 
 
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What one drain hands out, oldest first, and how many messages it left waiting."""
+
+    messages: tuple[Message, ...]
+    remaining: int
+
+
 def message_bytes(content: str) -> int:
     return len(content.encode("utf-8", "surrogatepass"))
 
@@ -200,18 +209,32 @@ class InboxStore:
 
     def drain(self, recipient: str) -> list[Message]:
         """Every undelivered message of `recipient`, oldest first, removed as it is read."""
+        return list(self.take(recipient).messages)
+
+    def take(
+        self, recipient: str, max_bytes: int | None = None, *, at_least_one: bool = True
+    ) -> Delivery:
+        """`recipient`'s oldest messages while their content totals at most `max_bytes`
+        (UTF-8; None: every one), removed as they are read; the rest stay, in order.
+
+        The oldest is handed out even when it alone is larger than `max_bytes`, so a
+        budget smaller than a message never leaves it stuck; `at_least_one=False` lets a
+        caller that already has something keep to its budget strictly. The first message
+        that does not fit ends the delivery: a later, smaller one never overtakes it.
+        """
         with self._write() as db:
             rows = db.execute(
-                "SELECT id, sender, recipient, content, pushed_at FROM messages "
+                "SELECT id, sender, recipient, content, pushed_at, bytes FROM messages "
                 "WHERE recipient = ? ORDER BY id",
                 (recipient,),
             ).fetchall()
-            if rows:
+            taken = _fitting(rows, max_bytes, at_least_one)
+            if taken:
                 db.execute(
                     "DELETE FROM messages WHERE recipient = ? AND id <= ?",
-                    (recipient, rows[-1][0]),
+                    (recipient, rows[taken - 1][0]),
                 )
-        return [Message(*row) for row in rows]
+        return Delivery(tuple(Message(*row[:5]) for row in rows[:taken]), len(rows) - taken)
 
     def state(self, identity: str, previews: int = 3) -> InboxState:
         with self._lock:
@@ -241,3 +264,15 @@ class InboxStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _fitting(rows: list[Any], max_bytes: int | None, at_least_one: bool) -> int:
+    """How many of `rows` (oldest first, size last) a drain of `max_bytes` takes."""
+    if max_bytes is None:
+        return len(rows)
+    total = 0
+    for taken, row in enumerate(rows):
+        total += row[-1]
+        if total > max_bytes and not (taken == 0 and at_least_one):
+            return taken
+    return len(rows)

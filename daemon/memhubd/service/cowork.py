@@ -212,17 +212,34 @@ async def _in_store(shelf: CoworkShelf, name: str, call: Callable[[InboxStore], 
 # --------------------------------------------------------------------------- drain, status
 
 
-async def drain(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
-    """Every message waiting for the caller in `name`, oldest first; each is handed out
-    once: a second drain, even one racing this one, does not get it again."""
+async def drain(
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    max_bytes: int | None = None,
+    at_least_one: bool = True,
+) -> dict[str, Any]:
+    """The messages waiting for the caller in `name`, oldest first: every one, or with
+    `max_bytes` those whose content (UTF-8) totals at most that, the oldest always unless
+    `at_least_one` is False. Each is handed out once: a second drain, even one racing
+    this one, does not get it again; `remaining` counts those left for the next drain."""
     require_scope(identity, READ_SUMMARY)
     host_for(hub, identity, name)
-    messages = await _in_store(desk_of(hub).shelf, name, lambda store: store.drain(identity.name))
+    if max_bytes is not None and (isinstance(max_bytes, bool) or max_bytes < 0):
+        raise ProtocolError(
+            ErrorCode.INVALID, "'max_bytes' must be an integer at least 0", {"field": "max_bytes"}
+        )
+    delivery = await _in_store(
+        desk_of(hub).shelf,
+        name,
+        lambda store: store.take(identity.name, max_bytes, at_least_one=at_least_one),
+    )
     return {
         "schema_version": DRAIN_SCHEMA,
         "workspace": name,
         "identity": identity.name,
-        "count": len(messages),
+        "count": len(delivery.messages),
+        "remaining": delivery.remaining,
         "messages": [
             {
                 "id": m.id,
@@ -230,7 +247,7 @@ async def drain(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
                 "pushed_at": _rfc3339(m.pushed_at),
                 "content": m.content,
             }
-            for m in messages
+            for m in delivery.messages
         ],
     }
 
