@@ -21,6 +21,12 @@ from typing import Any
 from memhubd.sqlite import UnusableDatabase, into_wal, private_database
 
 SCHEMA_VERSION = 1
+
+
+class _TooNew(Exception):
+    def __init__(self, version: int) -> None:
+        super().__init__(version)
+        self.version = version
 # mempal's budgets (MAX_MESSAGE_SIZE, MAX_PENDING_MESSAGES, MAX_TOTAL_INBOX_BYTES).
 MAX_MESSAGE_BYTES = 8 * 1024
 MAX_MESSAGES = 16
@@ -164,8 +170,21 @@ class InboxStore:
                 # FULL: a message acknowledged to its sender survives a power cut too.
                 self._db.execute("PRAGMA synchronous=FULL")
                 self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                version = self._db.execute("PRAGMA user_version").fetchone()[0]
+                if version > SCHEMA_VERSION:
+                    # Served as this one's, it would be stamped back to this version
+                    # and the newer memhub would migrate it a second time.
+                    raise _TooNew(version)
                 self._db.executescript(_SCHEMA)
-                self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                if version < SCHEMA_VERSION:  # a new file (version 1 is the first)
+                    self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except _TooNew as newer:
+            self._db.close()
+            raise UnusableDatabase(
+                self.path,
+                f"cowork inbox schema {newer.version} was written by a newer memhub; this one "
+                f"supports up to {SCHEMA_VERSION}. Upgrade memhub, or move the file aside",
+            ) from None
         except sqlite3.DatabaseError as error:
             self._db.close()
             raise UnusableDatabase(self.path, f"not a usable cowork inbox: {error}") from error

@@ -193,3 +193,21 @@ def test_an_inbox_locked_past_the_busy_timeout_is_refused(
 
     with pytest.raises(UnusableDatabase, match="not a usable cowork inbox: database is locked"):
         InboxStore(tmp_path / "cowork" / "team.sqlite")
+
+
+def test_an_inbox_written_by_a_newer_memhub_is_refused_and_left_as_it_is(tmp_path) -> None:
+    import sqlite3
+
+    from memhubd.cowork.inbox import SCHEMA_VERSION
+    from memhubd.sqlite import UnusableDatabase
+
+    path = tmp_path / "inbox.sqlite"
+    InboxStore(path).close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("ALTER TABLE messages ADD COLUMN newer TEXT")
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+
+    with pytest.raises(UnusableDatabase, match="written by a newer memhub"):
+        InboxStore(path)
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
