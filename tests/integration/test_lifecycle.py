@@ -282,7 +282,10 @@ def test_a_broken_token_file_answers_the_operator_naming_it(tmp_path: Path) -> N
     with daemon.client() as client:  # the operator, on the Unix socket
         listed = client.get("/v1/tokens")
         revoked = client.delete("/v1/tokens/anyone")
-    for answer in (listed, revoked):
+        pushed = client.post(
+            "/v1/workspaces/writing/cowork/push", json={"to": "anyone", "content": "hello"}
+        )
+    for answer in (listed, revoked, pushed):
         assert answer.status_code == 500, answer.text
         assert answer.json()["error"]["message"].startswith(f"{tokens}: unreadable token file")
     lines = (daemon.state / "audit" / "admin.jsonl").read_text().splitlines()

@@ -77,7 +77,14 @@ def open_cowork(directory: str | Path, tokens: Any) -> CoworkDesk:
     """The daemon's cowork desk over `<state>/cowork/` and its token store."""
 
     def member(name: str) -> Identity | None:
-        record = tokens.get(name)
+        from memhubd.auth.tokens import TokenFileError
+
+        try:
+            record = tokens.get(name)
+        except TokenFileError as error:  # said as such, not as an unexplained failure
+            raise ProtocolError(
+                ErrorCode.INTERNAL, f"{error}; restore it from a backup, or move it aside"
+            ) from error
         if record is None or record.is_expired(dt.datetime.now(dt.UTC)):
             return None
         return record.identity()  # type: ignore[no-any-return]
