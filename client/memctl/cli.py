@@ -394,6 +394,12 @@ def run(args: argparse.Namespace) -> int:
             return _server_error(error, as_json, token_given=settings.token is not None)
         except commands.CommandFailure as failure:
             return _fail(failure.message, failure.exit_code)
+        except UnicodeEncodeError as error:
+            # An argument holding bytes that are not UTF-8 (Python keeps them as lone
+            # surrogates) cannot be sent: said in one line, not a traceback.
+            if "surrogates not allowed" not in str(error):
+                raise
+            return _fail("an argument is not valid UTF-8 text", 2)
         except KeyboardInterrupt:
             return 130
 

@@ -152,9 +152,12 @@ def render_peek(data: dict[str, Any]) -> str:
     if data["partner"] is None:
         return f"no one else has been active in {data['workspace']} since the daemon started"
     state = "active" if data["partner_active"] else "inactive"
-    lines = [f"{data['partner']} in {data['workspace']} ({state}, last seen {data['last_seen']})"]
+    seen = data["last_seen"] or "never since the daemon started"
+    partner = _one_line(str(data["partner"]))
+    lines = [f"{partner} in {data['workspace']} ({state}, last seen {seen})"]
     for entry in data["entries"]:
-        text = entry["text"] if entry["text"] is not None else "(withheld)"
+        # A partner's text, as a drained message's: no escape sequence reaches the terminal.
+        text = _one_line(entry["text"]) if entry["text"] is not None else "(withheld)"
         line = f"{entry['at']} {entry['kind']}: {text}"
         if entry.get("kind") == "push":
             line += f" -> {entry.get('to') or 'another identity'}"
@@ -319,10 +322,17 @@ def printed_size(messages: list[dict[str, Any]], fmt: str) -> int:
 
 def clean(text: str) -> str:
     """Message text safe to place in a prompt or a terminal: control characters (escape
-    sequences among them) dropped, except newlines and tabs."""
+    sequences among them) dropped, except newlines and tabs; every other line boundary
+    (U+2028, U+2029, U+0085, vertical tab, form feed …) made a newline."""
     return "".join(
-        ch for ch in text if ch in "\n\t" or not unicodedata.category(ch).startswith("C")
+        "\n" if ch in _LINE_BREAKS else ch
+        for ch in text
+        if ch in "\n\t" or ch in _LINE_BREAKS or not unicodedata.category(ch).startswith("C")
     )
+
+
+# What str.splitlines takes for a line end, besides "\n" (and "\r", dropped as a control).
+_LINE_BREAKS = frozenset("\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def _one_line(text: str) -> str:
@@ -345,7 +355,9 @@ def _frame(count: int) -> tuple[str, str]:
 
 
 def _message_line(item: dict[str, Any]) -> str:
-    body = clean(str(item.get("content", ""))).strip().replace("\n", "\n  ")
+    # Every line boundary (U+2028, U+2029, U+0085 … as well as a newline) starts an
+    # indented line: nothing a message holds can start a line of the frame.
+    body = "\n  ".join(clean(str(item.get("content", ""))).strip().splitlines())
     return (
         f"- {item.get('pushed_at')} from {clean(str(item.get('from')))} "
         f"in {clean(str(item.get('workspace')))}: {body}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ class _TooNew(Exception):
     def __init__(self, version: int) -> None:
         super().__init__(version)
         self.version = version
+
+
 # mempal's budgets (MAX_MESSAGE_SIZE, MAX_PENDING_MESSAGES, MAX_TOTAL_INBOX_BYTES).
 MAX_MESSAGE_BYTES = 8 * 1024
 MAX_MESSAGES = 16
@@ -205,7 +208,7 @@ class InboxStore:
     def push(self, sender: str, recipient: str, content: str, now: float | None = None) -> Receipt:
         if sender == recipient:
             raise SelfPush("a message to yourself is refused: push to a partner")
-        if not content.strip():
+        if not _readable(content):
             raise EmptyMessage("the message is empty")
         size = message_bytes(content)
         if size > self.limits.max_message_bytes:
@@ -295,3 +298,9 @@ def _fitting(rows: list[Any], max_bytes: int | None, at_least_one: bool) -> int:
         if total > max_bytes and not (taken == 0 and at_least_one):
             return taken
     return len(rows)
+
+
+def _readable(content: str) -> bool:
+    """Whether `content` holds something to read once blanks and the characters a
+    drain leaves out (controls, formatting marks: category C) are set aside."""
+    return any(not ch.isspace() and not unicodedata.category(ch).startswith("C") for ch in content)

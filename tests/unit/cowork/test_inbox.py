@@ -211,3 +211,13 @@ def test_an_inbox_written_by_a_newer_memhub_is_refused_and_left_as_it_is(tmp_pat
         InboxStore(path)
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+
+
+@pytest.mark.parametrize("content", ["\u0000", "\u0000\u0000", "\u202e\u200b", " \u200b\n"])
+def test_a_message_of_nothing_readable_is_empty(tmp_path, content: str) -> None:
+    from memhubd.cowork.inbox import EmptyMessage
+
+    store = InboxStore(tmp_path / "inbox.sqlite")
+    with pytest.raises(EmptyMessage):
+        store.push("alice", "bob", content)
+    store.close()

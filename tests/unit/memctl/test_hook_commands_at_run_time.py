@@ -96,3 +96,17 @@ def test_session_end_refuses_a_transcript_that_is_a_fifo_at_once(
     assert b"is not a regular file" in err and len(err.splitlines()) == 1
     assert time.monotonic() - started < 10
     assert fake_daemon.seen == []
+
+
+@pytest.mark.parametrize(
+    "argv", [["cowork", "push", "--to", "bob", b"bad \xff byte"], ["cowork", "peek", b"\xff"]]
+)
+def test_an_argument_that_is_not_utf8_is_one_line_not_a_traceback(argv: list[str | bytes]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "memctl", "--url", "http://127.0.0.1:9", "--token", "mh_x_y"]
+        + ["-w", "w", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (2, "memctl: an argument is not valid UTF-8 text\n")
