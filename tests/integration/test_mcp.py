@@ -805,3 +805,34 @@ async def test_a_get_opens_no_stream_and_says_to_post(daemon) -> None:
     assert answers[0].headers["allow"] == "POST"
     assert "send requests with POST" in answers[0].json()["error"]["message"]
     assert anonymous.status_code == 401
+
+
+async def test_memhubs_own_tools_name_their_own_arguments_and_types_strictly(daemon) -> None:
+    writer = token(
+        daemon, "mcp-strict", "read:summary,read:search,write:recall,write:candidate",
+        workspaces=[TEAM],
+    )  # fmt: skip
+    async with mcp_client(daemon, writer) as client:
+        timeline = await tool_error(client, "memory_kg", {"action": "timeline"})
+        bogus = await tool_error(client, "memory_kg", {"action": "bogus"})
+        far = await tool_error(
+            client, "memory_cowork_push", {"target_tool": "x" * 300, "content": "hi"}
+        )
+        blank = await tool_error(
+            client, "memory_diary", {"action": "write", "content": "   "}
+        )
+        loose = await tool_error(client, "memory_ingest", {"content": "a note", "importance": "3"})
+        proposed = await call(
+            client,
+            "memory_propose_from_recall",
+            {"drawer_id": "drawer_x", "type": "fact", "id": "f.x",
+             "fields": {f"k{n}": "v" for n in range(51)}},
+        )  # fmt: skip
+        both = await call(client, "memory_recall_status", {"wing": TEAM, "workspace": f" {TEAM}"})
+    assert "'subject' (the entity) is required" in timeline
+    assert "action must be one of add, query, invalidate, timeline, stats" in bogus
+    assert "'target_tool'" in far and "'to'" not in far
+    assert "'content' must not be blank" in blank
+    assert "importance" in loose  # "3" is no integer, as the JSON API says
+    assert proposed["ok"] is False  # as memory_propose answers a bad proposal
+    assert both["workspace"] == TEAM

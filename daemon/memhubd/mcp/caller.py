@@ -63,6 +63,7 @@ def choose_workspace(hub: Hub, identity: Identity, requested: str, scope: str) -
 
 def wing_or_workspace(wing: str, workspace: str) -> str:
     """The workspace a mempal-style tool names: `wing` (mempal's word) or `workspace`."""
+    wing, workspace = wing.strip(), workspace.strip()
     if wing and workspace and wing != workspace:
         # A tool error with its message: called before a tool's own error handling.
         from mcp.server.mcpserver.exceptions import ToolError
@@ -76,7 +77,7 @@ def wing_or_workspace(wing: str, workspace: str) -> str:
                 )
             )
         )
-    return (workspace or wing).strip()
+    return workspace or wing
 
 
 def only_workspace(hub: Hub, identity: Identity, scope: str) -> str:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp_types import CallToolResult
-from pydantic import Field
+from pydantic import Field, Strict
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
@@ -79,7 +79,10 @@ def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
             raise tool_error(error)
 
         async def work(identity: Any, name: str) -> dict[str, Any]:
-            data = await cowork.push(hub, identity, name, target, content, DOOR)
+            try:
+                data = await cowork.push(hub, identity, name, target, content, DOOR)
+            except ProtocolError as error:
+                raise _as_named_here(error) from None
             return {"target_tool": data["to"], **data}
 
         return reply(await run_tool(hub, cowork.PUSH_SCHEMA, WRITE_RECALL, workspace, work))
@@ -89,7 +92,7 @@ def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
         tool: Annotated[
             str, Field(description="the partner's identity (token name), or auto")
         ] = "auto",
-        limit: Annotated[int, Field(description="most entries, the latest (1-50)")] = 30,
+        limit: Annotated[int, Strict(), Field(description="most entries, the latest (1-50)")] = 30,
         since: Annotated[str, Field(description="only entries after this RFC 3339 time")] = "",
         workspace: Annotated[str, Field(description=WORKSPACE)] = "",
     ) -> CallToolResult:
@@ -98,3 +101,14 @@ def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
             return {"partner_tool": data["partner"], **data}
 
         return reply(await run_tool(hub, cowork.PEEK_SCHEMA, READ_SEARCH, workspace, work))
+
+
+def _as_named_here(error: ProtocolError) -> ProtocolError:
+    """`error` naming the partner as this tool's argument does (`target_tool`), where the
+    service names the API's field (`to`)."""
+    detail = dict(error.detail or {})
+    if detail.get("field") != "to":
+        return error
+    detail["field"] = "target_tool"
+    message = error.message.replace("'to'", "'target_tool'", 1)
+    return ProtocolError(error.code, message, detail)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp_types import CallToolResult
-from pydantic import Field
+from pydantic import Field, Strict
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SUMMARY, WRITE_CANDIDATE, WRITE_RECALL
@@ -51,10 +51,10 @@ def register_diary_tools(server: MCPServer, hub: Hub) -> None:
         entry_type: Annotated[
             str, Field(description="OBSERVATION, LESSON or PATTERN (write; a filter on read)")
         ] = "",
-        shared: Annotated[bool, Field(description="visible to everyone here (write)")] = False,
+        shared: Annotated[bool, Strict(), Field(description="visible to everyone here (write)")] = False,
         identity: Annotated[str, Field(description="whose diary (read; default yours)")] = "",
         query: Annotated[str, Field(description="only entries matching these words (read)")] = "",
-        limit: Annotated[int, Field(description="most entries (read)", ge=1, le=100)] = 20,
+        limit: Annotated[int, Strict(), Field(description="most entries (read)", ge=1, le=100)] = 20,
         workspace: Annotated[str, Field(description=WORKSPACE)] = "",
     ) -> CallToolResult:
         if action not in ("write", "read"):
@@ -87,11 +87,11 @@ def register_diary_tools(server: MCPServer, hub: Hub) -> None:
         workspace: Annotated[str, Field(description=WORKSPACE)] = "",
     ) -> CallToolResult:
         async def work(caller: Any, name: str) -> dict[str, Any]:
-            request = recall_review.DrawerProposal.from_json(
-                {"type": type, "id": id, "fields": fields or {}, "quote": quote or None,
-                 "reason": reason}
-            )  # fmt: skip
-            try:
+            try:  # a bad type, id or fields is answered as memory_propose answers it
+                request = recall_review.DrawerProposal.from_json(
+                    {"type": type, "id": id, "fields": fields or {}, "quote": quote or None,
+                     "reason": reason}
+                )  # fmt: skip
                 data = await recall_review.propose_from_drawer(
                     hub, caller, name, drawer_id, request, MCP_CLIENT
                 )

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp_types import CallToolResult
-from pydantic import Field
+from pydantic import Field, Strict
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
@@ -84,15 +84,16 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         predicate: Annotated[str, Field(description="predicate, e.g. works_at")] = "",
         object: Annotated[str, Field(description="object")] = "",  # noqa: A002 (mempal's name)
         triple_id: Annotated[str, Field(description="the triple to invalidate")] = "",
-        active_only: Annotated[bool, Field(description="query: valid triples only")] = True,
+        active_only: Annotated[bool, Strict(), Field(description="query: valid triples only")] = True,
         source_drawer: Annotated[str, Field(description="add: the drawer it rests on")] = "",
         as_of: Annotated[str, Field(description="query: valid at this instant (ISO 8601)")] = "",
-        limit: Annotated[int, Field(description="query: most triples (1-1000)")] = 100,
+        limit: Annotated[int, Strict(), Field(description="query: most triples (1-1000)")] = 100,
         wing: Annotated[str, Field(description=WING)] = "",
         workspace: Annotated[str, Field(description="same as wing")] = "",
     ) -> CallToolResult:
         if action not in ACTIONS:
-            raise tool_error(ProtocolError(ErrorCode.INVALID, "unsupported kg action"))
+            message = f"action must be one of {', '.join(ACTIONS)}"
+            raise tool_error(ProtocolError(ErrorCode.INVALID, message, {"field": "action"}))
 
         async def work(identity: Any, name: str) -> dict[str, Any]:
             if action == "add":
@@ -121,7 +122,13 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
             if action == "invalidate":
                 return await _invalidate(hub, identity, name, triple_id)
             if action == "timeline":
-                return await graph.kg_timeline(hub, identity, name, subject or None)
+                if not subject.strip():  # the API's `entity`, named as this tool names it
+                    raise ProtocolError(
+                        ErrorCode.INVALID,
+                        "'subject' (the entity) is required for a timeline",
+                        {"field": "subject"},
+                    )
+                return await graph.kg_timeline(hub, identity, name, subject)
             return await graph.kg_stats(hub, identity, name)
 
         scope = WRITE_RECALL if action in ("add", "invalidate") else READ_SEARCH

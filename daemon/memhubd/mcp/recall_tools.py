@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp_types import CallToolResult
-from pydantic import Field
+from pydantic import Field, Strict
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import IngestRequest, SearchRequest, TaxonomyEditRequest
@@ -64,7 +64,7 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         query: Annotated[str, Field(description="what to look for, in plain words")],
         wing: Annotated[str, Field(description=WING_SEARCH)] = "",
         room: Annotated[str, Field(description="only drawers of this room")] = "",
-        top_k: Annotated[int, Field(description="number of hits (1-100)", ge=1, le=100)] = 10,
+        top_k: Annotated[int, Strict(), Field(description="number of hits (1-100)", ge=1, le=100)] = 10,
         workspace: Annotated[str, Field(description="same as wing")] = "",
         format: Annotated[str, Field(description="json, or aaak: add AAAK")] = "json",  # noqa: A002
     ) -> CallToolResult:
@@ -87,8 +87,8 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         wing: Annotated[str, Field(description=WING_ONE)] = "",
         room: Annotated[str, Field(description="room; leave out for taxonomy routing")] = "",
         source: Annotated[str, Field(description="citation: where the text comes from")] = "",
-        dry_run: Annotated[bool, Field(description="only answer the would-be drawer id")] = False,
-        importance: Annotated[int, Field(description="0-5; wake-up shows high first")] = 0,
+        dry_run: Annotated[bool, Strict(), Field(description="only answer the would-be drawer id")] = False,
+        importance: Annotated[int, Strict(), Field(description="0-5; wake-up shows high first")] = 0,
         workspace: Annotated[str, Field(description="same as wing")] = "",
         readers: Annotated[
             list[str] | None,
@@ -163,8 +163,8 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
     @server.tool(description=DESCRIBE["memory_wake_up"], annotations=READ_ONLY)
     async def memory_wake_up(
         wing: Annotated[str, Field(description=WING_ONE)] = "",
-        limit: Annotated[int, Field(description="drawers to show (1-50)", ge=1, le=50)] = 5,
-        budget: Annotated[int, Field(description="most characters of text", ge=200)] = 4000,
+        limit: Annotated[int, Strict(), Field(description="drawers to show (1-50)", ge=1, le=50)] = 5,
+        budget: Annotated[int, Strict(), Field(description="most characters of text", ge=200)] = 4000,
         workspace: Annotated[str, Field(description="same as wing")] = "",
         format: Annotated[str, Field(description="text, or aaak: one zettel")] = "text",  # noqa: A002
     ) -> CallToolResult:

@@ -114,7 +114,9 @@ async def write(
     text = content.strip()
     if entry_type(text) == kind:
         text = text.partition(":")[2].strip()  # already prefixed: keep one prefix
-    if not text or len(text) > MAX_ENTRY_CHARS:
+    if not text:
+        raise ProtocolError(ErrorCode.INVALID, "'content' must not be blank", {"field": "content"})
+    if len(text) > MAX_ENTRY_CHARS:
         raise ProtocolError(
             ErrorCode.INVALID,
             f"'content' must be 1 to {MAX_ENTRY_CHARS} characters",

@@ -65,8 +65,12 @@ class DrawerProposal:
         if not isinstance(fields, dict) or len(fields) > MAX_FIELDS:
             raise _invalid(f"'fields' must be an object of at most {MAX_FIELDS} strings", "fields")
         for key, value in fields.items():
-            if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
+            if not isinstance(value, str):
                 raise _invalid(f"field '{key}' must be a string", "fields")
+            if len(value) > MAX_VALUE_CHARS:
+                raise _invalid(
+                    f"field '{key}' is longer than {MAX_VALUE_CHARS} characters", "fields"
+                )
         for key in ("quote", "reason"):
             if data.get(key) is not None and not isinstance(data[key], str):
                 raise _invalid(f"'{key}' must be a string", key)
