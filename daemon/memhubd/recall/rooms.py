@@ -9,6 +9,7 @@ boosts at search time; it never hides anything. Pure functions.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from memhubd.recall.store import TaxonomyEntry
@@ -17,7 +18,13 @@ _TERM = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def terms(text: str) -> list[str]:
-    """Lower-cased word terms, in order (letters and digits; punctuation splits)."""
+    """Lower-cased word terms, in order (letters and digits; punctuation splits).
+
+    Composed first (NFC): text pasted from macOS often spells an accented letter as the
+    letter and a combining mark, which is no word character and would split the word
+    where FTS5's tokenizer keeps it whole."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
     return _TERM.findall(text.lower())
 
 

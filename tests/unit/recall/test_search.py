@@ -111,3 +111,18 @@ def test_weights_choose_the_signals(loaded: DrawerStore, embedder: HashingEmbedd
     assert bm25_only.signals_used == ["bm25"]
     vectors_only = search(loaded, embedder, "cents", DrawerFilter(), 5, Weights(bm25=0))
     assert vectors_only.signals_used == ["vector"]
+
+
+def test_a_query_spelled_with_combining_marks_finds_the_words_it_spells(
+    ingestor: Ingestor, store: DrawerStore, embedder: HashingEmbedder
+) -> None:
+    import unicodedata
+
+    text = "Amélie Poulain visited the Sérénité observatory"
+    for form in ("NFC", "NFD"):  # the drawer in either spelling
+        ingestor.ingest_content(unicodedata.normalize(form, text), options(), f"note-{form}")
+    for form in ("NFC", "NFD"):  # the query in either spelling
+        query = unicodedata.normalize(form, "Sérénité Amélie")
+        assert query_terms(query) == ["sérénité", "amélie"]
+        result = search(store, embedder, query, DrawerFilter(), 5, Weights(vector=0))
+        assert len(result.hits) == 2, (form, [h.drawer.content for h in result.hits])
