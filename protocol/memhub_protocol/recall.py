@@ -70,7 +70,7 @@ def _choice(data: dict[str, Any], field: str, choices: Sequence[str], default: s
     return value
 
 
-def _names(data: dict[str, Any], field: str) -> tuple[str, ...] | None:
+def _names(data: dict[str, Any], field: str, *, filter_: bool = False) -> tuple[str, ...] | None:
     value = data.get(field)
     if value is None:
         return None
@@ -78,6 +78,11 @@ def _names(data: dict[str, Any], field: str) -> tuple[str, ...] | None:
         value = [item for item in value.split(",") if item.strip()]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise _invalid(f"'{field}' must be a list of non-empty strings", field)
+    if filter_:
+        # A search filter's comma separates names in each item too, so that a query
+        # string's `room=a,b`, a body's "a,b" and a list's ["a,b"] mean the same at
+        # every door (no room, kind, identity or workspace name holds a comma).
+        value = [part for item in value for part in item.split(",") if part.strip()]
     if len(value) > 100:
         raise _invalid(f"'{field}' has more than 100 items", field)
     return tuple(v.strip() for v in value)
@@ -308,7 +313,7 @@ class SearchRequest:
         query = _string(data, "query", required=True) or ""
         if not query.strip():
             raise _invalid("'query' must not be empty", "query")
-        kinds = _names(data, "source_kind")
+        kinds = _names(data, "source_kind", filter_=True)
         for kind in kinds or ():
             if kind not in SOURCE_KINDS:
                 raise _invalid(
@@ -317,12 +322,12 @@ class SearchRequest:
         return cls(
             query=query,
             limit=_integer(data, "limit", 10, 1, MAX_LIMIT),
-            rooms=_names(data, "room"),
+            rooms=_names(data, "room", filter_=True),
             source_kinds=kinds,
             since=parse_time(data.get("since"), "since"),
             until=parse_time(data.get("until"), "until"),
-            identities=_names(data, "identity"),
-            workspaces=_names(data, "workspaces"),
+            identities=_names(data, "identity", filter_=True),
+            workspaces=_names(data, "workspaces", filter_=True),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -582,3 +582,24 @@ def test_compress_takes_text_as_long_as_a_query_and_no_longer(daemon: LiveDaemon
     assert within.status_code == 200, within.text
     assert over.status_code == 413 and over.json()["error"]["detail"] == {"field": "text"}
     assert "longer than 65536 characters" in over.json()["error"]["message"]
+
+
+def test_a_comma_separates_filter_names_alike_at_get_and_post(daemon: LiveDaemon) -> None:
+    writer = token(daemon, "comma-writer", "write:recall,read:search", workspaces=[TEAM])
+    with daemon.http(writer) as http:
+        for room in ("cranes", "herons"):
+            stored = http.post(
+                f"/v1/workspaces/{TEAM}/recall/ingest",
+                json={"content": f"the {room} nest by the weir in spring", "room": room},
+            )
+            assert stored.status_code == 201, stored.text
+        path = f"/v1/workspaces/{TEAM}/recall/search"
+        answers = [
+            http.get(path, params={"q": "nest weir", "room": "cranes,herons"}),
+            http.get(path, params=[("q", "nest weir"), ("room", "cranes"), ("room", "herons")]),
+            http.post(path, json={"query": "nest weir", "room": "cranes,herons"}),
+            http.post(path, json={"query": "nest weir", "room": ["cranes,herons"]}),
+            http.post(path, json={"query": "nest weir", "room": ["cranes", "herons"]}),
+        ]
+    rooms = [sorted({h["room"] for h in a.json()["hits"]}) for a in answers]
+    assert rooms == [["cranes", "herons"]] * 5, [a.text[:200] for a in answers]
