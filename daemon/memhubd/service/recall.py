@@ -261,7 +261,7 @@ async def search_recall(
         roles=roles,
     )
     every = visible_workspaces(hub, identity)
-    route = _route(name, request.rooms)
+    route = _route(name, request)
 
     def work() -> tuple[dict[str, Any], dict[str, int]]:
         started = time.perf_counter()
@@ -340,18 +340,30 @@ async def search_recall(
     return data
 
 
-def _route(name: str | None, rooms: Any) -> dict[str, Any]:
+def _route(name: str | None, request: SearchRequest) -> dict[str, Any]:
     """mempal's route object: the filters that restricted the search. Only explicit ones
-    do here; the taxonomy's rooms boost and never filter (`boosted_rooms`)."""
+    do here; the taxonomy's rooms boost and never filter (`boosted_rooms`). `wing` and
+    `room` are set when the search was held to one; `reason` names every filter."""
+    rooms, named = request.rooms, request.workspaces
+    wing = name or (named[0] if named and len(named) == 1 else None)
     room = rooms[0] if rooms and len(rooms) == 1 else None
-    scope = (
-        "/".join(part for part in (name, room) if part)
-        if name
-        else (f"room={room}" if room else "")
-    )
-    if scope:
-        reason = f"explicit filters provided: {scope}"
-        return {"wing": name, "room": room, "confidence": 1.0, "reason": reason}
+    # mempal's scope first (`wing/room`, `wing` or `room=<room>`), then the rest.
+    scope = "/".join(part for part in (wing, room) if part) if wing else ""
+    filters = [scope] if scope else []
+    if named and not wing:
+        filters.append(f"workspaces={','.join(named)}")
+    if rooms and not (wing and room):
+        filters.append(f"room={','.join(rooms)}")
+    for label, values in (("source_kind", request.source_kinds), ("identity", request.identities)):
+        if values:
+            filters.append(f"{label}={','.join(values)}")
+    if request.since is not None:
+        filters.append(f"since={request.since}")
+    if request.until is not None:
+        filters.append(f"until={request.until}")
+    if filters:
+        reason = f"explicit filters provided: {' '.join(filters)}"
+        return {"wing": wing, "room": room, "confidence": 1.0, "reason": reason}
     reason = "no explicit filters: every room searched, taxonomy matches boosted"
     return {"wing": None, "room": None, "confidence": 0.0, "reason": reason}
 

@@ -126,3 +126,36 @@ def test_a_query_spelled_with_combining_marks_finds_the_words_it_spells(
         assert query_terms(query) == ["sérénité", "amélie"]
         result = search(store, embedder, query, DrawerFilter(), 5, Weights(vector=0))
         assert len(result.hits) == 2, (form, [h.drawer.content for h in result.hits])
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "wing", "room", "reason"),
+    [
+        ("team", {}, "team", None, "explicit filters provided: team"),
+        ("team", {"room": "a"}, "team", "a", "explicit filters provided: team/a"),
+        (None, {"room": "a"}, None, "a", "explicit filters provided: room=a"),
+        (None, {"workspaces": ["alpha"]}, "alpha", None, "explicit filters provided: alpha"),
+        (
+            None,
+            {"workspaces": ["alpha", "beta"], "source_kind": "manual", "until": 100},
+            None,
+            None,
+            "explicit filters provided: workspaces=alpha,beta source_kind=manual until=100",
+        ),
+        (
+            None,
+            {},
+            None,
+            None,
+            "no explicit filters: every room searched, taxonomy matches boosted",
+        ),
+    ],
+)
+def test_a_hits_route_names_every_filter_that_held_the_search(
+    name: str | None, body: dict, wing: str | None, room: str | None, reason: str
+) -> None:
+    from memhub_protocol.recall import SearchRequest
+    from memhubd.service.recall import _route
+
+    route = _route(name, SearchRequest.from_json({"query": "x", **body}))
+    assert (route["wing"], route["room"], route["reason"]) == (wing, room, reason)
