@@ -836,3 +836,19 @@ async def test_memhubs_own_tools_name_their_own_arguments_and_types_strictly(dae
     assert "importance" in loose  # "3" is no integer, as the JSON API says
     assert proposed["ok"] is False  # as memory_propose answers a bad proposal
     assert both["workspace"] == TEAM
+
+
+async def test_memhubs_own_tools_say_which_argument_is_wrong_in_one_line(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        missing = await tool_error(client, "memory_search", {})
+        several = await tool_error(client, "memory_search", {"query": "x", "top_k": 0, "colour": 1})
+        typed = await tool_error(client, "memory_wake_up", {"limit": "5"})
+        memdsls = await tool_error(client, "memory_query", {"query": "deploy", "limt": 1})
+    assert missing == "invalid: 'query' is required"
+    assert several == (
+        "invalid: 'top_k' must be at least 1; 'colour' is not an argument of this tool"
+    )
+    assert typed == "invalid: 'limit' must be an integer"
+    assert "Extra inputs are not permitted" in memdsls  # memdsl's tools answer as memdsl's
+    for text in (missing, several, typed):
+        assert "pydantic" not in text and "Arguments" not in text

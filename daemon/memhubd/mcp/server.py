@@ -17,10 +17,11 @@ from typing import Any
 import structlog
 from mcp.server import MCPServer
 from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, InputRequiredResult, TextContent
+from pydantic import ValidationError
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
@@ -63,7 +64,15 @@ class MemhubMCP(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:
-        result = await super().call_tool(name, arguments, context)
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            # memdsl's tools answer as memdsl's server does; memhub's own say which
+            # argument is wrong in one line, not the argument model's exception text.
+            cause = error.__cause__
+            if name in payloads.TOOL_NAMES or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(f"invalid: {_argument_problems(cause)}") from None
         if not isinstance(result, CallToolResult):
             return result
         size, limit = _text_bytes(result.content), self._result_limit()
@@ -282,3 +291,34 @@ def mount_mcp(context: ApiContext, settings: McpConfig | None = None) -> None:
             yield state
 
     context.lifespan = lifespan
+
+
+# What an argument model's error types say, for a caller (the rest: pydantic's words).
+_ARGUMENT_PROBLEMS = {
+    "missing": "is required",
+    "extra_forbidden": "is not an argument of this tool",
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+}
+
+
+def _argument_problems(error: ValidationError) -> str:
+    """One clause per wrong argument: `'top_k' must be an integer; 'query' is required`."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item.get("loc", ())) or "arguments"
+        kind, bounds = str(item.get("type")), item.get("ctx") or {}
+        if kind == "greater_than_equal":
+            said = f"must be at least {bounds.get('ge')}"
+        elif kind == "less_than_equal":
+            said = f"must be at most {bounds.get('le')}"
+        else:
+            said = _ARGUMENT_PROBLEMS.get(kind, str(item.get("msg", "is invalid")))
+        problems.append(f"'{where}' {said}")
+    return "; ".join(problems)
