@@ -41,6 +41,8 @@ _ENGINE = anyio.CapacityLimiter(4)
 # that workspace's writes only, never reads or other workspaces.
 REVIEW_SLOTS = 2
 _REVIEW: dict[str, anyio.CapacityLimiter] = {}
+# Past this many workspaces' review slots, the idle ones are forgotten (made again on use).
+REVIEW_LIMITERS_KEPT = 64
 # The threads those slots run in, apart from anyio's default pool, which other work needs.
 _REVIEW_THREADS = anyio.CapacityLimiter(math.inf)
 # The serving daemon's event set as its shutdown begins (`stopping_with`): review work that
@@ -555,6 +557,10 @@ async def run_review(name: str, function: Any, *args: Any) -> Any:
     stopping = _STOPPING.get()
     limiter = _REVIEW.get(name)
     if limiter is None:
+        if len(_REVIEW) >= REVIEW_LIMITERS_KEPT:
+            # Workspaces come and go over a daemon's life: forget the idle ones' slots.
+            for idle in [n for n, held in _REVIEW.items() if _idle(held)]:
+                del _REVIEW[idle]
         limiter = _REVIEW[name] = anyio.CapacityLimiter(REVIEW_SLOTS)
     with anyio.move_on_after(durable.LOCK_TIMEOUT_S) as waiting:
         await limiter.acquire()
@@ -609,6 +615,11 @@ def _review_given_up(name: str) -> ProtocolError:
         "the daemon is stopping; retry",
         {"workspace": name, "status": "stopping"},
     )
+
+
+def _idle(limiter: anyio.CapacityLimiter) -> bool:
+    """No review work holds or waits for one of these slots."""
+    return limiter.borrowed_tokens == 0 and limiter.statistics().tasks_waiting == 0
 
 
 def review_lock_held(name: str, waited_s: float) -> ProtocolError:
