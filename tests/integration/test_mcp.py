@@ -852,3 +852,9 @@ async def test_memhubs_own_tools_say_which_argument_is_wrong_in_one_line(daemon)
     assert "Extra inputs are not permitted" in memdsls  # memdsl's tools answer as memdsl's
     for text in (missing, several, typed):
         assert "pydantic" not in text and "Arguments" not in text
+
+
+async def test_an_unknown_workspace_of_any_length_is_named_cut(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        refused = await tool_error(client, "memory_search", {"query": "x", "wing": "w" * 200_000})
+    assert len(refused) < 1_000 and "unknown workspace 'www" in refused

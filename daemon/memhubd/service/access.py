@@ -223,12 +223,22 @@ def host_for(hub: Hub, identity: Identity, name: str) -> WorkspaceHost:
         # A workspace the token has no grant for answers as one that does not exist, so
         # its name is never confirmed to a caller who may not use it; `available` lists
         # the caller's own.
+        shown = _echoed(name)
         raise ProtocolError(
             ErrorCode.WORKSPACE_NOT_FOUND,
-            f"unknown workspace '{name}'",
-            {"workspace": name, "available": allowed},
+            f"unknown workspace '{shown}'",
+            {"workspace": shown, "available": allowed},
         )
     return host
+
+
+# Workspace names are at most 64 characters: a longer one is echoed cut (a name of
+# 200,000 characters made a 400 KB refusal).
+ECHOED_CHARS = 100
+
+
+def _echoed(name: str) -> str:
+    return name if len(name) <= ECHOED_CHARS else name[:ECHOED_CHARS] + "…"
 
 
 def snapshot_of(host: WorkspaceHost, identity: Identity | None = None) -> Snapshot:
