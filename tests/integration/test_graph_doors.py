@@ -413,6 +413,7 @@ async def test_memctl_and_mcp_add_and_invalidate(daemon: LiveDaemon) -> None:
     assert done["action"] == "invalidate" and done["triples"][0]["valid_to"] is not None
     missing = await call(daemon, secret, "memory_kg", {"action": "invalidate", "triple_id": ident})
     assert missing["action"] == f"triple {ident} not found or already invalidated"
+    assert missing["schema_version"] == done["schema_version"] == "memhub.kg.v1"
 
 
 def test_times_out_of_range_or_malformed_are_clear_errors(daemon: LiveDaemon) -> None:

@@ -858,3 +858,10 @@ async def test_an_unknown_workspace_of_any_length_is_named_cut(daemon) -> None:
     async with mcp_client(daemon, team_reader(daemon)) as client:
         refused = await tool_error(client, "memory_search", {"query": "x", "wing": "w" * 200_000})
     assert len(refused) < 1_000 and "unknown workspace 'www" in refused
+
+
+async def test_a_delete_of_no_drawer_answers_in_the_shape_of_a_delete(daemon) -> None:
+    writer = token(daemon, "mcp-deleter", "write:recall,read:search", workspaces=[TEAM])
+    async with mcp_client(daemon, writer) as client:
+        gone = await call(client, "memory_delete", {"drawer_id": "drawer_nowhere_00000000"})
+    assert gone["workspace"] == TEAM and gone["deleted"] is False

@@ -59,6 +59,7 @@ async def _invalidate(hub: Hub, identity: Any, name: str, triple_id: str) -> dic
     except ProtocolError as error:
         if error.code is ErrorCode.NOT_FOUND:
             return {
+                "schema_version": graph.KG_SCHEMA,  # the shape of every other kg answer
                 "workspace": name,
                 "action": f"triple {triple_id} not found or already invalidated",
                 "triples": [],
@@ -66,6 +67,7 @@ async def _invalidate(hub: Hub, identity: Any, name: str, triple_id: str) -> dic
             }
         if error.code is ErrorCode.CONFLICT and error.detail.get("derived"):
             return {
+                "schema_version": graph.KG_SCHEMA,
                 "workspace": name,
                 "action": error.message,
                 "triples": [],

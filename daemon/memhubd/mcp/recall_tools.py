@@ -130,7 +130,12 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
                 if error.code is not ErrorCode.NOT_FOUND:
                     raise
                 message = f"drawer {drawer_id} not found or already deleted"
-                return {"drawer_id": drawer_id, "deleted": False, "message": message}
+                return {
+                    "workspace": name,  # as a delete that took place answers
+                    "drawer_id": drawer_id,
+                    "deleted": False,
+                    "message": message,
+                }
 
         return reply(
             await run_tool(hub, None, WRITE_RECALL, wing_or_workspace(wing, workspace), work)
