@@ -303,7 +303,9 @@ def test_diff_is_withheld_when_the_target_holds_hidden_declarations(daemon: Live
 # -- events ------------------------------------------------------------------------------------
 
 
-def test_events_report_proposals_and_decisions(daemon: LiveDaemon) -> None:
+def listen_until(daemon: LiveDaemon, last: str) -> tuple[list[dict[str, Any]], threading.Event]:
+    """Follow /v1/events in a thread until the event `last`: the events seen, and an
+    event set then. Returns once the stream is subscribed."""
     seen: list[dict[str, Any]] = []
     connected, done = threading.Event(), threading.Event()
 
@@ -316,13 +318,18 @@ def test_events_report_proposals_and_decisions(daemon: LiveDaemon) -> None:
                 connected.set()
                 if line.startswith("data: "):
                     seen.append(json.loads(line[6:]))
-                    if seen[-1]["event"] == "proposal_rejected":
+                    if seen[-1]["event"] == last:
                         done.set()
                         return
 
     threading.Thread(target=listen, daemon=True).start()
     assert connected.wait(15)
     time.sleep(0.3)  # the stream subscribes right after its first line
+    return seen, done
+
+
+def test_events_report_proposals_and_decisions(daemon: LiveDaemon) -> None:
+    seen, done = listen_until(daemon, "proposal_rejected")
     first = propose(daemon, NATS).json()["proposal_id"]
     generation = approve(daemon, first, "decisions.mem").json()["served_generation"]
     second = propose(daemon, fact("other.fact")).json()["proposal_id"]
@@ -363,25 +370,7 @@ def test_a_reject_that_finishes_a_cut_short_approval_announces_and_records_it(
         "by": "alice",
         "next": "approve it again to finish the approval",
     }
-    seen: list[dict[str, Any]] = []
-    connected, done = threading.Event(), threading.Event()
-
-    def listen() -> None:
-        with (
-            daemon.http(daemon.admin_token, timeout=20) as client,
-            client.stream("GET", "/v1/events") as response,
-        ):
-            for line in response.iter_lines():
-                connected.set()
-                if line.startswith("data: "):
-                    seen.append(json.loads(line[6:]))
-                    if seen[-1]["event"] == "proposal_approved":
-                        done.set()
-                        return
-
-    threading.Thread(target=listen, daemon=True).start()
-    assert connected.wait(15)
-    time.sleep(0.3)  # the stream subscribes right after its first line
+    seen, done = listen_until(daemon, "proposal_approved")
     with daemon.http(daemon.tokens["alice"]) as client:
         refused = client.post(f"{BASE}/proposals/{first}/reject", json={"reason": "no"})
     assert refused.status_code == 409 and error_of(refused)["detail"]["status"] == (
