@@ -261,16 +261,24 @@ def test_the_index_holds_exactly_the_live_drawers_after_writes_replaces_and_dupl
     store.close()
 
 
-def test_a_version_3_store_keeps_its_index_and_indexes_new_writes(tmp_path: Path) -> None:
+def store_at(path: Path, version: int) -> sqlite3.Connection:
+    """A connection to a new store at `path` as schema `version` wrote it (commits on
+    leaving its `with`)."""
     from memhubd.recall.store import schema
+
+    connection = sqlite3.connect(path)
+    for migration in schema.MIGRATIONS[:version]:
+        for statement in migration:
+            connection.execute(statement)
+    connection.execute(f"PRAGMA user_version = {version}")
+    return connection
+
+
+def test_a_version_3_store_keeps_its_index_and_indexes_new_writes(tmp_path: Path) -> None:
 
     # Given a store written by version 3, whose insert trigger indexed its drawers
     path = tmp_path / "v3.db"
-    with sqlite3.connect(path) as connection:
-        for migration in schema.MIGRATIONS[:3]:
-            for statement in migration:
-                connection.execute(statement)
-        connection.execute("PRAGMA user_version = 3")
+    with store_at(path, 3) as connection:
         connection.execute(
             "INSERT INTO drawers (id, room, content, source_file, source_kind, chunk_index, "
             "content_hash, created_at, updated_at, identity, context) "
@@ -323,14 +331,9 @@ def test_drawers_retired_before_v5_are_told_from_drawers_deleted_on_purpose(
 ) -> None:
     """Before v5 both were only soft-deleted: the audit names the ones deleted on purpose,
     and every other one was retired by its source (and may come back with it)."""
-    from memhubd.recall.store import schema
 
     path = tmp_path / "v4.db"
-    with sqlite3.connect(path) as connection:
-        for migration in schema.MIGRATIONS[:4]:
-            for statement in migration:
-                connection.execute(statement)
-        connection.execute("PRAGMA user_version = 4")
+    with store_at(path, 4) as connection:
         for rowid, name in ((1, "live"), (2, "retired"), (3, "deleted")):
             connection.execute(
                 "INSERT INTO drawers (rowid, id, room, content, source_file, source_kind, "
