@@ -97,3 +97,24 @@ def test_a_start_on_workspaces_that_overlap_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert f"workspace 'outer' ({outer}) holds workspace 'inner' ({inner})" in result.stderr
     assert not (tmp_path / "d.sock").exists()
+
+
+def test_a_runtime_workspace_left_out_for_overlapping_can_be_forgotten(tmp_path: Path) -> None:
+    import json
+
+    outer = copy_examples(tmp_path / "ws", [EXAMPLE])[EXAMPLE]
+    inner = Path(outer) / "inner"
+    inner.mkdir()
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    listed = {"format": "memhub.workspaces.v1", "workspaces": {"inner": str(inner)}}
+    (state / "workspaces.json").write_text(json.dumps(listed))
+    with start_daemon(tmp_path, {"outer": outer}) as live:
+        assert served(live) == ["outer"]
+        with live.http(live.admin_token) as client:
+            removed = client.delete("/v1/workspaces/inner")
+            again = client.delete("/v1/workspaces/inner")
+        assert removed.status_code == 200 and removed.json() == {"removed": "inner", "served": False}
+        assert again.status_code == 404
+        kept = json.loads((state / "workspaces.json").read_text())["workspaces"]
+        assert "inner" not in kept

@@ -488,6 +488,13 @@ class Hub:
         self.events.publish("workspace_added", workspace=name, root=host.root)
         return host
 
+    async def forget_unserved(self, name: str) -> bool:
+        """Drop `name` from the run-time workspace list when it is there but not served
+        (left out at start for overlapping a configured workspace); False otherwise."""
+        if name in self.hosts or self._membership is None:
+            return False
+        return bool(await anyio.to_thread.run_sync(self._membership.remove, name))
+
     async def remove(self, name: str) -> bool:
         if name not in self.hosts:
             return False

@@ -285,12 +285,14 @@ def merge_workspaces(configured: Mapping[str, str], added: Mapping[str, str]) ->
             if clash is None:
                 merged[name] = path
             else:  # the configuration changed since it was added: the file wins again
+                configured_name, configured_path = clash[0] if clash[0][0] != name else clash[1]
                 log.warning(
                     "runtime_workspace_overlaps",
                     workspace=name,
                     path=path,
-                    configured=clash[1][0],
-                    configured_path=clash[1][1],
+                    configured=configured_name,
+                    configured_path=configured_path,
+                    fix=f"memctl workspaces remove {name} forgets it",
                 )
         elif os.path.normpath(merged[name]) != os.path.normpath(path):
             log.warning(

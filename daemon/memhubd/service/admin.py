@@ -162,6 +162,14 @@ async def remove_workspace(
 ) -> dict[str, Any]:
     require_scope(identity, ADMIN)
     async with audited(audit, identity, "workspace.remove", workspace=name):
+        if identity.manages_all_workspaces and hub.get(name) is None:
+            # Registered at run time but not served (it overlaps a configured one): an
+            # admin of every workspace may still forget it, and so free its name.
+            try:
+                if await hub.forget_unserved(name):
+                    return {"removed": name, "served": False}
+            except (OSError, StateFileError) as error:
+                raise _list_not_saved(name, error, "still registered") from error
         host_for(hub, identity, name)  # the usual grant check and error first
         _require_all_workspaces(identity, "remove workspaces")
         try:

@@ -174,3 +174,15 @@ def test_a_workspace_list_of_another_format_is_refused_and_kept(
     with pytest.raises(StateFileError):
         StateDir(tmp_path).workspace_list().add("extra", "/srv/extra")
     assert (tmp_path / "workspaces.json").read_text() == text
+
+
+def test_the_overlap_warning_names_the_configured_workspace(caplog, monkeypatch) -> None:
+    import memhubd.runtime.state as state_module
+
+    seen: list[dict] = []
+    monkeypatch.setattr(state_module.log, "warning", lambda event, **fields: seen.append(fields))
+    merge_workspaces({"outer": "/srv/a"}, {"inner": "/srv/a/sub", "aaa": "/srv/a"})
+    assert {(f["workspace"], f["configured"]) for f in seen} == {
+        ("inner", "outer"),
+        ("aaa", "outer"),
+    }
