@@ -410,6 +410,11 @@ def _server_error(error: ServerError, as_json: bool, *, token_given: bool) -> in
     line = f"memctl: {error.code.value}: {error.message}"
     if error.status == 401 and not token_given:
         line += " (pass --token or set MEMHUB_TOKEN)"
+    elif error.status == 401:
+        line += (
+            " (the daemon does not know this token: revoked, expired, or created in another"
+            " state directory; see `memhubd token list` with the daemon's --state-dir)"
+        )
     line += render.available_workspaces(error.detail)
     print(line, file=sys.stderr)
     return 1 if 400 <= error.status < 500 else 2

@@ -130,6 +130,11 @@ def resolve_settings(
         _take(found, str(path), load_config_file(path))
     chosen_url, url_source = found.get("url", (socket_url(default_socket_path(env)), "default"))
     chosen_token, token_source = found.get("token", (None, None))
+    if chosen_token is not None:
+        # Pasted as the header it goes in, or with a trailing newline from a file.
+        chosen_token = chosen_token.strip()
+        if chosen_token[:7].lower() == "bearer ":
+            chosen_token = chosen_token[7:].strip()
     if chosen_token is not None and not _header_safe(chosen_token):
         where = {"flag": "--token", "env": ENV_TOKEN}.get(token_source or "", token_source)
         raise ConfigError(

@@ -74,6 +74,19 @@ def test_tcp_without_a_token_is_refused_with_a_hint(shared_daemon: Any) -> None:
     assert err.endswith("(pass --token or set MEMHUB_TOKEN)\n")
 
 
+def test_an_unknown_token_is_refused_with_what_to_check(shared_daemon: Any) -> None:
+    code, out, err = memctl("--url", shared_daemon.url, "--token", "mh_000000000000_x", "status")
+    assert (code, out) == (1, "")
+    assert "created in another state directory" in err and "memhubd token list" in err
+
+
+def test_a_token_pasted_as_its_header_is_taken(shared_daemon: Any) -> None:
+    secret = shared_daemon.admin_token
+    for given in (f"Bearer {secret}", f"  {secret}\n", f"bearer {secret}"):
+        code, out, err = memctl("--url", shared_daemon.url, "--token", given, "status", "--json")
+        assert code == 0, (given, err)
+
+
 def test_environment_settings_reach_the_daemon(
     shared_daemon: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

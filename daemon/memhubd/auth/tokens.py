@@ -473,7 +473,10 @@ class TokenStore:
     def _add(self, record: TokenRecord) -> None:
         with self._locked() as contents:
             if contents.find(record.name) is not None:
-                raise TokenError(f"a token named {record.name!r} already exists")
+                raise TokenError(
+                    f"a token named {record.name!r} already exists: revoke it first "
+                    f"(memhubd token revoke {record.name}) or choose another name"
+                )
             self._write((*contents.records, record), contents.retired_bootstrap)
 
     @contextlib.contextmanager

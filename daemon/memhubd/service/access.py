@@ -653,7 +653,7 @@ def state_database_failure(error: BaseException) -> ProtocolError | None:
     from memhubd.sqlite import UnusableDatabase
 
     if isinstance(error, UnusableDatabase):
-        message, path = f"{error}; see the daemon log", str(error.path)
+        message, path = f"{str(error).rstrip('.')}; see the daemon log", str(error.path)
     elif isinstance(error, sqlite3.DatabaseError):
         message, path = f"a state database failed: {error}; see the daemon log", None
     else:

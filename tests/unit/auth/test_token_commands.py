@@ -108,7 +108,7 @@ def test_duplicate_create_is_refused(state: str, capsys) -> None:
     run("create", "alice", "--scopes", "review", "--state-dir", state)
     capsys.readouterr()
     assert run("create", "alice", "--scopes", "admin", "--state-dir", state) == 2
-    assert "already exists" in capsys.readouterr().err
+    assert "already exists: revoke it first (memhubd token revoke" in capsys.readouterr().err
 
 
 def test_an_unusable_state_dir_is_an_error_not_a_traceback(tmp_path: Path, capsys) -> None:

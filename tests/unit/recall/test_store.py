@@ -352,3 +352,17 @@ def test_drawers_retired_before_v5_are_told_from_drawers_deleted_on_purpose(
     with sqlite3.connect(path) as connection:
         retired = dict(connection.execute("SELECT id, retired FROM drawers").fetchall())
     assert retired == {"live": 0, "retired": 1, "deleted": 0}
+
+
+def test_a_store_too_new_is_said_in_one_sentence_with_where_to_look(tmp_path: Path) -> None:
+    from memhubd.service.access import state_database_failure
+
+    path = tmp_path / "ws.db"
+    open_store(path).close()
+    with sqlite3.connect(path) as connection:
+        connection.execute(f"PRAGMA user_version = {CURRENT_VERSION + 1}")
+    with pytest.raises(SchemaTooNew) as refused:
+        open_store(path)
+    said = state_database_failure(refused.value)
+    assert said is not None and ".;" not in said.message
+    assert said.message.endswith("to start an empty store; see the daemon log")
