@@ -13,7 +13,7 @@ from memhubd.service import access
 async def test_review_slots_of_idle_workspaces_are_forgotten(monkeypatch) -> None:
     monkeypatch.setattr(access, "_REVIEW", {})
     for n in range(10 * access.REVIEW_LIMITERS_KEPT):
-        assert await access.run_review(f"ws{n}", lambda: n) == n
+        assert await access.run_review(f"ws{n}", lambda n=n: n) == n
     assert len(access._REVIEW) <= access.REVIEW_LIMITERS_KEPT
 
 
