@@ -34,6 +34,8 @@ PROMPT_FORMATS = ("plain", "hook-json")
 # characters of a hook's output inline and cuts the rest to a preview, and drained
 # messages are gone from the inbox, so what it cuts would never reach the model.
 PROMPT_BUDGET = 8000
+# Requests of one workspace's drain that fill what the budget leaves after each answer.
+MAX_DRAIN_ASKS = 8
 SENDER_ALLOWANCE = 32  # bytes kept for a sender's name, unknown until the message comes
 BUDGET_COUNT = 99  # the count assumed in the frame's lines while sizing it
 STDIN_CHUNK = 1 << 16
@@ -287,11 +289,19 @@ def _drain_into(
         # No workspace chosen: the caller's inbox in every workspace it may use.
         names = [settings.workspace] if settings.workspace else workspace_names(client.workspaces())
         for name in names:
-            params = None if budget is None else drain_params(drained.messages, fmt, budget, name)
-            answer = client._call("cowork_drain", workspace=name, params=params)
-            for item in answer.get("messages", []):
-                drained.messages.append({**item, "workspace": answer.get("workspace", name)})
-            remaining = answer.get("remaining", 0)
+            remaining: Any = 0
+            # Asked for what fits even if every byte printed at its widest; what the
+            # answer really printed to is then measured, and the rest of the budget
+            # asked for again, while messages come and some wait.
+            for _ask in range(MAX_DRAIN_ASKS if budget is not None else 1):
+                params = None if budget is None else drain_params(drained.messages, fmt, budget, name)
+                answer = client._call("cowork_drain", workspace=name, params=params)
+                got = answer.get("messages", [])
+                for item in got:
+                    drained.messages.append({**item, "workspace": answer.get("workspace", name)})
+                remaining = answer.get("remaining", 0)
+                if not got or not remaining:
+                    break
             drained.remaining += remaining if isinstance(remaining, int) else 0
 
 
@@ -306,7 +316,11 @@ def drain_params(
     if fmt in PROMPT_FORMATS:
         probe = {"pushed_at": "2026-12-01T18:40:00.123Z", "from": "", "workspace": workspace}
         left -= len(_message_line(probe).encode()) + SENDER_ALLOWANCE
-    return {"max_bytes": str(max(0, left)), "at_least_one": "false" if taken else "true"}
+    params = {"max_bytes": str(max(0, left)), "at_least_one": "false" if taken else "true"}
+    if fmt in PROMPT_FORMATS:
+        # The daemon weighs each message as it prints here (indents, JSON escapes).
+        params["weigh"] = fmt
+    return params
 
 
 def printed_size(messages: list[dict[str, Any]], fmt: str) -> int:

@@ -384,6 +384,12 @@ ROUTES: tuple[Route, ...] = (
                 description="hand out the oldest message even when it alone is over max_bytes "
                 "(default true, so a large message is never stuck)",
             ),
+            Param(
+                "weigh",
+                choices=("content", "plain", "hook-json"),
+                description="what max_bytes counts: the content (default), or the content as "
+                "memctl prints it in that format (line breaks indented, and escaped in JSON)",
+            ),
         ),
     ),
     Route(

@@ -215,3 +215,15 @@ def test_a_large_hook_payload_on_stdin_is_read_and_never_breaks_the_pipe(
     out, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
     assert b"from stdin-from in team-coding: hello" in out
+
+
+@pytest.mark.parametrize("fmt", ["plain", "hook-json"])
+def test_line_breaks_and_quotes_count_as_printed(daemon: LiveDaemon, fmt: str) -> None:
+    sender, (bob, secret) = pair(daemon, f"wide-{fmt}")
+    sent = ['a\n"' * 700 + f"#{n}" for n in range(4)]  # 2,100 bytes that print wider
+    for content in sent:
+        push(daemon, sender, bob, content)
+    outputs, _ = drain_until_empty(daemon, secret, "-w", TEAM, "--format", fmt)
+    assert len(outputs) > 1 and all(len(text.encode()) <= PROMPT_BUDGET for text in outputs), [
+        len(text.encode()) for text in outputs
+    ]

@@ -54,7 +54,14 @@ def cowork_handlers(context: ApiContext) -> dict[str, Handler]:
         # No body is read: the budget comes as query parameters, checked by `endpoint`.
         params = query_params(request)
         at_least_one = params["at_least_one"] is not False  # absent: true
-        data = await cowork.drain(hub, identity, _ws(request), params["max_bytes"], at_least_one)
+        data = await cowork.drain(
+            hub,
+            identity,
+            _ws(request),
+            params["max_bytes"],
+            at_least_one,
+            weigh=params["weigh"] or "content",
+        )
         return _result(context, data)
 
     async def status(request: Request, identity: Identity) -> Response:

@@ -234,7 +234,12 @@ class InboxStore:
         return list(self.take(recipient).messages)
 
     def take(
-        self, recipient: str, max_bytes: int | None = None, *, at_least_one: bool = True
+        self,
+        recipient: str,
+        max_bytes: int | None = None,
+        *,
+        at_least_one: bool = True,
+        weigh: str = "content",
     ) -> Delivery:
         """`recipient`'s oldest messages while their content totals at most `max_bytes`
         (UTF-8; None: every one), removed as they are read; the rest stay, in order.
@@ -243,6 +248,8 @@ class InboxStore:
         budget smaller than a message never leaves it stuck; `at_least_one=False` lets a
         caller that already has something keep to its budget strictly. The first message
         that does not fit ends the delivery: a later, smaller one never overtakes it.
+        `weigh`: what `max_bytes` counts, the content or the content as memctl prints it
+        (`printed_weight`), so that what a prompt hook prints keeps to its budget.
         """
         with self._write() as db:
             rows = db.execute(
@@ -250,7 +257,8 @@ class InboxStore:
                 "WHERE recipient = ? ORDER BY id",
                 (recipient,),
             ).fetchall()
-            taken = _fitting(rows, max_bytes, at_least_one)
+            sizes = [row[-1] if weigh == "content" else printed_weight(row[3], weigh) for row in rows]
+            taken = _fitting(sizes, max_bytes, at_least_one)
             if taken:
                 db.execute(
                     "DELETE FROM messages WHERE recipient = ? AND id <= ?",
@@ -288,16 +296,32 @@ class InboxStore:
             self._db.close()
 
 
-def _fitting(rows: list[Any], max_bytes: int | None, at_least_one: bool) -> int:
-    """How many of `rows` (oldest first, size last) a drain of `max_bytes` takes."""
+def _fitting(sizes: list[int], max_bytes: int | None, at_least_one: bool) -> int:
+    """How many messages of `sizes` (oldest first) a drain of `max_bytes` takes."""
     if max_bytes is None:
-        return len(rows)
+        return len(sizes)
     total = 0
-    for taken, row in enumerate(rows):
-        total += row[-1]
+    for taken, size in enumerate(sizes):
+        total += size
         if total > max_bytes and not (taken == 0 and at_least_one):
             return taken
-    return len(rows)
+    return len(sizes)
+
+
+# What memctl ends a line at (str.splitlines' line ends), each printed as an indented
+# line feed: "\n  " in plain, "\\n  " inside hook-json's JSON string.
+_LINE_ENDS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def printed_weight(content: str, form: str) -> int:
+    """At least the bytes `content` takes as memctl prints it in `form` (plain or
+    hook-json): its UTF-8 bytes, plus each line end's indent, plus in JSON the
+    escapes of line ends, quotes and backslashes."""
+    size = len(content.encode("utf-8", "surrogatepass"))
+    ends = sum(content.count(end) for end in _LINE_ENDS)
+    if form == "plain":
+        return size + 2 * ends
+    return size + 3 * ends + content.count('"') + content.count("\\")
 
 
 def _readable(content: str) -> bool:

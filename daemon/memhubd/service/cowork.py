@@ -225,6 +225,8 @@ async def drain(
     name: str,
     max_bytes: int | None = None,
     at_least_one: bool = True,
+    *,
+    weigh: str = "content",
 ) -> dict[str, Any]:
     """The messages waiting for the caller in `name`, oldest first: every one, or with
     `max_bytes` those whose content (UTF-8) totals at most that, the oldest always unless
@@ -239,7 +241,7 @@ async def drain(
     delivery = await _in_store(
         desk_of(hub).shelf,
         name,
-        lambda store: store.take(identity.name, max_bytes, at_least_one=at_least_one),
+        lambda store: store.take(identity.name, max_bytes, at_least_one=at_least_one, weigh=weigh),
     )
     return {
         "schema_version": DRAIN_SCHEMA,
