@@ -167,3 +167,25 @@ def test_memctl_says_the_review_lock_is_held(
         )
     assert done.returncode == 1, done.stderr
     assert "review lock of workspace 'b' is held by another process" in done.stderr
+
+
+def test_one_bound_holds_for_the_wait_for_a_slot_and_for_the_lock(
+    daemon: LiveDaemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More review writes than a workspace's slots, the lock held elsewhere: each is
+    answered within the one bound, not the bound for its slot and then the lock's."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(durable, "LOCK_TIMEOUT_S", 2.0, raising=False)
+
+    def timed(n: int) -> tuple[int, float]:
+        started = time.monotonic()
+        answer = propose(daemon, "b", f"ledger.crowd{n}", timeout=30)
+        return answer.status_code, time.monotonic() - started
+
+    with lock_held_elsewhere(daemon, "b"), ThreadPoolExecutor(5) as pool:
+        results = list(pool.map(timed, range(5)))
+    assert {status for status, _ in results} == {409}
+    # Two slots: without one bound for both waits, the last ones took 4 s or 6 s.
+    assert max(took for _, took in results) < 3.5, results

@@ -572,6 +572,8 @@ async def run_review(name: str, function: Any, *args: Any) -> Any:
             for idle in [n for n, held in _REVIEW.items() if _idle(held)]:
                 del _REVIEW[idle]
         limiter = _REVIEW[name] = anyio.CapacityLimiter(REVIEW_SLOTS)
+    # One deadline for the wait for a slot and the wait for the lock together.
+    ends = time.monotonic() + durable.LOCK_TIMEOUT_S
     with anyio.move_on_after(durable.LOCK_TIMEOUT_S) as waiting:
         await limiter.acquire()
     if waiting.cancelled_caught:  # the slots are all taken by work waiting on the lock
@@ -580,7 +582,7 @@ async def run_review(name: str, function: Any, *args: Any) -> Any:
         if stopping is not None and stopping.is_set():
             raise _review_given_up(name)
         return await anyio.to_thread.run_sync(
-            _review_work, name, stopping, function, *args, limiter=_REVIEW_THREADS
+            _review_work, name, stopping, ends, function, *args, limiter=_REVIEW_THREADS
         )
     except durable.LockHeld as error:
         raise review_lock_held(name, error.waited_s) from error
@@ -588,17 +590,20 @@ async def run_review(name: str, function: Any, *args: Any) -> Any:
         limiter.release()
 
 
-def _review_work(name: str, stopping: threading.Event | None, function: Any, *args: Any) -> Any:
-    """`function(*args)` in a review thread, its lock waits ending once `stopping` is set."""
+def _review_work(
+    name: str, stopping: threading.Event | None, ends: float, function: Any, *args: Any
+) -> Any:
+    """`function(*args)` in a review thread, its lock waits ending once `stopping` is set
+    or at `ends` (the request's deadline, its wait for a slot included)."""
     from memhubd.review import durable
 
-    if stopping is not None:
+    def check() -> None:
+        if stopping is not None and stopping.is_set():
+            raise _review_given_up(name)
+        if time.monotonic() >= ends:
+            raise durable.LockHeld(f"the review lock of {name}", durable.LOCK_TIMEOUT_S)
 
-        def check() -> None:
-            if stopping.is_set():
-                raise _review_given_up(name)
-
-        durable.LOCK_WAIT_CHECK.set(check)  # in this call's own copy of the context
+    durable.LOCK_WAIT_CHECK.set(check)  # in this call's own copy of the context
     return function(*args)
 
 
