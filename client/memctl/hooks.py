@@ -535,9 +535,12 @@ def _session_end(args: argparse.Namespace) -> None:
             request = IngestRequest(files=(upload,))
             answer = client._call("recall_ingest", workspace=workspace, body=request.to_json())
             chunks += int(answer.get("chunks", 0))
-            if upload.part < upload.parts - 1 and not part_kept(answer):
-                refused = (answer.get("failed") or answer.get("skipped") or [{}])[0]
-                reason = refused.get("reason", "a part was refused")
+            last = upload.part == upload.parts - 1
+            refused = answer.get("failed") or answer.get("skipped")
+            if (not last and not part_kept(answer)) or (last and refused):
+                # A part refused ends the upload; the whole file (or its last part)
+                # skipped or failed is said as such, not as "0 new chunk(s)".
+                reason = (refused or [{}])[0].get("reason", "a part was refused")
                 print(f"memctl hooks session-end: {citation}: {reason}", file=sys.stderr)
                 return
     print(f"memctl hooks session-end: {citation}: {chunks} new chunk(s)", file=sys.stderr)

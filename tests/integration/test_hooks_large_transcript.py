@@ -76,3 +76,14 @@ def test_a_transcript_larger_than_a_part_is_chunked_whole(
     # and an unchanged transcript stores nothing more
     again = end_hook(daemon, path)
     assert "session.jsonl: 0 new chunk(s)" in again.stderr, again.stderr
+
+
+def test_a_transcript_the_daemon_skips_is_said_so_not_as_no_new_chunks(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    path = tmp_path / "proj" / "settings.jsonl"
+    path.parent.mkdir()
+    path.write_text('{"a": 1}\n')  # JSON lines of no known transcript
+    done = end_hook(daemon, path)
+    assert done.returncode == 0 and done.stdout == ""
+    assert "not a known export" in done.stderr and "new chunk" not in done.stderr
