@@ -138,3 +138,13 @@ def test_skipped_files_are_logged_once_each_and_remembered_within_a_bound(
     for n in range(50):
         recall._skipped_once(str(tmp_path / f"f{n}"), "binary file")
     assert len(recall._SKIPS_LOGGED) == 10
+
+
+def test_a_transcript_with_a_byte_that_is_not_utf8_early_on_is_ingested(watched: Any) -> None:
+    daemon, inbox = watched
+    line = json.dumps({"type": "user", "message": {"role": "user", "content": "caf\u00e9 pager"}})
+    (inbox / "latin.jsonl").write_bytes(
+        line.replace("\\u00e9", "X").encode().replace(b"X", b"\xe9") + b"\n"
+    )
+    found = wait_for(daemon, lambda s: "inbox/latin.jsonl" in s)
+    assert found.get("inbox/latin.jsonl") == "claude-code", found
