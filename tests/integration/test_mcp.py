@@ -844,7 +844,9 @@ async def test_memhubs_own_tools_say_which_argument_is_wrong_in_one_line(daemon)
         several = await tool_error(client, "memory_search", {"query": "x", "top_k": 0, "colour": 1})
         typed = await tool_error(client, "memory_wake_up", {"limit": "5"})
         memdsls = await tool_error(client, "memory_query", {"query": "deploy", "limt": 1})
+        bodys = await tool_error(client, "memory_peek_partner", {"tool": "auto", "limit": 0})
     assert missing == "invalid: 'query' is required"
+    assert bodys.startswith("invalid: ") and "'limit'" in bodys  # the tool's own check
     assert several == (
         "invalid: 'top_k' must be at least 1; 'colour' is not an argument of this tool"
     )

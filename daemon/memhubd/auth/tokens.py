@@ -37,6 +37,7 @@ BOOTSTRAP_NAME = "bootstrap"
 # Identities the admin audit records for the Unix socket's operator, a bootstrap
 # registration and the bootstrap token: never names of tokens created by hand.
 RESERVED_NAMES = frozenset({"local-operator", "environment", BOOTSTRAP_NAME})
+_SECRET_SHAPE = re.compile(r"mh_[0-9a-f]{12}_")
 BOOTSTRAP_ENV = "MEMHUB_BOOTSTRAP_TOKEN"
 BOOTSTRAP_FILE_ENV = "MEMHUB_BOOTSTRAP_TOKEN_FILE"
 BOOTSTRAP_MIN_LENGTH = 32
@@ -384,6 +385,10 @@ class TokenStore:
             # The names the admin audit gives the socket's operator and the bootstrap's
             # registration: a token called so would pass for them there.
             raise TokenError(f"token name {name!r} is reserved; choose another")
+        if isinstance(name, str) and _SECRET_SHAPE.match(name):
+            # A secret pasted as a name would be shown by every token list (and is kept
+            # out of the audit): refused, and never echoed.
+            raise TokenError("a token name may not look like a secret (mh_<id>_...)")
         secret = f"mh_{secrets.token_hex(6)}_{secrets.token_urlsafe(32)}"
         record = self._new_record(name, secret, scopes, workspaces, roles, expires)
         if issuer is not None:

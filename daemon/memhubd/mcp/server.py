@@ -70,9 +70,17 @@ class MemhubMCP(MCPServer):
             # memdsl's tools answer as memdsl's server does; memhub's own say which
             # argument is wrong in one line, not the argument model's exception text.
             cause = error.__cause__
-            if name in payloads.TOOL_NAMES or not isinstance(cause, ValidationError):
+            if name in payloads.TOOL_NAMES:
                 raise
-            raise ToolError(f"invalid: {_argument_problems(cause)}") from None
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"invalid: {_argument_problems(cause)}") from None
+            # The SDK prefixes a tool's own error with "Error executing tool NAME: ";
+            # memhub's tools say theirs as the argument checks do, in one line.
+            prefix = f"Error executing tool {name}: "
+            message = str(error)
+            if message.startswith(prefix):
+                raise ToolError(message[len(prefix) :]) from None
+            raise
         if not isinstance(result, CallToolResult):
             return result
         size, limit = _text_bytes(result.content), self._result_limit()

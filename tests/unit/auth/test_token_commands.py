@@ -210,3 +210,12 @@ def test_a_broken_token_file_is_audited_as_a_failure_by_create_and_revoke(
         ("token.revoke", "failed"),
     ]
     assert entries[-2]["token"]["scopes"] == ["review", "read:search"]  # lists, as the API's
+
+
+def test_a_secret_cannot_become_a_tokens_name(state: str, capsys) -> None:
+    run("create", "alice", "--scopes", "review", "--state-dir", state, "--json")
+    secret = json.loads(capsys.readouterr().out)["token"]
+    assert run("create", secret, "--scopes", "review", "--state-dir", state) == 2
+    err = capsys.readouterr().err
+    assert "may not look like a secret" in err and secret not in err
+    assert [r.name for r in TokenStore(Path(state)).list()] == ["alice"]
