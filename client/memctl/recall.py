@@ -78,7 +78,13 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a.add_argument("text", nargs="+", help="what to look for")
     a.add_argument("--all", action="store_true", help="every workspace you may use")
     a.add_argument("--room", action="append", help="only this room (repeatable)")
-    a.add_argument("--source-kind", action="append", choices=SOURCE_KINDS)
+    a.add_argument(
+        "--source-kind",
+        action="append",
+        type=_source_kinds,
+        metavar="KIND",
+        help=f"only this kind (repeatable, or comma-separated): {', '.join(SOURCE_KINDS)}",
+    )
     a.add_argument("--identity", action="append", help="only drawers written by this identity")
     a.add_argument("--since", help="said at or after (ISO date/time or epoch seconds)")
     a.add_argument("--until", help="said before (ISO date/time or epoch seconds)")
@@ -255,6 +261,18 @@ def _one_each(walked: list[SourceFile]) -> list[SourceFile]:
     return kept
 
 
+def _source_kinds(value: str) -> tuple[str, ...]:
+    """`--source-kind`'s value: one kind, or several separated by commas (as the API
+    takes them), each one of SOURCE_KINDS."""
+    kinds = tuple(part.strip() for part in value.split(",") if part.strip())
+    unknown = [kind for kind in kinds if kind not in SOURCE_KINDS]
+    if not kinds or unknown:
+        raise argparse.ArgumentTypeError(
+            f"invalid kind {(unknown or [value])[0]!r} (choose from {', '.join(SOURCE_KINDS)})"
+        )
+    return kinds
+
+
 def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
     readers = (
         tuple(r.strip() for r in args.readers.split(",") if r.strip()) if args.readers else None
@@ -365,7 +383,9 @@ def cmd_search(session: Session, args: argparse.Namespace) -> int:
         query=" ".join(args.text),
         limit=args.limit,
         rooms=tuple(args.room) if args.room else None,
-        source_kinds=tuple(args.source_kind) if args.source_kind else None,
+        source_kinds=tuple(k for kinds in args.source_kind for k in kinds)
+        if args.source_kind
+        else None,
         since=since,
         until=until,
         identities=tuple(args.identity) if args.identity else None,

@@ -603,3 +603,16 @@ def test_a_comma_separates_filter_names_alike_at_get_and_post(daemon: LiveDaemon
         ]
     rooms = [sorted({h["room"] for h in a.json()["hits"]}) for a in answers]
     assert rooms == [["cranes", "herons"]] * 5, [a.text[:200] for a in answers]
+
+
+def test_memctl_takes_source_kinds_comma_separated_or_repeated(daemon: LiveDaemon) -> None:
+    reader = token(daemon, "kinds-reader", "read:search", workspaces=[TEAM])
+    base = ("-w", TEAM, "recall", "search", "ledger", "--json")
+    together = memctl(daemon, reader, *base, "--source-kind", "markdown,manual")
+    apart = memctl(daemon, reader, *base, "--source-kind", "markdown", "--source-kind", "manual")
+    wrong = memctl(daemon, reader, *base, "--source-kind", "markdown,pdf")
+    assert together[0] == apart[0] == 0, together[2] + apart[2]
+    kinds = {h["source_kind"] for h in json.loads(together[1])["hits"]}
+    assert kinds <= {"markdown", "manual"}
+    assert json.loads(together[1])["hits"] == json.loads(apart[1])["hits"]
+    assert wrong[0] == 2 and "invalid kind 'pdf'" in wrong[2]
