@@ -233,6 +233,16 @@ def test_decisions_need_a_reviewer_and_a_valid_id(store: ReviewStore, root: Path
 # ---- recovery (memdsl §7.5, §12.34-35) ---------------------------------------
 
 
+def drop_attribution(path: Path) -> None:
+    """What a memdsl rewrite of a proposal file does: memhub's attribution lines go."""
+    kept = [
+        line
+        for line in path.read_text().splitlines()
+        if not line.startswith(("# proposer:", "# generation:", "# decided_by:"))
+    ]
+    path.write_text("\n".join(kept) + "\n")
+
+
 def rewrite(store: ReviewStore, pid: str, **changes: object) -> None:
     """Put the proposal file back into an earlier state, as a crash would have left it."""
     proposal = store.get(pid)
@@ -357,12 +367,7 @@ def test_attribution_lost_to_a_memdsl_rewrite_comes_back_from_the_audit(
     pid = proposed(store, root, generation=9)
     store.approve(pid, load(root), "approved.mem", reviewer="alice")
     path = Path(store.get(pid).path)
-    stripped = [
-        line
-        for line in path.read_text().splitlines()
-        if not line.startswith(("# proposer:", "# generation:", "# decided_by:"))
-    ]
-    path.write_text("\n".join(stripped) + "\n")
+    drop_attribution(path)
     assert parse_proposal(path.read_text()).proposer == ""
 
     proposal = store.get(pid)
@@ -424,14 +429,8 @@ def test_a_list_attributes_each_proposal_from_its_own_audit_entries(
     ids = [proposed(store, root, name=f"db.v{n}", generation=n) for n in range(6)]
     for pid in ids[:3]:
         store.reject(pid, reviewer="bob", reason="not now")
-    for pid in ids:  # a memdsl rewrite drops the attribution lines
-        path = Path(store.get(pid).path)
-        kept = [
-            line
-            for line in path.read_text().splitlines()
-            if not line.startswith(("# proposer:", "# generation:", "# decided_by:"))
-        ]
-        path.write_text("\n".join(kept) + "\n")
+    for pid in ids:
+        drop_attribution(Path(store.get(pid).path))
     scanned: list[int] = []
     real = audit_module.find_entry
 
