@@ -34,8 +34,6 @@ PROMPT_FORMATS = ("plain", "hook-json")
 # characters of a hook's output inline and cuts the rest to a preview, and drained
 # messages are gone from the inbox, so what it cuts would never reach the model.
 PROMPT_BUDGET = 8000
-# Requests of one workspace's drain that fill what the budget leaves after each answer.
-MAX_DRAIN_ASKS = 8
 SENDER_ALLOWANCE = 32  # bytes kept for a sender's name, unknown until the message comes
 BUDGET_COUNT = 99  # the count assumed in the frame's lines while sizing it
 STDIN_CHUNK = 1 << 16
@@ -289,29 +287,23 @@ def _drain_into(
         # No workspace chosen: the caller's inbox in every workspace it may use.
         names = [settings.workspace] if settings.workspace else workspace_names(client.workspaces())
         for name in names:
-            remaining: Any = 0
-            # Asked for what fits even if every byte printed at its widest; what the
-            # answer really printed to is then measured, and the rest of the budget
-            # asked for again, while messages come and some wait.
-            for _ask in range(MAX_DRAIN_ASKS if budget is not None else 1):
-                params = None if budget is None else drain_params(drained.messages, fmt, budget, name)
-                answer = client._call("cowork_drain", workspace=name, params=params)
-                got = answer.get("messages", [])
-                for item in got:
-                    drained.messages.append({**item, "workspace": answer.get("workspace", name)})
-                remaining = answer.get("remaining", 0)
-                if not got or not remaining:
-                    break
+            params = None if budget is None else drain_params(drained.messages, fmt, budget, name)
+            answer = client._call("cowork_drain", workspace=name, params=params)
+            for item in answer.get("messages", []):
+                drained.messages.append({**item, "workspace": answer.get("workspace", name)})
+            remaining = answer.get("remaining", 0)
             drained.remaining += remaining if isinstance(remaining, int) else 0
 
 
 def drain_params(
     taken: list[dict[str, Any]], fmt: str, budget: int, workspace: str
 ) -> dict[str, str]:
-    """The query of the next workspace's drain: the content bytes still within `budget`
-    once what is taken, the frame and the next message's line are printed. The daemon
-    counts content only; a few messages in one answer may pass the budget by their
-    lines. Only the first message of the whole drain comes whatever its size."""
+    """The query of the next workspace's drain: the bytes still within `budget` once
+    what is taken, the frame and the next message's line are printed. In a prompt
+    format the daemon weighs each message's content as printed here; only the lines'
+    prefixes (time, sender, workspace) of a second and later message in one answer
+    are not counted, so several may pass the budget by those. Only the first message
+    of the whole drain comes whatever its size."""
     left = budget - printed_size(taken, fmt)
     if fmt in PROMPT_FORMATS:
         probe = {"pushed_at": "2026-12-01T18:40:00.123Z", "from": "", "workspace": workspace}
