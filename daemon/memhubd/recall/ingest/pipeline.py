@@ -534,9 +534,9 @@ class Ingestor:
         """Whether a stored drawer is another's that the caller may not read (or, for a
         diary write, anything but the writer's own entry)."""
         if options.same_entry is not None:
+            # The writer's own entry is readable to it; anything else is concealed.
             found = self.store.get([existing.rowid]).get(existing.rowid)
-            if found is None or not options.same_entry(found):
-                return True
+            return found is None or not options.same_entry(found)
         if options.roles is None:
             return False
         if existing.rowid in hidden:
