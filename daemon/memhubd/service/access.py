@@ -556,9 +556,9 @@ async def run_engine(function: Any, *args: Any) -> Any:
 
 async def run_review(name: str, function: Any, *args: Any) -> Any:
     """Run review work of workspace `name` that takes its `review.lock`, in one of the
-    workspace's own slots. The wait for a slot and the wait for the lock are each
-    bounded (`memhubd.review.durable.LOCK_TIMEOUT_S`); either one running out is a
-    `conflict` saying the lock is held, so the caller retries instead of hanging. Once
+    workspace's own slots. The wait for a slot and the wait for the lock share one bound
+    (`memhubd.review.durable.LOCK_TIMEOUT_S`); running out is a `conflict` saying the
+    lock is held, so the caller retries instead of hanging. Once
     the daemon is stopping (`stopping_with`), work that has not taken the lock gives up
     at its next look at it, as `workspace_unavailable`: its thread cannot be cancelled,
     and would otherwise write after the daemon said it stopped."""
