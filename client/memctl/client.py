@@ -37,6 +37,7 @@ _CODE_FOR_STATUS = {
     401: ErrorCode.UNAUTHORIZED,
     403: ErrorCode.FORBIDDEN,
     404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
     409: ErrorCode.CONFLICT,
     413: ErrorCode.TOO_LARGE,
     422: ErrorCode.INVALID,

@@ -13,6 +13,7 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"  # 401: no token or an unknown/expired one
     FORBIDDEN = "forbidden"  # 403: missing scope or workspace grant
     NOT_FOUND = "not_found"  # 404: unknown route, declaration, file
+    METHOD_NOT_ALLOWED = "method_not_allowed"  # 405: the path is served, not by this method
     WORKSPACE_NOT_FOUND = "workspace_not_found"  # 404
     INVALID = "invalid"  # 400/422: bad request body or arguments
     TOO_LARGE = "too_large"  # 413
@@ -32,6 +33,7 @@ _HTTP_STATUS = {
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.FORBIDDEN: 403,
     ErrorCode.NOT_FOUND: 404,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.WORKSPACE_NOT_FOUND: 404,
     ErrorCode.INVALID: 422,
     ErrorCode.TOO_LARGE: 413,

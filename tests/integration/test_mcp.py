@@ -804,6 +804,7 @@ async def test_a_get_opens_no_stream_and_says_to_post(daemon) -> None:
     assert {a.status_code for a in answers} == {405}
     assert answers[0].headers["allow"] == "POST"
     assert "send requests with POST" in answers[0].json()["error"]["message"]
+    assert answers[0].json()["error"]["code"] == "method_not_allowed"  # as the API's 405
     assert anonymous.status_code == 401
 
 

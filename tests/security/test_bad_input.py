@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -252,6 +253,56 @@ def test_a_trailing_slash_never_redirects_to_the_callers_host(daemon: LiveDaemon
     assert "location" not in response.headers
     assert "evil.example" not in response.text
     assert error["detail"]["did_you_mean"] == "/v1/status"
+
+
+@pytest.mark.parametrize(
+    ("path", "served"),
+    [
+        (f"{BASE}/declarations/", f"{BASE}/declarations"),
+        (f"{BASE}/files/", f"{BASE}/files"),
+        (f"{BASE}/declarations/rule:no.such/", f"{BASE}/declarations/rule:no.such"),
+        (f"{BASE}/files/memory/x.mem/", f"{BASE}/files/memory/x.mem"),
+    ],
+)
+def test_a_trailing_slash_after_an_id_route_names_the_served_path(
+    daemon: LiveDaemon, path: str, served: str
+) -> None:
+    # The id routes take slashes inside an id (a file in a folder), yet an empty id or
+    # one ending in a slash is no id: the answer is the router's, with its hint.
+    with admin(daemon, follow_redirects=False) as client:
+        response = client.get(path)
+    error = assert_envelope(response, 404, "not_found")
+    assert error["detail"]["did_you_mean"] == served
+
+
+def test_a_file_in_a_folder_is_still_served_by_its_path(tmp_path: Path) -> None:
+    workspaces = copy_examples(tmp_path / "ws", [WS])
+    folder = Path(workspaces[WS]) / "more" / "deeper"
+    folder.mkdir(parents=True)
+    (folder / "extra.mem").write_text(FACT, encoding="utf-8")
+    with start_daemon(tmp_path / "d", workspaces) as live, admin(live) as client:
+        response = client.get(f"{BASE}/files/more/deeper/extra.mem")
+        slashed = client.get(f"{BASE}/files/more/deeper/extra.mem/")
+    assert response.status_code == 200, response.text[:300]
+    assert "tidewater.uses_nats" in response.text
+    hint = assert_envelope(slashed, 404, "not_found")["detail"]["did_you_mean"]
+    assert hint == f"{BASE}/files/more/deeper/extra.mem"
+
+
+@pytest.mark.parametrize("token", [True, False])
+def test_a_method_the_path_does_not_serve_is_405_with_allow(
+    daemon: LiveDaemon, token: bool
+) -> None:
+    client = admin(daemon) if token else daemon.http(None)
+    with client:
+        response = client.put("/v1/status")
+        on_query = client.delete(f"{BASE}/query")
+    for answer, allowed in ((response, ["GET"]), (on_query, ["POST"])):
+        error = assert_envelope(answer, 405, "method_not_allowed")
+        assert sorted(m.strip() for m in answer.headers["allow"].split(",")) == sorted(
+            {*allowed, *(["HEAD"] if "GET" in allowed else [])}
+        )
+        assert set(allowed) <= set(error["detail"]["allow"])
 
 
 def test_unknown_routes_get_the_envelope_without_a_hint(daemon: LiveDaemon) -> None:

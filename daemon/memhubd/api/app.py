@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import structlog
 from starlette.applications import Starlette
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
@@ -446,16 +447,24 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
 
 
 async def _not_found(request: Request, exc: HTTPException) -> Response:
-    code = ErrorCode.NOT_FOUND if exc.status_code == 404 else ErrorCode.INVALID
-    message = "no such route" if exc.status_code == 404 else str(exc.detail)
+    """The router's own refusals: no route for the path (404), or none for the method
+    (405, with the `Allow` header the router names the served methods in)."""
     path = request.scope["path"]
     detail: dict[str, Any] = {"path": path}
     if exc.status_code == 404:
+        code, message = ErrorCode.NOT_FOUND, "no such route"
         other = _other_slash(request)
         if other is not None:
             message = f"no such route; did you mean {other}?"
             detail["did_you_mean"] = other
-    return _ErrorJSON(error_envelope(code, message, detail), exc.status_code)
+    elif exc.status_code == 405:
+        code = ErrorCode.METHOD_NOT_ALLOWED
+        allowed = (exc.headers or {}).get("Allow", "")
+        message = f"{request.method} is not served here; use {allowed}"
+        detail["allow"] = [method.strip() for method in allowed.split(",") if method.strip()]
+    else:
+        code, message = ErrorCode.INVALID, str(exc.detail)
+    return _ErrorJSON(error_envelope(code, message, detail), exc.status_code, headers=exc.headers)
 
 
 def _other_slash(request: Request) -> str | None:
@@ -507,6 +516,17 @@ def import_route_modules() -> None:
         importlib.import_module(module)
 
 
+class _ServedId(PathConvertor):
+    """A file or declaration id in a path: slashes inside (a file in a folder), but
+    never empty and never ending in one, so `.../declarations/` and `.../files/a.mem/`
+    are unknown paths that name the served one, as a trailing slash does elsewhere."""
+
+    regex = ".*[^/]"
+
+
+register_url_convertor("served_id", _ServedId())
+
+
 def build_app(context: ApiContext) -> Starlette:
     handlers = _handlers(context)
     for module, (factory, names) in DEFERRED_ROUTES.items():
@@ -514,8 +534,8 @@ def build_app(context: ApiContext) -> Starlette:
         handlers.update((name, deferred.handler(name)) for name in names)
     routes: list[Any] = []
     for spec in ROUTES:
-        path = spec.path.replace("{file_id}", "{file_id:path}").replace(
-            "{decl_id}", "{decl_id:path}"
+        path = spec.path.replace("{file_id}", "{file_id:served_id}").replace(
+            "{decl_id}", "{decl_id:served_id}"
         )
         routes.append(
             Route(

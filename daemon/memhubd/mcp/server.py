@@ -213,7 +213,7 @@ class McpEndpoint:
             # connection open, unbounded and past its token's revocation. The spec
             # lets a server without that stream answer 405.
             message = "this MCP server offers no stream to GET: send requests with POST"
-            body = error_envelope(ErrorCode.INVALID, message)
+            body = error_envelope(ErrorCode.METHOD_NOT_ALLOWED, message)
             refused = JSONResponse(body, 405, headers={"Allow": "POST"})
             await refused(scope, receive, send)
             return
