@@ -305,6 +305,27 @@ def test_a_method_the_path_does_not_serve_is_405_with_allow(
         assert set(allowed) <= set(error["detail"]["allow"])
 
 
+@pytest.mark.parametrize("route", ["query", "check"])
+@pytest.mark.parametrize("workspace", ["no-such-workspace", WS])
+def test_an_unknown_or_ungranted_workspace_is_404_whatever_the_body(
+    daemon: LiveDaemon, route: str, workspace: str
+) -> None:
+    # The grant is checked before the body is read: a bad body never tells a caller
+    # without a grant anything, and the answer is the same for every such workspace.
+    secret = daemon.add_token(
+        f"elsewhere-{route}-{len(workspace)}", "read:search", workspaces=["granted-elsewhere"]
+    )
+    with daemon.http(secret) as client:
+        bad_body = client.post(f"/v1/workspaces/{workspace}/{route}", json={})
+        good_body = client.post(
+            f"/v1/workspaces/{workspace}/{route}",
+            json={"query": "deploy"} if route == "query" else {"task": "deploy"},
+        )
+    for answer in (bad_body, good_body):
+        error = assert_envelope(answer, 404, "workspace_not_found")
+        assert error["detail"]["available"] == []
+
+
 def test_unknown_routes_get_the_envelope_without_a_hint(daemon: LiveDaemon) -> None:
     with admin(daemon, follow_redirects=False) as client:
         response = client.get("/v1/nothing-here/")

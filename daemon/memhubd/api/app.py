@@ -44,6 +44,7 @@ from memhubd.api.events import events_endpoint
 from memhubd.api.middleware import ApiMiddleware, BodyTooLarge
 from memhubd.auth.identity import Identity
 from memhubd.runtime.hub import Hub
+from memhubd.service.access import host_for
 
 log = structlog.get_logger("memhubd.api")
 
@@ -313,10 +314,17 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
             else _result(context, data)
         )
 
+    def granted(identity: Identity, name: str) -> None:
+        """An unknown workspace, or one the token has no grant for, is refused before
+        the body is read, whatever the body holds (as every workspace route does)."""
+        if hub.get(name) is None or not identity.can_use(name):
+            host_for(hub, identity, name)  # raises the 404
+
     async def query(request: Request, identity: Identity) -> Response:
+        name = ws(request)
+        granted(identity, name)
         body = QueryRequest.from_json(await _json_body(request))
         as_text = wants_text(request)
-        name = ws(request)
         lookup = service.reads.query_lookup(hub, identity, name, body, as_text=as_text)
         unchanged = http_cache.not_modified(request, lookup.tag)
         if unchanged is not None:
@@ -333,10 +341,12 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
         return http_cache.answer_response(request, answer, as_text=as_text, hub=hub)
 
     async def check(request: Request, identity: Identity) -> Response:
+        name = ws(request)
+        granted(identity, name)
         body = CheckRequest.from_json(await _json_body(request))
         limit = None if wants_text(request) else context.max_result_bytes
         raw, _findings, text = await service.reads.check_encoded(
-            hub, identity, ws(request), body, max_result_bytes=limit
+            hub, identity, name, body, max_result_bytes=limit
         )
         if wants_text(request):
             return PlainTextResponse(text)
