@@ -74,7 +74,9 @@ class Route(Record):
     path: str
     scope: str | None  # None: no token needed
     summary: str
-    request_model: str | None  # a class in memhub_protocol.models or .recall
+    # The body's schema: a class in memhub_protocol.models or .recall, or the name of a
+    # body its handler parses itself, described in memhubd.api.openapi.
+    request_model: str | None
     params: tuple[Param, ...]  # query parameters
 
     def __init__(
@@ -120,6 +122,12 @@ def quote_segment(text: str) -> str:
 
 _WS = "/v1/workspaces/{workspace}"
 _AAAK = Param("format", choices=("json", "aaak"), description="aaak: add the hits as AAAK")
+# memhub_protocol.recall.MAX_LIMIT and the daemon's wake-up bounds, written out: importing
+# them would cost memctl `dataclasses` on every command (a test holds the limits equal).
+RECALL_MAX_LIMIT = 100
+WAKE_UP_MAX_LIMIT = 50
+WAKE_UP_MIN_BUDGET = 200
+_SEVERAL = "; several: repeat it or separate them by commas"
 MAX_LIST_LIMIT = 500  # declarations per page
 MAX_PROPOSALS_LIMIT = 10000
 
@@ -267,7 +275,22 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/recall/search",
         READ_SEARCH,
         "Search the drawers: `?q=&room=&source_kind=&since=&until=&identity=&limit=` (`top_k` is `limit`); other parameters are refused.",
-        params=(_AAAK,),
+        params=(
+            Param("q", description="the words to search for (required, as `q` or `query`)"),
+            Param("query", description="the same as `q`"),
+            Param("limit", "integer", 1, RECALL_MAX_LIMIT, description="most hits (default 10)"),
+            Param("top_k", "integer", 1, RECALL_MAX_LIMIT, description="mempal's name of `limit`"),
+            Param("room", description="only drawers in this room" + _SEVERAL),
+            Param(
+                "source_kind",
+                description="only drawers of this source kind (claude-code, chatgpt, codex, "
+                "slack, markdown, text, manual)" + _SEVERAL,
+            ),
+            Param("since", description="only drawers from this time on (epoch seconds or ISO)"),
+            Param("until", description="only drawers up to this time (epoch seconds or ISO)"),
+            Param("identity", description="only drawers this identity wrote" + _SEVERAL),
+            _AAAK,
+        ),
     ),
     Route(
         "recall_search_all",
@@ -284,6 +307,7 @@ ROUTES: tuple[Route, ...] = (
         "/v1/recall/compress",
         READ_SUMMARY,
         "Body `{text}` as one AAAK zettel (mempal's compress); nothing is stored.",
+        request_model="CompressRequest",
     ),
     Route("recall_status", "GET", _WS + "/recall/status", READ_SUMMARY, "Recall store status."),
     Route(
@@ -292,7 +316,16 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/recall/wake-up",
         READ_SUMMARY,
         "Identity, top drawers and the memory map header: `?limit=&budget=&format=`.",
-        params=(Param("format", choices=("text", "aaak"), description="aaak: one AAAK zettel"),),
+        params=(
+            Param("limit", "integer", 1, WAKE_UP_MAX_LIMIT, description="most drawers (default 5)"),
+            Param(
+                "budget",
+                "integer",
+                WAKE_UP_MIN_BUDGET,
+                description="most characters of `text` (default 4000)",
+            ),
+            Param("format", choices=("text", "aaak"), description="aaak: one AAAK zettel"),
+        ),
     ),
     Route(
         "recall_propose",
@@ -301,6 +334,7 @@ ROUTES: tuple[Route, ...] = (
         WRITE_CANDIDATE,
         "Propose a declaration whose evidence quotes this drawer verbatim; body "
         "`{type, id, fields, quote?, reason?}`. Reviewed like any proposal.",
+        request_model="DrawerProposeRequest",
     ),
     Route(
         "diary_write",
@@ -308,6 +342,7 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/diary",
         WRITE_RECALL,
         "Write a diary entry `{type: OBSERVATION|LESSON|PATTERN, content, shared?, importance?}`.",
+        request_model="DiaryWriteRequest",
     ),
     Route(
         "diary_read",
@@ -336,7 +371,9 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         _WS + "/recall/purge",
         ADMIN,
-        "Remove soft-deleted drawers for good; body `{before}` (epoch seconds or ISO).",
+        "Remove soft-deleted drawers for good: all, or with `{before}` (epoch seconds or ISO) "
+        "those deleted before then.",
+        request_model="PurgeRequest",
     ),
     Route("recall_taxonomy", "GET", _WS + "/recall/taxonomy", READ_SUMMARY, "Room keywords."),
     Route(
@@ -362,6 +399,7 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/cowork/push",
         WRITE_RECALL,
         "Leave a message `{to, content}` in a partner's inbox, for its next drain.",
+        request_model="CoworkPushRequest",
     ),
     Route(
         "cowork_drain",
@@ -417,6 +455,7 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/kg/triples",
         WRITE_RECALL,
         "Add a triple `{subject, predicate, object, source_drawer?, valid_from?, confidence?}`.",
+        request_model="TripleAddRequest",
     ),
     Route(
         "kg_query",
@@ -439,6 +478,7 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/kg/triples/{triple_id}/invalidate",
         WRITE_RECALL,
         "End a stored triple's validity (body `{at?}`); derived triples are refused.",
+        request_model="TripleInvalidateRequest",
     ),
     Route(
         "kg_timeline",
@@ -462,6 +502,7 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/fact-check",
         READ_SEARCH,
         "Check a draft `{text, room?, now?}` against the graph and the MUST rules.",
+        request_model="FactCheckRequest",
     ),
 )
 

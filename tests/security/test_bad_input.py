@@ -20,6 +20,7 @@ import pytest
 import memhub_protocol.models as models
 import memhub_protocol.recall as recall_models
 from memhub_protocol import ROUTES
+from memhubd.api.openapi import HANDLER_BODIES
 from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
 
 WS = "team-coding"
@@ -56,6 +57,20 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "SearchRequest": {"query": "deploy", "room": ["r"], "identity": ["admin"], "since": "2024"},
     "TaxonomyEditRequest": {"room": "r", "keywords": ["k"], "display_name": "R"},
     "ReindexRequest": {},
+    "CompressRequest": {"text": "we deploy on fridays"},
+    "DrawerProposeRequest": {"type": "fact", "id": "a.b", "quote": "q", "reason": "r"},
+    "DiaryWriteRequest": {"type": "LESSON", "content": "drain first"},
+    "PurgeRequest": {"before": "2024-01-01"},
+    "CoworkPushRequest": {"to": "nobody", "content": "hello"},
+    "TripleAddRequest": {
+        "subject": "a",
+        "predicate": "b",
+        "object": "c",
+        "source_drawer": "d",
+        "valid_from": "2024-01-01",
+    },
+    "TripleInvalidateRequest": {"at": "2024-01-01"},
+    "FactCheckRequest": {"text": "alice deploys", "room": "r", "now": "2024-01-01"},
 }
 
 
@@ -82,12 +97,21 @@ def assert_envelope(response: httpx.Response, status: int, code: str) -> dict[st
 
 def url_of(route_name: str) -> str:
     route = next(r for r in ROUTES if r.name == route_name)
-    return route.url(workspace=WS, proposal_id="p-none", token_name="nobody")
+    return route.url(
+        workspace=WS,
+        proposal_id="p-none",
+        token_name="nobody",
+        drawer_id="d-none",
+        triple_id="t-none",
+    )
 
 
 def string_fields(model: str) -> list[tuple[str, bool]]:
-    """(field, is_list) for every string or list-of-strings property of a model."""
-    schema = (getattr(models, model, None) or getattr(recall_models, model)).json_schema()
+    """(field, is_list) for every string or list-of-strings property of a body."""
+    schema = (
+        HANDLER_BODIES.get(model)
+        or (getattr(models, model, None) or getattr(recall_models, model)).json_schema()
+    )
     fields = []
     for name, prop in schema["properties"].items():
         kinds = prop.get("type")

@@ -2,7 +2,9 @@
 taxonomy and reindex.
 
 Each handler parses its input, calls one `service.recall` function and returns its
-data; scopes are checked by `endpoint` from the route table, grants by the service.
+data; scopes and query parameters are checked by `endpoint` from the route table,
+grants by the service. A route of one workspace checks the grant before it reads its
+input, so an unknown or ungranted workspace is the same 404 whatever the input.
 """
 
 from __future__ import annotations
@@ -14,47 +16,43 @@ from starlette.responses import JSONResponse, Response
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import (
-    MAX_LIMIT,
     IngestRequest,
     ReindexRequest,
     SearchRequest,
     TaxonomyEditRequest,
     parse_time,
 )
+from memhub_protocol.routes import route_by_name
 from memhubd.api.app import ApiContext, Handler, _json_body, _result, query_params
 from memhubd.auth.identity import Identity
+from memhubd.runtime.hub import Hub
 from memhubd.service import recall
+from memhubd.service.access import host_for
 
 DOOR = "api"
-_SEARCH_PARAMS = {"q": "query", "query": "query", "limit": "limit", "room": "room"}
 
 
 def _ws(request: Request) -> str:
     return str(request.path_params["workspace"])
 
 
-def _int_param(request: Request, name: str, default: int) -> int:
-    value = request.query_params.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ProtocolError(
-            ErrorCode.INVALID, f"'{name}' must be an integer", {"field": name}
-        ) from None
+def _granted(hub: Hub, identity: Identity, request: Request) -> str:
+    """The path's workspace, once the caller may use it (the service checks it again)."""
+    name = _ws(request)
+    host_for(hub, identity, name)
+    return name
 
 
-# The GET search's parameters: the POST body's fields, with mempal's `q` and `top_k`.
-_GET_SEARCH_PARAMS = frozenset(
-    ("q", "query", "limit", "top_k", "room", "source_kind", "identity", "since", "until", "format")
-)
+# The GET search's parameters, as the route table declares them: the POST body's fields,
+# with mempal's `q` and `top_k`.
+_GET_SEARCH_PARAMS = frozenset(param.name for param in route_by_name("recall_search_get").params)
 
 
 def _search_from_params(request: Request) -> SearchRequest:
     """`?q=&room=&source_kind=&since=&until=&identity=&limit=` as a SearchRequest
-    (`top_k` is mempal's `limit`). An unknown parameter is refused, as the POST body's
-    unknown fields are: a misspelt filter must not widen the search unnoticed."""
+    (`top_k` is mempal's `limit`, and wins over it). An unknown parameter is refused, as
+    the POST body's unknown fields are: a misspelt filter must not widen the search
+    unnoticed. `limit` and `top_k` were checked by `endpoint`, each under its own name."""
     params = request.query_params
     unknown = sorted(set(params) - _GET_SEARCH_PARAMS)
     if unknown:
@@ -64,9 +62,10 @@ def _search_from_params(request: Request) -> SearchRequest:
             {"field": unknown[0], "allowed": sorted(_GET_SEARCH_PARAMS)},
         )
     data: dict[str, Any] = {"query": params.get("q") or params.get("query") or ""}
+    checked = query_params(request)
     for name in ("limit", "top_k"):
-        if name in params:
-            data["limit"] = _int_param(request, name, 10)
+        if checked[name] is not None:
+            data["limit"] = checked[name]
     for name in ("room", "source_kind", "identity"):
         values = params.getlist(name)
         if values:
@@ -85,13 +84,14 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
     hub = context.hub
 
     async def ingest(request: Request, identity: Identity) -> Response:
-        name = _ws(request)
+        name = _granted(hub, identity, request)
         body = IngestRequest.from_json(await _json_body(request))
         data = await recall.ingest(hub, identity, name, body, DOOR)
         status = 200 if body.dry_run or not data["chunks"] else 201
         return JSONResponse(data, status_code=status)
 
     async def search(request: Request, identity: Identity) -> Response:
+        name = _granted(hub, identity, request)
         body = SearchRequest.from_json(await _json_body(request))
         if body.workspaces:
             raise ProtocolError(
@@ -100,13 +100,14 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
                 {"field": "workspaces"},
             )
         fmt = _fmt(request, "json")
-        data = await recall.search_recall(hub, identity, _ws(request), body, fmt)
+        data = await recall.search_recall(hub, identity, name, body, fmt)
         return _result(context, data)
 
     async def search_get(request: Request, identity: Identity) -> Response:
+        name = _granted(hub, identity, request)
         body = _search_from_params(request)
         fmt = _fmt(request, "json")
-        return _result(context, await recall.search_recall(hub, identity, _ws(request), body, fmt))
+        return _result(context, await recall.search_recall(hub, identity, name, body, fmt))
 
     async def search_all(request: Request, identity: Identity) -> Response:
         body = SearchRequest.from_json(await _json_body(request))
@@ -125,10 +126,11 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
         return _result(context, await recall.status(hub, identity, _ws(request)))
 
     async def wake_up(request: Request, identity: Identity) -> Response:
-        limit = _int_param(request, "limit", 5)
-        budget = _int_param(request, "budget", recall.WAKE_UP_BUDGET)
+        params = query_params(request)
+        limit = params["limit"] if params["limit"] is not None else 5
+        budget = params["budget"] if params["budget"] is not None else recall.WAKE_UP_BUDGET
         data = await recall.wake_up(
-            hub, identity, _ws(request), min(limit, MAX_LIMIT), budget, _fmt(request, "text")
+            hub, identity, _ws(request), limit, budget, _fmt(request, "text")
         )
         return _result(context, data)
 
@@ -142,25 +144,28 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
         return _result(context, data)
 
     async def purge(request: Request, identity: Identity) -> Response:
+        name = _granted(hub, identity, request)
         body = await _json_body(request)
         if not isinstance(body, dict) or set(body) - {"before"}:
             raise ProtocolError(
                 ErrorCode.INVALID, "the body takes only 'before'", {"field": "before"}
             )
         before = parse_time(body.get("before"), "before")
-        return _result(context, await recall.purge(hub, identity, _ws(request), before, DOOR))
+        return _result(context, await recall.purge(hub, identity, name, before, DOOR))
 
     async def taxonomy(request: Request, identity: Identity) -> Response:
         return _result(context, await recall.taxonomy(hub, identity, _ws(request)))
 
     async def taxonomy_edit(request: Request, identity: Identity) -> Response:
+        name = _granted(hub, identity, request)
         body = TaxonomyEditRequest.from_json(await _json_body(request))
-        data = await recall.taxonomy_edit(hub, identity, _ws(request), body, DOOR)
+        data = await recall.taxonomy_edit(hub, identity, name, body, DOOR)
         return _result(context, data)
 
     async def reindex(request: Request, identity: Identity) -> Response:
+        name = _granted(hub, identity, request)
         body = ReindexRequest.from_json(await _json_body(request))
-        return _result(context, await recall.reindex(hub, identity, _ws(request), DOOR, body))
+        return _result(context, await recall.reindex(hub, identity, name, DOOR, body))
 
     return {
         "recall_ingest": ingest,
