@@ -92,6 +92,9 @@ BAD_INPUT = [
     ("POST", "recall/taxonomy", {"json": {"room": "ops"}}),
     ("POST", "recall/purge", {"json": {"before": "soon"}}),
     ("POST", "recall/reindex", {"json": {"limit": 0}}),
+    ("POST", "kg/triples", {"json": {"bogus": 1}}),
+    ("POST", "kg/triples/t-1/invalidate", {"json": {"bogus": 1}}),
+    ("POST", "fact-check", {"json": {"bogus": 1}}),
 ]
 
 

@@ -1,7 +1,9 @@
 """JSON API handlers of the knowledge graph, tunnels and fact-check.
 
 Each handler parses its input, calls one `service.graph` function and returns its
-data; scopes are checked by `endpoint` from the route table, grants by the service.
+data; scopes are checked by `endpoint` from the route table, grants by the service,
+and by a handler reading a body before the body is read, so an unknown or ungranted
+workspace is the same 404 whatever the body holds.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from memhub_protocol import ErrorCode, ProtocolError
 from memhubd.api.app import ApiContext, Handler, _json_body, _result, query_params
 from memhubd.auth.identity import Identity
 from memhubd.service import graph
+from memhubd.service.access import host_for
 
 DOOR = "api"
 ADD_FIELDS = ("subject", "predicate", "object", "source_drawer", "valid_from", "confidence")
@@ -22,6 +25,12 @@ ADD_FIELDS = ("subject", "predicate", "object", "source_drawer", "valid_from", "
 
 def _ws(request: Request) -> str:
     return str(request.path_params["workspace"])
+
+
+def _granted(hub: Any, identity: Identity, request: Request) -> str:
+    name = _ws(request)
+    host_for(hub, identity, name)  # raises the 404 for a workspace the caller may not use
+    return name
 
 
 def _body(data: Any, allowed: tuple[str, ...]) -> dict[str, Any]:
@@ -41,11 +50,12 @@ def graph_handlers(context: ApiContext) -> dict[str, Handler]:
     hub = context.hub
 
     async def add(request: Request, identity: Identity) -> Response:
+        name = _granted(hub, identity, request)
         body = _body(await _json_body(request), ADD_FIELDS)
         data = await graph.kg_add(
             hub,
             identity,
-            _ws(request),
+            name,
             body.get("subject"),
             body.get("predicate"),
             body.get("object"),
@@ -72,11 +82,10 @@ def graph_handlers(context: ApiContext) -> dict[str, Handler]:
         return _result(context, data)
 
     async def invalidate(request: Request, identity: Identity) -> Response:
+        name = _granted(hub, identity, request)
         body = _body(await _json_body(request), ("at",))
         triple = str(request.path_params["triple_id"])
-        data = await graph.kg_invalidate(
-            hub, identity, _ws(request), triple, DOOR, at=body.get("at")
-        )
+        data = await graph.kg_invalidate(hub, identity, name, triple, DOOR, at=body.get("at"))
         return _result(context, data)
 
     async def timeline(request: Request, identity: Identity) -> Response:
@@ -90,11 +99,12 @@ def graph_handlers(context: ApiContext) -> dict[str, Handler]:
         return _result(context, await graph.tunnels(hub, identity))
 
     async def fact_check(request: Request, identity: Identity) -> Response:
+        name = _granted(hub, identity, request)
         body = _body(await _json_body(request), ("text", "room", "now"))
         data = await graph.fact_check(
             hub,
             identity,
-            _ws(request),
+            name,
             body.get("text"),
             room=body.get("room"),
             now=body.get("now"),
