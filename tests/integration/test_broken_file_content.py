@@ -30,3 +30,22 @@ def test_a_file_that_does_not_parse_is_read_from_disk_by_a_caller_who_sees_all(
     assert whole.json()["content"] == BROKEN and whole.json()["stale"] is True
     assert served.status_code == 200, served.text
     assert served.json()["content"] == "" and served.json()["stale"] is True
+
+
+def test_a_file_that_is_not_utf8_is_shown_with_its_bad_bytes_replaced(tmp_path: Path) -> None:
+    # It never loaded, so nothing was served: the caller who sees all gets the file as
+    # it is on disk, each byte that is not UTF-8 as U+FFFD, and `stale` says why.
+    root = tmp_path / "ws" / "w"
+    root.mkdir(parents=True)
+    (root / "good.mem").write_text(GOOD, encoding="utf-8")
+    (root / "latin.mem").write_bytes(b"module x\n# caf\xe9\n" + GOOD.encode())
+    with start_daemon(tmp_path, {"w": str(root)}) as live:
+        with live.http(live.admin_token) as http:
+            answer = http.get(
+                "/v1/workspaces/w/files/latin.mem", headers={"accept": "application/json"}
+            )
+            raw = http.get("/v1/workspaces/w/files/latin.mem")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["content"] == "module x\n# caf\ufffd\n" + GOOD
+    assert answer.json()["stale"] is True
+    assert raw.headers["x-memhub-stale"] == "true" and raw.text.startswith("module x\n# caf")

@@ -667,8 +667,9 @@ def _real_position(text: str, offset: int) -> tuple[int, int]:
 
 
 def _on_disk(snapshot: Snapshot, path: str, served: str, limit: int) -> str:
-    """The text of `path` as it is on disk now (confined to the workspace), else `served`
-    (also for a file over `limit` bytes, which no answer could carry)."""
+    """The text of `path` as it is on disk now (confined to the workspace; bytes that
+    are not UTF-8 as U+FFFD), else `served` (also for a file over `limit` bytes, which no
+    answer could carry)."""
     from memhubd.runtime.confine import Refused, read_confined
 
     try:
@@ -679,10 +680,9 @@ def _on_disk(snapshot: Snapshot, path: str, served: str, limit: int) -> str:
         return served
     if found is None:
         return served
-    try:
-        return found[0].decode("utf-8")
-    except UnicodeDecodeError:
-        return served
+    # A file that does not load for bytes that are not UTF-8 is shown too, each such
+    # byte as U+FFFD: the text that needs fixing, and where (`stale` says it is not served).
+    return found[0].decode("utf-8", errors="replace")
 
 
 async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) -> dict[str, Any]:
