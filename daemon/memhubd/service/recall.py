@@ -18,6 +18,7 @@ import stat
 import threading
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -606,6 +607,10 @@ WATCH_DEBOUNCE_MS = 200
 WATCH_ROOT_CHECK_S = 1.0
 # The longest wait between tries of a watched directory's full ingest that keeps failing.
 WATCH_RETRY_AT_MOST_S = 300.0
+# The longest wait between tries of a watched file whose ingest keeps failing for a
+# reason that may pass (the first try again is after WATCH_ROOT_CHECK_S, then twice as
+# long each time): one file costs little to try.
+WATCH_FILE_RETRY_AT_MOST_S = 60.0
 
 
 def _complete_lines(text: str) -> str:
@@ -653,13 +658,28 @@ class _WatchFilter:
         return self.default(change, path) and not self.TEMPORARY.search(below[-1])
 
 
+@dataclass(frozen=True, slots=True)
+class WatchedFile:
+    """What one ingest of a watched file did: its report, the file's (size, mtime) as
+    it was read, and whether its failure may pass when the file is tried again as it
+    is (the source's lock held elsewhere, the store locked, full or not writable for a
+    while, the file unreadable) rather than only when it changes."""
+
+    path: str
+    report: SourceReport
+    seen: tuple[int, int]
+    passing: bool = False
+
+
 def ingest_watched(
     shelf: RecallShelf, name: str, root: str, paths: list[str] | None
-) -> list[SourceReport]:
+) -> list[WatchedFile]:
     """Ingest `paths` under a watched directory `root` (all of it when None).
 
     Sources are cited as `<root's name>/<path below root>`; an unchanged file costs a
-    read and a comparison, so this is safe to repeat on every event.
+    read and a comparison, so this is safe to repeat on every event. A failure that a
+    retry would not change (the file refused for its content) is logged here; one that
+    may pass is left to the caller, which tries the file again.
     """
     from memhub_protocol.recall import walk_sources
 
@@ -676,7 +696,7 @@ def ingest_watched(
     # Files changed, and directories moved or copied in whole (walked like the root).
     targets = [root] if paths is None else [p for p in paths if os.path.exists(p)]
     ingestor = shelf.ingestor(name)
-    reports = []
+    files = []
     for source in walk_sources(targets, shelf.settings.max_file_bytes):
         if not keep(Change.added, source.path):
             continue
@@ -690,21 +710,55 @@ def ingest_watched(
         if any(part.startswith(".") for part in relative.parts):
             continue
         citation = f"{base.name}/{relative.as_posix()}"
+        seen = _seen(source.path)
         try:
             # As the session-end hook reads a transcript: a byte that is not UTF-8 (or
             # a character cut by a write in progress) is read as U+FFFD, not refused.
             raw = Path(source.path).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue  # gone since the walk: nothing to ingest, nothing to try again
         except OSError as error:
-            log.warning("watched file unreadable", path=source.path, error=str(error))
+            report = SourceReport(citation, "failed", f"unreadable: {error}")
+            files.append(WatchedFile(source.path, report, seen, passing=True))
             continue
         text = _complete_lines(raw)
         if not text.strip():
             continue
-        report = _guarded(lambda c=citation, t=text: ingestor.ingest_text(c, t, options), citation)
-        if report.status == "failed":
+        report, passing = _ingest_file(ingestor, citation, text, options)
+        if report.status == "failed" and not passing:
             log.warning("watched file not ingested", source=citation, reason=report.reason)
-        reports.append(report)
-    return reports
+        files.append(WatchedFile(source.path, report, seen, passing))
+    return files
+
+
+def _ingest_file(
+    ingestor: Any, citation: str, text: str, options: IngestOptions
+) -> tuple[SourceReport, bool]:
+    """One watched file's ingest: its report, and whether its failure may pass (see
+    `WatchedFile`). Never raises: a failure is reported, as `ingest` reports it."""
+    import sqlite3
+
+    from memhubd.sqlite import UnusableDatabase
+
+    try:
+        return ingestor.ingest_text(citation, text, options), False
+    except LockTimeout as error:
+        return SourceReport(citation, "failed", f"ingest lock: {error}"), True
+    except (OSError, sqlite3.Error, UnusableDatabase) as error:
+        # Logged by the caller once when the file starts failing, not on every try.
+        return SourceReport(citation, "failed", f"{type(error).__name__}: {error}"), True
+    except Exception as error:
+        log.exception("ingest failed", source=citation)
+        return SourceReport(citation, "failed", f"internal error: {type(error).__name__}"), False
+
+
+def _seen(path: str) -> tuple[int, int]:
+    """(size, mtime in ns) of `path`; (-1, -1) when it cannot be read."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (info.st_size, info.st_mtime_ns)
 
 
 BINARY = "binary file"  # the walk's reason for a file whose head is not UTF-8 text
@@ -840,7 +894,9 @@ async def _follow(
             )
             async with contextlib.aclosing(changes_iter):
                 full = True  # the whole directory, until one such ingest went through
+                announced = False
                 retry_at, delay = 0.0, WATCH_ROOT_CHECK_S
+                retries = _Retries(name, root)
                 async for changes in changes_iter:
                     if (Change.deleted, path) in changes or _directory_identity(root) != identity:
                         gone = True
@@ -851,14 +907,26 @@ async def _follow(
                     if full:
                         if time.monotonic() < retry_at:
                             continue
-                        if await _ingest_watched_batch(hub, shelf, name, root, None):
-                            log.info("watching transcripts", workspace=name, path=root)
-                            full = False
-                        else:  # tried again later, ever less often (up to 5 minutes)
-                            retry_at = time.monotonic() + delay
-                            delay = min(delay * 2, WATCH_RETRY_AT_MOST_S)
-                    elif paths:
-                        await _ingest_watched_batch(hub, shelf, name, root, paths)
+                        if await _ingest_watched_batch(hub, shelf, name, root, None, retries):
+                            if not announced:
+                                log.info("watching transcripts", workspace=name, path=root)
+                                announced = True
+                            full, delay = False, WATCH_ROOT_CHECK_S
+                            continue
+                    else:
+                        # Changed files first, then those due to be tried again (every
+                        # wake-up, at least each WATCH_ROOT_CHECK_S, looks for them).
+                        done = not paths or await _ingest_watched_batch(
+                            hub, shelf, name, root, paths, retries
+                        )
+                        due = retries.due(time.monotonic())
+                        if done and due:
+                            done = await _ingest_watched_batch(hub, shelf, name, root, due, retries)
+                        if done:
+                            continue
+                    # Tried again later in full, ever less often (up to 5 minutes).
+                    full, retry_at = True, time.monotonic() + delay
+                    delay = min(delay * 2, WATCH_RETRY_AT_MOST_S)
         except OSError as error:
             # Raised out of the task group it would come as an ExceptionGroup, which
             # the caller's retry would not catch.
@@ -878,20 +946,120 @@ async def _set_when_cancelled(event: anyio.Event) -> None:
 
 
 async def _ingest_watched_batch(
-    hub: Hub, shelf: RecallShelf, name: str, root: str, paths: list[str] | None
+    hub: Hub,
+    shelf: RecallShelf,
+    name: str,
+    root: str,
+    paths: list[str] | None,
+    retries: _Retries,
 ) -> bool:
-    """`ingest_watched` in a worker thread; False (and logged) when it failed."""
+    """`ingest_watched` in a worker thread, its failures that may pass left to `retries`.
+    False (and logged) when the whole directory is to be ingested again instead: its
+    full ingest failed, or more files are failing than `retries` holds."""
     try:
-        reports = await anyio.to_thread.run_sync(
+        files = await anyio.to_thread.run_sync(
             ingest_watched, shelf, name, root, paths, limiter=_INGEST
         )
-    except Exception:
+    except Exception as error:
         log.exception("watched ingest failed", workspace=name, path=root)
-        return False
-    added = sum(r.chunks for r in reports)
+        if paths is None:
+            return False
+        # e.g. the store could not be opened: each path is tried again as it is.
+        reason = f"{type(error).__name__}: {error}"
+        files = [
+            WatchedFile(p, SourceReport(p, "failed", reason), _seen(p), passing=True)
+            for p in paths
+            if os.path.exists(p)
+        ]
+    added = sum(f.report.chunks for f in files)
     if added:
         hub.events.publish("recall_ingested", workspace=name, chunks=added, door="watch")
-    return True
+    return retries.settle(paths, files, time.monotonic())
+
+
+# Watched files tried again, at most, per watched directory.
+RETRIES_REMEMBERED = SKIPS_REMEMBERED
+
+
+@dataclass(frozen=True, slots=True)
+class _Retry:
+    reason: str
+    seen: tuple[int, int]  # the file's (size, mtime) when it last failed
+    due: float  # monotonic time of the next try
+    delay: float  # the wait before this try
+    tries: int  # failed tries so far
+
+
+class _Retries:
+    """The files under one watched directory whose ingest failed for a reason that may
+    pass, each tried again on the watch's wake-ups, WATCH_ROOT_CHECK_S after its failure,
+    then twice as long each time up to WATCH_FILE_RETRY_AT_MOST_S (back to the first
+    wait when the file changed). A file's failing is logged when it starts or its reason
+    changes, and its end once, not every try. Bounded by RETRIES_REMEMBERED: beyond
+    that none is remembered, and the watch ingests the whole directory again instead."""
+
+    def __init__(self, name: str, root: str) -> None:
+        self.name = name
+        self.root = root
+        self.failing: dict[str, _Retry] = {}
+
+    def due(self, now: float) -> list[str]:
+        """The paths whose next try is due at `now`."""
+        return sorted(p for p, retry in self.failing.items() if retry.due <= now)
+
+    def settle(self, paths: list[str] | None, files: list[WatchedFile], now: float) -> bool:
+        """Take the outcome of an ingest of `paths` (the whole directory when None): a
+        file in `files` that failed for a reason that may pass is tried again later;
+        any other file that was failing under `paths` is done with (ingested, refused
+        for its content, gone or left out). False when more files fail than are remembered."""
+        outcome = {f.path: f for f in files}
+        for path in [p for p in self.failing if paths is None or _below(p, paths)]:
+            if path in outcome and outcome[path].passing:
+                continue
+            retry = self.failing.pop(path)
+            status = outcome[path].report.status if path in outcome else "left out"
+            log.info(
+                "watched file retry ended",
+                workspace=self.name,
+                path=path,
+                status=status,
+                tries=retry.tries,
+            )
+        for file in files:
+            if file.passing:
+                self._failed(file, now)
+        if len(self.failing) <= RETRIES_REMEMBERED:
+            return True
+        log.warning(
+            "too many watched files failing: the directory is ingested again later",
+            workspace=self.name,
+            path=self.root,
+            failing=len(self.failing),
+        )
+        self.failing.clear()
+        return False
+
+    def _failed(self, file: WatchedFile, now: float) -> None:
+        before = self.failing.pop(file.path, None)
+        reason = file.report.reason
+        if before is None or before.reason != reason:
+            log.warning(
+                "watched file not ingested, tried again later",
+                workspace=self.name,
+                source=file.report.source,
+                reason=reason,
+            )
+        if before is None or before.seen != file.seen:
+            delay = WATCH_ROOT_CHECK_S
+        else:
+            delay = min(before.delay * 2, WATCH_FILE_RETRY_AT_MOST_S)
+        tries = 1 if before is None else before.tries + 1
+        self.failing[file.path] = _Retry(reason, file.seen, now + delay, delay, tries)
+
+
+def _below(path: str, paths: list[str]) -> bool:
+    """Whether `path` is one of `paths` or below one of them (a directory moved in)."""
+    return any(path == p or path.startswith(p.rstrip(os.sep) + os.sep) for p in paths)
 
 
 # Delete, purge, taxonomy and reindex live in recall_admin (which imports this
