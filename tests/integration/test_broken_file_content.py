@@ -39,12 +39,11 @@ def test_a_file_that_is_not_utf8_is_shown_with_its_bad_bytes_replaced(tmp_path: 
     root.mkdir(parents=True)
     (root / "good.mem").write_text(GOOD, encoding="utf-8")
     (root / "latin.mem").write_bytes(b"module x\n# caf\xe9\n" + GOOD.encode())
-    with start_daemon(tmp_path, {"w": str(root)}) as live:
-        with live.http(live.admin_token) as http:
-            answer = http.get(
-                "/v1/workspaces/w/files/latin.mem", headers={"accept": "application/json"}
-            )
-            raw = http.get("/v1/workspaces/w/files/latin.mem")
+    with start_daemon(tmp_path, {"w": str(root)}) as live, live.http(live.admin_token) as http:
+        answer = http.get(
+            "/v1/workspaces/w/files/latin.mem", headers={"accept": "application/json"}
+        )
+        raw = http.get("/v1/workspaces/w/files/latin.mem")
     assert answer.status_code == 200, answer.text
     assert answer.json()["content"] == "module x\n# caf\ufffd\n" + GOOD
     assert answer.json()["stale"] is True
