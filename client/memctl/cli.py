@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from memctl import __version__, commands, render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import ConfigError, resolve_settings
-from memctl.transport import DEFAULT_TIMEOUT, DaemonUnreachable, InvalidTarget
+from memctl.transport import DEFAULT_TIMEOUT, MAX_TIMEOUT, DaemonUnreachable, InvalidTarget
 from memhub_protocol.commandline import (
     CommandParser,
     add_completion_command,
@@ -45,6 +45,10 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not value > 0 or value == float("inf"):  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be a finite number above 0, not {text}")
+    if value > MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_TIMEOUT:g} seconds (a day), not {text}"
+        )
     return value
 
 
@@ -84,7 +88,8 @@ def _global_options() -> argparse.ArgumentParser:
         type=_positive_float,
         default=keep,
         metavar="SECONDS",
-        help=f"request timeout (default {DEFAULT_TIMEOUT:g}, unless the command says otherwise)",
+        help=f"request timeout (default {DEFAULT_TIMEOUT:g}, unless the command says otherwise; "
+        f"at most {MAX_TIMEOUT:g})",
     )
     return common
 
@@ -367,7 +372,7 @@ def _run_hook_command(parser: argparse.ArgumentParser, arguments: list[str], nam
         reason = lines[-1].split(": error: ", 1)[1] if lines else "usage error"
         print(f"memctl {name}: {reason} (the hook does nothing)", file=sys.stderr)
         return 0
-    return exit_quietly_on_closed_stdout(lambda: int(args.local_handler(args)))
+    return exit_quietly_on_closed_stdout(lambda: int(args.local_handler(args)), "memctl")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,6 +22,8 @@ TYPE_CHECKING = False  # typing itself is not imported: every command would pay 
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
+STDIN_CLOSED = "standard input is closed"
+
 # memdsl's check exit codes.
 VERDICT_EXIT = {"allow": 0, "block": 1, "needs_review": 2}
 
@@ -317,7 +319,10 @@ def cmd_token_revoke(session: Session, args: argparse.Namespace) -> int:
 def read_stdin() -> str:
     """Standard input as UTF-8 text, as files are read. The text stream's decoding keeps
     bytes it cannot decode as lone surrogates, which no request can carry: read as
-    bytes, a non-UTF-8 input is one line and exit 2, not a traceback."""
+    bytes, a non-UTF-8 input is one line and exit 2, not a traceback. A process started
+    with stdin closed (`<&-`) has none: Python leaves `sys.stdin` None."""
+    if sys.stdin is None:
+        raise CommandFailure(STDIN_CLOSED)
     try:
         return sys.stdin.buffer.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:

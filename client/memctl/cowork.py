@@ -233,8 +233,11 @@ def cmd_drain(args: argparse.Namespace) -> int:
             sys.stdout.flush()
     except BaseException as error:  # noqa: BLE001 - e.g. a closed stdout
         print(f"memctl cowork drain: {failure_reason(error)}", file=sys.stderr)
-    if reader is not None:
-        reader.join(max(0.0, ends - time.monotonic()))
+    try:
+        if reader is not None:
+            reader.join(max(0.0, ends - time.monotonic()))
+    except BaseException as error:  # noqa: BLE001 - an interrupt while waiting, say
+        print(f"memctl cowork drain: {failure_reason(error)}", file=sys.stderr)
     return 0
 
 

@@ -499,6 +499,9 @@ def _session_end(args: argparse.Namespace) -> None:
     from memctl.config import resolve_settings
     from memctl.recall import part_kept
 
+    if sys.stdin is None:  # started with stdin closed: no hook input to read
+        print("memctl hooks session-end: standard input is closed", file=sys.stderr)
+        return
     raw = read_hook_input(sys.stdin.buffer)
     if raw is None:
         limit = MAX_HOOK_INPUT // (1024 * 1024)

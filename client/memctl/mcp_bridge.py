@@ -250,6 +250,10 @@ def _forward_safely(relay: Relay, raw: bytes) -> None:
 
 def cmd_mcp(session: Any, args: argparse.Namespace) -> int:
     """The `memctl mcp` handler: the url and token come from memctl's usual settings."""
+    from memctl.commands import STDIN_CLOSED, CommandFailure
+
+    if sys.stdin is None:  # started with stdin closed: there is nothing to relay
+        raise CommandFailure(STDIN_CLOSED)
     return run_bridge(session.client.transport.target, session.settings.token)
 
 
@@ -273,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
         target = parse_target(settings.url)
     except (ConfigError, InvalidTarget) as error:
         print(f"memctl: {error}", file=sys.stderr)
+        return 2
+    if sys.stdin is None:
+        print("memctl: standard input is closed", file=sys.stderr)
         return 2
     return run_bridge(target, settings.token)
 

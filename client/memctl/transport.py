@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 # Over a Unix socket there is no host; the daemon sees this one in requests.
 SOCKET_BASE_URL = "http://memhub"
 DEFAULT_TIMEOUT = 30.0
+# The longest --timeout taken: a day. Sockets and timers refuse far larger values (a
+# time past what the platform's time_t holds), and no request should wait longer.
+MAX_TIMEOUT = 86400.0
 CONNECT_TIMEOUT = 5.0
 _HINT = "is the daemon running? (make run / memhubd serve)"
 _NO_ANSWER = "no answer within"

@@ -9,6 +9,8 @@ their own parser in.
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import json
 import os
 import sys
@@ -136,24 +138,91 @@ def run_command_line(
         return 0
     args = parser.parse_args(arguments)
     local = getattr(args, "local_handler", None)
-    return exit_quietly_on_closed_stdout(lambda: int(local(args)) if local else run(args))
+    return exit_quietly_on_closed_stdout(
+        lambda: int(local(args)) if local else run(args), parser.prog
+    )
 
 
-def exit_quietly_on_closed_stdout(run: Callable[[], int]) -> int:
+def exit_quietly_on_closed_stdout(run: Callable[[], int], prog: str) -> int:
     """Run `run()`; when the reader of stdout went away (`memhubd lint ... | head`),
-    stop without a traceback and exit 1 (the output was cut short).
+    stop without a traceback and exit 1 (the output was cut short). When stdout cannot
+    be written at all (started closed, `>&-`; a full disk, `>/dev/full`), say so in one
+    line on stderr and exit 1.
 
-    Flushing here, inside the guard, keeps Python from reporting the broken pipe
-    again at interpreter exit.
+    Flushing here, inside the guard, keeps Python from reporting the failure again at
+    interpreter exit; after a failure, stdout is pointed at the null device so that the
+    interpreter's own last flush has nowhere to fail.
     """
+    if sys.stdout is None:  # started with stdout closed: Python leaves it None
+        sys.stdout = ClosedOutput()
     try:
         code = run()
         sys.stdout.flush()
         return code
     except BrokenPipeError:
+        _drop_stdout()
+        return 1
+    except OSError as error:
+        if not _stdout_failed(error):
+            raise
+        _drop_stdout()
+        _tell(f"{prog}: cannot write output: {error.strerror or error}")
+        return 1
+
+
+class ClosedOutput(io.TextIOBase):
+    """Stands for a standard output the process was started without: writing to it
+    fails as writing to a closed descriptor does, so that output lost is never taken
+    for output given."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: Any) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    @property
+    def buffer(self) -> ClosedOutput:  # binary writers (the MCP bridge) fail alike
+        return self
+
+
+# What a write to a full disk or a dead output gives; a file of the command's own that
+# fails so names itself (`filename`), a write to stdout does not.
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
+
+
+def _stdout_failed(error: OSError) -> bool:
+    """Whether `error` came from writing stdout: stdout still cannot take what it holds,
+    or the error is a failed write that names no file (a large write that failed left
+    nothing behind to flush)."""
+    if isinstance(sys.stdout, ClosedOutput):
+        return error.errno == errno.EBADF
+    try:
+        sys.stdout.flush()
+    except OSError:
+        return True
+    return error.errno in _WRITE_ERRORS and error.filename is None
+
+
+def _drop_stdout() -> None:
+    if isinstance(sys.stdout, ClosedOutput):
+        return  # descriptor 1 may by now belong to a file or socket this process opened
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # nothing better to do: the exit code already says the output is missing
+
+
+def _tell(line: str) -> None:
+    """One line on stderr, if there is a stderr to take it."""
+    if sys.stderr is None:
+        return
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        return  # stderr fails too: the exit code is all that is left to say it
 
 
 # -- shell completion ----------------------------------------------------------------------

@@ -63,20 +63,44 @@ def _common(parser: argparse.ArgumentParser, handler: Handler) -> None:
     parser.set_defaults(handler=_guarded(handler))
 
 
+class _OutputFailed(Exception):
+    """Standard output could not be written (a reader gone, a full disk): not the
+    state directory's failure, so it is left to the program's shared handling of a
+    lost output rather than reported as a token error."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def _guarded(handler: Handler) -> Handler:
-    """Refusals and I/O failures become one line on stderr and exit status 2."""
+    """Refusals and I/O failures of the state directory become one line on stderr and
+    exit status 2; a failure to write stdout is raised on, as every command's is."""
 
     def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
+        except _OutputFailed as failure:
+            lost = failure.error
         except TokenError as error:
             print(f"memhubd token: error: {error}", file=sys.stderr)
+            return 2
         except OSError as error:
             where = f"{error.filename}: " if error.filename else ""
             print(f"memhubd token: error: {where}{error.strerror or error}", file=sys.stderr)
-        return 2
+            return 2
+        raise lost
 
     return run
+
+
+def _emit(text: str) -> None:
+    """`text` and a newline on stdout, written through at once so that a failure to
+    write it is told from the state directory's failures."""
+    try:
+        print(text, flush=True)
+    except OSError as error:
+        raise _OutputFailed(error) from None
 
 
 def _store(args: argparse.Namespace) -> TokenStore:
@@ -130,12 +154,21 @@ def _create(args: argparse.Namespace) -> int:
         _audit(store, "token.create", REFUSED, token=asked, reason=str(error))
         raise
     _audit(store, "token.create", OK, token=record.as_dict())
-    if args.json:
-        _print_json({**record.as_dict(), "token": secret})
-        return 0
-    print(f"created token {record.name!r}: {_describe(record)}", file=sys.stderr)
-    print("This secret will not be shown again: store it now.", file=sys.stderr)
-    print(secret, flush=True)
+    try:
+        if args.json:
+            _print_json({**record.as_dict(), "token": secret})
+            return 0
+        print(f"created token {record.name!r}: {_describe(record)}", file=sys.stderr)
+        print("This secret will not be shown again: store it now.", file=sys.stderr)
+        _emit(secret)
+    except _OutputFailed:
+        # The token exists and works, but nobody has its secret: say so, and how to undo it.
+        print(
+            f"memhubd token: the token {record.name!r} was created but its secret could not "
+            f"be written out; revoke it (memhubd token revoke {record.name}) and create it again",
+            file=sys.stderr,
+        )
+        raise
     return 0
 
 
@@ -145,11 +178,10 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"tokens": [_listed(record, now) for record in records]})
         return 0
-    if not records:
-        print("no tokens")
-    for record in records:
-        expired = " (EXPIRED)" if record.is_expired(now) else ""
-        print(f"{record.name}{expired}: {_describe(record)}")
+    lines = [
+        f"{r.name}{' (EXPIRED)' if r.is_expired(now) else ''}: {_describe(r)}" for r in records
+    ]
+    _emit("\n".join(lines) or "no tokens")
     return 0
 
 
@@ -168,7 +200,7 @@ def _revoke(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"revoked": args.name})
     else:
-        print(f"revoked token {args.name!r}")
+        _emit(f"revoked token {args.name!r}")
     return 0
 
 
@@ -197,4 +229,4 @@ def _listed(record: TokenRecord, now: dt.datetime) -> dict[str, Any]:
 
 
 def _print_json(data: dict[str, Any]) -> None:
-    print(json.dumps(data, indent=2))
+    _emit(json.dumps(data, indent=2))
