@@ -139,13 +139,15 @@ Prepared = tuple[SourceReport, list[NewDrawer] | None]
 @dataclass(frozen=True, slots=True)
 class Plan:
     """One source's write: the drawers to add, the stored rows they supersede, the
-    retired rows whose ids they take again, and the `(rowid, chunk_index, locator)` of
-    kept rows whose chunk moved (a section inserted above it)."""
+    retired rows whose ids they take again, the `(rowid, chunk_index, locator)` of
+    kept rows whose chunk moved (a section inserted above it), and the `(rowid,
+    context)` of kept rows whose neighbours changed (an exchange added after them)."""
 
     new: list[NewDrawer]
     stale: list[int]
     revive: list[int]
     moved: list[tuple[int, int, str]]
+    contexts: list[tuple[int, str]]
 
 
 @dataclass(slots=True)
@@ -407,7 +409,7 @@ class Ingestor:
             report.lock_wait_ms = waited
             plan = self._plan(report, drawers, replace_stale, options)
             new, stale, revive = plan.new, plan.stale, plan.revive
-            if not new and not stale and not plan.moved:
+            if not new and not stale and not plan.moved and not plan.contexts:
                 report.status = "unchanged"
                 return report
             vectors, record = self._embed(report, new, ready or {})
@@ -428,10 +430,19 @@ class Ingestor:
                     **({"revived": len(revive)} if revive else {}),
                     # stored chunks still in the source, at another place
                     **({"moved": len(plan.moved)} if plan.moved else {}),
+                    # stored chunks whose neighbouring text changed (counted as duplicates)
+                    **({"refreshed": len(plan.contexts)} if plan.contexts else {}),
                 },
             )
             outcome = self.store.write(
-                new, vectors, record, audit, replace=stale, revive=revive, moved=plan.moved
+                new,
+                vectors,
+                record,
+                audit,
+                replace=stale,
+                revive=revive,
+                moved=plan.moved,
+                contexts=plan.contexts,
             )
         report.chunks = len(outcome.inserted)
         report.duplicates += len(new) - len(outcome.inserted)
@@ -449,7 +460,8 @@ class Ingestor:
     ) -> Plan:
         """What to write (see `Plan`). A stored chunk is matched by id before position:
         one still in the source is kept, and moved if its place changed, never retired
-        because another chunk now stands at its old place."""
+        because another chunk now stands at its old place. A kept chunk takes the
+        context it has in the source now, as a first ingest of this text would give it."""
         stored = self.store.chunks_of_source(report.source) if replace_stale else {}
         known = self.store.find([d.id for d in drawers])
         if dry_run is not None:
@@ -507,7 +519,13 @@ class Ingestor:
             for index, e in stored.items()
             if e.id in places and places[e.id].chunk_index != index
         ]
-        return Plan(new, [rowid for rowid in stale if rowid not in kept], revive, moved)
+        contexts = [
+            (e.rowid, places[e.id].context)
+            for e in stored.values()
+            if e.id in places and places[e.id].context != e.context
+        ]
+        stale = [rowid for rowid in stale if rowid not in kept]
+        return Plan(new, stale, revive, moved, contexts)
 
     def _own_form(
         self,

@@ -164,6 +164,7 @@ class Existing:
     content_hash: str
     deleted: bool
     retired: bool = False  # deleted because its source changed, not on purpose
+    context: str = ""  # its neighbouring text ("" when none; read by `chunks_of_source` only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +289,7 @@ class DrawerStore(abc.ABC):
 
     @abc.abstractmethod
     def chunks_of_source(self, source_file: str) -> dict[int, Existing]:
-        """Live drawers of one source by chunk index."""
+        """Live drawers of one source by chunk index, with their context."""
 
     @abc.abstractmethod
     def get(self, rowids: Sequence[int]) -> dict[int, Drawer]: ...
@@ -371,13 +372,17 @@ class DrawerStore(abc.ABC):
         replace: Sequence[int] = (),
         revive: Sequence[int] = (),
         moved: Sequence[tuple[int, int, str]] = (),
+        contexts: Sequence[tuple[int, str]] = (),
     ) -> WriteOutcome:
         """Insert drawers (and their vectors, row for row) and retire `replace` (a soft
         delete marked as the source's doing), all in one transaction together with the
         audit entry. `revive` are retired rows whose ids `drawers` take again: they give
         their ids up first (and stay deleted until a purge). `moved` are `(rowid,
         chunk_index, locator)` of live rows whose chunk is now at another place in
-        their source: only those two columns change."""
+        their source: only those two columns change. `contexts` are `(rowid, context)`
+        of live rows whose neighbouring text changed (an exchange added after the last
+        one): their context and its full-text entry are rewritten, their vector kept
+        (it comes from the content alone)."""
 
     @abc.abstractmethod
     def soft_delete(self, drawer_id: str, audit: AuditEntry) -> Drawer | None: ...

@@ -1,0 +1,150 @@
+"""A transcript ingested while it grows ends up stored as a one-shot ingest of its final
+version stores it: every drawer's context (the neighbouring exchanges, the day said) and
+what BM25 finds by it, from memory and from FTS5 alike."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from recall_fakes import HashingEmbedder, options
+
+from memhubd.recall.ingest import Ingestor, SourceLock
+from memhubd.recall.store import DrawerFilter, DrawerStore, open_store
+from memhubd.recall.store import bm25 as lexical_cache
+
+SOURCE = "claude/live.jsonl"
+EXCHANGES = [
+    ("Which team owns the payments consumer group?", "The ledger team owns it since May."),
+    ("Why did the consumer lag last night?", "A kafka rebalance stalled the partitions."),
+    ("How long did the rebalance take?", "Eleven minutes, with cooperative sticky off."),
+    ("What setting fixes it?", "Cooperative sticky assignment and static membership."),
+    ("Who rolls it out?", "Priya, behind the consumer-config flag on Thursday."),
+    ("Is the dead-letter topic affected?", "No, the dead-letter consumer has one partition."),
+    ("When is the retro?", "Friday at ten, with the kafka rebalance timeline first."),
+]
+# Other drawers of the store, so that the queried words are rare (and BM25's IDF counts).
+BACKGROUND = "".join(
+    f"# {topic}\n\nThe {topic} runbook lists owners, alerts and dashboards.\n\n"
+    for topic in ("billing", "search", "mobile", "email", "identity", "storage", "ci", "dns")
+)
+QUERIES = (["kafka", "rebalance"], ["priya"], ["thursday", "flag"], ["retro"])
+
+
+def transcript(count: int) -> str:
+    lines = []
+    for number, (question, answer) in enumerate(EXCHANGES[:count]):
+        stamp = f"2025-06-{3 + number:02d}T09:00:00Z"  # one day apart: the day is context
+        for role, text in (("user", question), ("assistant", answer)):
+            message = {"role": role, "content": text}
+            lines.append(json.dumps({"type": role, "timestamp": stamp, "message": message}))
+    return "\n".join(lines) + "\n"
+
+
+def contexts(path: Path) -> dict[str, str | None]:
+    with sqlite3.connect(path) as connection:
+        rows = connection.execute(
+            "SELECT id, context FROM drawers WHERE deleted_at IS NULL"
+        ).fetchall()
+    return dict(rows)
+
+
+def ranked(store: DrawerStore) -> list[list[tuple[str, float]]]:
+    """Each query's ranking by drawer id and score."""
+    out = []
+    for terms in QUERIES:
+        rows = store.lexical(terms, DrawerFilter(), 20)
+        found = store.get([r.rowid for r in rows])
+        out.append([(found[r.rowid].id, round(r.score, 9)) for r in rows])
+    return out
+
+
+def fts_consistent(path: Path) -> None:
+    """FTS5 holds exactly what the drawers say (an external-content table updated
+    without its old values first would fail this)."""
+    with sqlite3.connect(path) as connection:
+        connection.execute(
+            "INSERT INTO drawers_fts (drawers_fts, rank) VALUES ('integrity-check', 1)"
+        )
+
+
+def ingest(path: Path, *versions: str) -> DrawerStore:
+    store = open_store(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(path.with_suffix(".locks")))
+    ingestor.ingest_text("notes/runbooks.md", BACKGROUND, options())
+    for text in versions:
+        ingestor.ingest_text(SOURCE, text, options())
+        ranked(store)  # the in-memory BM25 index is built, and must follow what comes next
+    return store
+
+
+@pytest.mark.parametrize("in_memory", [True, False], ids=["index", "fts5"])
+def test_a_grown_transcript_is_stored_as_a_fresh_ingest_of_it_would_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory: bool
+) -> None:
+    monkeypatch.setattr(lexical_cache, "ENABLED", in_memory)
+    # Given a live session ingested at five exchanges, then again at seven
+    grown = ingest(tmp_path / "grown.db", transcript(5), transcript(7))
+    # and the seven-exchange file ingested once into an empty store
+    fresh = ingest(tmp_path / "fresh.db", transcript(7))
+    try:
+        # Then every drawer has the context the fresh store gives it
+        assert contexts(tmp_path / "grown.db") == contexts(tmp_path / "fresh.db")
+        assert "Priya" in contexts(tmp_path / "grown.db")[_drawer_of(grown, 3)]
+        # and BM25 ranks every query alike, from FTS5 while the index in memory catches
+        # up, and from that index once it has
+        assert ranked(grown) == ranked(fresh)
+        assert grown.settle_lexical()
+        assert ranked(grown) == ranked(fresh)
+        fts_consistent(tmp_path / "grown.db")
+    finally:
+        grown.close()
+        fresh.close()
+
+
+def _drawer_of(store: DrawerStore, exchange: int) -> str:
+    (found,) = [
+        d.id for batch in store.iter_live(100) for d in batch if EXCHANGES[exchange][0] in d.content
+    ]
+    return found
+
+
+def test_a_store_opened_elsewhere_ranks_by_the_refreshed_context(tmp_path: Path) -> None:
+    # Given a second store object on the same file (another process's), its index built
+    path = tmp_path / "ws.db"
+    writer = ingest(path, transcript(5))
+    reader = open_store(path)
+    before = ranked(reader)
+    # When the session grows and is ingested through the first
+    Ingestor(writer, HashingEmbedder(), SourceLock(tmp_path / "locks")).ingest_text(
+        SOURCE, transcript(7), options()
+    )
+    # Then the second ranks as a fresh store of the final file does
+    fresh = ingest(tmp_path / "fresh.db", transcript(7))
+    try:
+        assert ranked(reader) == ranked(fresh) != before
+        assert reader.settle_lexical()
+        assert ranked(reader) == ranked(fresh)
+    finally:
+        for store in (writer, reader, fresh):
+            store.close()
+
+
+def test_re_ingesting_refreshes_the_context_and_says_so_in_the_audit(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ws.db"
+    store = ingest(path, transcript(5))
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    try:
+        report = ingestor.ingest_text(SOURCE, transcript(6), options())
+        # The fifth exchange is a duplicate whose context gained the sixth's words
+        assert (report.status, report.chunks, report.duplicates) == ("ingested", 1, 5)
+        assert store.audit()[0].detail["refreshed"] == 1
+        # and the same file again writes nothing
+        again = ingestor.ingest_text(SOURCE, transcript(6), options())
+        assert (again.status, again.chunks, again.duplicates) == ("unchanged", 0, 6)
+    finally:
+        store.close()
