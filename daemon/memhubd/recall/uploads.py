@@ -4,7 +4,8 @@ A client whose file is larger than one request body may send it as numbered part
 of one upload (`upload`, `part`, `parts` on the file); the daemon ingests the joined
 text when the last part arrives, exactly as if it had come whole. Bounded: each
 upload at most `max_file_bytes`, at most `max_uploads` pending and `max_bytes` in
-all (the oldest is dropped first), and a pending upload expires after `ttl_s`.
+all (the oldest is dropped first), and a pending upload expires after `ttl_s`, whether
+or not another part arrives (a timer, armed while anything is pending, drops it).
 It must not parse, store or embed anything: that is the ingest pipeline's work.
 """
 
@@ -46,6 +47,7 @@ class PartAssembler:
         self._pending: OrderedDict[tuple[str, ...], _Pending] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
 
     def add(self, key: tuple[str, ...], part: int, parts: int, text: str) -> str | None:
         """Keep part `part` (0-based) of `parts`; the whole text once the last arrived.
@@ -81,11 +83,31 @@ class PartAssembler:
                 self._size > self.max_bytes or len(self._pending) > self.max_uploads
             ):
                 self._drop(next(iter(self._pending)))
+            self._arm(now)
             return None
 
     def pending(self) -> int:
         with self._lock:
             return len(self._pending)
+
+    def _arm(self, now: float) -> None:
+        # One timer at a time (a daemon thread), for the upload that expires first: an
+        # abandoned upload (up to `max_file_bytes` held) goes when its time is up, not
+        # when the next part of any upload arrives.
+        if self._timer is not None or not self._pending:
+            return
+        due = min(p.touched for p in self._pending.values()) + self.ttl_s
+        timer = threading.Timer(max(due - now, 0.0) + 0.01, self._on_timer)
+        timer.daemon = True
+        self._timer = timer
+        timer.start()
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+            now = time.monotonic()
+            self._expire(now)
+            self._arm(now)
 
     def _expire(self, now: float) -> None:
         for key in [k for k, p in self._pending.items() if now - p.touched > self.ttl_s]:
