@@ -321,11 +321,19 @@ def read_stdin() -> str:
     bytes it cannot decode as lone surrogates, which no request can carry: read as
     bytes, a non-UTF-8 input is one line and exit 2, not a traceback. A process started
     with stdin closed (`<&-`) has none: Python leaves `sys.stdin` None."""
+    try:
+        return read_stdin_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CommandFailure(f"cannot read standard input: {error}") from None
+
+
+def read_stdin_bytes() -> bytes:
+    """Standard input whole, as bytes; a closed or unreadable one is one line, exit 2."""
     if sys.stdin is None:
         raise CommandFailure(STDIN_CLOSED)
     try:
-        return sys.stdin.buffer.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        return sys.stdin.buffer.read()
+    except OSError as error:
         raise CommandFailure(f"cannot read standard input: {error}") from None
 
 

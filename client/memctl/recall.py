@@ -17,11 +17,13 @@ from functools import partial
 from typing import Any
 
 from memctl.client import ServerError
-from memctl.commands import CommandFailure, Session, add_command, read_stdin
+from memctl.commands import CommandFailure, Session, add_command, read_stdin, read_stdin_bytes
 from memhub_protocol import ErrorCode
 from memhub_protocol.recall import (
+    BINARY,
     DEFAULT_MAX_FILE_BYTES,
     FORMATS,
+    HEAD_BYTES,
     MAX_FILES_PER_REQUEST,
     SOURCE_KINDS,
     UNREADABLE,
@@ -32,7 +34,9 @@ from memhub_protocol.recall import (
     TaxonomyEditRequest,
     UploadedFile,
     is_failure,
+    looks_binary,
     parse_time,
+    read_text,
     walk_sources,
 )
 
@@ -121,23 +125,28 @@ def _ws_call(session: Session, name: str, **kwargs: Any) -> Any:
 def _sources(
     args: argparse.Namespace, walked: list[SourceFile]
 ) -> Iterator[tuple[SourceFile, str | None]]:
-    """(source, text) pairs; text is None for a skipped source."""
+    """(source, text) pairs; text is None for a skipped source. Stdin and files are
+    judged as the daemon's watcher judges them: binary for a NUL or more than one bad
+    character in a hundred, else text with its bytes that are not UTF-8 read as U+FFFD."""
     if "-" in args.paths:
         name = args.source or "stdin"
         try:
-            text = read_stdin()
+            data = read_stdin_bytes()
         except CommandFailure as failure:  # one source failed, not the whole batch
             yield SourceFile("-", name, f"{UNREADABLE}: {failure.message}"), None
         else:
-            yield SourceFile("-", name), text
+            if looks_binary(data[:HEAD_BYTES]):
+                yield SourceFile("-", name, BINARY), None
+            else:
+                yield SourceFile("-", name), read_text(data)
     for source in walked:
         if source.skip:
             yield source, None
             continue
         try:
-            with open(source.path, encoding="utf-8") as handle:
-                yield source, handle.read()
-        except (OSError, UnicodeDecodeError) as error:
+            with open(source.path, "rb") as handle:
+                yield source, read_text(handle.read())
+        except OSError as error:
             yield SourceFile(source.path, source.name, f"{UNREADABLE}: {error}"), None
 
 

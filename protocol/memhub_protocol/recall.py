@@ -433,15 +433,28 @@ class ReindexRequest:
         return {"after": self.after or 0, "limit": self.limit}
 
 
+# The head of a file judged text or binary, as the watcher and the session-end hook judge it.
+HEAD_BYTES = 8192
+
+
 def looks_binary(head: bytes) -> bool:
-    """True for bytes that are not text: a NUL, or not UTF-8 (allowing a cut last char)."""
+    """True for bytes that are not text: a NUL, or more than one character in a hundred
+    that is not UTF-8 (more than one, in a short head). A text with a stray Latin-1
+    byte is text: its bad bytes are read as U+FFFD (`read_text`)."""
     if b"\x00" in head:
         return True
     try:
         head.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return error.start < len(head) - 3
+    except UnicodeDecodeError:
+        text = head.decode("utf-8", errors="replace")
+        return text.count("\ufffd") > max(1, len(text) // 100)
     return False
+
+
+def read_text(data: bytes) -> str:
+    """The text of a source that passed `looks_binary`: bytes that are not UTF-8 become
+    U+FFFD, never a refusal of the whole source."""
+    return data.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,11 +469,24 @@ class SourceFile:
 # leave a file out on purpose.
 MISSING = "no such file or directory"
 UNREADABLE = "unreadable"
+NAME_NOT_UTF8 = "file name is not UTF-8"
+BINARY = "binary file"
 
 
 def is_failure(reason: str) -> bool:
     """True when a source was skipped because it could not be had, not by choice."""
-    return reason == MISSING or reason.startswith(UNREADABLE)
+    return reason in (MISSING, NAME_NOT_UTF8) or reason.startswith(UNREADABLE)
+
+
+def _printable_name(name: str) -> str | None:
+    """`name` with the bytes of a file name that are not UTF-8 (which Python keeps as
+    lone surrogates, and no request or JSON text can carry) shown as U+FFFD; None
+    when there were none."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return None
 
 
 def walk_sources(
@@ -470,29 +496,39 @@ def walk_sources(
 
     Hidden and tool directories are not entered; hidden files, binaries, files over
     `max_file_bytes` and what is no regular file (a FIFO, a device) are reported as
-    skipped. A file named directly is never skipped for being hidden.
+    skipped. A file named directly is never skipped for being hidden. A file whose
+    citation is not UTF-8 text is reported as failed, under its name with U+FFFD for
+    the bytes it cannot show: it cannot be cited, and the others still go.
     """
     for given in paths:
-        root = os.path.abspath(os.path.expanduser(given))
-        if os.path.isfile(root):
-            yield _check_file(root, os.path.basename(root), max_file_bytes)
-            continue
-        if not os.path.isdir(root):
-            # Reading a FIFO would wait for a writer, and /dev/zero never ends.
-            reason = "not a regular file" if os.path.exists(root) else MISSING
-            yield SourceFile(root, given, reason)
-            continue
-        for directory, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-            for name in sorted(files):
-                path = os.path.join(directory, name)
-                relative = os.path.relpath(path, root).replace(os.sep, "/")
-                if name.startswith("."):
-                    yield SourceFile(path, relative, "hidden file")
-                elif os.path.islink(path) or not os.path.isfile(path):
-                    yield SourceFile(path, relative, "not a regular file")
-                else:
-                    yield _check_file(path, relative, max_file_bytes)
+        for source in _walk_one(given, max_file_bytes):
+            shown = _printable_name(source.name)
+            if shown is not None:  # a file skipped by choice keeps its reason
+                source = SourceFile(source.path, shown, source.skip or NAME_NOT_UTF8)
+            yield source
+
+
+def _walk_one(given: str, max_file_bytes: int) -> Iterator[SourceFile]:
+    root = os.path.abspath(os.path.expanduser(given))
+    if os.path.isfile(root):
+        yield _check_file(root, os.path.basename(root), max_file_bytes)
+        return
+    if not os.path.isdir(root):
+        # Reading a FIFO would wait for a writer, and /dev/zero never ends.
+        reason = "not a regular file" if os.path.exists(root) else MISSING
+        yield SourceFile(root, given, reason)
+        return
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            path = os.path.join(directory, name)
+            relative = os.path.relpath(path, root).replace(os.sep, "/")
+            if name.startswith("."):
+                yield SourceFile(path, relative, "hidden file")
+            elif os.path.islink(path) or not os.path.isfile(path):
+                yield SourceFile(path, relative, "not a regular file")
+            else:
+                yield _check_file(path, relative, max_file_bytes)
 
 
 def _check_file(path: str, name: str, max_file_bytes: int) -> SourceFile:
@@ -501,9 +537,9 @@ def _check_file(path: str, name: str, max_file_bytes: int) -> SourceFile:
         if size > max_file_bytes:
             return SourceFile(path, name, f"larger than {max_file_bytes} bytes ({size})")
         with open(path, "rb") as handle:
-            head = handle.read(8192)
+            head = handle.read(HEAD_BYTES)
     except OSError as error:
         return SourceFile(path, name, f"{UNREADABLE}: {error.strerror or error}")
     if looks_binary(head):
-        return SourceFile(path, name, "binary file")
+        return SourceFile(path, name, BINARY)
     return SourceFile(path, name)

@@ -318,7 +318,7 @@ def test_memctl_ingest_fails_for_a_path_that_is_not_there(
     assert f"failed  {missing}: no such file or directory" in out
 
 
-def test_memctl_ingests_stdin_as_utf8_and_fails_other_bytes(daemon: LiveDaemon) -> None:
+def test_memctl_ingests_stdin_as_a_file_is_read(daemon: LiveDaemon) -> None:
     writer = token(daemon, "cli-stdin", "write:recall,read:search", workspaces=[TEAM])
 
     def ingest(data: bytes) -> subprocess.CompletedProcess[bytes]:
@@ -335,10 +335,14 @@ def test_memctl_ingests_stdin_as_utf8_and_fails_other_bytes(daemon: LiveDaemon) 
     good = ingest("Renée moved the façade review to Thursday.\n".encode())
     assert good.returncode == 0, good.stderr
     assert b"chunks=1" in good.stdout
-    # Given bytes that are not UTF-8, the source fails with the reason, and no traceback
+    # Given a text with one byte that is not UTF-8, it is text, the byte read as U+FFFD
+    latin = ingest(b"Ren\xe9e moved the budget review to Friday, after the audit.\n")
+    assert latin.returncode == 0, latin.stderr
+    assert b"chunks=1" in latin.stdout
+    # Given bytes mostly not UTF-8, the source is skipped as binary, and no traceback
     bad = ingest(b"\xff\xfe not text")
-    assert bad.returncode == 1
-    assert b"failed  piped.txt: unreadable: cannot read standard input: 'utf-8' codec" in bad.stdout
+    assert bad.returncode == 0
+    assert b"skipped piped.txt: binary file" in bad.stdout
     assert b"Traceback" not in bad.stderr
 
 

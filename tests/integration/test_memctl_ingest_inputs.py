@@ -1,0 +1,84 @@
+"""`memctl recall ingest` on awkward input against a real daemon: a file name that is
+not UTF-8 fails alone and the rest is ingested; a text with a stray Latin-1 byte is
+text, from a file as from stdin, as the watcher and the session-end hook read it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+
+WS = "team-coding"
+LINE = b"the deploy runs from the release branch only, never from a laptop\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("MEMHUB_URL", "MEMHUB_TOKEN", "MEMHUB_WORKSPACE", "MEMHUB_STATE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    root = tmp_path_factory.mktemp("ingest-inputs")
+    with start_daemon(root, copy_examples(root / "ws", [WS])) as live:
+        yield live
+
+
+def ingest(daemon: LiveDaemon, *argv: str, stdin: bytes = b"") -> tuple[int, dict, str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "memctl", "--url", daemon.socket_url, "-w", WS, "recall"]
+        + ["ingest", *argv, "--dry-run", "--json"],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+    )
+    return result.returncode, json.loads(result.stdout), result.stderr.decode()
+
+
+def test_a_file_name_that_is_not_utf8_fails_and_the_rest_is_ingested(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    # given a directory with a Latin-1 file name beside a good file
+    Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9.md")).write_text("hi\n")
+    (tmp_path / "good.md").write_text("ok, this one goes\n")
+    # when the directory is ingested
+    code, totals, err = ingest(daemon, str(tmp_path))
+    # then the bad name is reported failed and the good file is ingested
+    assert code == 1, err
+    assert totals["failed"] == [{"source": "caf\ufffd.md", "reason": "file name is not UTF-8"}]
+    assert [s["source"] for s in totals["sources"]] == ["good.md"]
+    assert totals["files"] == 1
+
+
+def test_a_text_file_with_one_latin1_byte_is_ingested(daemon: LiveDaemon, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_bytes(LINE * 10 + b"caf\xe9\n")
+    code, totals, err = ingest(daemon, str(tmp_path / "notes.txt"))
+    assert (code, totals["failed"], totals["skipped"]) == (0, [], []), err
+    assert totals["files"] == 1
+
+
+def test_stdin_with_one_latin1_byte_is_ingested_as_a_file_is(daemon: LiveDaemon) -> None:
+    code, totals, err = ingest(daemon, "-", stdin=LINE * 10 + b"caf\xe9\n")
+    assert (code, totals["failed"], totals["skipped"]) == (0, [], []), err
+    assert totals["files"] == 1
+
+
+def test_mostly_bad_bytes_are_binary_from_a_file_and_from_stdin(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    data = b"\xe9\xff" * 200 + LINE
+    (tmp_path / "blob.txt").write_bytes(data)
+    for argv, stdin, name in (([str(tmp_path)], b"", "blob.txt"), (["-"], data, "stdin")):
+        code, totals, err = ingest(daemon, *argv, stdin=stdin)
+        assert code == 0, err
+        assert totals["skipped"] == [{"source": name, "reason": "binary file"}]
