@@ -26,17 +26,30 @@ class UnusableDatabase(RuntimeError):
 _COMPANIONS = ("", "-wal", "-shm")
 
 
-def private_database(path: str | Path) -> None:
+def private_database(path: str | Path, unusable: type[UnusableDatabase] = UnusableDatabase) -> None:
     """Make `path` a file only its owner reads, before SQLite opens it, and its -wal and
     -shm files too when they exist. SQLite creates those with the database file's mode,
     so a database created by SQLite itself (the umask's mode, 0644 for most) and made
-    private afterwards kept a log readable by others."""
-    path = os.fspath(path)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(descriptor)
-    for suffix in _COMPANIONS:
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(path + suffix, 0o600)
+    private afterwards kept a log readable by others. Its directory is created (owner
+    only) when missing. A file that cannot be created or opened for writing (a read-only
+    file system, a directory in its place) raises `unusable` naming it and the system's
+    reason: the doors answer that the store is unavailable, not an internal error."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(descriptor)
+        for suffix in _COMPANIONS:
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(f"{path}{suffix}", 0o600)
+    except OSError as error:
+        # mkdir's "file exists" is a file where a directory goes
+        found = "not a directory" if isinstance(error, FileExistsError) else error.strerror
+        reason = (found or type(error).__name__).lower()  # "read-only file system"
+        failed = Path(error.filename) if error.filename else path
+        if failed != path:  # a directory on the way: say which
+            reason = f"{reason} ({failed.name})"
+        raise unusable(path, f"cannot be opened for writing: {reason}") from error
 
 
 def into_wal(connection: sqlite3.Connection, timeout_s: float) -> None:

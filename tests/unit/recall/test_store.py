@@ -389,3 +389,32 @@ def test_a_store_too_new_is_said_in_one_sentence_with_where_to_look(tmp_path: Pa
     said = state_database_failure(refused.value)
     assert said is not None and ".;" not in said.message
     assert said.message.endswith("to start an empty store; see the daemon log")
+
+
+@pytest.mark.parametrize(
+    ("blocker", "reason"),
+    [("ws.db", "is a directory"), ("recall", "not a directory (recall)")],
+    ids=["a directory in its place", "a file in its directory's place"],
+)
+def test_a_store_that_cannot_be_opened_for_writing_is_unusable_with_the_reason(
+    tmp_path: Path, blocker: str, reason: str
+) -> None:
+    """As on a read-only file system (which tests cannot mount): the system refuses the
+    file, for root too, and the doors answer that the workspace's store is unavailable."""
+    from memhub_protocol import ErrorCode
+    from memhubd.recall.store import StoreError
+    from memhubd.service.access import state_database_failure
+
+    # Given something in the way of the store's file
+    if blocker == "ws.db":
+        (tmp_path / "recall" / "ws.db").mkdir(parents=True)
+    else:
+        (tmp_path / "recall").write_text("a file where the recall directory goes")
+    # When the store is opened
+    with pytest.raises(StoreError) as refused:
+        open_store(tmp_path / "recall" / "ws.db")
+    # Then it is refused as unusable, naming the file in the state dir and the reason
+    said = state_database_failure(refused.value)
+    assert said is not None and said.code == ErrorCode.WORKSPACE_UNAVAILABLE
+    assert f"cannot be opened for writing: {reason}" in said.message
+    assert str(tmp_path) not in said.message

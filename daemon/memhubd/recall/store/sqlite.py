@@ -406,8 +406,7 @@ class SQLiteStore(DrawerStore):
 
     def __init__(self, path: str | os.PathLike[str], *, readers: int = READERS) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        private_database(self.path)
+        private_database(self.path, UnusableStore)
         self._write_lock = threading.Lock()
         try:
             self._writer = _connect(self.path)
