@@ -18,6 +18,7 @@ from memctl.config import ConfigError, resolve_settings
 from memctl.transport import DEFAULT_TIMEOUT, MAX_TIMEOUT, DaemonUnreachable, InvalidTarget
 from memhub_protocol.commandline import (
     CommandParser,
+    UsageError,
     add_completion_command,
     exit_quietly_on_closed_stdout,
     run_command_line,
@@ -330,7 +331,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(only=word) if word in HERE else build_parser()
     if tuple(words) in HOOK_COMMANDS:
         return _run_hook_command(parser, arguments, " ".join(words))
-    return run_command_line(parser, argv, run)
+    try:
+        return run_command_line(parser, argv, run)
+    except UsageError as error:
+        # Told before --json could be read from the parsed arguments: looked for as a word.
+        if _wants_json(arguments):
+            _print_envelope(render.USAGE, error.message)
+        raise
+
+
+def _wants_json(arguments: Sequence[str]) -> bool:
+    words = list(arguments)
+    return "--json" in (words[: words.index("--")] if "--" in words else words)
+
+
+def _print_envelope(code: str, message: str, detail: dict[str, object] | None = None) -> None:
+    """The error envelope on stdout, outside the guard of a lost stdout: a stdout that
+    cannot take it changes nothing of the failure already told on stderr."""
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: stdout closed
+        print(render.error_envelope(code, message, detail), flush=True)
 
 
 # Commands that agents run as hooks: Claude Code blocks the user's prompt when a
@@ -368,9 +387,10 @@ def _run_hook_command(parser: argparse.ArgumentParser, arguments: list[str], nam
     except SystemExit as stop:
         if not stop.code:
             raise
-        lines = [line for line in told.getvalue().splitlines() if ": error: " in line]
-        reason = lines[-1].split(": error: ", 1)[1] if lines else "usage error"
+        reason = stop.message if isinstance(stop, UsageError) else "usage error"
         print(f"memctl {name}: {reason} (the hook does nothing)", file=sys.stderr)
+        if _wants_json(arguments):
+            _print_envelope(render.USAGE, reason)
         return 0
     return exit_quietly_on_closed_stdout(lambda: int(args.local_handler(args)), "memctl")
 
@@ -386,25 +406,31 @@ def run(args: argparse.Namespace) -> int:
         client = MemhubClient.connect(
             settings.url, token=settings.token, timeout=getattr(args, "timeout", DEFAULT_TIMEOUT)
         )
-    except (ConfigError, InvalidTarget) as error:
-        return _fail(str(error), 2)
+    except ConfigError as error:
+        return _fail(str(error), 2, as_json, render.CONFIG)
+    except InvalidTarget as error:
+        return _fail(str(error), 2, as_json, render.USAGE)
     with client:
         session = commands.Session(client, settings, as_json=as_json)
         try:
             return int(args.handler(session, args))
         except DaemonUnreachable as error:
+            if as_json:
+                code = render.TIMEOUT if error.timed_out else render.UNREACHABLE
+                detail = {"url": error.target.url, "reason": error.reason}
+                print(render.error_envelope(code, error.line.removeprefix("memctl: "), detail))
             print(error.line, file=sys.stderr)
             return 2
         except ServerError as error:
             return _server_error(error, as_json, token_given=settings.token is not None)
         except commands.CommandFailure as failure:
-            return _fail(failure.message, failure.exit_code)
+            return _fail(failure.message, failure.exit_code, as_json, failure.code, failure.detail)
         except UnicodeEncodeError as error:
             # An argument holding bytes that are not UTF-8 (Python keeps them as lone
             # surrogates) cannot be sent: said in one line, not a traceback.
             if "surrogates not allowed" not in str(error):
                 raise
-            return _fail("an argument is not valid UTF-8 text", 2)
+            return _fail("an argument is not valid UTF-8 text", 2, as_json, render.USAGE)
         except KeyboardInterrupt:
             return 130
 
@@ -425,7 +451,16 @@ def _server_error(error: ServerError, as_json: bool, *, token_given: bool) -> in
     return 1 if 400 <= error.status < 500 else 2
 
 
-def _fail(message: str, exit_code: int) -> int:
+def _fail(
+    message: str,
+    exit_code: int,
+    as_json: bool = False,
+    code: str = render.LOCAL,
+    detail: dict[str, object] | None = None,
+) -> int:
+    """One line on stderr and `exit_code`; with --json, the error envelope on stdout too."""
+    if as_json:
+        print(render.error_envelope(code, message, detail))
     print(f"memctl: {message}", file=sys.stderr)
     return exit_code
 

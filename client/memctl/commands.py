@@ -29,12 +29,22 @@ VERDICT_EXIT = {"allow": 0, "block": 1, "needs_review": 2}
 
 
 class CommandFailure(Exception):
-    """A command cannot go on for a reason on this side (usage, local file): one line, exit 2."""
+    """A command cannot go on for a reason on this side (usage, local file): one line, exit 2;
+    with --json, also the error envelope with `code` (render.LOCAL, render.USAGE)."""
 
-    def __init__(self, message: str, exit_code: int = 2) -> None:
+    def __init__(
+        self,
+        message: str,
+        exit_code: int = 2,
+        *,
+        code: str = render.LOCAL,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        self.code = code
+        self.detail = detail or {}
 
 
 class Session:
@@ -445,7 +455,9 @@ def cmd_review_diff(session: Session, args: argparse.Namespace) -> int:
 def cmd_review_approve(session: Session, args: argparse.Namespace) -> int:
     workspace = session.workspace()
     if not args.into:
-        raise CommandFailure(_into_hint(session, workspace, args.id))
+        message, suggested = _into_hint(session, workspace, args.id)
+        detail = {"suggested_into": suggested} if suggested else {}
+        raise CommandFailure(message, code=render.USAGE, detail=detail)
     payload = _with_issues(lambda: session.client.approve(workspace, args.id, args.into))
     session.show(payload, render.render_decision)
     return 0
@@ -457,16 +469,16 @@ def cmd_review_reject(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
-def _into_hint(session: Session, workspace: str, proposal_id: str) -> str:
-    """Why approve needs --into, with the daemon's suggested file when it has one.
+def _into_hint(session: Session, workspace: str, proposal_id: str) -> tuple[str, str | None]:
+    """Why approve needs --into, with the daemon's suggested file when it has one (and
+    that file).
 
     The reviewer still types the target: memory lands only where a person said.
     """
     message = "review approve needs --into FILE (a .mem file, relative to the workspace root)"
     payload = session.client.proposal(workspace, proposal_id)
     suggested = payload.get("suggested_into") if isinstance(payload, dict) else None
-    if isinstance(suggested, str) and suggested:
-        message += (
-            f"; suggested: memctl -w {workspace} review approve {proposal_id} --into {suggested}"
-        )
-    return message
+    if not isinstance(suggested, str) or not suggested:
+        return message, None
+    message += f"; suggested: memctl -w {workspace} review approve {proposal_id} --into {suggested}"
+    return message, suggested

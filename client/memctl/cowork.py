@@ -206,6 +206,7 @@ class Drained:
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     remaining: int = 0
+    error: dict[str, str] | None = None  # why the drain stopped early: {code, message}
 
 
 def cmd_drain(args: argparse.Namespace) -> int:
@@ -225,9 +226,11 @@ def cmd_drain(args: argparse.Namespace) -> int:
         with deadline(timeout + DRAIN_GRACE):
             _drain_into(drained, args, timeout, fmt, budget)
     except BaseException as error:  # noqa: BLE001 - a prompt hook must never fail
-        print(f"memctl cowork drain: {failure_reason(error)}", file=sys.stderr)
+        reason = failure_reason(error)
+        drained.error = {"code": failure_code(error), "message": reason}
+        print(f"memctl cowork drain: {reason}", file=sys.stderr)
     try:
-        output = format_drain(drained.messages, fmt, drained.remaining)
+        output = format_drain(drained.messages, fmt, drained.remaining, drained.error)
         if output:
             sys.stdout.write(output + "\n")
             sys.stdout.flush()
@@ -264,15 +267,35 @@ def discard_stdin() -> threading.Thread | None:
     return reader
 
 
+def failure_code(error: BaseException) -> str:
+    """The code of a hook's failure in the error envelope: the daemon's own, or one of
+    memctl's (render.TIMEOUT, UNREACHABLE, CONFIG, LOCAL)."""
+    from memctl import render
+    from memctl.config import ConfigError
+    from memctl.transport import InvalidTarget
+
+    if isinstance(error, _Deadline) or getattr(error, "timed_out", False):
+        return render.TIMEOUT
+    if isinstance(getattr(error, "line", None), str):  # DaemonUnreachable
+        return render.UNREACHABLE
+    if isinstance(error, ConfigError):
+        return render.CONFIG
+    if isinstance(error, InvalidTarget):
+        return render.USAGE
+    code = getattr(error, "code", None)
+    value = getattr(code, "value", code)
+    return value if isinstance(value, str) else render.LOCAL
+
+
 def failure_reason(error: BaseException) -> str:
     if isinstance(error, _Deadline):
         return "gave up: the daemon did not answer in time"
     line = getattr(error, "line", None)  # DaemonUnreachable
     if isinstance(line, str):
         return line.removeprefix("memctl: ")
-    code = getattr(error, "code", None)
     message = getattr(error, "message", None) or str(error) or type(error).__name__
-    return f"{code.value}: {message}" if code is not None else message
+    value = getattr(getattr(error, "code", None), "value", None)  # the daemon's ErrorCode
+    return f"{value}: {message}" if isinstance(value, str) else message
 
 
 def _drain_into(
@@ -373,13 +396,20 @@ def _message_line(item: dict[str, Any]) -> str:
     )
 
 
-def format_drain(messages: list[dict[str, Any]], fmt: str = "plain", remaining: int = 0) -> str:
+def format_drain(
+    messages: list[dict[str, Any]],
+    fmt: str = "plain",
+    remaining: int = 0,
+    error: dict[str, str] | None = None,
+) -> str:
     """The drained messages as `fmt`, and how many still wait; "" when there are none
-    and none wait (a hook then adds nothing)."""
+    and none wait (a hook then adds nothing). In json, `error` ({code, message}) says
+    why the drain stopped early, so that a timeout is not taken for an empty inbox."""
     if fmt == "json":
-        return json.dumps(
-            {"messages": messages, "remaining": remaining}, ensure_ascii=False, indent=2
-        )
+        answer: dict[str, Any] = {"messages": messages, "remaining": remaining}
+        if error is not None:
+            answer["error"] = {**error, "detail": {}}
+        return json.dumps(answer, ensure_ascii=False, indent=2)
     if not messages and not remaining:
         return ""
     lines: list[str] = []

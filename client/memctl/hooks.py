@@ -357,12 +357,22 @@ def _target(args: argparse.Namespace) -> tuple[Agent, Path]:
     return agent, settings_path(agent, args)
 
 
+def _refused(args: argparse.Namespace, error: Exception) -> int:
+    """A settings file left alone: one line on stderr (and the error envelope on stdout
+    with --json), exit 1."""
+    if getattr(args, "json", False):
+        from memctl.render import LOCAL, error_envelope
+
+        print(error_envelope(LOCAL, str(error)))
+    print(f"memctl: {error}", file=sys.stderr)
+    return 1
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     try:
         agent, path = _target(args)
     except HookConfigError as error:
-        print(f"memctl: {error}", file=sys.stderr)
-        return 1
+        return _refused(args, error)
     entries = hook_entries(agent, args)
     if args.print:
         print(f"# merge into {path}", file=sys.stderr)
@@ -373,8 +383,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         changed = merge_hooks(settings, entries)
         backed_up = changed and _write(path, settings)
     except (HookConfigError, OSError) as error:
-        print(f"memctl: {error}", file=sys.stderr)
-        return 1
+        return _refused(args, error)
     if getattr(args, "json", False):
         print(
             json.dumps({"file": str(path.absolute()), "changed": changed, "events": list(entries)})
@@ -411,8 +420,7 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
         if removed:
             _write(path, settings)
     except (HookConfigError, OSError) as error:
-        print(f"memctl: {error}", file=sys.stderr)
-        return 1
+        return _refused(args, error)
     if getattr(args, "json", False):
         print(
             json.dumps({"file": str(path.absolute()), "changed": bool(removed), "events": removed})
@@ -481,49 +489,58 @@ def read_hook_input(stream: BinaryIO, limit: int | None = None) -> bytes | None:
     return None if over else bytes(kept)
 
 
-def cmd_session_end(args: argparse.Namespace) -> int:
-    """Always 0: a failing end hook would only bother the agent's user."""
-    from memctl.cowork import deadline, failure_reason
+class _Stop(Exception):
+    """The end hook has nothing to ingest, or the daemon refused it: `str` says why."""
 
+
+def cmd_session_end(args: argparse.Namespace) -> int:
+    """Always 0: a failing end hook would only bother the agent's user. With --json,
+    `{"transcript", "chunks"}` or the error envelope on stdout."""
+    from memctl.cowork import deadline, failure_code, failure_reason
+
+    as_json = bool(getattr(args, "json", False))
     try:
         with deadline(float(getattr(args, "timeout", None) or SESSION_END_TIMEOUT)):
-            _session_end(args)
+            citation, chunks = _session_end(args)
+        print(f"memctl hooks session-end: {citation}: {chunks} new chunk(s)", file=sys.stderr)
+        if as_json:
+            print(json.dumps({"transcript": citation, "chunks": chunks}), flush=True)
     except BaseException as error:  # noqa: BLE001 - a hook must never fail
-        print(f"memctl hooks session-end: {failure_reason(error)}", file=sys.stderr)
+        reason = failure_reason(error)
+        print(f"memctl hooks session-end: {reason}", file=sys.stderr)
+        if as_json:
+            from memctl.render import error_envelope
+
+            with contextlib.suppress(BaseException):  # a closed stdout, say
+                print(error_envelope(failure_code(error), reason), flush=True)
     return 0
 
 
-def _session_end(args: argparse.Namespace) -> None:
+def _session_end(args: argparse.Namespace) -> tuple[str, int]:
+    """Ingest the transcript the hook names: (its citation, new chunks)."""
     from memctl.client import MemhubClient
-    from memctl.commands import Session
+    from memctl.commands import STDIN_CLOSED, Session
     from memctl.config import resolve_settings
     from memctl.recall import part_kept
 
     if sys.stdin is None:  # started with stdin closed: no hook input to read
-        print("memctl hooks session-end: standard input is closed", file=sys.stderr)
-        return
+        raise _Stop(STDIN_CLOSED)
     raw = read_hook_input(sys.stdin.buffer)
     if raw is None:
-        limit = MAX_HOOK_INPUT // (1024 * 1024)
-        print(f"memctl hooks session-end: the hook input is over {limit} MiB", file=sys.stderr)
-        return
+        raise _Stop(f"the hook input is over {MAX_HOOK_INPUT // (1024 * 1024)} MiB")
     try:
         payload = json.loads(raw) if raw.strip() else {}
     except ValueError as error:
-        print(f"memctl hooks session-end: the hook input is not JSON ({error})", file=sys.stderr)
-        return
+        raise _Stop(f"the hook input is not JSON ({error})") from None
     transcript = payload.get("transcript_path") if isinstance(payload, dict) else None
     if not isinstance(transcript, str) or not transcript:
-        print("memctl hooks session-end: no transcript_path in the hook input", file=sys.stderr)
-        return
+        raise _Stop("no transcript_path in the hook input")
     path = Path(transcript).expanduser()
     status = path.stat()
     if not stat.S_ISREG(status.st_mode):  # a FIFO or a device would block the read
-        print(f"memctl hooks session-end: {path} is not a regular file", file=sys.stderr)
-        return
+        raise _Stop(f"{path} is not a regular file")
     if status.st_size > MAX_TRANSCRIPT_BYTES:
-        print(f"memctl hooks session-end: {path} is too large to ingest", file=sys.stderr)
-        return
+        raise _Stop(f"{path} is too large to ingest")
     citation = f"{path.parent.name}/{path.name}"
     settings = resolve_settings(
         url=getattr(args, "url", None),
@@ -544,6 +561,5 @@ def _session_end(args: argparse.Namespace) -> None:
                 # A part refused ends the upload; the whole file (or its last part)
                 # skipped or failed is said as such, not as "0 new chunk(s)".
                 reason = (refused or [{}])[0].get("reason", "a part was refused")
-                print(f"memctl hooks session-end: {citation}: {reason}", file=sys.stderr)
-                return
-    print(f"memctl hooks session-end: {citation}: {chunks} new chunk(s)", file=sys.stderr)
+                raise _Stop(f"{citation}: {reason}")
+    return citation, chunks

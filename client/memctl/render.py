@@ -33,6 +33,21 @@ def dump_json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
+# Codes of the failures found on this side, in the daemon's error envelope with --json:
+# the daemon gave no answer (or not in time), the command line or client.toml is wrong,
+# or the command cannot go on for a local reason (a file, stdin, the workspace choice).
+UNREACHABLE = "unreachable"
+TIMEOUT = "timeout"
+USAGE = "usage"
+CONFIG = "config"
+LOCAL = "local"
+
+
+def error_envelope(code: str, message: str, detail: Mapping[str, Any] | None = None) -> str:
+    """`{"error": {"code", "message", "detail"}}`, as the daemon's envelope is, printed."""
+    return dump_json({"error": {"code": code, "message": message, "detail": dict(detail or {})}})
+
+
 def text_body(text: str) -> str:
     """A text answer as memdsl's CLI would print it (`print` adds the final newline)."""
     return text if text.endswith("\n") else text + "\n"

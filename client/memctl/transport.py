@@ -47,7 +47,8 @@ class DaemonUnreachable(Exception):
     def __init__(self, target: Target, reason: str) -> None:
         self.target = target
         self.reason = reason
-        if reason.startswith(_NO_ANSWER):
+        self.timed_out = reason.startswith(_NO_ANSWER)
+        if self.timed_out:
             # The daemon took the request and did not answer in time: it may yet do it.
             self.line = (
                 f"memctl: memhubd at {target.url} gave {reason}; the request was sent and "

@@ -73,11 +73,25 @@ class CommandParser(argparse.ArgumentParser):
         return parsed
 
     def error(self, message: str) -> NoReturn:
+        """argparse's usage error (exit 2), raised as `UsageError` so that a program
+        can also give its message in its own form (a JSON error envelope, say)."""
         if _missing_subcommand(self, message):
             # `memctl review` alone: the list of its actions helps more than one line.
             self.print_help(sys.stderr)
-            self.exit(2, f"\n{self.prog}: error: choose one of the commands above\n")
-        super().error(message)
+            message = "choose one of the commands above"
+            self._print_message(f"\n{self.prog}: error: {message}\n", sys.stderr)
+        else:
+            self.print_usage(sys.stderr)
+            self._print_message(f"{self.prog}: error: {message}\n", sys.stderr)
+        raise UsageError(message)
+
+
+class UsageError(SystemExit):
+    """A usage error told on stderr; exits 2 as argparse's does. `message` is its reason."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
 
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -11,6 +11,7 @@ are still written to the admin audit, under the operating-system user's name.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import getpass
 import json
@@ -82,16 +83,25 @@ def _guarded(handler: Handler) -> Handler:
             return handler(args)
         except _OutputFailed as failure:
             lost = failure.error
+        except TokenFileError as error:
+            return _refuse(args, "state_dir", str(error))
         except TokenError as error:
-            print(f"memhubd token: error: {error}", file=sys.stderr)
-            return 2
+            return _refuse(args, "invalid", str(error))
         except OSError as error:
-            where = f"{error.filename}: " if error.filename else ""
-            print(f"memhubd token: error: {where}{error.strerror or error}", file=sys.stderr)
-            return 2
+            return _refuse(args, "state_dir", _reason(error))
         raise lost
 
     return run
+
+
+def _refuse(args: argparse.Namespace, code: str, message: str) -> int:
+    """One line on stderr, exit 2; with --json, the error envelope on stdout too (`invalid`:
+    the request refused; `state_dir`: the state directory could not be used)."""
+    if getattr(args, "json", False):
+        with contextlib.suppress(_OutputFailed):  # the line on stderr says it still
+            _emit(json.dumps({"error": {"code": code, "message": message, "detail": {}}}, indent=2))
+    print(f"memhubd token: error: {message}", file=sys.stderr)
+    return 2
 
 
 def _emit(text: str) -> None:
