@@ -176,7 +176,7 @@ def _query(sub: Sub, common: Common) -> None:
         help="restrict to a memory type (repeatable)",
     )
     p.add_argument("--subject", help="restrict to a subject symbol")
-    p.add_argument("--limit", type=int, default=8, help="maximum hits (default 8)")
+    p.add_argument("--limit", type=_positive_int, default=8, help="maximum hits (default 8)")
     p.add_argument(
         "--max-bytes", type=_positive_int, metavar="N", help="cut MUST to fit N bytes of JSON"
     )

@@ -142,6 +142,10 @@ def resolve_settings(
             "outside Latin-1: a token is one line of printable text (mh_…)"
         )
     chosen_workspace, workspace_source = found.get("workspace", (None, None))
+    if chosen_workspace is not None and workspace_source == "env":
+        _check_utf8(chosen_workspace, ENV_WORKSPACE)
+    if url_source == "env":
+        _check_utf8(chosen_url, ENV_URL)
     return Settings(
         url=chosen_url,
         token=chosen_token,
@@ -150,6 +154,15 @@ def resolve_settings(
         token_source=token_source,
         workspace_source=workspace_source,
     )
+
+
+def _check_utf8(value: str, variable: str) -> None:
+    """An environment variable holding bytes that are not UTF-8 (Python keeps them as
+    lone surrogates) is named, rather than taken for an argument."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{variable} is not valid UTF-8 text") from None
 
 
 def _header_safe(value: str) -> bool:

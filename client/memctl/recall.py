@@ -49,6 +49,8 @@ BAR_WIDTH = 30
 REINDEX_STEP = 2000
 # The daemon's status for a part it kept until the rest of its upload arrives.
 PART_RECEIVED = "part_received"
+# The schema of the daemon's ingest answer, which the summed totals keep.
+INGEST_SCHEMA = "memhub.recall.ingest.v1"
 
 
 # --------------------------------------------------------------------------- parser
@@ -326,6 +328,9 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
             whole += 1
         progress.advance(whole, totals["chunks"])
     progress.finish()
+    if totals["workspace"] is None:  # every source left out here: no answer filled these
+        totals["schema_version"] = INGEST_SCHEMA
+        totals["workspace"] = session.workspace()
     session.show(totals, _render_ingest)
     return 1 if totals["failed"] else 0
 
