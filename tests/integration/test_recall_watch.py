@@ -53,4 +53,7 @@ def test_watched_sessions_are_ingested_and_appends_follow(tmp_path: Path) -> Non
             audit_free = http.get(f"/v1/workspaces/{WS}/recall/status").json()
         assert hits[0]["source_file"] == "-srv-billing/a.jsonl"
         assert hits[0]["identity"] == "recall-watcher"
-        assert audit_free["deleted_count"] == 0  # nothing replaced: the appends were whole
+        # One row retired: the third exchange, stored again with the fourth's words as
+        # its context. Nothing else: the appends were whole, so no partial line was
+        # stored and replaced.
+        assert audit_free["deleted_count"] == 1

@@ -1,6 +1,7 @@
 """A transcript ingested while it grows ends up stored as a one-shot ingest of its final
 version stores it: every drawer's context (the neighbouring exchanges, the day said) and
-what BM25 finds by it, from memory and from FTS5 alike."""
+what BM25 finds by it, from memory and from FTS5 alike. A drawer whose context changed is
+stored again in place of its row, so the index in memory follows it without a rebuild."""
 
 from __future__ import annotations
 
@@ -62,12 +63,18 @@ def ranked(store: DrawerStore) -> list[list[tuple[str, float]]]:
 
 
 def fts_consistent(path: Path) -> None:
-    """FTS5 holds exactly what the drawers say (an external-content table updated
-    without its old values first would fail this)."""
+    """FTS5's structure is sound and it indexes exactly the live drawers (a retired row
+    stays in the drawers table, out of the index, until a purge)."""
     with sqlite3.connect(path) as connection:
+        connection.execute("INSERT INTO drawers_fts (drawers_fts) VALUES ('integrity-check')")
         connection.execute(
-            "INSERT INTO drawers_fts (drawers_fts, rank) VALUES ('integrity-check', 1)"
+            "CREATE VIRTUAL TABLE temp.postings USING fts5vocab(main, drawers_fts, instance)"
         )
+        indexed = connection.execute("SELECT DISTINCT doc FROM postings ORDER BY doc").fetchall()
+        live = connection.execute(
+            "SELECT rowid FROM drawers WHERE deleted_at IS NULL ORDER BY rowid"
+        ).fetchall()
+    assert indexed == live
 
 
 def ingest(path: Path, *versions: str) -> DrawerStore:
@@ -130,6 +137,54 @@ def test_a_store_opened_elsewhere_ranks_by_the_refreshed_context(tmp_path: Path)
     finally:
         for store in (writer, reader, fresh):
             store.close()
+
+
+def test_a_growing_transcript_keeps_the_index_in_memory_without_a_rebuild(
+    tmp_path: Path,
+) -> None:
+    # A watched session grows by an exchange at a time: each refresh must cost the rows
+    # it touches, never a rebuild of the whole index (seconds of CPU in a large store).
+    path = tmp_path / "ws.db"
+    store = ingest(path, transcript(3))
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    try:
+        assert store.settle_lexical()
+        built = store._lexical._current
+        for count in range(4, len(EXCHANGES) + 1):
+            ingestor.ingest_text(SOURCE, transcript(count), options())
+            ranked(store)
+            assert store._lexical._current is built  # caught up in place, never rebuilt
+        fresh = ingest(tmp_path / "fresh.db", transcript(len(EXCHANGES)))
+        assert ranked(store) == ranked(fresh)
+        assert contexts(path) == contexts(tmp_path / "fresh.db")
+        fresh.close()
+    finally:
+        store.close()
+
+
+def test_a_refreshed_drawer_keeps_its_writer_readers_importance_and_time(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ws.db"
+    store = ingest(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    try:
+        first = options(identity="alice", importance=4, readers=("ops",))
+        ingestor.ingest_text(SOURCE, transcript(2), first)
+        (before,) = [d for b in store.iter_live(100) for d in b if EXCHANGES[1][0] in d.content]
+        # The same source sent again by someone else, with other settings
+        ingestor.ingest_text(SOURCE, transcript(3), options(identity="bob", importance=1))
+        (after,) = [d for b in store.iter_live(100) for d in b if EXCHANGES[1][0] in d.content]
+        assert after.id == before.id and after.rowid != before.rowid
+        assert EXCHANGES[2][0] in contexts(path)[after.id]
+        assert (after.identity, after.readers, after.importance, after.created_at) == (
+            before.identity,
+            before.readers,
+            before.importance,
+            before.created_at,
+        )
+    finally:
+        store.close()
 
 
 def test_re_ingesting_refreshes_the_context_and_says_so_in_the_audit(

@@ -261,29 +261,6 @@ def test_the_index_holds_exactly_the_live_drawers_after_writes_replaces_and_dupl
     store.close()
 
 
-def test_a_refreshed_context_replaces_the_old_one_in_both_indexes(tmp_path: Path) -> None:
-    path = tmp_path / "ws.db"
-    store = open_store(path)
-    kept = drawer("the deploy froze", 0, context="said on monday")
-    store.write([kept, drawer("ledger amounts are integer cents", 1)], None, None, AUDIT)
-    assert len(store.lexical(["monday"], DrawerFilter(), 10)) == 1  # the index is built
-    (row,) = store.find([kept.id]).values()
-    # When its context changes to as many words (FTS5's statistics do not move)
-    store.write([], None, None, AUDIT, contexts=[(row.rowid, "said on sunday")])
-    # Then the old words find it no more, the new ones do, from memory and from FTS5
-    assert store.lexical(["monday"], DrawerFilter(), 10) == []
-    assert ids(store, store.lexical(["sunday"], DrawerFilter(), 10)) == [kept.id]
-    assert store.settle_lexical()  # answered from memory, not left to FTS5
-    with sqlite3.connect(path) as connection:
-        connection.execute(
-            "INSERT INTO drawers_fts (drawers_fts, rank) VALUES ('integrity-check', 1)"
-        )
-    assert fts_consistent(path) == [row.rowid, row.rowid + 1]
-    # and its content is what it was
-    assert store.get([row.rowid])[row.rowid].content == "the deploy froze"
-    store.close()
-
-
 def store_at(path: Path, version: int) -> sqlite3.Connection:
     """A connection to a new store at `path` as schema `version` wrote it (commits on
     leaving its `with`)."""

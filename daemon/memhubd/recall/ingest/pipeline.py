@@ -139,15 +139,18 @@ Prepared = tuple[SourceReport, list[NewDrawer] | None]
 @dataclass(frozen=True, slots=True)
 class Plan:
     """One source's write: the drawers to add, the stored rows they supersede, the
-    retired rows whose ids they take again, the `(rowid, chunk_index, locator)` of
-    kept rows whose chunk moved (a section inserted above it), and the `(rowid,
-    context)` of kept rows whose neighbours changed (an exchange added after them)."""
+    retired rows whose ids they take again, and the `(rowid, chunk_index, locator)` of
+    kept rows whose chunk moved (a section inserted above it). `refreshed` counts the
+    kept chunks whose neighbours changed (an exchange added after the last one) by id:
+    each is stored again with its new context in place of its row (in `new`, in source
+    order, and in `stale` and `revive`), as every index follows a row retired and one
+    added."""
 
     new: list[NewDrawer]
     stale: list[int]
     revive: list[int]
     moved: list[tuple[int, int, str]]
-    contexts: list[tuple[int, str]]
+    refreshed: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -409,12 +412,25 @@ class Ingestor:
             report.lock_wait_ms = waited
             plan = self._plan(report, drawers, replace_stale, options)
             new, stale, revive = plan.new, plan.stale, plan.revive
-            if not new and not stale and not plan.moved and not plan.contexts:
+            if not new and not stale and not plan.moved:
                 report.status = "unchanged"
                 return report
             vectors, record = self._embed(report, new, ready or {})
+            refreshed = len(plan.refreshed)
+            if refreshed and vectors is not None:
+                # A drawer stored again was warned of when first stored, if at all.
+                fresh = [i for i, d in enumerate(new) if d.id not in plan.refreshed]
+                checked, checked_vectors = [new[i] for i in fresh], vectors[fresh]
+            else:
+                checked, checked_vectors = new, vectors
             self._near_duplicates(
-                report, new, vectors, record, options.near_duplicate, options.roles, set(stale)
+                report,
+                checked,
+                checked_vectors,
+                record,
+                options.near_duplicate,
+                options.roles,
+                set(stale),
             )
             audit = AuditEntry(
                 options.identity,
@@ -424,30 +440,27 @@ class Ingestor:
                     "source": report.source,
                     "format": report.format,
                     "room": report.room,
-                    "chunks": len(new),
-                    "replaced": len(stale),
+                    "chunks": len(new) - refreshed,
+                    "replaced": len(stale) - refreshed,
                     # retired drawers of the same content, stored again
-                    **({"revived": len(revive)} if revive else {}),
+                    **({"revived": len(revive) - refreshed} if len(revive) > refreshed else {}),
                     # stored chunks still in the source, at another place
                     **({"moved": len(plan.moved)} if plan.moved else {}),
-                    # stored chunks whose neighbouring text changed (counted as duplicates)
-                    **({"refreshed": len(plan.contexts)} if plan.contexts else {}),
+                    # stored chunks whose neighbouring text changed, stored again
+                    **({"refreshed": len(plan.refreshed)} if plan.refreshed else {}),
                 },
             )
             outcome = self.store.write(
-                new,
-                vectors,
-                record,
-                audit,
-                replace=stale,
-                revive=revive,
-                moved=plan.moved,
-                contexts=plan.contexts,
+                new, vectors, record, audit, replace=stale, revive=revive, moved=plan.moved
             )
-        report.chunks = len(outcome.inserted)
-        report.duplicates += len(new) - len(outcome.inserted)
-        report.replaced = len(outcome.replaced)
-        report.drawer_ids = list(outcome.inserted)
+        # A refreshed chunk is the same drawer (a duplicate already counted), not a new
+        # chunk nor one its source replaced.
+        refreshed = plan.refreshed
+        inserted = [i for i in outcome.inserted if i not in refreshed]
+        report.chunks = len(inserted)
+        report.duplicates += len(new) - len(refreshed) - len(inserted)
+        report.replaced = sum(1 for i in outcome.replaced if i not in refreshed)
+        report.drawer_ids = inserted
         return report
 
     def _plan(
@@ -461,7 +474,8 @@ class Ingestor:
         """What to write (see `Plan`). A stored chunk is matched by id before position:
         one still in the source is kept, and moved if its place changed, never retired
         because another chunk now stands at its old place. A kept chunk takes the
-        context it has in the source now, as a first ingest of this text would give it."""
+        context it has in the source now, as a first ingest of this text would give it
+        (a dry run writes nothing, so it refreshes nothing)."""
         stored = self.store.chunks_of_source(report.source) if replace_stale else {}
         known = self.store.find([d.id for d in drawers])
         if dry_run is not None:
@@ -519,13 +533,35 @@ class Ingestor:
             for index, e in stored.items()
             if e.id in places and places[e.id].chunk_index != index
         ]
-        contexts = [
-            (e.rowid, places[e.id].context)
-            for e in stored.values()
-            if e.id in places and places[e.id].context != e.context
-        ]
         stale = [rowid for rowid in stale if rowid not in kept]
-        return Plan(new, stale, revive, moved, contexts)
+        refresh = [
+            e for e in stored.values() if e.id in places and places[e.id].context != e.context
+        ]
+        if refresh and dry_run is None:
+            # Stored again as they are, with the context the source gives them now: the
+            # writer, room, readers, importance and time stored are the row's own.
+            rows = self.store.get([e.rowid for e in refresh])
+            again = [
+                replace(
+                    places[e.id],
+                    id=row.id,
+                    identity=row.identity,
+                    readers=row.readers,
+                    importance=row.importance,
+                    created_at=row.created_at,
+                )
+                for e in refresh
+                if (row := rows.get(e.rowid)) is not None
+            ]
+            gone = {e.rowid for e in refresh if e.rowid in rows}
+            stale.extend(gone)
+            revive.extend(gone)
+            moved = [m for m in moved if m[0] not in gone]
+            # In source order among the new chunks: rows follow the source as a first
+            # ingest of it lays them down.
+            new = sorted([*new, *again], key=lambda d: d.chunk_index)
+            return Plan(new, stale, revive, moved, frozenset(d.id for d in again))
+        return Plan(new, stale, revive, moved)
 
     def _own_form(
         self,

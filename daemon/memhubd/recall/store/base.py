@@ -54,6 +54,7 @@ class NewDrawer:
     said_at: int | None = None  # when it was said (epoch seconds), if the source knows
     readers: tuple[str, ...] | None = None  # roles that may see it; None: everyone
     context: str = ""  # neighbouring text, searched with a lower weight, never returned
+    created_at: int | None = None  # None: now; else kept from the drawer this one restores
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,17 +373,14 @@ class DrawerStore(abc.ABC):
         replace: Sequence[int] = (),
         revive: Sequence[int] = (),
         moved: Sequence[tuple[int, int, str]] = (),
-        contexts: Sequence[tuple[int, str]] = (),
     ) -> WriteOutcome:
         """Insert drawers (and their vectors, row for row) and retire `replace` (a soft
         delete marked as the source's doing), all in one transaction together with the
         audit entry. `revive` are retired rows whose ids `drawers` take again: they give
         their ids up first (and stay deleted until a purge). `moved` are `(rowid,
         chunk_index, locator)` of live rows whose chunk is now at another place in
-        their source: only those two columns change. `contexts` are `(rowid, context)`
-        of live rows whose neighbouring text changed (an exchange added after the last
-        one): their context and its full-text entry are rewritten, their vector kept
-        (it comes from the content alone)."""
+        their source: only those two columns change. A drawer's `created_at`, when given,
+        is kept (a drawer stored again in place of a retired one of the same content)."""
 
     @abc.abstractmethod
     def soft_delete(self, drawer_id: str, audit: AuditEntry) -> Drawer | None: ...

@@ -37,10 +37,6 @@ _TOKEN_CACHE = 4096  # query terms whose tokens are remembered
 # ... and the bytes they may hold: a term may be a whole query's 65,536 characters.
 _TOKEN_CACHE_BYTES = 4 * 1024 * 1024
 _FTS = "drawers_fts"
-# The `meta` key a writer bumps when it rewrites indexed text of rows already stored (a
-# drawer's context refreshed): this index only appends rows and masks deleted ones, so
-# it rebuilds when the value moves.
-TEXT_EPOCH = "text_epoch"
 _ROW_COLUMNS_LIST = (
     "rowid",
     "room",
@@ -278,21 +274,13 @@ def _instances_table(connection: sqlite3.Connection) -> sqlite3.Connection:
     return connection
 
 
-def _text_epoch(connection: sqlite3.Connection) -> str:
-    row = connection.execute("SELECT value FROM meta WHERE key = ?", (TEXT_EPOCH,)).fetchone()
-    return row[0] if row else "0"
-
-
 class _Built:
     """An index and its attributes as of one snapshot of the store."""
 
-    def __init__(
-        self, index: LexicalIndex, attributes: _Attributes, started: int, epoch: str
-    ) -> None:
+    def __init__(self, index: LexicalIndex, attributes: _Attributes, started: int) -> None:
         self.index = index
         self.attributes = attributes
         self.started = started
-        self.epoch = epoch  # the store's TEXT_EPOCH in that snapshot
 
 
 class LexicalCache:
@@ -402,9 +390,9 @@ class LexicalCache:
         self._version = version
         self._checked_at = started
 
-    def _start_build(self, connection: sqlite3.Connection, *, inline: bool = True) -> None:
-        live = "SELECT count(*) FROM drawers WHERE deleted_at IS NULL"
-        if inline and connection.execute(live).fetchone()[0] < INLINE_BELOW:
+    def _start_build(self, connection: sqlite3.Connection) -> None:
+        live = connection.execute("SELECT count(*) FROM drawers WHERE deleted_at IS NULL")
+        if live.fetchone()[0] < INLINE_BELOW:
             self._current = self._build(connection)
             self._version = None
             self._checked_at = self._current.started
@@ -416,13 +404,6 @@ class LexicalCache:
 
     def _catch_up(self, connection: sqlite3.Connection) -> None:
         assert self._current is not None and self._scratch is not None
-        if _text_epoch(connection) != self._current.epoch:
-            # Rows the index holds were rewritten in place: their old terms cannot be
-            # taken out of the postings, so the index is built again. On a thread even
-            # for a small store (9,000 drawers take about a second): a watched session
-            # does this once per exchange added, and FTS5 answers as fast meanwhile.
-            self._rebuild(connection, serve=False, inline=False)
-            return
         index, attributes = self._current.index, self._current.attributes
         last = index.max_rowid
         new = connection.execute(
@@ -466,15 +447,14 @@ class LexicalCache:
         if index.dead > max(MIN_REBUILD, REBUILD_SHARE * len(index)):
             self._rebuild(connection, serve=True)
 
-    def _rebuild(self, connection: sqlite3.Connection, *, serve: bool, inline: bool = True) -> None:
-        """Start a fresh build (on a thread unless `inline` and the store is small); the
-        current index answers meanwhile only if `serve` (it is still exact: dead rows
-        are masked, new ones added as they come)."""
+    def _rebuild(self, connection: sqlite3.Connection, *, serve: bool) -> None:
+        """Start a fresh build; the current index answers meanwhile only if `serve`
+        (it is still exact: dead rows are masked, new ones added as they come)."""
         if not serve:
             self._current = None
         if self._builder is None or not self._builder.is_alive():
             self._builder = None
-            self._start_build(connection, inline=inline)
+            self._start_build(connection)
 
     def _build_in_background(self) -> None:
         connection = _instances_table(self._connect())
@@ -512,7 +492,6 @@ class LexicalCache:
             instances = read_instances(connection, f"temp.{_FTS}_instances", self._schema.code)
             index.add(np.asarray(rowids, np.int64), instances)
             totals = fts_totals(connection)
-            epoch = _text_epoch(connection)
         finally:
             if began:
                 with contextlib.suppress(sqlite3.Error):
@@ -522,7 +501,7 @@ class LexicalCache:
                 f"FTS5 holds {totals[0]} rows of {totals[1]} tokens, the drawers "
                 f"{index.live} of {index.live_tokens}"
             )
-        return _Built(index, attributes, started, epoch)
+        return _Built(index, attributes, started)
 
     def close(self) -> None:
         with self.lock:

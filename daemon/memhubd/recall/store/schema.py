@@ -10,9 +10,8 @@ from __future__ import annotations
 # The FTS table is an external-content table over `drawers` (no second copy of the
 # text), kept in the writer's transaction: by triggers up to v3, then (v4) the writer
 # indexes inserted drawers and triggers remove them: a drawer leaves the index when it
-# is soft-deleted (or deleted while live), never otherwise. A drawer's content never
-# changes, so no update trigger: the one indexed column that does, `context` (v2), is
-# rewritten by the writer, which replaces the row's FTS entry itself.
+# is soft-deleted (or deleted while live), never otherwise. Drawers are immutable
+# apart from `deleted_at`/`updated_at`, so no content-update trigger.
 _V1 = [
     """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
     """CREATE TABLE drawers (

@@ -48,8 +48,8 @@ from memhubd.recall.store.base import (
     VectorsUnavailable,
     WriteOutcome,
 )
-from memhubd.recall.store.bm25 import TEXT_EPOCH, LexicalCache
 from memhubd.recall.store.bm25 import Column as _Column
+from memhubd.recall.store.bm25 import LexicalCache
 from memhubd.recall.vectors import VectorIndex
 from memhubd.sqlite import into_wal, private_database
 
@@ -482,11 +482,11 @@ class SQLiteStore(DrawerStore):
         )
 
     @staticmethod
-    def _bump_epoch(connection: sqlite3.Connection, key: str = _VECTOR_EPOCH) -> None:
+    def _bump_epoch(connection: sqlite3.Connection) -> None:
         connection.execute(
             "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) "
             "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
-            (key,),
+            (_VECTOR_EPOCH,),
         )
 
     # -- reads ------------------------------------------------------------------------
@@ -793,7 +793,6 @@ class SQLiteStore(DrawerStore):
         replace: Sequence[int] = (),
         revive: Sequence[int] = (),
         moved: Sequence[tuple[int, int, str]] = (),
-        contexts: Sequence[tuple[int, str]] = (),
     ) -> WriteOutcome:
         if vectors is not None and (embedder is None or len(vectors) != len(drawers)):
             raise ValueError("one vector per drawer, and the embedder that made them")
@@ -826,7 +825,6 @@ class SQLiteStore(DrawerStore):
                 "WHERE rowid = ? AND deleted_at IS NULL",
                 [(index, locator, rowid) for rowid, index, locator in moved],
             )
-            self._refresh_contexts(connection, contexts)
             # One statement for all rows (executemany keeps the loop in C). AUTOINCREMENT
             # and the held write lock make the rows above the current maximum exactly
             # the ones this statement inserted; an id already stored (written meanwhile
@@ -851,7 +849,7 @@ class SQLiteStore(DrawerStore):
                         drawer.locator,
                         drawer.speaker,
                         drawer.said_at,
-                        now,
+                        drawer.created_at or now,
                         now,
                         drawer.identity,
                         json.dumps(list(drawer.readers)) if drawer.readers is not None else None,
@@ -883,40 +881,6 @@ class SQLiteStore(DrawerStore):
                 )
             self._audit(connection, audit)
         return WriteOutcome(tuple(inserted), tuple(replaced))
-
-    def _refresh_contexts(
-        self, connection: sqlite3.Connection, contexts: Sequence[tuple[int, str]]
-    ) -> None:
-        """Rewrite live rows' context and their FTS5 entry. The table is external-content:
-        FTS5 removes a row's terms only when told them, so the old values go first."""
-        changed = 0
-        for rowid, context in contexts:
-            row = connection.execute(
-                "SELECT content, coalesce(speaker, ''), coalesce(context, '') FROM drawers "
-                "WHERE rowid = ? AND deleted_at IS NULL",
-                (rowid,),
-            ).fetchone()
-            if row is None or row[2] == context:
-                continue
-            content, speaker, old = row
-            connection.execute(
-                "INSERT INTO drawers_fts (drawers_fts, rowid, content, speaker, context) "
-                "VALUES ('delete', ?, ?, ?, ?)",
-                (rowid, content, speaker, old),
-            )
-            # Neither content nor when it was stored changes: `updated_at` stays.
-            connection.execute(
-                "UPDATE drawers SET context = ? WHERE rowid = ?", (context or None, rowid)
-            )
-            connection.execute(
-                "INSERT INTO drawers_fts (rowid, content, speaker, context) VALUES (?, ?, ?, ?)",
-                (rowid, content, speaker, context),
-            )
-            changed += 1
-        if changed:
-            # The in-memory BM25 index follows appends and deletes, not rows rewritten
-            # in place: this tells it to rebuild (see `store.bm25`).
-            self._bump_epoch(connection, TEXT_EPOCH)
 
     def _claim_embedder(self, connection: sqlite3.Connection, embedder: EmbedderRecord) -> None:
         meta = dict(
