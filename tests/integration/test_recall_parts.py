@@ -31,6 +31,15 @@ def transcript(exchanges: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def short_transcript(exchanges: int) -> str:
+    lines = []
+    for n in range(exchanges):
+        for role, text in (("user", f"question {n} on shard {n}"), ("assistant", f"answer {n}")):
+            message = {"role": role, "content": text}
+            lines.append(json.dumps({"type": role, "message": message}))
+    return "\n".join(lines) + "\n"
+
+
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
     root = tmp_path_factory.mktemp("recall-parts")
@@ -131,6 +140,30 @@ def test_reindex_in_steps_covers_every_drawer(daemon: LiveDaemon) -> None:
         assert answer["vectors"] == total
         bad = http.post(f"/v1/workspaces/{TEAM}/recall/reindex", json={"limit": 0})
         assert bad.status_code == 422 and "limit" in bad.text
+
+
+def test_interleaved_reindex_runs_leave_no_drawer_without_a_vector(daemon: LiveDaemon) -> None:
+    # Two runs in steps (two admins, or a cron job beside a person): the second one's
+    # first step empties the staging table under the first one, whose last step must
+    # still swap in a vector for every live drawer.
+    url = f"/v1/workspaces/{TEAM}/recall/reindex"
+    with daemon.http(daemon.admin_token, timeout=60) as http:
+        ingested = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={"content": short_transcript(30), "source": "interleaved/session.jsonl"},
+        )
+        assert ingested.status_code in (200, 201), ingested.text
+        total = http.get(f"/v1/workspaces/{TEAM}/recall/status").json()["drawer_count"]
+        assert total >= 30
+        first = http.post(url, json={"after": 0, "limit": 20}).json()
+        assert not first["done"]
+        other = http.post(url, json={"after": 0, "limit": 5}).json()  # starts over
+        assert not other["done"]
+        last = http.post(url, json={"after": first["next"], "limit": total}).json()
+        status = http.get(f"/v1/workspaces/{TEAM}/recall/status").json()
+    assert last["done"] and last["vectors"] == total
+    assert last["filled"] == 15  # rows 6-20: staged by the first run, dropped by the other
+    assert status["vector_count"] == status["drawer_count"] == total, status
 
 
 def test_memctl_reindex_shows_progress_on_a_terminal(daemon: LiveDaemon) -> None:

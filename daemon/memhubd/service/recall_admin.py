@@ -174,10 +174,20 @@ async def reindex(
         if step is not None:
             answer.update(next=last, done=done, total=store.status().drawer_count)
         if done:
+            # Every live drawer goes in with a vector of this embedder: those another
+            # run's first step dropped from the staging table, those stored behind this
+            # run's cursor between its steps, and any staged by an embedder of another
+            # dimension are embedded now rather than left without one.
+            filled = 0
+            for batch in store.iter_unstaged(REINDEX_BATCH, record.dimension):
+                vectors = embedder.embed([d.content for d in batch])
+                store.stage_vectors([d.rowid for d in batch], vectors, first=False)
+                filled += len(batch)
             audit = _audit(
                 identity, door, "reindex", embedder=record.name, dimension=record.dimension
             )
             answer["vectors"] = store.commit_vectors(record, audit)
+            answer["filled"] = filled
         answer["seconds"] = round(time.perf_counter() - started, 3)
         return answer
 

@@ -395,6 +395,11 @@ class DrawerStore(abc.ABC):
     def remove_taxonomy(self, room: str, audit: AuditEntry) -> bool: ...
 
     @abc.abstractmethod
+    def iter_unstaged(self, batch: int, dimension: int) -> Iterator[list[Drawer]]:
+        """Every live drawer with no staged vector of `dimension` floats, in rowid order,
+        `batch` at a time (what a reindex must still embed before it commits)."""
+
+    @abc.abstractmethod
     def stage_vectors(self, rowids: Sequence[int], vectors: np.ndarray, *, first: bool) -> None:
         """Write re-embedded vectors aside (`first` clears what an earlier run left)."""
 

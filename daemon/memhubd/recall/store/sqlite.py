@@ -948,6 +948,22 @@ class SQLiteStore(DrawerStore):
                 self._audit(connection, audit)
         return bool(removed)
 
+    def iter_unstaged(self, batch: int, dimension: int) -> Iterator[list[Drawer]]:
+        last = 0
+        columns = ", ".join(f"d.{c.strip()}" for c in _COLUMNS.split(","))
+        while True:
+            with self._readers.connection() as connection:
+                rows = connection.execute(
+                    f"SELECT {columns} FROM drawers d LEFT JOIN vectors_next n "
+                    "ON n.rowid = d.rowid WHERE d.rowid > ? AND d.deleted_at IS NULL "
+                    "AND (n.rowid IS NULL OR length(n.vector) != ?) ORDER BY d.rowid LIMIT ?",
+                    (last, 4 * dimension, batch),
+                ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [_drawer(row) for row in rows]
+
     def stage_vectors(self, rowids: Sequence[int], vectors: np.ndarray, *, first: bool) -> None:
         blobs = np.asarray(vectors, dtype="<f4")
         with self._transaction() as connection:
