@@ -13,7 +13,7 @@ from recall_fakes import HashingEmbedder, fixture_text, options
 
 from memhubd.recall.ingest import Ingestor, SourceLock
 from memhubd.recall.ingest.pipeline import record_of
-from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore, TaxonomyEntry
+from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore, TaxonomyEntry, open_store
 
 CLAUDE = "claude-code/3b1f6c2e-9a41-4d2b-8c77-0e5d2f9a1b34.jsonl"
 WORKER = Path(__file__).with_name("ingest_worker.py")
@@ -237,3 +237,21 @@ def test_a_lone_surrogate_in_a_transcript_is_stored_as_a_replacement_character(
     assert report.status == "ingested", report.reason
     (drawer,) = live(store)
     assert "lone \ufffd" in drawer.content and "\ud800" not in drawer.content
+
+
+def test_manual_notes_share_a_bounded_set_of_lock_files(tmp_path: Path) -> None:
+    # Every note and diary entry is its own source: a lock file per drawer grew without
+    # bound (lock files are never removed). Notes lock on one of 256 stripes instead.
+    store = open_store(tmp_path / "ws.db")
+    locks = tmp_path / "locks"
+    ingestor = Ingestor(store, None, SourceLock(locks))
+    try:
+        for n in range(600):
+            report = ingestor.ingest_content(f"note {n}: the queue drains", options(), None)
+            assert report.status == "ingested", report
+        again = ingestor.ingest_content("note 7: the queue drains", options(), None)
+        assert again.status == "unchanged"
+        assert len(list(locks.iterdir())) <= 256
+        assert store.status().drawer_count == 600
+    finally:
+        store.close()

@@ -332,7 +332,11 @@ class Ingestor:
         if not content.strip():
             return self._failed(report, "content is empty")
         drawer = self._drawer(options, room, citation, MANUAL, 0, Chunk(content))
-        self._store(report, [drawer], options, replace_stale=False, lock_key=identifier)
+        # Locked on one of 256 stripes by the content's hash, not on the drawer itself:
+        # the same content always meets the same lock, and the lock files (never removed,
+        # see `SourceLock`) stay bounded however many notes and diary entries come.
+        stripe = f"manual-content:{content_hash(content)[:2]}"
+        self._store(report, [drawer], options, replace_stale=False, lock_key=stripe)
         if not report.drawer_ids and report.status == "unchanged":
             # Already stored: the caller still gets the id of the drawer it matched.
             report.drawer_ids = report.matched_ids[:1] or [identifier]
