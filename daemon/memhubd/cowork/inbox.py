@@ -9,6 +9,7 @@ Plain data and sqlite3 only: it knows no tokens, scopes or doors.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -257,7 +258,9 @@ class InboxStore:
                 "WHERE recipient = ? ORDER BY id",
                 (recipient,),
             ).fetchall()
-            sizes = [row[-1] if weigh == "content" else printed_weight(row[3], weigh) for row in rows]
+            sizes = [
+                row[-1] if weigh == "content" else printed_weight(row[3], weigh) for row in rows
+            ]
             taken = _fitting(sizes, max_bytes, at_least_one)
             if taken:
                 db.execute(
@@ -294,6 +297,14 @@ class InboxStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def inbox_files(path: str | Path) -> list[Path]:
+    """The files of the inbox store at `path` that exist: the database and its -wal and
+    -shm files, which hold its latest messages (moved together when its workspace is
+    removed)."""
+    found = [Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
+    return [file for file in found if os.path.lexists(file)]
 
 
 def _fitting(sizes: list[int], max_bytes: int | None, at_least_one: bool) -> int:

@@ -2,11 +2,14 @@
 
 Opens a workspace's store on first use (`<recall dir>/<workspace>.db`), keeps it open
 until `close()`, and loads the embedder once, lazily. It knows no identities or
-doors; the service layer decides who may use which store.
+doors; the service layer decides who may use which store. A store belongs to a
+workspace name: a removed workspace's is retired (never opened again under that name
+in this run) until a workspace of that name is admitted again.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +20,7 @@ from memhubd.recall.ingest.lock import DEFAULT_TIMEOUT_S, SourceLock
 from memhubd.recall.ingest.pipeline import NEAR_DUPLICATE, Embeds, Ingestor
 from memhubd.recall.search import DEFAULT_WEIGHTS, Weights
 from memhubd.recall.store import DrawerStore, open_store
+from memhubd.recall.store.base import UnusableStore
 from memhubd.recall.uploads import PartAssembler
 
 log = structlog.get_logger("memhubd.recall")
@@ -43,6 +47,8 @@ class RecallShelf:
         self.directory = Path(directory)
         self.settings = settings or RecallSettings()
         self._stores: dict[str, DrawerStore] = {}
+        # Names of removed workspaces: their store is being archived, or was.
+        self._retired: set[str] = set()
         self._lock = threading.Lock()
         self._embedder: Embeds | None = None
         self._embedder_error: str | None = None
@@ -53,8 +59,20 @@ class RecallShelf:
     def path_of(self, workspace: str) -> Path:
         return self.directory / f"{workspace}.db"
 
+    def files_of(self, workspace: str) -> list[Path]:
+        """What recall keeps on disk for `workspace` and that exists: its database with
+        its -wal and -shm files, and its folder of ingest locks."""
+        database = self.path_of(workspace)
+        found = [Path(f"{database}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
+        found.append(self.directory / "locks" / workspace)
+        return [path for path in found if os.path.lexists(path)]
+
     def store(self, workspace: str) -> DrawerStore:
         with self._lock:
+            if workspace in self._retired:
+                # A request that began before the removal: opening the file again would
+                # keep it open while it is moved, or make a new one under that name.
+                raise UnusableStore(self.path_of(workspace), "its workspace was removed")
             store = self._stores.get(workspace)
             if store is None:
                 store = self._stores[workspace] = open_store(self.path_of(workspace))
@@ -80,10 +98,23 @@ class RecallShelf:
         return self._embedder_error
 
     def forget(self, workspace: str) -> None:
+        """Close `workspace`'s store if open (its statements running finish first)."""
         with self._lock:
             store = self._stores.pop(workspace, None)
         if store is not None:
             store.close()
+
+    def retire(self, workspace: str) -> None:
+        """Close `workspace`'s store and open it no more until `admit(workspace)`: its
+        workspace was removed, and its files are moved out of the recall directory."""
+        with self._lock:
+            self._retired.add(workspace)
+        self.forget(workspace)
+
+    def admit(self, workspace: str) -> None:
+        """Let `workspace`'s store be opened again (a workspace of that name is added)."""
+        with self._lock:
+            self._retired.discard(workspace)
 
     def close(self) -> None:
         with self._lock:

@@ -33,6 +33,10 @@ that stat because an edit in place can keep the size and put the old mtime back
 hold no ctime, are refused by their version, so every file is read once. It is rewritten off
 the request path, at most every `SNAPSHOT_INTERVAL_S` while files change.
 
+Each workspace's folder also holds a `root` file naming the workspace directory it
+caches. A removed workspace's folder is deleted (`forget`); at start, folders no served
+workspace uses and that were not used for `UNUSED_FOR_S` are (`sweep`).
+
 It must not decide what is served: a miss or a refused entry only costs a parse.
 """
 
@@ -46,6 +50,7 @@ import mmap
 import os
 import re
 import secrets
+import shutil
 import struct
 import threading
 import time
@@ -85,6 +90,12 @@ _SNAPSHOT_FILE = "snapshot"
 # How often the consolidated snapshot is rewritten at most while files keep changing
 # (it holds every file of the workspace; files changed since cost their entry at start).
 SNAPSHOT_INTERVAL_S = 300.0
+# The file of a workspace's folder that names its root (the folder's name is a hash).
+_ROOT_FILE = "root"
+# A folder no served workspace uses is deleted at start once unused for this long (a
+# workspace moved, renamed or taken out of the configuration while the daemon was down).
+UNUSED_FOR_S = 30 * 24 * 3600.0
+_FOLDER_NAME = re.compile(r"[0-9a-f]{24}")
 
 # path -> (stat, digest, text, entry data) of one file as a consolidated snapshot holds it
 Consolidated = dict[str, tuple[StatKey, str, str, Any]]
@@ -120,6 +131,10 @@ class ParseCache:
         # workspace root -> (when written, what it holds, the role sets of the views
         # saved with it) of its consolidated snapshot
         self._snapshots: dict[str, tuple[float, frozenset[Any], frozenset[Any]]] = {}
+        # Folders of removed workspaces: a save still under way writes nothing there,
+        # until a build of that root reads the cache again (it is served again).
+        self._forgotten: set[Path] = set()
+        self._labelled: set[Path] = set()  # folders whose `root` file is written
         self.hits = 0
         self.misses = 0
         self.refused = 0
@@ -149,6 +164,73 @@ class ParseCache:
             folder = self._folders[root] = _workspace_folder(self.directory, root)
             _sweep_orphan_temps(folder)
         return folder
+
+    def _writable_dir(self, root: str) -> Path | None:
+        """`root`'s folder, made and labelled with its root, to write in; None when its
+        workspace was removed (`forget`). Called holding `_lock`."""
+        folder = self._workspace_dir(root)
+        if folder in self._forgotten:
+            return None
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if folder not in self._labelled:
+            real = os.path.realpath(root)
+            label = folder / _ROOT_FILE
+            try:
+                current = label.read_text(encoding="utf-8")
+            except (OSError, ValueError):
+                current = None
+            if current != real:
+                self._write(label, [real.encode()])
+            self._labelled.add(folder)
+        return folder
+
+    # --- forgetting -----------------------------------------------------------------
+
+    def forget(self, root: str) -> None:
+        """Delete workspace `root`'s folder and what is known of it: it was removed. A
+        save under way finishes first (saves hold `_lock`); one that comes later writes
+        nothing, until a build of `root` reads the cache again."""
+        with self._lock:
+            folder = _workspace_folder(self.directory, root)
+            self._forgotten.add(folder)
+            self._labelled.discard(folder)
+            self._saved.pop(str(folder), None)
+            for known in [r for r, f in self._folders.items() if f == folder]:
+                del self._folders[known]
+                self._snapshots.pop(known, None)
+            self._snapshots.pop(root, None)
+            _delete_folder(folder, root)
+
+    def sweep(self, served: Iterable[str], unused_for_s: float = UNUSED_FOR_S) -> list[str]:
+        """Delete the folders that no root of `served` (nor one used since the start)
+        has and that were not used for `unused_for_s`: their workspace was removed,
+        moved or left out of the configuration. Returns the roots deleted, as their
+        folders name them ("" for a folder that does not)."""
+        deleted = []
+        with self._lock:
+            used = {_workspace_folder(self.directory, root).name for root in served}
+            used |= {folder.name for folder in self._folders.values()}
+            try:
+                names = os.listdir(self.directory)
+            except OSError:
+                return []
+            for name in names:
+                folder = self.directory / name
+                if name in used or not _FOLDER_NAME.fullmatch(name) or not folder.is_dir():
+                    continue
+                age = time.time() - _last_used(folder)
+                if age < unused_for_s:
+                    continue
+                root = _root_of(folder)
+                log.info(
+                    "parse cache: deleting the folder of a workspace not served",
+                    folder=name,
+                    root=root or None,
+                    unused_days=round(age / 86400, 1),
+                )
+                _delete_folder(folder, root)
+                deleted.append(root)
+        return deleted
 
     @staticmethod
     def _entry_name(path: str, digest: str, types: str) -> str:
@@ -261,7 +343,12 @@ class ParseCache:
         composed index saved with it (None if it was not) and the role-limited views'
         indexes saved with it; empty when there is none, or (logged) when it is
         corrupt, foreign or of other types."""
-        file = self._workspace_dir(root) / _SNAPSHOT_FILE
+        folder = self._workspace_dir(root)
+        with self._lock:
+            self._forgotten.discard(folder)  # served (again): its saves are wanted
+        with contextlib.suppress(OSError):
+            os.utime(folder / _ROOT_FILE)  # used now: not swept (`sweep`)
+        file = folder / _SNAPSHOT_FILE
         early = _prefetched(file, self._key)
         if early is not None:
             data, checked = early
@@ -351,9 +438,11 @@ class ParseCache:
         modules) is then decoded and interned once per batch instead of once per file.
         Not one document for all: that held the whole payload, and marshal's table of
         every object written, while it was made (1.3 GB at 1M declarations)."""
-        folder = self._workspace_dir(root)
         marks = frozenset((path, stat, digest) for path, stat, digest, *_rest in files)
         with self._lock:
+            folder = self._writable_dir(root)
+            if folder is None:
+                return False
             written = self._snapshots.get(root)
             if written is not None:
                 if written[1] == marks and view_roles <= written[2]:
@@ -368,7 +457,6 @@ class ParseCache:
                     )
             saved_views = views() if views is not None and view_roles else ()
             real = os.path.realpath(root)
-            folder.mkdir(mode=0o700, exist_ok=True)
             kept: list[tuple[SavedView, ...]] = []
             self._write_sealed(
                 folder / _SNAPSHOT_FILE,
@@ -383,9 +471,10 @@ class ParseCache:
     def put_many(self, root: str, types: str, files: list[tuple[str, str, Any, Any]]) -> int:
         """Save (path, digest, document, segment) of each file not saved yet, and prune
         entries of `root` that none of `files` uses. Returns how many were written."""
-        folder = self._workspace_dir(root)
-        folder.mkdir(mode=0o700, exist_ok=True)
         with self._lock:
+            folder = self._writable_dir(root)
+            if folder is None:
+                return 0
             known = self._saved.get(str(folder))
             if known is None:
                 known = {n for n in os.listdir(folder) if n.endswith(_SUFFIX)}
@@ -575,6 +664,34 @@ def _sweep_orphan_temps(folder: Path) -> None:
         with contextlib.suppress(OSError):
             os.unlink(folder / name)
             log.info("parse cache: removed an interrupted write", file=name)
+
+
+def _last_used(folder: Path) -> float:
+    """When `folder` was last written in, or its workspace last served at a start (its
+    `root` file is touched then)."""
+    times = []
+    for path in (folder, folder / _ROOT_FILE):
+        with contextlib.suppress(OSError):
+            times.append(path.stat().st_mtime)
+    return max(times, default=0.0)
+
+
+def _root_of(folder: Path) -> str:
+    """The workspace root `folder`'s `root` file names; "" when it names none."""
+    try:
+        return (folder / _ROOT_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return ""
+
+
+def _delete_folder(folder: Path, root: str) -> None:
+    """Delete a workspace's folder of the cache; a failure is logged (a cache only)."""
+
+    def failed(_function: Any, path: str, info: Any) -> None:
+        log.warning("parse cache file not deleted", root=root, path=path, error=str(info[1]))
+
+    if folder.is_dir():
+        shutil.rmtree(folder, onerror=failed)  # `onexc` comes with Python 3.12
 
 
 def _workspace_folder(directory: Path, root: str) -> Path:

@@ -4,7 +4,9 @@ Reads take `host.snapshot` (a plain attribute: swapping it is atomic) and never
 wait; reloads are serialized per workspace and build the next snapshot in a
 worker thread beside the current one. Events and metrics report every change.
 A save still in progress is held back by the builder; the host then reloads again
-when the builder says the held files are due (`Snapshot.recheck_at`).
+when the builder says the held files are due (`Snapshot.recheck_at`). A workspace
+removed at run time leaves what agents said in it (recall store, cowork inbox) under
+`<state dir>/removed/`, never to a later workspace of its name.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from memhubd.runtime.archive import archive
 from memhubd.runtime.events import EventBus
 from memhubd.runtime.heap import settle_long_lived, settled
 from memhubd.runtime.metrics import Metrics
@@ -327,6 +330,13 @@ class Hub:
         # Where workspaces added or removed at run time are remembered
         # (memhubd.runtime.state.WorkspaceList); None keeps them in memory only.
         self._membership = membership
+        # The state directory (the workspace list sits at its top), where a removed
+        # workspace's state is archived; None keeps nothing on disk to archive.
+        listed = getattr(membership, "file", None)
+        self.state_dir: Path | None = Path(listed).parent if listed is not None else None
+        # Names being added or removed: a removal's archive must not take the files of
+        # a workspace added under the same name meanwhile.
+        self._changing: set[str] = set()
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -336,6 +346,7 @@ class Hub:
             self._tg = tg
             for name, root in workspaces.items():
                 await self._start(name, root)
+            tg.start_soon(self._sweep_cache, [host.root for host in self.hosts.values()])
             try:
                 yield self
             finally:
@@ -469,6 +480,17 @@ class Hub:
         marks["ended"] = time.monotonic()
         log.debug("warm_trace", workspace=snapshot.name, generation=snapshot.generation, **marks)
 
+    async def _sweep_cache(self, roots: list[str]) -> None:
+        """Delete the parse cache's folders of workspaces not served for a long time."""
+        cache = self.cache
+        if cache is None:
+            return
+        try:
+            async with self.lint_limiter:  # never beside a save
+                await anyio.to_thread.run_sync(cache.sweep, roots)
+        except Exception:
+            log.exception("parse cache sweep failed")
+
     # --- membership -------------------------------------------------------------------
 
     def get(self, name: str) -> WorkspaceHost | None:
@@ -480,11 +502,18 @@ class Hub:
     async def add(self, name: str, root: str) -> WorkspaceHost:
         if name in self.hosts:
             raise ValueError(f"workspace '{name}' already exists")
+        if name in self._changing:
+            raise ValueError(f"workspace '{name}' is being added or removed; retry")
         if not os.path.isdir(root):
             raise FileNotFoundError(f"workspace path is not a directory: {root}")
-        if self._membership is not None:
-            await anyio.to_thread.run_sync(self._membership.add, name, os.path.abspath(root))
-        host = await self._start(name, root)
+        self._changing.add(name)
+        try:
+            if self._membership is not None:
+                await anyio.to_thread.run_sync(self._membership.add, name, os.path.abspath(root))
+            await self._call(self.recall, "admit", name)
+            host = await self._start(name, root)
+        finally:
+            self._changing.discard(name)
         self.events.publish("workspace_added", workspace=name, root=host.root)
         return host
 
@@ -496,28 +525,107 @@ class Hub:
         return bool(await anyio.to_thread.run_sync(self._membership.remove, name))
 
     async def remove(self, name: str) -> bool:
-        if name not in self.hosts:
+        """Stop serving `name` and archive its state (`archive`). A state that cannot be
+        archived raises `StateNotArchived`, the workspace served again as it was: its
+        store must never be left where a later workspace of that name would open it."""
+        if name not in self.hosts or name in self._changing:
             return False
+        listed = False
         if self._membership is not None:
             # Saved first, as `add` does: a list that cannot be written leaves the
             # workspace served, not gone until a restart brings it back.
-            await anyio.to_thread.run_sync(self._membership.remove, name)
+            listed = await anyio.to_thread.run_sync(self._membership.remove, name)
         host = self.hosts.pop(name, None)
         if host is None:  # removed by a concurrent request meanwhile
             return False
-        host.stop()
-        self.metrics.forget_workspace(name)
-        # What the daemon holds for it beside the snapshot: its recall store and cowork
-        # inbox (open files and connections, caches), its partner-peek activity.
-        for part in (getattr(self, "recall", None), getattr(self, "cowork", None)):
-            forget = getattr(part, "forget", None)
-            if forget is not None:
-                try:
-                    await anyio.to_thread.run_sync(forget, name)
-                except Exception:
-                    log.exception("releasing a removed workspace failed", workspace=name)
+        self._changing.add(name)
+        try:
+            host.stop()
+            self.metrics.forget_workspace(name)
+            await self._release(name)
+            try:
+                folder = await anyio.to_thread.run_sync(self.archive, name)
+            except Exception:  # StateNotArchived, or what is kept could not be listed
+                await self._serve_again(name, host.root, bool(listed))
+                raise
+            await self._forget_parse_cache(host.root)
+        finally:
+            self._changing.discard(name)
+        if folder is not None:
+            log.info("removed workspace state archived", workspace=name, folder=str(folder))
         # Its snapshot's cycles were frozen with it; a full collection takes them back
         # once enough has piled up (no edit elsewhere may come to run one).
         await anyio.to_thread.run_sync(settle_long_lived)
         self.events.publish("workspace_removed", workspace=name)
         return True
+
+    async def _release(self, name: str) -> None:
+        """Close what the daemon holds open for `name` beside its snapshot: its recall
+        store (not opened again until it is added anew) and cowork inbox, and drop its
+        partner-peek activity."""
+        await self._call(self.recall, "retire", name)
+        await self._call(self.cowork, "forget", name)
+
+    async def _call(self, part: Any, method: str, name: str) -> None:
+        """`part.method(name)` in a worker thread, if `part` has it (looked up there too:
+        the recall shelf is opened, and recall imported, by its first attribute)."""
+        if part is None:
+            return
+
+        def call() -> None:
+            found = getattr(part, method, None)
+            if found is not None:
+                found(name)
+
+        try:
+            await anyio.to_thread.run_sync(call)
+        except Exception:
+            log.exception("releasing a removed workspace failed", workspace=name, step=method)
+
+    async def _serve_again(self, name: str, root: str, listed: bool) -> None:
+        log.error("workspace served again: its state was not archived", workspace=name)
+        await self._call(self.recall, "admit", name)
+        if listed and self._membership is not None:
+            try:
+                await anyio.to_thread.run_sync(self._membership.add, name, root)
+            except Exception:
+                log.exception(
+                    "workspace list not saved: served until the next stop", workspace=name
+                )
+        await self._start(name, root)
+
+    async def _forget_parse_cache(self, root: str) -> None:
+        """Delete the parse cache's folder of a removed workspace, after any save of it
+        in progress (saves run under `lint_limiter`; none starts for a removed host)."""
+        cache = self.cache
+        if cache is None:
+            return
+        try:
+            async with self.lint_limiter:
+                await anyio.to_thread.run_sync(cache.forget, root)
+        except Exception:
+            log.exception("parse cache of a removed workspace not deleted", root=root)
+
+    def kept_for(self, name: str) -> list[Path]:
+        """The files and folders of the state directory that hold `name`'s recall and
+        cowork state (those that exist)."""
+        kept: list[Path] = []
+        recall = self.recall
+        if recall is not None and hasattr(recall, "files_of"):
+            kept += recall.files_of(name)
+        inboxes = getattr(self.cowork, "shelf", None)
+        if inboxes is not None:
+            from memhubd.cowork.inbox import inbox_files
+
+            kept += inbox_files(inboxes.path_of(name))
+        return kept
+
+    def archive(self, name: str) -> Path | None:
+        """Move `name`'s recall and cowork state, once closed, under `removed/` in the
+        state directory (`memhubd.runtime.archive.archive`); None when there was none."""
+        if self.state_dir is None:
+            return None
+        # An inbox reopened by a request that began before the removal is closed, and
+        # moved too (the recall store is never reopened: `retire`).
+        reclose = getattr(self.cowork, "forget", None)
+        return archive(self.state_dir, name, lambda: self.kept_for(name), reclose)
