@@ -256,9 +256,10 @@ def cmd_files(session: Session, args: argparse.Namespace) -> int:
 
 def cmd_cat(session: Session, args: argparse.Namespace) -> int:
     workspace = session.workspace()
-    as_text = not session.as_json
+    # The JSON form in both cases: it says whether the file loads (`stale`), which the
+    # text alone cannot.
     try:
-        payload = session.client.file(workspace, args.file_id, text=as_text)
+        payload = session.client.file(workspace, args.file_id, text=False)
     except ServerError as error:
         # Also accept the path shown by `memctl files` (or its base name).
         if error.code != ErrorCode.NOT_FOUND:
@@ -266,11 +267,17 @@ def cmd_cat(session: Session, args: argparse.Namespace) -> int:
         found = _file_id_for_path(session, workspace, args.file_id)
         if found is None:
             raise
-        payload = session.client.file(workspace, found, text=as_text)
-    if as_text:
-        session.out.write(payload)  # byte for byte: no newline added
-    else:
+        payload = session.client.file(workspace, found, text=False)
+    if session.as_json:
         session.emit_json(payload)
+        return 0
+    session.out.write(str(payload.get("content", "")))  # byte for byte: no newline added
+    if payload.get("stale"):
+        print(
+            f"memctl: warning: {payload.get('file_id', args.file_id)} does not load now; "
+            "run `memctl lint` for why",
+            file=sys.stderr,
+        )
     return 0
 
 

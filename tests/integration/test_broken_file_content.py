@@ -3,6 +3,8 @@ everything (memdsl reads files from disk), and as last served, redacted, to othe
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.integration.conftest import start_daemon
@@ -48,3 +50,21 @@ def test_a_file_that_is_not_utf8_is_shown_with_its_bad_bytes_replaced(tmp_path: 
     assert answer.json()["content"] == "module x\n# caf\ufffd\n" + GOOD
     assert answer.json()["stale"] is True
     assert raw.headers["x-memhub-stale"] == "true" and raw.text.startswith("module x\n# caf")
+
+
+def test_memctl_cat_prints_the_file_and_warns_that_it_does_not_load(tmp_path: Path) -> None:
+    root = tmp_path / "ws" / "w"
+    root.mkdir(parents=True)
+    (root / "good.mem").write_text(GOOD, encoding="utf-8")
+    (root / "bad.mem").write_text(BROKEN, encoding="utf-8")
+    with start_daemon(tmp_path, {"w": str(root)}) as live:
+        base = [sys.executable, "-m", "memctl", "--url", live.url, "--token", live.admin_token]
+        broken = subprocess.run(
+            [*base, "-w", "w", "cat", "bad.mem"], capture_output=True, text=True, timeout=60
+        )
+        fine = subprocess.run(
+            [*base, "-w", "w", "cat", "good.mem"], capture_output=True, text=True, timeout=60
+        )
+    assert broken.returncode == 0 and broken.stdout == BROKEN
+    assert "bad.mem does not load now" in broken.stderr
+    assert fine.returncode == 0 and fine.stdout == GOOD and fine.stderr == ""
