@@ -133,6 +133,8 @@ def test_a_removal_whose_state_cannot_be_archived_keeps_the_workspace_served(
     # is served as it was, its store with it
     assert answer.status_code == 500
     assert "could not be moved to removed/" in answer.text
+    assert "workspace list" not in answer.text  # the list was never the problem
+    assert answer.json()["error"]["message"].endswith("workspace 'stuck' is still served")
     assert str(daemon.state_dir) not in answer.text
     with daemon.http(daemon.admin_token) as http:
         assert http.get("/v1/workspaces/stuck").status_code == 200

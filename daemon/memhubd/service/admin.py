@@ -28,6 +28,7 @@ from memhub_protocol.scopes import ADMIN, READ_SUMMARY
 from memhubd.auth.audit import FAILED, OK, REFUSED, AdminAudit
 from memhubd.auth.identity import Identity
 from memhubd.auth.tokens import TokenError, TokenFileError, TokenRefused, TokenStore
+from memhubd.runtime.archive import StateNotArchived
 from memhubd.runtime.hub import Hub
 from memhubd.runtime.state import StateFileError, WorkspaceConflict, within
 from memhubd.service.access import host_for, require_scope
@@ -174,6 +175,14 @@ async def remove_workspace(
         _require_all_workspaces(identity, "remove workspaces")
         try:
             await hub.remove(name)
+        except StateNotArchived as error:
+            # Its recall and cowork state could not be set aside: it stays served with
+            # them rather than leave them for a later workspace of its name.
+            raise ProtocolError(
+                ErrorCode.INTERNAL,
+                f"{error}: workspace '{name}' is still served",
+                {"workspace": name},
+            ) from error
         except (OSError, StateFileError) as error:
             raise _list_not_saved(name, error, "still served") from error
     return {"removed": name}
