@@ -44,3 +44,17 @@ def test_a_recall_store_that_cannot_be_opened_is_unavailable_not_an_internal_err
     assert query.status_code == 200, query.text
     assert query.json()["must"] or query.json()["context"]
     assert declarations.status_code == 200 and declarations.json()["items"], declarations.text
+
+
+def test_a_cowork_inbox_whose_folder_cannot_be_made_is_unavailable(tmp_path: Path) -> None:
+    workspaces = copy_examples(tmp_path / "ws", [WS])
+    with start_daemon(tmp_path, workspaces) as live:
+        # Given a file where the cowork folder should be (mkdir fails, for root too)
+        (live.state_dir / "cowork").write_text("not a folder\n")
+        with live.http(live.admin_token) as http:
+            answer = http.get(f"{BASE}/cowork/status")
+    assert answer.status_code == 503, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "workspace_unavailable"
+    assert "cannot be opened for writing" in error["message"]
+    assert str(tmp_path) not in answer.text

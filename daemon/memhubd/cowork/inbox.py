@@ -160,7 +160,8 @@ class InboxStore:
     def __init__(self, path: str | Path, limits: InboxLimits | None = None) -> None:
         self.path = Path(path)
         self.limits = limits or InboxLimits()
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Its folder too; a file that cannot be made or opened for writing is unusable
+        # (the doors say so, naming it), never a bare OSError.
         private_database(self.path)
         # Autocommit mode: transactions are begun explicitly, as IMMEDIATE ones.
         self._db = sqlite3.connect(
