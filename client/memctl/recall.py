@@ -109,6 +109,10 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a.add_argument("drawer_id", help="the drawer id")
     a = command(actions, "purge", cmd_purge, "remove soft-deleted drawers for good (admin)")
     a.add_argument("--before", help="only those deleted before this time (ISO or epoch)")
+    a.add_argument(
+        "--audit-before",
+        help="also remove the audit entries written before this time; alone, only those",
+    )
     a = command(actions, "taxonomy", cmd_taxonomy, "list or edit room keywords")
     a.add_argument("taxonomy_action", choices=("list", "edit", "remove"), nargs="?", default="list")
     a.add_argument("room", nargs="?", help="room (edit, remove)")
@@ -502,10 +506,25 @@ def cmd_delete(session: Session, args: argparse.Namespace) -> int:
 def cmd_purge(session: Session, args: argparse.Namespace) -> int:
     try:
         before = parse_time(args.before, "before")
+        audit_before = parse_time(args.audit_before, "audit-before")
     except Exception as error:
         raise CommandFailure(str(error)) from None
-    answer = _ws_call(session, "recall_purge", body={"before": before})
-    session.show(answer, lambda a: f"permanently removed {a['purged']} drawer(s)")
+    body: dict[str, Any] = {"before": before}
+    if audit_before is not None:
+        body["audit_before"] = audit_before
+        if before is None:
+            body["before"] = 0  # the audit alone: deleted before 1970 is no drawer at all
+    answer = _ws_call(session, "recall_purge", body=body)
+
+    def shown(a: dict[str, Any]) -> str:
+        text = f"permanently removed {a['purged']} drawer(s)"
+        if "audit_removed" in a:
+            text += (
+                f" and {a['audit_removed']} audit entr{'y' if a['audit_removed'] == 1 else 'ies'}"
+            )
+        return text
+
+    session.show(answer, shown)
     return 0
 
 

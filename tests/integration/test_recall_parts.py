@@ -190,3 +190,46 @@ def test_memctl_reindex_shows_progress_on_a_terminal(daemon: LiveDaemon) -> None
     assert done.returncode == 0, shown
     assert b"drawers re-embedded" in shown and b"[####" in shown
     assert done.stdout.startswith("reindex complete:")
+
+
+def test_purge_prunes_the_audit_when_asked_and_audits_that(daemon: LiveDaemon) -> None:
+    import sqlite3
+    import time
+
+    url = f"/v1/workspaces/{TEAM}/recall"
+    with daemon.http(daemon.admin_token, timeout=60) as http:
+        note = http.post(
+            f"{url}/ingest", json={"content": "audit pruning keeps a soft-deleted note"}
+        )
+        drawer = note.json()["sources"][0]["drawer_ids"][0]
+        assert http.delete(f"{url}/drawers/{drawer}").status_code == 200
+    database = daemon.state_dir / "recall" / f"{TEAM}.db"
+
+    def audit_rows() -> list[tuple[str, str]]:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as connection:
+            return connection.execute("SELECT action, detail FROM audit ORDER BY seq").fetchall()
+
+    before = audit_rows()
+    assert len(before) >= 3
+    # The audit alone: the soft-deleted drawer stays until a purge of drawers.
+    done = memctl(
+        daemon,
+        "-w",
+        TEAM,
+        "recall",
+        "purge",
+        "--audit-before",
+        str(int(time.time()) + 5),
+        capture_output=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "removed 0 drawer(s) and" in done.stdout
+    left = audit_rows()
+    assert [action for action, _detail in left] == ["audit_prune", "purge"]
+    assert json.loads(left[0][1])["audit_removed"] == len(before)
+    with daemon.http(daemon.admin_token) as http:
+        assert http.get(f"{url}/status").json()["deleted_count"] >= 1
+        refused = http.post(f"{url}/purge", json={"audit_before": "soon"})
+    assert (
+        refused.status_code == 422 and refused.json()["error"]["detail"]["field"] == "audit_before"
+    )

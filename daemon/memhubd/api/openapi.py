@@ -127,7 +127,13 @@ HANDLER_BODIES: dict[str, dict[str, Any]] = {
     ),
     "PurgeRequest": _body(
         [],
-        {"before": {**_TIME, "description": "only drawers deleted before then (default: all)"}},
+        {
+            "before": {**_TIME, "description": "only drawers deleted before then (default: all)"},
+            "audit_before": {
+                **_TIME,
+                "description": "also remove the audit entries written before then (default: none)",
+            },
+        },
     ),
     "CoworkPushRequest": _body(
         ["to", "content"],

@@ -146,12 +146,17 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
     async def purge(request: Request, identity: Identity) -> Response:
         name = _granted(hub, identity, request)
         body = await _json_body(request)
-        if not isinstance(body, dict) or set(body) - {"before"}:
+        unknown = sorted(set(body) - {"before", "audit_before"}) if isinstance(body, dict) else []
+        if not isinstance(body, dict) or unknown:
             raise ProtocolError(
-                ErrorCode.INVALID, "the body takes only 'before'", {"field": "before"}
+                ErrorCode.INVALID,
+                "the body takes only 'before' and 'audit_before'",
+                {"field": unknown[0] if unknown else "before"},
             )
         before = parse_time(body.get("before"), "before")
-        return _result(context, await recall.purge(hub, identity, name, before, DOOR))
+        audit_before = parse_time(body.get("audit_before"), "audit_before")
+        data = await recall.purge(hub, identity, name, before, DOOR, audit_before=audit_before)
+        return _result(context, data)
 
     async def taxonomy(request: Request, identity: Identity) -> Response:
         return _result(context, await recall.taxonomy(hub, identity, _ws(request)))

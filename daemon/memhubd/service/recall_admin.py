@@ -71,15 +71,31 @@ async def delete(
 
 
 async def purge(
-    hub: Hub, identity: Identity, name: str, before: int | None, door: str
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    before: int | None,
+    door: str,
+    audit_before: int | None = None,
 ) -> dict[str, Any]:
-    """Remove soft-deleted drawers for good (all, or those deleted before `before`)."""
+    """Remove soft-deleted drawers for good (all, or those deleted before `before`),
+    and with `audit_before` the audit entries written before it (the store's audit
+    grows by a row per write; keeping it whole, the default, is the operator's choice)."""
     require_scope(identity, ADMIN)
     host_for(hub, identity, name)
     shelf = shelf_of(hub)
+    store = shelf.store(name)
+    answer: dict[str, Any] = {"workspace": name, "before": before}
+    if audit_before is not None:
+        # First, so that the purge's own entry below is never among those removed.
+        pruning = _audit(identity, door, "audit_prune", before=audit_before)
+        removed = await anyio.to_thread.run_sync(
+            store.prune_audit, audit_before, pruning, limiter=_INGEST
+        )
+        answer.update(audit_before=audit_before, audit_removed=removed)
     audit = _audit(identity, door, "purge", before=before)
-    purged = await anyio.to_thread.run_sync(shelf.store(name).purge, before, audit, limiter=_INGEST)
-    return {"workspace": name, "before": before, "purged": purged}
+    answer["purged"] = await anyio.to_thread.run_sync(store.purge, before, audit, limiter=_INGEST)
+    return answer
 
 
 async def taxonomy(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:

@@ -106,7 +106,7 @@ def test_hand_parsed_bodies_name_the_fields_their_handlers_take(
     assert fields["CoworkPushRequest"] == {"to", "content"}
     assert fields["FactCheckRequest"] == {"text", "room", "now"}
     assert fields["TripleInvalidateRequest"] == {"at"}
-    assert fields["PurgeRequest"] == {"before"}
+    assert fields["PurgeRequest"] == {"before", "audit_before"}
     assert fields["CompressRequest"] == {"text"}
 
 

@@ -389,6 +389,11 @@ class DrawerStore(abc.ABC):
     def purge(self, before: int | None, audit: AuditEntry) -> int: ...
 
     @abc.abstractmethod
+    def prune_audit(self, before: int, audit: AuditEntry) -> int:
+        """Remove the audit entries written before `before` (epoch seconds), then audit
+        that with `audit` (its detail gains `audit_removed`); returns how many went."""
+
+    @abc.abstractmethod
     def set_taxonomy(self, entry: TaxonomyEntry, audit: AuditEntry) -> None: ...
 
     @abc.abstractmethod

@@ -931,6 +931,14 @@ class SQLiteStore(DrawerStore):
             self._audit(connection, AuditEntry(audit.identity, audit.door, audit.action, detail))
         return purged
 
+    def prune_audit(self, before: int, audit: AuditEntry) -> int:
+        with self._transaction() as connection:
+            removed = connection.execute("DELETE FROM audit WHERE at < ?", (before,)).rowcount
+            # The pruning itself is the first entry of what is left.
+            detail = {**dict(audit.detail), "audit_removed": removed}
+            self._audit(connection, AuditEntry(audit.identity, audit.door, audit.action, detail))
+        return int(removed)
+
     def set_taxonomy(self, entry: TaxonomyEntry, audit: AuditEntry) -> None:
         with self._transaction() as connection:
             connection.execute(
