@@ -380,12 +380,23 @@ def test_cat_prints_the_raw_file_and_also_accepts_the_listed_path(
     fake_daemon: FakeDaemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fake_daemon.on("GET", WS + "/files", Canned({"files": [{"file_id": "f7", "path": "a/r.mem"}]}))
-    fake_daemon.on("GET", WS + "/files/f7", Canned("module r\nrule x {}"))
+    served = {"file_id": "f7", "content": "module r\nrule x {}", "stale": False}
+    fake_daemon.on("GET", WS + "/files/f7", Canned(served))
     base = ["--url", fake_daemon.url, "-w", "team", "cat"]
     assert run(capsys, *base, "f7") == (0, "module r\nrule x {}", "")
     assert run(capsys, *base, "a/r.mem") == (0, "module r\nrule x {}", "")
     code, _, err = run(capsys, *base, "other.mem")
     assert code == 1 and err.startswith("memctl: not_found:")
+
+
+def test_cat_says_on_stderr_that_a_file_does_not_load(
+    fake_daemon: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stale = {"file_id": "f7", "content": "rule x {", "stale": True}
+    fake_daemon.on("GET", WS + "/files/f7", Canned(stale))
+    code, out, err = run(capsys, "--url", fake_daemon.url, "-w", "team", "cat", "f7")
+    assert (code, out) == (0, "rule x {")
+    assert err == "memctl: warning: f7 does not load now; run `memctl lint` for why\n"
 
 
 def test_cat_json_asks_the_daemon_for_its_file_object(
