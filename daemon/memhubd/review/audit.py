@@ -1,19 +1,28 @@
 """The review audit log: memdsl's JSONL at `<staging>/audit.log` (spec §7.6) plus memhub's keys.
 
 Append-only and fsynced line by line; callers append under the review lock. Reading
-needs no lock and skips lines that are not JSON objects, as memdsl does.
+needs no lock and skips lines that are not JSON objects, as memdsl does. `AuditIndex`
+reads a log once, then only the lines added since; it never trusts what it read without
+checking the file on disk, since memdsl or another tool may write the log too.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from memhubd.review.proposal import Proposal, now_iso, one_line
 
 DECISIONS = ("approve", "reject")
 AuditEntry = dict[str, Any]
+# Bytes of what was read that must be unchanged for the next read to start where this one
+# ended; anything else (a shorter file, another inode, other bytes there) is read whole.
+HEAD_CHECK = 256
+TAIL_CHECK = 4096
 
 
 class AuditLog:
@@ -23,21 +32,12 @@ class AuditLog:
         self.path = path
 
     def entries(self) -> list[AuditEntry]:
-        """Every readable entry, oldest first."""
+        """Every readable entry, oldest first, read from the whole file."""
         try:
             with open(self.path, "rb") as handle:
-                lines = handle.read().splitlines()
+                return _parse(handle.read())
         except FileNotFoundError:
             return []
-        out: list[AuditEntry] = []
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:  # a torn or foreign line; memdsl skips these too
-                continue
-            if isinstance(entry, dict):
-                out.append(entry)
-        return out
 
     def append(self, action: str, proposal_id: str, *, ts: str = "", **details: Any) -> AuditEntry:
         """Write one entry and fsync it. Details that are "" or None are left out; False stays."""
@@ -66,6 +66,124 @@ class AuditLog:
         entry = self.append(action, proposal_id, **details)
         entries.append(entry)
         return entry
+
+
+class AuditView:
+    """A log's entries grouped by proposal id, as read at one moment. Read only: every
+    answer is a copy."""
+
+    def __init__(self, by_id: Mapping[str, tuple[AuditEntry, ...]]) -> None:
+        self._by_id = by_id
+
+    @classmethod
+    def of(cls, entries: list[AuditEntry]) -> AuditView:
+        return cls(_grouped({}, entries))
+
+    def entries_for(self, proposal_id: str) -> list[AuditEntry]:
+        """This proposal's entries, oldest first (an entry whose id is not a string is
+        no proposal's)."""
+        return [dict(entry) for entry in self._by_id.get(proposal_id, ())]
+
+
+@dataclass(frozen=True, slots=True)
+class _Consumed:
+    """How far a log was read: up to `offset`, the end of its last complete line."""
+
+    device: int
+    inode: int
+    offset: int
+    head: bytes  # the first HEAD_CHECK bytes read
+    tail: bytes  # the last TAIL_CHECK bytes before `offset`
+
+    def still_valid(self, fd: int, info: os.stat_result) -> bool:
+        """Whether the file still holds what was read: same inode, as long, same bytes
+        at both ends of it."""
+        return (
+            (info.st_dev, info.st_ino) == (self.device, self.inode)
+            and info.st_size >= self.offset
+            and os.pread(fd, len(self.head), 0) == self.head
+            and os.pread(fd, len(self.tail), self.offset - len(self.tail)) == self.tail
+        )
+
+    def after(self, complete: bytes) -> _Consumed:
+        head = (self.head + complete[: HEAD_CHECK - len(self.head)])[:HEAD_CHECK]
+        tail = (self.tail + complete[-TAIL_CHECK:])[-TAIL_CHECK:]
+        return _Consumed(self.device, self.inode, self.offset + len(complete), head, tail)
+
+
+class AuditIndex:
+    """One audit log's entries by proposal id, kept between reads and brought up to date
+    by reading only the complete lines appended since. Safe to share between threads."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._consumed: _Consumed | None = None
+        self._by_id: dict[str, tuple[AuditEntry, ...]] = {}
+
+    def view(self) -> AuditView:
+        """The entries as the file holds them now."""
+        with self._lock:
+            try:
+                fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                self._consumed, self._by_id = None, {}
+                return AuditView({})
+            try:
+                return self._read(fd)
+            finally:
+                os.close(fd)
+
+    def _read(self, fd: int) -> AuditView:
+        info = os.fstat(fd)
+        consumed = self._consumed
+        if consumed is None or not consumed.still_valid(fd, info):
+            consumed, self._by_id = _Consumed(info.st_dev, info.st_ino, 0, b"", b""), {}
+        data = _read_from(fd, consumed.offset)
+        # A last line without its newline may still be being written: it is read, as
+        # `AuditLog.entries` reads it, but read again next time rather than remembered.
+        end = data.rfind(b"\n") + 1
+        if end:
+            # Copy on write: views handed out earlier keep what they saw.
+            self._by_id = _grouped(dict(self._by_id), _parse(data[:end]))
+            consumed = consumed.after(data[:end])
+        self._consumed = consumed
+        torn = _parse(data[end:])
+        return AuditView(_grouped(dict(self._by_id), torn) if torn else self._by_id)
+
+
+def _parse(data: bytes) -> list[AuditEntry]:
+    out: list[AuditEntry] = []
+    for line in data.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:  # a torn or foreign line; memdsl skips these too
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
+
+
+def _grouped(
+    by_id: dict[str, tuple[AuditEntry, ...]], entries: list[AuditEntry]
+) -> dict[str, tuple[AuditEntry, ...]]:
+    """`by_id` with `entries` added after the ones it holds."""
+    added: dict[str, list[AuditEntry]] = {}
+    for entry in entries:
+        proposal_id = entry.get("proposal_id")
+        if isinstance(proposal_id, str):
+            added.setdefault(proposal_id, []).append(entry)
+    for proposal_id, more in added.items():
+        by_id[proposal_id] = (*by_id.get(proposal_id, ()), *more)
+    return by_id
+
+
+def _read_from(fd: int, offset: int) -> bytes:
+    chunks = []
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
 
 
 def find_entry(entries: list[AuditEntry], action: str, proposal_id: str) -> AuditEntry | None:

@@ -2,13 +2,18 @@
 
 Parses and renders proposal files and mints ids; it never validates declarations or
 takes locks. Extra header keys (`proposer`, `generation`, ...) are ignored by memdsl.
+`ProposalFiles` keeps parsed files between reads only while their stat is unchanged.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import threading
+import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -22,6 +27,10 @@ STATUSES = ("pending", "approved", "rejected")
 
 # memdsl builds paths from ids without checking them; memhub accepts only ids it could mint.
 PROPOSAL_ID = re.compile(r"p-\d{8}-\d{6}-[0-9a-f]{6}")
+
+# A file changed this recently may change again within the same timestamp tick, keeping
+# its size, mtime and ctime: it is parsed again until it has been still this long.
+RACY_NS = 2_000_000_000
 
 # Header keys in the order they are written: memdsl's first, then memhub's additions.
 _MEMDSL_KEYS = (
@@ -169,12 +178,81 @@ def parse_proposal(text: str, path: str = "") -> Proposal | None:
 
 def read_proposal(path: str) -> Proposal | None:
     """The proposal at `path`, or None when it is missing, unreadable or malformed."""
+    return _read_stat(path)[1]
+
+
+def _read_stat(path: str) -> tuple[os.stat_result | None, Proposal | None]:
+    """The proposal at `path` and the stat of the file it was read from (None when it
+    could not be opened)."""
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return parse_proposal(text, path)
+            info = os.fstat(handle.fileno())
+            try:
+                text = handle.read()
+            except (OSError, UnicodeDecodeError):
+                return info, None
+    except OSError:
+        return None, None
+    return info, parse_proposal(text, path)
+
+
+_Stamp = tuple[int, int, int, int, int]
+
+
+def _stamp(info: os.stat_result) -> _Stamp:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+class ProposalFiles:
+    """The parsed proposal files of one directory, by file name.
+
+    A file is parsed again when its device, inode, size, mtime or ctime differ from the
+    ones it was parsed at, or when it had changed less than RACY_NS before; an entry
+    whose file is gone is dropped. Safe to share between threads; Proposals are frozen.
+    """
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._lock = threading.Lock()
+        self._parsed: dict[str, tuple[_Stamp, bool, Proposal | None]] = {}
+
+    def read(self, name: str) -> Proposal | None:
+        """The proposal in file `name`; None when it is missing, unreadable or malformed."""
+        path = os.path.join(self.directory, name)
+        try:
+            now_stamp = _stamp(os.stat(path))
+        except OSError:
+            self._forget(name)
+            return read_proposal(path)
+        with self._lock:
+            kept = self._parsed.get(name)
+        if kept is not None and kept[1] and kept[0] == now_stamp:
+            return kept[2]
+        started = time.time_ns()
+        info, proposal = _read_stat(path)
+        if info is None:
+            self._forget(name)
+            return proposal
+        settled = started - max(info.st_mtime_ns, info.st_ctime_ns) > RACY_NS
+        with self._lock:
+            self._parsed[name] = (_stamp(info), settled, proposal)
+        return proposal
+
+    def __len__(self) -> int:
+        """How many files are kept."""
+        with self._lock:
+            return len(self._parsed)
+
+    def keep_only(self, names: Iterable[str]) -> None:
+        """Drop the files not among `names` (the directory's listing)."""
+        present = set(names)
+        with self._lock:
+            for name in [name for name in self._parsed if name not in present]:
+                del self._parsed[name]
+
+    def _forget(self, name: str) -> None:
+        with self._lock:
+            self._parsed.pop(name, None)
 
 
 def approval_marker(proposal_id: str) -> str:

@@ -8,7 +8,9 @@ never imports the daemon's runtime, service or web layers.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,9 @@ from memhubd.lang import ParseError, parse_text
 from memhubd.model import Declaration, Workspace
 from memhubd.review.audit import (
     AuditEntry,
+    AuditIndex,
     AuditLog,
+    AuditView,
     actor,
     attributed,
     find_entry,
@@ -40,6 +44,7 @@ from memhubd.review.proposal import (
     PROPOSAL_SUFFIX,
     STATUSES,
     Proposal,
+    ProposalFiles,
     approval_block,
     approval_marker,
     is_proposal_id,
@@ -70,6 +75,7 @@ LIST_STATUSES = (*STATUSES, "all")
 MAX_ATTEMPTS = 8  # re-reads of a target that keeps changing before giving up
 QUIET_POLL_S = 0.02  # how often a target that looks mid-save is looked at again
 STALE_HINT = "fix the workspace or re-propose"
+CACHED_STAGINGS = 64  # staging directories whose reads are kept, least recently used out
 
 
 class ReviewStore:
@@ -78,6 +84,10 @@ class ReviewStore:
     Staging defaults to `<root>/.memdsl` (memdsl's default for a directory path);
     `max_bytes` bounds a proposal's source. Instances hold no mutable state and may
     be shared between threads; every write happens under the `review.lock` file lock.
+
+    Reads keep parsed proposal files and the audit log read so far in the process, per
+    staging directory, and check both against the files on every call (`cached=False`
+    reads everything again, every call).
     """
 
     def __init__(
@@ -87,6 +97,7 @@ class ReviewStore:
         staging: str | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         saves: Any = None,
+        cached: bool = True,
     ) -> None:
         """`saves`: the daemon's save policy (`vanish_grace_s`, `settle_s`), which an
         approval applies to its target as serving applies it (default: neither rule)."""
@@ -99,6 +110,7 @@ class ReviewStore:
         self.audit = AuditLog(self.audit_path)
         self.vanish_grace_s = float(getattr(saves, "vanish_grace_s", 0.0))
         self.settle_s = float(getattr(saves, "settle_s", 0.0))
+        self.cached = cached
 
     # ---- proposing ------------------------------------------------------
 
@@ -174,16 +186,17 @@ class ReviewStore:
             names = sorted(os.listdir(self.proposals_dir))
         except (FileNotFoundError, NotADirectoryError):
             return []
-        # Each proposal's own audit entries, in order: attributing every proposal from
-        # the whole log made a list cost proposals × audit lines.
-        entries: dict[str, list[AuditEntry]] = {}
-        for entry in self.audit.entries():
-            entries.setdefault(str(entry.get("proposal_id")), []).append(entry)
+        files = self._reader()
+        if isinstance(files, ProposalFiles):
+            files.keep_only(names)
+        # Each proposal's own audit entries: attributing every proposal from the whole
+        # log made a list cost proposals × audit lines.
+        audited = self._audited()
         found: list[Proposal] = []
         for name in names:
             if not name.endswith(PROPOSAL_SUFFIX):
                 continue
-            proposal = self._read(name[: -len(PROPOSAL_SUFFIX)])
+            proposal = self._read(name[: -len(PROPOSAL_SUFFIX)], files)
             if proposal is None:
                 # Left out of every list, but never without a word in the log.
                 structlog.get_logger("memhubd.review").warning(
@@ -191,7 +204,9 @@ class ReviewStore:
                     path=os.path.join(self.proposals_dir, name),
                 )
                 continue
-            own = entries.get(proposal.id, [])
+            if proposal.status != "pending" and status not in ("all", proposal.status):
+                continue  # the audit only ever decides a pending proposal: no need to look
+            own = audited.entries_for(proposal.id)
             proposal = _as_audited(attributed(proposal, own), own)
             if status in ("all", proposal.status):
                 found.append(proposal)
@@ -202,7 +217,7 @@ class ReviewStore:
         proposal = self._read(proposal_id)
         if proposal is None:
             return None
-        own = [e for e in self.audit.entries() if e.get("proposal_id") == proposal.id]
+        own = self._audited().entries_for(proposal.id)
         return _as_audited(attributed(proposal, own), own)
 
     def interrupted(self, proposal: Proposal) -> str | None:
@@ -216,12 +231,24 @@ class ReviewStore:
     def _path(self, proposal_id: str) -> str:
         return os.path.join(self.proposals_dir, proposal_id + PROPOSAL_SUFFIX)
 
-    def _read(self, proposal_id: str) -> Proposal | None:
+    def _read(self, proposal_id: str, files: _Reader | None = None) -> Proposal | None:
         # Only ids memhub could have minted ever reach the file system: no traversal.
         if not is_proposal_id(proposal_id):
             return None
-        proposal = read_proposal(self._path(proposal_id))
+        proposal = (files or self._reader()).read(proposal_id + PROPOSAL_SUFFIX)
         return proposal if proposal is not None and proposal.id == proposal_id else None
+
+    def _reader(self) -> _Reader:
+        """What reads proposal files by name: the process's cache, or the disk every time."""
+        if self.cached:
+            return kept_reads(self.proposals_dir, self.audit_path)[0]
+        return _Uncached(self.proposals_dir)
+
+    def _audited(self) -> AuditView:
+        """The audit log as it is now, by proposal."""
+        if self.cached:
+            return kept_reads(self.proposals_dir, self.audit_path)[1].view()
+        return AuditView.of(self.audit.entries())
 
     def _write(self, proposal: Proposal) -> Proposal:
         atomic_write(proposal.path, render_proposal(proposal).encode("utf-8"))
@@ -565,8 +592,9 @@ class ReviewStore:
         return proposal, entries, prior
 
     def _entries_for(self, proposal: Proposal) -> list[AuditEntry]:
-        """The audit entries, after restoring a `propose` line a crash may have cost."""
-        entries = self.audit.entries()
+        """The proposal's audit entries, after restoring a `propose` line a crash may
+        have cost (decisions look up and append this proposal's entries only)."""
+        entries = self._audited().entries_for(proposal.id)
         if find_entry(entries, "propose", proposal.id) is None:
             details = propose_details(proposal)
             entries.append(
@@ -619,11 +647,43 @@ class ReviewStore:
         return ProposalDiff(True, "ok", proposal_id, target, unified_diff(before, after, label))
 
 
+_KEPT: OrderedDict[tuple[str, str], tuple[ProposalFiles, AuditIndex]] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+
+
+def kept_reads(proposals_dir: str, audit_path: str) -> tuple[ProposalFiles, AuditIndex]:
+    """What the process keeps of the reads of one staging directory: its parsed proposal
+    files and its audit log (for at most CACHED_STAGINGS directories)."""
+    key = (proposals_dir, audit_path)
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is None:
+            kept = _KEPT[key] = (ProposalFiles(proposals_dir), AuditIndex(audit_path))
+            while len(_KEPT) > CACHED_STAGINGS:
+                _KEPT.popitem(last=False)
+        else:
+            _KEPT.move_to_end(key)
+        return kept
+
+
+@dataclass(frozen=True, slots=True)
+class _Uncached:
+    """Proposal files read from disk on every call."""
+
+    directory: str
+
+    def read(self, name: str) -> Proposal | None:
+        return read_proposal(os.path.join(self.directory, name))
+
+
+_Reader = ProposalFiles | _Uncached
+
+
 @dataclass(frozen=True, slots=True)
 class _Approval:
     """The facts one approval carries from its checks to its commit.
 
-    `entries` is the audit as read under the lock; appends keep it current.
+    `entries` is the proposal's audit as read under the lock; appends keep it current.
     """
 
     proposal: Proposal
