@@ -147,3 +147,13 @@ def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaem
     workspaces = copy_examples(root / "ws")
     with start_daemon(root, workspaces) as daemon:
         yield daemon
+
+
+@pytest.fixture
+def no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """memctl run by a test sees no MEMHUB_* variables and no client.toml of the
+    machine's user (a home and config directory of its own)."""
+    for name in ("MEMHUB_URL", "MEMHUB_TOKEN", "MEMHUB_WORKSPACE", "MEMHUB_STATE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))

@@ -19,12 +19,7 @@ WS = "team-coding"
 LINE = b"the deploy runs from the release branch only, never from a laptop\n"
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("MEMHUB_URL", "MEMHUB_TOKEN", "MEMHUB_WORKSPACE", "MEMHUB_STATE_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+pytestmark = pytest.mark.usefixtures("no_user_config")
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,7 @@ import pytest
 DOWN = "http://127.0.0.1:9"
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("MEMHUB_URL", "MEMHUB_TOKEN", "MEMHUB_WORKSPACE", "MEMHUB_STATE_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+pytestmark = pytest.mark.usefixtures("no_user_config")
 
 
 def memctl(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -4,32 +4,15 @@ ingested without a restart."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+from tests.integration.recall_watching import FIXTURE, WS, exchange, status
 
-FIXTURE = (
-    Path(__file__).resolve().parents[1]
-    / "fixtures/recall/claude-code/3b1f6c2e-9a41-4d2b-8c77-0e5d2f9a1b34.jsonl"
-)
-WS = "team-coding"
 DEADLINE_S = 15.0
-
-
-def exchange(question: str, answer: str) -> str:
-    return "".join(
-        json.dumps({"type": role, "message": {"role": role, "content": text}}) + "\n"
-        for role, text in (("user", question), ("assistant", answer))
-    )
-
-
-def status(daemon: LiveDaemon) -> dict[str, Any]:
-    with daemon.http(daemon.admin_token) as http:
-        return http.get(f"/v1/workspaces/{WS}/recall/status").json()
 
 
 def stored(daemon: LiveDaemon, word: str, source: str) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from recall_fakes import HashingEmbedder, options
+from test_store import fts_consistent
 
 from memhubd.recall.ingest import Ingestor, SourceLock
 from memhubd.recall.store import DrawerFilter, DrawerStore, open_store
@@ -60,21 +61,6 @@ def ranked(store: DrawerStore) -> list[list[tuple[str, float]]]:
         found = store.get([r.rowid for r in rows])
         out.append([(found[r.rowid].id, round(r.score, 9)) for r in rows])
     return out
-
-
-def fts_consistent(path: Path) -> None:
-    """FTS5's structure is sound and it indexes exactly the live drawers (a retired row
-    stays in the drawers table, out of the index, until a purge)."""
-    with sqlite3.connect(path) as connection:
-        connection.execute("INSERT INTO drawers_fts (drawers_fts) VALUES ('integrity-check')")
-        connection.execute(
-            "CREATE VIRTUAL TABLE temp.postings USING fts5vocab(main, drawers_fts, instance)"
-        )
-        indexed = connection.execute("SELECT DISTINCT doc FROM postings ORDER BY doc").fetchall()
-        live = connection.execute(
-            "SELECT rowid FROM drawers WHERE deleted_at IS NULL ORDER BY rowid"
-        ).fetchall()
-    assert indexed == live
 
 
 def ingest(path: Path, *versions: str) -> DrawerStore:
