@@ -135,6 +135,9 @@ class PooledParses:
     def by_stat(self, path: str, stat: StatKey) -> SourceFile | None:
         return self.saved.by_stat(path, stat) if self.saved is not None else None
 
+    def last_good(self, path: str) -> SourceFile | None:
+        return self.saved.last_good(path) if self.saved is not None else None
+
     def by_digest(self, path: str, digest: str, text: str) -> tuple[Any, ...] | None:
         """(document, typed declarations, segment, registry) for exactly these bytes:
         from the parse cache, else from a worker's parse of the same bytes."""

@@ -41,9 +41,11 @@ from memhubd.runtime.registry import (
 )
 from memhubd.runtime.saves import Pending, SavePolicy, SaveRules, serve_file
 from memhubd.runtime.sources import (
+    NEVER_SEEN,
     Saved,
     SourceFile,
     SourceProblem,
+    content_digest,
     is_source_under,
     walk_sources,
 )
@@ -315,8 +317,9 @@ def persist(
     cache: Any,
     views: Callable[[Snapshot], list[Any]] | None = None,
 ) -> int:
-    """Save the parsed state of every file `snapshot` serves as on disk (not a last good
-    parse kept for broken bytes) into `cache`; prune what it no longer uses. The
+    """Save the parsed state of every file `snapshot` serves as on disk into `cache`
+    (the last good parse kept for bytes that do not load goes into the consolidated
+    snapshot only, see below); prune what it no longer uses. The
     consolidated snapshot is rewritten too when due (see `memhubd.runtime.cache`), with
     the indexes of the role-limited views `views` gives (`memhubd.runtime.saved_views`)."""
     from memhubd.runtime.cache import registry_key
@@ -334,10 +337,22 @@ def persist(
     files = [(f.path, f.digest, f.document, f.segment) for f in sound]
     written = int(cache.put_many(snapshot.root, types, files))
     made = within_budget(views(snapshot) if views is not None else [])
+    # A file whose bytes do not load is served from its last good parse: that is saved
+    # too, under the digest of its own text and a stat no file has, so that a start
+    # reads the file again and, if it still does not load, serves the last good parse
+    # (`Saved.last_good`) rather than nothing of it.
+    kept = [
+        (f.path, NEVER_SEEN, content_digest(f.text.encode("utf-8")), f.text, f.document, f.segment)
+        for f in snapshot.files
+        if f.problem is not None
+        and f.document is not None
+        and f.segment is not None
+        and f.typed_with is snapshot.workspace.registry
+    ]
     cache.save_snapshot(
         snapshot.root,
         types,
-        [(f.path, f.stat, f.digest, f.text, f.document, f.segment) for f in sound],
+        [(f.path, f.stat, f.digest, f.text, f.document, f.segment) for f in sound] + kept,
         index=lambda: _saved_index(snapshot, sound),
         views=lambda: saved_views(snapshot, sound, made),
         view_roles=frozenset(roles for roles, _left, _index in made),

@@ -88,6 +88,11 @@ EMPTY_DIGEST = content_digest(b"")
 REFUSED_DIGEST = "refused"
 
 
+# The stat saved with a last good parse kept for bytes that did not load: no file has
+# it, so a start always reads such a file again (`Saved.last_good`).
+NEVER_SEEN: StatKey = (-1, -1, -1, -1)
+
+
 class Saved:
     """What an earlier run saved of this workspace, for one first build: files whose
     stat is what the consolidated snapshot recorded are served from it unread; others
@@ -171,6 +176,20 @@ class Saved:
         entry = self.cache.get(self.root, path, digest, self.types, text, self.registry)
         return None if entry is None else (*entry, self.registry)
 
+    def last_good(self, path: str) -> SourceFile | None:
+        """What an earlier run served for `path` when its bytes changed since (read
+        again, they may not load): the last good parse is served in their place across
+        a restart as it is while running. None when nothing was saved of it."""
+        held = self.changed.get(path)
+        if held is None:
+            return None
+        stat, digest, text, saved = held
+        entry = self.cache.restore(saved, path, digest, text, self.registry, where="snapshot")
+        if entry is None:
+            return None
+        document, typed, segment = entry
+        return SourceFile(path, digest, document, None, text, stat, typed, self.registry, segment)
+
 
 def load_file(
     path: str, previous: SourceFile | None, real_root: str, saved: Saved | None = None
@@ -187,7 +206,6 @@ def load_file(
         restored = _restore(path, digest, data, stat, saved)
         if restored is not None:
             return restored
-    last_good = previous.document if previous is not None else None
     try:
         text = data.decode("utf-8")
         if "\r" in text:
@@ -195,13 +213,22 @@ def load_file(
             text = text.replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as error:
         problem = SourceProblem("read_error", path, 0, 0, f"not UTF-8: {error}")
-        return _broken(previous, path, digest, last_good, problem, stat)
+        return _broken(_before(previous, path, saved), path, digest, problem, stat)
     try:
         document = parse_text(text, file=path)
     except ParseError as error:
         problem = SourceProblem("parse_error", path, error.line, error.column, error.message)
-        return _broken(previous, path, digest, last_good, problem, stat)
+        return _broken(_before(previous, path, saved), path, digest, problem, stat)
     return SourceFile(path, digest, document, None, text, stat)
+
+
+def _before(previous: SourceFile | None, path: str, saved: Saved | None) -> SourceFile | None:
+    """What was served of `path` before bytes that do not load: the running snapshot's,
+    or on a first build what the last run served (its last good parse, across a
+    restart as while running: memory never vanishes because a file broke meanwhile)."""
+    if previous is None and saved is not None:
+        return saved.last_good(path)
+    return previous
 
 
 def _restore(path: str, digest: str, data: bytes, stat: StatKey, saved: Saved) -> SourceFile | None:
@@ -223,7 +250,6 @@ def _broken(
     previous: SourceFile | None,
     path: str,
     digest: str,
-    last_good: Document | None,
     problem: SourceProblem,
     stat: StatKey,
 ) -> SourceFile:

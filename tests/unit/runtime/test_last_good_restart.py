@@ -1,0 +1,111 @@
+"""Memory never vanishes because a file broke: a file whose bytes stop loading is served
+from its last good parse while the daemon runs, and after a restart too, whether it
+broke while the daemon ran (and that state was saved) or while it was down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memhubd.check import check_compliance
+from memhubd.runtime import cache as cache_module
+from memhubd.runtime.cache import ParseCache
+from memhubd.runtime.snapshot import Snapshot, build_snapshot, persist
+
+RULE = """module a
+
+boundary b.no_push {
+  rule: "Never force push to main."
+  scope: global
+  force: hard
+  guard {
+    deny_any: ["force push"]
+  }
+}
+"""
+BROKEN = RULE.replace('"Never force push to main."', '"Never force push to main.')
+FACT = 'module b\n\nfact f.one {\n  claim: "Main is protected."\n  scope: global\n}\n'
+
+
+def verdict(snapshot: Snapshot) -> str:
+    found = check_compliance(snapshot.workspace, task="push", candidate="force push to main")
+    return str(found.as_dict()["verdict"])
+
+
+def served_ids(snapshot: Snapshot) -> list[str]:
+    return sorted(d.id for d in snapshot.workspace.declarations)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / "a.mem").write_text(RULE)
+    (root / "b.mem").write_text(FACT)
+    return root
+
+
+def test_a_file_broken_while_running_is_served_from_its_last_good_parse_after_a_restart(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "SNAPSHOT_INTERVAL_S", 0.0)  # every save is written
+    state = tmp_path / "state"
+    cache = ParseCache(state)
+    first = build_snapshot("w", str(workspace), None, cache=cache)
+    persist(first, cache)
+    assert verdict(first) == "block"
+    # The file breaks while the daemon runs: its last good parse is served, and saved
+    (workspace / "a.mem").write_text(BROKEN)
+    running = build_snapshot("w", str(workspace), first, cache=cache, trusted=True)
+    assert [p.kind for p in running.problems] == ["parse_error"]
+    assert served_ids(running) == served_ids(first) and verdict(running) == "block"
+    persist(running, cache)
+    # A restart (a new process: nothing in memory) serves the same, still degraded
+    again = build_snapshot("w", str(workspace), None, cache=ParseCache(state))
+    assert [p.kind for p in again.problems] == ["parse_error"]
+    assert served_ids(again) == served_ids(first)
+    assert verdict(again) == "block"
+    # and once the file is fixed, it is served as it is
+    (workspace / "a.mem").write_text(RULE.replace("main.", "main, ever."))
+    fixed = build_snapshot("w", str(workspace), None, cache=ParseCache(state))
+    assert fixed.problems == [] and "ever" in fixed.workspace.by_id("b.no_push").claim_text
+
+
+def test_a_file_broken_while_the_daemon_was_down_is_served_from_its_last_good_parse(
+    workspace: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    cache = ParseCache(state)
+    first = build_snapshot("w", str(workspace), None, cache=cache)
+    persist(first, cache)
+    (workspace / "a.mem").write_text(BROKEN)
+    again = build_snapshot("w", str(workspace), None, cache=ParseCache(state))
+    assert [p.kind for p in again.problems] == ["parse_error"]
+    assert served_ids(again) == served_ids(first)
+    assert verdict(again) == "block"
+
+
+def test_with_nothing_saved_a_broken_file_serves_nothing(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "a.mem").write_text(BROKEN)
+    cold = build_snapshot("w", str(workspace), None, cache=ParseCache(tmp_path / "state"))
+    assert [p.kind for p in cold.problems] == ["parse_error"]
+    assert served_ids(cold) == ["fact:f.one"]
+
+
+def test_a_first_build_in_worker_processes_serves_the_last_good_parse_too(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memhubd.runtime import parse_pool
+
+    state = tmp_path / "state"
+    cache = ParseCache(state)
+    persist(build_snapshot("w", str(workspace), None, cache=cache), cache)
+    (workspace / "a.mem").write_text(BROKEN)
+    (workspace / "b.mem").write_text(FACT.replace("protected", "protected, always"))
+    monkeypatch.setattr(parse_pool, "MIN_FILES", 1)  # the start's files go to the workers
+    monkeypatch.setattr(parse_pool, "worker_count", lambda: 2)
+    again = build_snapshot("w", str(workspace), None, cache=ParseCache(state))
+    assert [p.kind for p in again.problems] == ["parse_error"]
+    assert served_ids(again) == ["boundary:b.no_push", "fact:f.one"]
+    assert verdict(again) == "block"
