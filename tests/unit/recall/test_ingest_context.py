@@ -189,3 +189,32 @@ def test_re_ingesting_refreshes_the_context_and_says_so_in_the_audit(
         assert (again.status, again.chunks, again.duplicates) == ("unchanged", 0, 6)
     finally:
         store.close()
+
+
+def test_a_refreshed_drawer_keeps_its_room_and_its_vector(tmp_path: Path) -> None:
+    path = tmp_path / "ws.db"
+    store = ingest(path)
+    locks = SourceLock(tmp_path / "locks")
+    try:
+        Ingestor(store, HashingEmbedder(), locks).ingest_text(
+            SOURCE, transcript(2), options(room="alpha")
+        )
+        # Sent again grown, under another room, by a start whose embedder did not load
+        Ingestor(store, None, locks).ingest_text(SOURCE, transcript(3), options(room="beta"))
+        with sqlite3.connect(path) as connection:
+            live = connection.execute(
+                "SELECT d.id, d.room, v.rowid IS NOT NULL FROM drawers d "
+                "LEFT JOIN vectors v ON v.rowid = d.rowid "
+                "WHERE d.deleted_at IS NULL AND d.source_file = ? ORDER BY d.rowid",
+                (SOURCE,),
+            ).fetchall()
+        # The two stored before keep their room (their ids name it) and their vectors;
+        # the new exchange, stored with no embedder running, has none
+        assert [(room, vector) for _id, room, vector in live] == [
+            ("alpha", True),
+            ("alpha", True),
+            ("beta", False),
+        ]
+        assert all(f"_{room}_" in drawer for drawer, room, _vector in live)
+    finally:
+        store.close()

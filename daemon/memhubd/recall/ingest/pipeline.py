@@ -543,12 +543,15 @@ class Ingestor:
         ]
         if refresh and dry_run is None:
             # Stored again as they are, with the context the source gives them now: the
-            # writer, room, readers, importance and time stored are the row's own.
+            # room, kind, writer, readers, importance and time stored are the row's own
+            # (the id names the room), and so is the vector (`write` carries it over).
             rows = self.store.get([e.rowid for e in refresh])
             again = [
                 replace(
                     places[e.id],
                     id=row.id,
+                    room=row.room,
+                    source_kind=row.source_kind,
                     identity=row.identity,
                     readers=row.readers,
                     importance=row.importance,

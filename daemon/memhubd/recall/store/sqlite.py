@@ -810,13 +810,19 @@ class SQLiteStore(DrawerStore):
                 ).fetchone()
                 if row:
                     replaced.append(row[0])
+            given_up: dict[str, int] = {}  # id -> the retired row that held it
             for rowid in revive:
                 # The retired row gives its id up and stays what it is, a soft-deleted
                 # row (out of FTS5, masked by both caches) that a purge removes: deleting
                 # it would make the vector cache reload every vector.
+                row = connection.execute(
+                    "SELECT id FROM drawers WHERE rowid = ? AND retired = 1", (rowid,)
+                ).fetchone()
+                if row is None:
+                    continue
+                given_up[row[0]] = rowid
                 connection.execute(
-                    "UPDATE drawers SET id = id || ':retired:' || rowid "
-                    "WHERE rowid = ? AND retired = 1",
+                    "UPDATE drawers SET id = id || ':retired:' || rowid WHERE rowid = ?",
                     (rowid,),
                 )
             # A place is neither content nor indexed text: FTS5 and the caches keep the row.
@@ -879,6 +885,15 @@ class SQLiteStore(DrawerStore):
                     "INSERT INTO vectors (rowid, vector) VALUES (?, ?)",
                     [(rowid, blobs[position[i]].tobytes()) for rowid, i in written],
                 )
+            # A drawer stored again under the id a retired row gave up has that row's
+            # content, so its vector: carried over when this write brings none (vectors
+            # off, or the running embedder not the one that wrote the store's).
+            carried = [(rowid, given_up[i]) for rowid, i in written if i in given_up]
+            connection.executemany(
+                "INSERT OR IGNORE INTO vectors (rowid, vector) "
+                "SELECT ?, vector FROM vectors WHERE rowid = ?",
+                carried,
+            )
             self._audit(connection, audit)
         return WriteOutcome(tuple(inserted), tuple(replaced))
 
