@@ -961,16 +961,23 @@ async def _ingest_watched_batch(
             ingest_watched, shelf, name, root, paths, limiter=_INGEST
         )
     except Exception as error:
-        log.exception("watched ingest failed", workspace=name, path=root)
+        # e.g. the store could not be opened: logged (with its traceback) when it starts
+        # failing so or its reason changes, not on every try of every path.
+        reason = f"{type(error).__name__}: {error}"
+        if reason != retries.batch_failure:
+            log.exception("watched ingest failed", workspace=name, path=root)
+            retries.batch_failure = reason
         if paths is None:
             return False
-        # e.g. the store could not be opened: each path is tried again as it is.
-        reason = f"{type(error).__name__}: {error}"
         files = [
             WatchedFile(p, SourceReport(p, "failed", reason), _seen(p), passing=True)
             for p in paths
             if os.path.exists(p)
         ]
+    else:
+        if retries.batch_failure is not None:
+            log.info("watched ingest works again", workspace=name, path=root)
+            retries.batch_failure = None
     added = sum(f.report.chunks for f in files)
     if added:
         hub.events.publish("recall_ingested", workspace=name, chunks=added, door="watch")
@@ -1002,6 +1009,8 @@ class _Retries:
         self.name = name
         self.root = root
         self.failing: dict[str, _Retry] = {}
+        # Why the last ingest failed as a whole (the store not opening), while it does.
+        self.batch_failure: str | None = None
 
     def due(self, now: float) -> list[str]:
         """The paths whose next try is due at `now`."""

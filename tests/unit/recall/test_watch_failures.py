@@ -32,3 +32,26 @@ async def test_a_watch_that_cannot_be_armed_is_tried_again(
     with anyio.move_on_after(1.0):
         await recall._watch_one(hub, "w", str(tmp_path))  # noqa: SLF001
     assert len(calls) >= 3  # tried again, and nothing escaped
+
+
+async def test_a_store_that_cannot_be_opened_is_logged_once_not_on_every_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memhubd.recall.shelf import RecallShelf
+
+    tracebacks: list[str] = []
+    monkeypatch.setattr(recall.log, "exception", lambda event, **_fields: tracebacks.append(event))
+    shelf = RecallShelf(tmp_path / "recall")
+    shelf.retire("team")  # its store refuses to open, on every try alike
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    session = watched / "a.jsonl"
+    session.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
+    hub = SimpleNamespace(events=SimpleNamespace(publish=lambda *_a, **_k: None))
+    retries = recall._Retries("team", str(watched))  # noqa: SLF001
+    await recall._ingest_watched_batch(hub, shelf, "team", str(watched), [str(session)], retries)  # noqa: SLF001
+    for _ in range(5):
+        due = retries.due(float("inf"))
+        assert due == [str(session)]  # still tried again
+        await recall._ingest_watched_batch(hub, shelf, "team", str(watched), due, retries)  # noqa: SLF001
+    assert tracebacks == ["watched ingest failed"]
