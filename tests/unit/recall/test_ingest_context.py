@@ -218,3 +218,30 @@ def test_a_refreshed_drawer_keeps_its_room_and_its_vector(tmp_path: Path) -> Non
         assert all(f"_{room}_" in drawer for drawer, room, _vector in live)
     finally:
         store.close()
+
+
+def test_each_writers_own_drawer_of_a_shared_source_takes_the_new_context(
+    tmp_path: Path,
+) -> None:
+    # Two writers who may not read each other's drawers each store the same transcript
+    # (under ids of their own); when it grows, the first writer's own drawers are its
+    # stored chunks, not the other's drawers at the same places.
+    path = tmp_path / "ws.db"
+    store = ingest(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    alice = options(identity="alice", readers=("ops",), roles=frozenset({"ops"}))
+    bob = options(identity="bob", roles=frozenset({"dev"}))
+    try:
+        ingestor.ingest_text(SOURCE, transcript(2), alice)
+        ingestor.ingest_text(SOURCE, transcript(2), bob)
+        grown = ingestor.ingest_text(SOURCE, transcript(3), alice)
+        assert (grown.chunks, grown.replaced) == (1, 0)
+        with sqlite3.connect(path) as connection:
+            rows = connection.execute(
+                "SELECT identity, coalesce(context, '') FROM drawers "
+                "WHERE deleted_at IS NULL AND source_file = ? AND chunk_index = 1",
+                (SOURCE,),
+            ).fetchall()
+        assert EXCHANGES[2][0] in dict(rows)["alice"]
+    finally:
+        store.close()

@@ -480,11 +480,11 @@ class Ingestor:
         because another chunk now stands at its old place. A kept chunk takes the
         context it has in the source now, as a first ingest of this text would give it
         (a dry run writes nothing, so it refreshes nothing)."""
-        stored = self.store.chunks_of_source(report.source) if replace_stale else {}
+        every = self.store.chunks_of_source(report.source) if replace_stale else []
         known = self.store.find([d.id for d in drawers])
         if dry_run is not None:
             # What the batch's earlier files would have retired, the real run finds so.
-            stored = {i: e for i, e in stored.items() if e.rowid not in dry_run.retired}
+            every = [(i, e) for i, e in every if e.rowid not in dry_run.retired]
             known = {
                 i: replace(e, deleted=True, retired=True) if e.rowid in dry_run.retired else e
                 for i, e in known.items()
@@ -493,13 +493,20 @@ class Ingestor:
         if options.roles is not None:
             # Others' drawers the caller may not read stay out of its plan: replacing
             # them would delete what it cannot see, and "duplicate" would tell them apart.
-            rows = self.store.get([e.rowid for e in (*stored.values(), *known.values())])
+            rows = self.store.get([e.rowid for e in (*(e for _i, e in every), *known.values())])
             hidden = {
                 rowid
                 for rowid, d in rows.items()
                 if d.identity != options.identity and not _readable(d.readers, options.roles)
             }
-            stored = {i: e for i, e in stored.items() if e.rowid not in hidden}
+            every = [(i, e) for i, e in every if e.rowid not in hidden]
+        # One stored drawer per place: the caller's own where it has one (two writers
+        # who may not read each other's drawers each store the text), else the latest.
+        stored: dict[int, Existing] = {}
+        for index, e in every:
+            held = stored.get(index)
+            if held is None or held.identity != options.identity or e.identity == options.identity:
+                stored[index] = e
         new: list[NewDrawer] = []
         stale: list[int] = []
         revive: list[int] = []
@@ -538,9 +545,7 @@ class Ingestor:
             if e.id in places and places[e.id].chunk_index != index
         ]
         stale = [rowid for rowid in stale if rowid not in kept]
-        refresh = [
-            e for e in stored.values() if e.id in places and places[e.id].context != e.context
-        ]
+        refresh = [e for _i, e in every if e.id in places and places[e.id].context != e.context]
         if refresh and dry_run is None:
             # Stored again as they are, with the context the source gives them now: the
             # room, kind, writer, readers, importance and time stored are the row's own

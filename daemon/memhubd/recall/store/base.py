@@ -166,6 +166,7 @@ class Existing:
     deleted: bool
     retired: bool = False  # deleted because its source changed, not on purpose
     context: str = ""  # its neighbouring text ("" when none; read by `chunks_of_source` only)
+    identity: str = ""  # who stored it (read by `chunks_of_source` only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,8 +290,10 @@ class DrawerStore(abc.ABC):
     def find(self, ids: Sequence[str]) -> dict[str, Existing]: ...
 
     @abc.abstractmethod
-    def chunks_of_source(self, source_file: str) -> dict[int, Existing]:
-        """Live drawers of one source by chunk index, with their context."""
+    def chunks_of_source(self, source_file: str) -> list[tuple[int, Existing]]:
+        """(chunk index, drawer) of every live drawer of one source, in rowid order,
+        with its context and writer: two identities' drawers may share an index (the
+        same text stored under the ids each may read)."""
 
     @abc.abstractmethod
     def get(self, rowids: Sequence[int]) -> dict[int, Drawer]: ...

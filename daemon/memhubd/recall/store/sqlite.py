@@ -507,17 +507,17 @@ class SQLiteStore(DrawerStore):
                     )
         return found
 
-    def chunks_of_source(self, source_file: str) -> dict[int, Existing]:
+    def chunks_of_source(self, source_file: str) -> list[tuple[int, Existing]]:
         with self._readers.connection() as connection:
             rows = connection.execute(
-                "SELECT chunk_index, rowid, id, content_hash, coalesce(context, '') "
-                "FROM drawers WHERE source_file = ? AND deleted_at IS NULL",
+                "SELECT chunk_index, rowid, id, content_hash, coalesce(context, ''), identity "
+                "FROM drawers WHERE source_file = ? AND deleted_at IS NULL ORDER BY rowid",
                 (source_file,),
             ).fetchall()
-        return {
-            index: Existing(rowid, i, digest, False, context=context)
-            for index, rowid, i, digest, context in rows
-        }
+        return [
+            (index, Existing(rowid, i, digest, False, context=context, identity=who))
+            for index, rowid, i, digest, context, who in rows
+        ]
 
     def get(self, rowids: Sequence[int]) -> dict[int, Drawer]:
         out: dict[int, Drawer] = {}
