@@ -700,7 +700,7 @@ def ingest_watched(
     for source in walk_sources(targets, shelf.settings.max_file_bytes):
         if not keep(Change.added, source.path):
             continue
-        if source.skip and not (source.skip == BINARY and _mostly_text(source.path)):
+        if source.skip:  # a binary file too: the walk reads a stray byte as text already
             _skipped_once(source.path, source.skip)
             continue
         try:
@@ -759,24 +759,6 @@ def _seen(path: str) -> tuple[int, int]:
     except OSError:
         return (-1, -1)
     return (info.st_size, info.st_mtime_ns)
-
-
-BINARY = "binary file"  # the walk's reason for a file whose head is not UTF-8 text
-
-
-def _mostly_text(path: str) -> bool:
-    """Whether a file the walk took for binary is text with a few bytes that are not
-    UTF-8 (a transcript with one Latin-1 byte): no NUL in its head, and at most one
-    character in a hundred undecodable (or one, in a short file). Read as the session-end hook reads it."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(8192)
-    except OSError:
-        return False
-    if b"\x00" in head:
-        return False
-    text = head.decode("utf-8", errors="replace")
-    return text.count("\ufffd") <= max(1, len(text) // 100)
 
 
 # Skipped watched files already logged, by path, with the reason and size then: a
