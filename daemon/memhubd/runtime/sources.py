@@ -118,12 +118,18 @@ class Saved:
         if held[0] != stat:
             self.changed[path] = held
             return None
-        _stat, digest, text, saved = held
+        restored = self._restored(path, held)
+        if restored is not None:
+            self.unread[path] = restored.segment
+        return restored
+
+    def _restored(self, path: str, held: Any) -> SourceFile | None:
+        """The file as the snapshot held it (its stat, digest, text and entry)."""
+        stat, digest, text, saved = held
         entry = self.cache.restore(saved, path, digest, text, self.registry, where="snapshot")
         if entry is None:
             return None
         document, typed, segment = entry
-        self.unread[path] = segment
         return SourceFile(path, digest, document, None, text, stat, typed, self.registry, segment)
 
     def index_for(self, segments: list[Any]) -> Any:
@@ -181,14 +187,7 @@ class Saved:
         again, they may not load): the last good parse is served in their place across
         a restart as it is while running. None when nothing was saved of it."""
         held = self.changed.get(path)
-        if held is None:
-            return None
-        stat, digest, text, saved = held
-        entry = self.cache.restore(saved, path, digest, text, self.registry, where="snapshot")
-        if entry is None:
-            return None
-        document, typed, segment = entry
-        return SourceFile(path, digest, document, None, text, stat, typed, self.registry, segment)
+        return None if held is None else self._restored(path, held)
 
 
 def load_file(
