@@ -447,7 +447,13 @@ class ParseCache:
             if written is not None:
                 if written[1] == marks and view_roles <= written[2]:
                     return False
-                if written[1] != marks and time.monotonic() - written[0] < SNAPSHOT_INTERVAL_S:
+                if (
+                    written[1] != marks
+                    and time.monotonic() - written[0] < SNAPSHOT_INTERVAL_S
+                    and _last_good_marks(written[1]) == _last_good_marks(marks)
+                ):
+                    # Not yet; but a file that broke or was fixed is written at once:
+                    # its last good parse is what a restart serves for it.
                     return False
             held = []
             for path, stat, digest, text, document, segment in files:
@@ -467,6 +473,12 @@ class ParseCache:
             roles = frozenset(view[0] for view in kept[0]) if kept else frozenset()
             self._snapshots[root] = (time.monotonic(), marks, roles)
             return True
+
+    def has_entry(self, root: str, path: str, digest: str, types: str) -> bool:
+        """Whether the entry of exactly these bytes of `path` is saved (the last save
+        served them: it prunes the entries of every other version)."""
+        name = self._entry_name(path, digest, types)
+        return (self._workspace_dir(root) / name).is_file()
 
     def put_many(self, root: str, types: str, files: list[tuple[str, str, Any, Any]]) -> int:
         """Save (path, digest, document, segment) of each file not saved yet, and prune
@@ -830,6 +842,12 @@ _SEGMENT_PLAIN = (
     "aliases",
 )  # fmt: skip
 _TABLES = ("terms", "subjects", "constraint_scopes")
+
+
+def _last_good_marks(marks: frozenset[tuple[str, StatKey, str]]) -> frozenset[Any]:
+    """The marks of last good parses kept for files that do not load (saved under a
+    stat no file has: a negative size)."""
+    return frozenset(mark for mark in marks if mark[1][1] < 0)
 
 
 def _encode(path: str, digest: str, document: Document, segment: Segment) -> bytes | None:

@@ -334,13 +334,12 @@ def persist(
         and f.segment is not None
         and f.typed_with is snapshot.workspace.registry
     ]
-    files = [(f.path, f.digest, f.document, f.segment) for f in sound]
-    written = int(cache.put_many(snapshot.root, types, files))
-    made = within_budget(views(snapshot) if views is not None else [])
     # A file whose bytes do not load is served from its last good parse: that is saved
     # too, under the digest of its own text and a stat no file has, so that a start
     # reads the file again and, if it still does not load, serves the last good parse
-    # (`Saved.last_good`) rather than nothing of it.
+    # (`Saved.last_good`) rather than nothing of it. Its entry is kept beside the others
+    # (the mark that it is the version served last) and the snapshot file is written
+    # at once when such a file appears or goes (`ParseCache.save_snapshot`).
     kept = [
         (f.path, NEVER_SEEN, content_digest(f.text.encode("utf-8")), f.text, f.document, f.segment)
         for f in snapshot.files
@@ -349,6 +348,10 @@ def persist(
         and f.segment is not None
         and f.typed_with is snapshot.workspace.registry
     ]
+    files = [(f.path, f.digest, f.document, f.segment) for f in sound]
+    files += [(path, digest, document, segment) for path, _s, digest, _t, document, segment in kept]
+    written = int(cache.put_many(snapshot.root, types, files))
+    made = within_budget(views(snapshot) if views is not None else [])
     cache.save_snapshot(
         snapshot.root,
         types,

@@ -185,9 +185,18 @@ class Saved:
     def last_good(self, path: str) -> SourceFile | None:
         """What an earlier run served for `path` when its bytes changed since (read
         again, they may not load): the last good parse is served in their place across
-        a restart as it is while running. None when nothing was saved of it."""
+        a restart as it is while running. None when nothing was saved of it, or when
+        what was saved is not what the last run served last (the snapshot file lags
+        behind the entries; serving an older version could bring back a deleted rule)."""
         held = self.changed.get(path)
-        return None if held is None else self._restored(path, held)
+        if held is None:
+            return None
+        # The snapshot file is rewritten at most every few minutes, so what it holds of
+        # a file may be older than what was served last: only a version whose entry the
+        # last save kept (it prunes every other) is that.
+        if not self.cache.has_entry(self.root, path, held[1], self.types):
+            return None
+        return self._restored(path, held)
 
 
 def load_file(

@@ -11,6 +11,7 @@ import pytest
 from memhubd.check import check_compliance
 from memhubd.runtime import cache as cache_module
 from memhubd.runtime.cache import ParseCache
+from memhubd.runtime.saves import SavePolicy
 from memhubd.runtime.snapshot import Snapshot, build_snapshot, persist
 
 RULE = """module a
@@ -109,3 +110,51 @@ def test_a_first_build_in_worker_processes_serves_the_last_good_parse_too(
     assert [p.kind for p in again.problems] == ["parse_error"]
     assert served_ids(again) == ["boundary:b.no_push", "fact:f.one"]
     assert verdict(again) == "block"
+
+
+GUARDED = RULE.replace(
+    "module a\n", 'module a\n\nfact a.note {\n  claim: "Pushes are reviewed."\n}\n'
+)
+
+
+def test_the_last_good_version_served_is_the_one_kept_not_an_older_one(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # The snapshot file is rewritten at most every few minutes (the default here): a
+    # good edit saved in between, then a break, must still serve the edited version.
+    (workspace / "a.mem").write_text('module a\n\nfact a.old {\n  claim: "No rule yet."\n}\n')
+    state = tmp_path / "state"
+    cache = ParseCache(state)
+    first = build_snapshot("w", str(workspace), None, cache=cache)
+    persist(first, cache)
+    (workspace / "a.mem").write_text(GUARDED)
+    edited = build_snapshot("w", str(workspace), first, cache=cache, trusted=True)
+    persist(edited, cache)  # its entry is saved; the snapshot file waits
+    assert verdict(edited) == "block"
+    (workspace / "a.mem").write_text(BROKEN)
+    broken = build_snapshot("w", str(workspace), edited, cache=cache, trusted=True)
+    persist(broken, cache)  # a file that broke: the snapshot file is written at once
+    again = build_snapshot("w", str(workspace), None, cache=ParseCache(state))
+    assert served_ids(again) == served_ids(edited)
+    assert verdict(again) == "block"
+
+
+def test_an_older_version_is_never_served_in_place_of_a_broken_file(
+    workspace: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    cache = ParseCache(state)
+    first = build_snapshot("w", str(workspace), None, cache=cache)
+    persist(first, cache)
+    # The file holding the rule is deleted (saved: its entry goes; the snapshot file,
+    # written moments ago, still holds it), then comes back as bytes that never loaded.
+    (workspace / "a.mem").unlink()
+    now = SavePolicy(vanish_grace_s=0, settle_s=0)  # no editor's save to wait for
+    gone = build_snapshot("w", str(workspace), first, cache=cache, policy=now)
+    assert served_ids(gone) == ["fact:f.one"]
+    persist(gone, cache)
+    (workspace / "a.mem").write_text(BROKEN)
+    again = build_snapshot("w", str(workspace), None, cache=ParseCache(state))
+    assert [p.kind for p in again.problems] == ["parse_error"]
+    assert served_ids(again) == ["fact:f.one"]  # the deleted rule does not come back
+    assert verdict(again) == "allow"
