@@ -38,6 +38,14 @@ def served_ids(snapshot: Snapshot) -> list[str]:
     return sorted(d.id for d in snapshot.workspace.declarations)
 
 
+def saved_start(workspace: Path, state: Path) -> tuple[ParseCache, Snapshot]:
+    """A first run's snapshot of `workspace`, saved in a parse cache in `state`."""
+    cache = ParseCache(state)
+    first = build_snapshot("w", str(workspace), None, cache=cache)
+    persist(first, cache)
+    return cache, first
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "w"
@@ -52,9 +60,7 @@ def test_a_file_broken_while_running_is_served_from_its_last_good_parse_after_a_
 ) -> None:
     monkeypatch.setattr(cache_module, "SNAPSHOT_INTERVAL_S", 0.0)  # every save is written
     state = tmp_path / "state"
-    cache = ParseCache(state)
-    first = build_snapshot("w", str(workspace), None, cache=cache)
-    persist(first, cache)
+    cache, first = saved_start(workspace, state)
     assert verdict(first) == "block"
     # The file breaks while the daemon runs: its last good parse is served, and saved
     (workspace / "a.mem").write_text(BROKEN)
@@ -77,9 +83,7 @@ def test_a_file_broken_while_the_daemon_was_down_is_served_from_its_last_good_pa
     workspace: Path, tmp_path: Path
 ) -> None:
     state = tmp_path / "state"
-    cache = ParseCache(state)
-    first = build_snapshot("w", str(workspace), None, cache=cache)
-    persist(first, cache)
+    cache, first = saved_start(workspace, state)
     (workspace / "a.mem").write_text(BROKEN)
     again = build_snapshot("w", str(workspace), None, cache=ParseCache(state))
     assert [p.kind for p in again.problems] == ["parse_error"]
@@ -124,9 +128,7 @@ def test_the_last_good_version_served_is_the_one_kept_not_an_older_one(
     # good edit saved in between, then a break, must still serve the edited version.
     (workspace / "a.mem").write_text('module a\n\nfact a.old {\n  claim: "No rule yet."\n}\n')
     state = tmp_path / "state"
-    cache = ParseCache(state)
-    first = build_snapshot("w", str(workspace), None, cache=cache)
-    persist(first, cache)
+    cache, first = saved_start(workspace, state)
     (workspace / "a.mem").write_text(GUARDED)
     edited = build_snapshot("w", str(workspace), first, cache=cache, trusted=True)
     persist(edited, cache)  # its entry is saved; the snapshot file waits
@@ -143,9 +145,7 @@ def test_an_older_version_is_never_served_in_place_of_a_broken_file(
     workspace: Path, tmp_path: Path
 ) -> None:
     state = tmp_path / "state"
-    cache = ParseCache(state)
-    first = build_snapshot("w", str(workspace), None, cache=cache)
-    persist(first, cache)
+    cache, first = saved_start(workspace, state)
     # The file holding the rule is deleted (saved: its entry goes; the snapshot file,
     # written moments ago, still holds it), then comes back as bytes that never loaded.
     (workspace / "a.mem").unlink()
