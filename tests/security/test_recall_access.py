@@ -158,6 +158,31 @@ def test_status_counts_move_only_with_drawers_the_caller_may_see(daemon: LiveDae
     assert after["vector_count"] == before["vector_count"]
 
 
+def test_only_an_admin_hidden_nothing_may_purge(daemon: LiveDaemon) -> None:
+    # Given drawers hidden from an admin of the workspace (its roles do not read them),
+    # soft-deleted by their writer
+    writer = token(daemon, "purge-writer", workspaces=[TEAM], roles=["vault"])
+    limited = token(daemon, "purge-admin", "all", workspaces=[TEAM])
+    hidden = ingest(daemon, writer, content="vault rotation is on the 9th", readers=["vault"])
+    base = f"/v1/workspaces/{TEAM}/recall"
+    with daemon.http(writer) as http:
+        assert http.delete(f"{base}/drawers/{hidden[0]}").status_code == 200
+    # When that admin purges, or prunes the audit
+    with daemon.http(limited) as http:
+        answers = [
+            http.post(f"{base}/purge", json={}),
+            http.post(f"{base}/purge", json={"before": 0, "audit_before": 4_000_000_000}),
+        ]
+    # Then it is refused, with no count of what it may not read, and nothing is removed
+    for answer in answers:
+        assert answer.status_code == 403, answer.text
+        error = answer.json()["error"]
+        assert error["code"] == "forbidden" and error["detail"] == {"required_role": "*"}
+        assert "purged" not in answer.text and "audit_removed" not in answer.text
+    with daemon.http(daemon.admin_token) as http:
+        assert http.get(f"{base}/status").json()["deleted_count"] >= 1
+
+
 def test_purge_before_the_epoch_removes_nothing_deleted_since(daemon: LiveDaemon) -> None:
     # Given a drawer soft-deleted just now
     (drawer,) = ingest(daemon, daemon.admin_token, content="a draft to be deleted, kept a while")

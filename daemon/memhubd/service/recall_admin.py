@@ -83,6 +83,14 @@ async def purge(
     grows by a row per write; keeping it whole, the default, is the operator's choice)."""
     require_scope(identity, ADMIN)
     host_for(hub, identity, name)
+    if not identity.sees_everything:
+        # A purge removes drawers and audit entries of every reader, and its counts are
+        # of the whole store: it is for a caller hidden nothing (the role `*`).
+        raise ProtocolError(
+            ErrorCode.FORBIDDEN,
+            "purge removes drawers and audit entries whatever their readers: it needs the role '*'",
+            {"required_role": "*"},
+        )
     shelf = shelf_of(hub)
     store = shelf.store(name)
     answer: dict[str, Any] = {"workspace": name, "before": before}
