@@ -83,6 +83,13 @@ def parse_target(text: str) -> Target:
         parts = urlsplit(text)
     except ValueError as error:  # e.g. "http://[::1": an unclosed IPv6 bracket
         raise InvalidTarget(f"daemon url {text!r} is malformed: {error}") from error
+    if "@" in parts.netloc:
+        # Never echoed: what stands before the @ may be a password. memctl would not
+        # send it anyway; the daemon takes a bearer token.
+        raise InvalidTarget(
+            "the daemon url must not carry a user or password (user@host): memctl "
+            "authenticates with --token (or MEMHUB_TOKEN)"
+        )
     if parts.scheme not in ("http", "https"):
         raise InvalidTarget(
             f"unsupported daemon url {text!r}: use http://HOST:PORT, https://HOST "

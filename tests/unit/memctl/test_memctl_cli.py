@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -186,6 +187,17 @@ def test_a_malformed_url_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[st
     code, _, err = run(capsys, "--url", "http://[::1", "status")
     assert code == 2
     assert err.splitlines() == ["memctl: daemon url 'http://[::1' is malformed: Invalid IPv6 URL"]
+
+
+def test_a_url_with_a_password_is_refused_without_echoing_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = "http://user:pw_SECRET@127.0.0.1:9"
+    code, out, err = run(capsys, "--url", url, "status", "--json")
+    assert code == 2
+    assert "pw_SECRET" not in out + err
+    assert "must not carry a user or password" in err
+    assert json.loads(out)["error"]["code"] == "usage"  # as every bad --url
 
 
 @pytest.mark.parametrize("token", ["mh_a\nb", "mh_a\rb", "mh_\x00", "mh_\u20ac"])
