@@ -58,3 +58,25 @@ def test_a_cowork_inbox_whose_folder_cannot_be_made_is_unavailable(tmp_path: Pat
     assert error["code"] == "workspace_unavailable"
     assert "cannot be opened for writing" in error["message"]
     assert str(tmp_path) not in answer.text
+
+
+def test_another_workspaces_unusable_store_leaves_this_ones_search_alone(tmp_path: Path) -> None:
+    workspaces = copy_examples(tmp_path / "ws", [WS, "writing"])
+    with start_daemon(tmp_path, workspaces) as live:
+        with live.http(live.admin_token) as http:
+            stored = http.post(
+                f"{BASE}/recall/ingest", json={"content": "the ledger closes at six"}
+            )
+            assert stored.status_code == 201, stored.text
+        # Given the other workspace's store broken (a directory in its place)
+        (live.state_dir / "recall" / "writing.db").mkdir(parents=True)
+        with live.http(live.admin_token) as http:
+            found = http.post(f"{BASE}/recall/search", json={"query": "ledger"})
+            tunnels = http.get("/v1/tunnels")
+            broken = http.get("/v1/workspaces/writing/recall/status")
+    # Then this workspace's search still answers (the other lends no tunnel room)
+    assert found.status_code == 200, found.text
+    assert "ledger closes" in found.text
+    assert tunnels.status_code == 200, tunnels.text
+    # and the broken one still says why
+    assert broken.status_code == 503 and "writing.db" in broken.text

@@ -9,6 +9,7 @@ Nothing here knows about HTTP or MCP.
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
 import weakref
 from typing import Any
@@ -53,6 +54,7 @@ from memhubd.service.access import (
     view_of,
     visible_workspaces,
 )
+from memhubd.sqlite import UnusableDatabase
 
 KG_SCHEMA = "memhub.kg.v1"
 TUNNELS_SCHEMA = "memhub.tunnels.v1"
@@ -453,7 +455,13 @@ def rooms_by_workspace(
     for name in names:
         rooms: dict[str, set[str]] = {}
         if shelf is not None and shelf.path_of(name).exists() and only != ():
-            for room in shelf.store(name).rooms(DrawerFilter(rooms=only, roles=roles)):
+            try:
+                found = shelf.store(name).rooms(DrawerFilter(rooms=only, roles=roles))
+            except (sqlite3.DatabaseError, UnusableDatabase):
+                # Another workspace's store that cannot be used lends no room: its own
+                # requests say why (503), and this one's search or tunnels go on.
+                found = []
+            for room in found:
                 rooms.setdefault(room, set()).add("recall")
         host = hub.get(name)
         snapshot = host.snapshot if host is not None else None
