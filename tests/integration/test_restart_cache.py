@@ -108,6 +108,45 @@ def test_a_damaged_cache_is_ignored(tmp_path: Path) -> None:
         assert served(second) == before
 
 
+GUARD = """
+boundary restart.no_force_push {
+  rule: "Never force push to main after a restart."
+  scope: global
+  force: hard
+  guard {
+    deny_any: ["force push to main"]
+  }
+}
+"""
+
+
+def test_a_stop_saves_what_it_served_so_a_file_broken_while_down_keeps_its_rules(
+    tmp_path: Path,
+) -> None:
+    workspaces = copy_examples(tmp_path / "ws", [WS])
+    source = Path(workspaces[WS]) / "rules.mem"
+    with start_daemon(tmp_path, workspaces) as first:
+        saved_snapshots(first.state_dir)  # the first run's snapshot file is written
+        # A rule added while it runs, within the minutes the snapshot file waits
+        source.write_text(source.read_text(encoding="utf-8") + GUARD, encoding="utf-8")
+        deadline = time.monotonic() + 30
+        while "restart.no_force_push" not in str(served(first)["check"]):
+            assert time.monotonic() < deadline, "the edit was never served"
+            time.sleep(0.2)
+    # The file breaks while the daemon is down
+    source.write_text(source.read_text(encoding="utf-8") + 'fact broken { claim: "\n')
+    with restart(tmp_path, workspaces) as second, second.http(second.admin_token) as client:
+        check = client.post(
+            f"/v1/workspaces/{WS}/check",
+            json={"task": "push", "candidate": "force push to main"},
+        ).json()
+        status = client.get(f"/v1/workspaces/{WS}").json()
+    # Its last good version, the rule added included, is what is served
+    assert check["verdict"] == "block", check
+    assert "restart.no_force_push" in str(check)
+    assert status["health"] == "degraded"
+
+
 def synthetic_workspace(target: Path) -> tuple[dict[str, str], list[Any], list[Any]]:
     """A small workspace of the benchmarks' generator, with its query and check workload."""
     sys.path.insert(0, str(BENCH))

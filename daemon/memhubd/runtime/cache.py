@@ -423,10 +423,12 @@ class ParseCache:
         index: Any = None,
         views: Callable[[], tuple[SavedView, ...]] | None = None,
         view_roles: frozenset[tuple[str, ...]] = frozenset(),
+        *,
+        now: bool = False,
     ) -> bool:
         """Rewrite the consolidated snapshot from (path, stat, digest, text, document,
         segment) of each file, unless it already holds exactly that or was written less
-        than `SNAPSHOT_INTERVAL_S` ago. True when written. `index`: called only when
+        than `SNAPSHOT_INTERVAL_S` ago (`now`: whenever it differs, as the daemon stops). True when written. `index`: called only when
         the file is written, it gives the composed index to save with it (`SavedIndex`),
         or None. `views`: likewise, the role-limited views' indexes to save with it
         (`SavedView`), for the role sets `view_roles`; files unchanged since the last
@@ -448,7 +450,8 @@ class ParseCache:
                 if written[1] == marks and view_roles <= written[2]:
                     return False
                 if (
-                    written[1] != marks
+                    not now
+                    and written[1] != marks
                     and time.monotonic() - written[0] < SNAPSHOT_INTERVAL_S
                     and _last_good_marks(written[1]) == _last_good_marks(marks)
                 ):

@@ -45,6 +45,8 @@ log = structlog.get_logger("memhubd.hub")
 # 36 ms build took 240 ms). In a burst of edits only the last snapshot is saved and
 # linted; 2 s spans the pauses of an agent editing file after file.
 WARM_QUIET_S = 2.0
+# The longest a stop waits for the workspaces' snapshot files to be written once more.
+STOP_SAVE_AT_MOST_S = 10.0
 # How often `Hub.wait_warmed` looks whether the warm steps are done.
 WARM_POLL_S = 0.05
 WARM_WAIT_AT_MOST_S = 30.0
@@ -354,6 +356,30 @@ class Hub:
                     host.stop()
                 tg.cancel_scope.cancel()
                 self._tg = None
+                await self._save_on_stop()
+
+    async def _save_on_stop(self) -> None:
+        """Write each workspace's snapshot file once more if what it served last is not
+        in it (edits within `SNAPSHOT_INTERVAL_S`), so that a start after a file broke
+        while the daemon was down serves that file's last good parse. Bounded: a stop
+        never waits on it for long (the write is atomic; one cut short is not used)."""
+        cache = self.cache
+        if cache is None:
+            return
+        served = [host.snapshot for host in self.hosts.values() if host.snapshot is not None]
+        if not served:
+            return
+
+        def save() -> None:
+            for snapshot in served:
+                try:
+                    persist(snapshot, cache, self.views_to_save, now=True)
+                except Exception as error:  # a stop goes on whatever a save meets
+                    log.warning("parse cache not saved", workspace=snapshot.name, error=str(error))
+
+        with anyio.move_on_after(STOP_SAVE_AT_MOST_S, shield=True):
+            async with self.lint_limiter:  # never beside a save of the warm step
+                await anyio.to_thread.run_sync(save, abandon_on_cancel=True)
 
     async def _start(self, name: str, root: str) -> WorkspaceHost:
         host = WorkspaceHost(name, root, self)

@@ -316,12 +316,16 @@ def persist(
     snapshot: Snapshot,
     cache: Any,
     views: Callable[[Snapshot], list[Any]] | None = None,
+    *,
+    now: bool = False,
 ) -> int:
     """Save the parsed state of every file `snapshot` serves as on disk into `cache`
     (the last good parse kept for bytes that do not load goes into the consolidated
     snapshot only, see below); prune what it no longer uses. The
     consolidated snapshot is rewritten too when due (see `memhubd.runtime.cache`), with
-    the indexes of the role-limited views `views` gives (`memhubd.runtime.saved_views`)."""
+    the indexes of the role-limited views `views` gives (`memhubd.runtime.saved_views`);
+    `now` writes it whenever it differs (the daemon stops: what it served last is what a
+    start finds, the last good parse of a file that breaks meanwhile included)."""
     from memhubd.runtime.cache import registry_key
     from memhubd.runtime.saved_views import saved_views, within_budget
 
@@ -359,6 +363,7 @@ def persist(
         index=lambda: _saved_index(snapshot, sound),
         views=lambda: saved_views(snapshot, sound, made),
         view_roles=frozenset(roles for roles, _left, _index in made),
+        now=now,
     )
     return written
 
