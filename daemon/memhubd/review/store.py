@@ -130,8 +130,12 @@ class ReviewStore:
         reason: str = "",
         generation: int | None = None,
         supersedes: str | None = None,
+        max_pending: int | None = None,
     ) -> ProposalResult:
-        """Validate `source` and, when it passes, store it as a pending proposal."""
+        """Validate `source` and, when it passes, store it as a pending proposal.
+
+        `max_pending`: refuse (`too_many`) when `proposer` already has that many pending
+        proposals here; None (memdsl's behaviour) sets no bound."""
         problem = (
             field_problem("proposer", proposer, required=True)
             or field_problem("client", client)
@@ -158,6 +162,20 @@ class ReviewStore:
             supersedes=(supersedes or "").strip(),
         )
         with exclusive_lock(self.lock_path):
+            if max_pending is not None:
+                # Counted under the lock, so racing proposals cannot pass it together.
+                mine = sum(1 for p in self.list("pending") if p.proposer == draft.proposer)
+                if mine >= max_pending:
+                    problem = Issue(
+                        "too_many_pending",
+                        f"{draft.proposer} already has {mine} pending proposals in this "
+                        f"workspace, the most one identity may have "
+                        f"([limits] max_pending_proposals = {max_pending}); "
+                        "wait until some are approved or rejected",
+                    )
+                    return ProposalResult(
+                        False, "too_many", None, result.declaration_id, (problem,)
+                    )
             proposal = self._store_new(draft)
             self.audit.append("propose", proposal.id, **propose_details(proposal))
         return ProposalResult(

@@ -44,6 +44,9 @@ class Limits:
     regex_timeout_ms: int = 100
     max_workspaces: int = 64
     max_proposal_bytes: int = 65536
+    # Pending proposals one identity may have in one workspace: each is a file that every
+    # list reads, so an agent proposing in a loop must not grow them without bound.
+    max_pending_proposals: int = 500
     max_header_bytes: int = 32768
     max_headers: int = 100
     read_timeout_s: int = 10

@@ -53,6 +53,7 @@ _REFUSAL_CODES = {
     "already_rejected": ErrorCode.CONFLICT,
     "stale_or_invalid": ErrorCode.CONFLICT,
     "conflict": ErrorCode.CONFLICT,
+    "too_many": ErrorCode.TOO_MANY,
 }
 WITHHELD = "details withheld: they concern a declaration hidden from this caller"
 # A target that does not parse is quoted by the parser; its text may be hidden content.
@@ -200,6 +201,7 @@ async def propose(
             reason=request.reason,
             generation=snapshot.generation,
             supersedes=request.supersedes,
+            max_pending=hub.limits.max_pending_proposals,
         )
         # Only declarations the caller may read can point at a file.
         suggested = suggest_target(store.root, view.workspace, request.source)
