@@ -24,9 +24,10 @@ CAP = 3
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[LiveDaemon]:
     workspaces = {"ws": copy_examples(tmp_path / "ws", [EXAMPLE])[EXAMPLE]}
-    with mcp_mounted(), start_daemon(
-        tmp_path, workspaces, **{"limits.max_pending_proposals": CAP}
-    ) as live:
+    with (
+        mcp_mounted(),
+        start_daemon(tmp_path, workspaces, **{"limits.max_pending_proposals": CAP}) as live,
+    ):
         live.add_token("agent", "write:candidate,read:summary")
         live.add_token("other", "write:candidate,read:summary")
         live.add_token("alice", "review,read:summary", roles=["*"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -135,6 +136,49 @@ def test_a_review_lock_held_too_long_is_a_conflict_asking_for_a_retry(
         assert "review lock of workspace 'b' is held by another process" in error["message"]
         assert error["message"].endswith("retry")
     assert pending(daemon, "b") == [first]
+
+
+def test_an_approvals_two_waits_for_the_lock_share_one_bound(
+    daemon: LiveDaemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An approval waits for the lock before holding off reloads and again to write: a
+    writer taking the lock between the two leaves the second wait only what is left."""
+    from memhubd.service import review as review_service
+
+    monkeypatch.setattr(durable, "LOCK_TIMEOUT_S", 2.0, raising=False)
+    assert propose(daemon, "b", "ledger.first").status_code == 201
+    [first] = pending(daemon, "b")
+    lock = str(Path(daemon.workspaces["b"]) / ".memdsl" / "review.lock")
+    released: list[threading.Event] = []
+
+    def hold(seconds: float) -> None:
+        """The lock taken by another open file (as another writer would), for `seconds`."""
+        taken, done = threading.Event(), threading.Event()
+
+        def run() -> None:
+            with durable.exclusive_lock(lock, timeout_s=30):
+                taken.set()
+                time.sleep(seconds)
+            done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        assert taken.wait(10)
+        released.append(done)
+
+    first_wait = review_service._lock_free
+
+    def then_another_writer(lock_path: str) -> None:
+        first_wait(lock_path)
+        hold(1.25)  # past what is left of the bound (about 0.5 s), within the bound itself
+
+    monkeypatch.setattr(review_service, "_lock_free", then_another_writer)
+    hold(1.5)  # the first wait takes about 1.5 s of the 2 s
+    answer = approve(daemon, "b", first)
+    assert answer.status_code == 409, answer.text
+    assert "review lock of workspace 'b' is held" in answer.json()["error"]["message"]
+    assert not released[-1].is_set()  # refused while the second writer still held it
+    assert pending(daemon, "b") == [first]
+    released[-1].wait(10)
 
 
 @pytest.mark.anyio

@@ -554,11 +554,13 @@ async def run_engine(function: Any, *args: Any) -> Any:
     return await anyio.to_thread.run_sync(function, *args, limiter=_ENGINE)
 
 
-async def run_review(name: str, function: Any, *args: Any) -> Any:
+async def run_review(name: str, function: Any, *args: Any, budget_s: float | None = None) -> Any:
     """Run review work of workspace `name` that takes its `review.lock`, in one of the
     workspace's own slots. The wait for a slot and the wait for the lock share one bound
     (`memhubd.review.durable.LOCK_TIMEOUT_S`); running out is a `conflict` saying the
-    lock is held, so the caller retries instead of hanging. Once
+    lock is held, so the caller retries instead of hanging. `budget_s` replaces that bound
+    (what is left of it after an earlier wait of the same request); a free slot and a
+    free lock are taken however little is left. Once
     the daemon is stopping (`stopping_with`), work that has not taken the lock gives up
     at its next look at it, as `workspace_unavailable`: its thread cannot be cancelled,
     and would otherwise write after the daemon said it stopped."""
@@ -573,11 +575,15 @@ async def run_review(name: str, function: Any, *args: Any) -> Any:
                 del _REVIEW[idle]
         limiter = _REVIEW[name] = anyio.CapacityLimiter(REVIEW_SLOTS)
     # One deadline for the wait for a slot and the wait for the lock together.
-    ends = time.monotonic() + durable.LOCK_TIMEOUT_S
-    with anyio.move_on_after(durable.LOCK_TIMEOUT_S) as waiting:
-        await limiter.acquire()
-    if waiting.cancelled_caught:  # the slots are all taken by work waiting on the lock
-        raise review_lock_held(name, durable.LOCK_TIMEOUT_S)
+    budget = durable.LOCK_TIMEOUT_S if budget_s is None else max(0.0, budget_s)
+    ends = time.monotonic() + budget
+    try:
+        limiter.acquire_nowait()  # a free slot is taken even with no time left to wait
+    except anyio.WouldBlock:
+        with anyio.move_on_after(budget) as waiting:
+            await limiter.acquire()
+        if waiting.cancelled_caught:  # the slots are all taken by work waiting on the lock
+            raise review_lock_held(name, durable.LOCK_TIMEOUT_S) from None
     try:
         if stopping is not None and stopping.is_set():
             raise _review_given_up(name)
@@ -597,10 +603,15 @@ def _review_work(
     or at `ends` (the request's deadline, its wait for a slot included)."""
     from memhubd.review import durable
 
+    attempts = 0
+
     def check() -> None:
+        nonlocal attempts
         if stopping is not None and stopping.is_set():
             raise _review_given_up(name)
-        if time.monotonic() >= ends:
+        attempts += 1
+        # The first attempt is always made: a free lock is taken with no time left.
+        if attempts > 1 and time.monotonic() >= ends:
             raise durable.LockHeld(f"the review lock of {name}", durable.LOCK_TIMEOUT_S)
 
     durable.LOCK_WAIT_CHECK.set(check)  # in this call's own copy of the context

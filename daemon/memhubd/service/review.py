@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from typing import Any
 
 import structlog
@@ -21,7 +22,7 @@ from memhub_protocol.models import (
 )
 from memhub_protocol.scopes import READ_SUMMARY, REVIEW, WRITE_CANDIDATE
 from memhubd.auth.identity import Identity
-from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, is_proposal_id
+from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, durable, is_proposal_id
 from memhubd.review.durable import exclusive_lock
 from memhubd.review.targets import suggest_target
 from memhubd.runtime.hub import Hub, WorkspaceHost
@@ -364,8 +365,11 @@ async def approve_proposal(
     host = review_host(hub, identity, name, REVIEW)
     store = _review_store(hub, host)
     # Wait for the review lock before holding off reloads: a lock held elsewhere then
-    # costs this approval its wait, not the workspace its reloads.
+    # costs this approval its wait, not the workspace its reloads. The wait to write has
+    # only what is left of the bound, so the two waits together stay within it.
+    started = time.monotonic()
     await run_review(name, _lock_free, store.lock_path)
+    budget_s = durable.LOCK_TIMEOUT_S - (time.monotonic() - started)
     async with host.reloads_held():
         await host.reload_held()  # validate against the sources as they are now
         view = view_for(hub, identity, name, REVIEW)
@@ -386,7 +390,7 @@ async def approve_proposal(
                 generation=expected,
             )
 
-        decision = await run_review(name, work)
+        decision = await run_review(name, work, budget_s=budget_s)
         data = _answer(decision, view)
         if not decision.ok:
             raise _refusal(data, name)
