@@ -808,6 +808,32 @@ async def test_a_get_opens_no_stream_and_says_to_post(daemon) -> None:
     assert anonymous.status_code == 401
 
 
+async def test_an_unknown_action_is_answered_after_the_callers_scope(daemon) -> None:
+    """A tool whose scope follows its action checks the caller's scope and grant before
+    it says which actions there are."""
+    reader = team_reader(daemon)  # read scopes only
+    nothing = token(daemon, "mcp-no-scopes", "write:candidate", workspaces=[TEAM])
+    async with mcp_client(daemon, nothing) as client:
+        refused = [
+            await tool_error(client, tool, {"action": "bogus", "workspace": TEAM})
+            for tool in ("memory_kg", "memory_diary", "memory_taxonomy")
+        ]
+    async with mcp_client(daemon, reader) as client:
+        told = [
+            await tool_error(client, tool, {"action": "bogus", "workspace": TEAM})
+            for tool in ("memory_kg", "memory_diary", "memory_taxonomy")
+        ]
+        unknown_workspace = await tool_error(
+            client, "memory_kg", {"action": "bogus", "workspace": "nowhere"}
+        )
+    for message in refused:
+        assert "action must be" not in message and "scope" in message, message
+    assert "action must be one of add, query" in told[0]
+    assert "action must be write or read" in told[1]
+    assert "action must be list or edit" in told[2]
+    assert "action must be" not in unknown_workspace
+
+
 async def test_memhubs_own_tools_name_their_own_arguments_and_types_strictly(daemon) -> None:
     writer = token(
         daemon, "mcp-strict", "read:summary,read:search,write:recall,write:candidate",

@@ -17,8 +17,9 @@ from pydantic import Field, Strict
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SUMMARY, WRITE_CANDIDATE, WRITE_RECALL
 from memhubd.mcp import payloads
-from memhubd.mcp.tools import MCP_CLIENT, WRITE, reply, run_tool, tool_error
+from memhubd.mcp.tools import MCP_CLIENT, WRITE, reply, run_tool
 from memhubd.runtime.hub import Hub
+from memhubd.service import access as service
 from memhubd.service import diary, recall_review
 
 DOOR = "mcp"
@@ -57,10 +58,10 @@ def register_diary_tools(server: MCPServer, hub: Hub) -> None:
         limit: Annotated[int, Strict(), Field(description="most entries (read)", ge=1, le=100)] = 20,
         workspace: Annotated[str, Field(description=WORKSPACE)] = "",
     ) -> CallToolResult:
-        if action not in ("write", "read"):
-            raise tool_error(ProtocolError(ErrorCode.INVALID, "action must be write or read"))
-
         async def work(caller: Any, name: str) -> dict[str, Any]:
+            if action not in ("write", "read"):  # told once scope and grant are checked
+                service.host_for(hub, caller, name)
+                raise ProtocolError(ErrorCode.INVALID, "action must be write or read")
             if action == "write":
                 return await diary.write(
                     hub, caller, name, entry_type or "OBSERVATION", content, shared=shared,

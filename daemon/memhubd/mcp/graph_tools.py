@@ -19,6 +19,7 @@ from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
 from memhubd.mcp.caller import current_caller, wing_or_workspace
 from memhubd.mcp.tools import READ_ONLY, WRITE, reply, run_tool, tool_error
 from memhubd.runtime.hub import Hub
+from memhubd.service import access as service
 from memhubd.service import graph
 
 DOOR = "mcp"
@@ -93,11 +94,11 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         wing: Annotated[str, Field(description=WING)] = "",
         workspace: Annotated[str, Field(description="same as wing")] = "",
     ) -> CallToolResult:
-        if action not in ACTIONS:
-            message = f"action must be one of {', '.join(ACTIONS)}"
-            raise tool_error(ProtocolError(ErrorCode.INVALID, message, {"field": "action"}))
-
         async def work(identity: Any, name: str) -> dict[str, Any]:
+            if action not in ACTIONS:  # told once the caller's scope and grant are checked
+                service.host_for(hub, identity, name)
+                message = f"action must be one of {', '.join(ACTIONS)}"
+                raise ProtocolError(ErrorCode.INVALID, message, {"field": "action"})
             if action == "add":
                 return await graph.kg_add(
                     hub,

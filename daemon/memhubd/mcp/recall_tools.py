@@ -22,6 +22,7 @@ from memhubd.mcp.caller import current_caller, wing_or_workspace
 from memhubd.mcp.tools import READ_ONLY, WRITE, reply, run_tool, tool_error
 from memhubd.recall.aaak import dialect_text
 from memhubd.runtime.hub import Hub
+from memhubd.service import access as service
 from memhubd.service import recall
 
 DOOR = "mcp"
@@ -149,10 +150,10 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         keywords: Annotated[list[str] | None, Field(description="keywords (edit)")] = None,
         workspace: Annotated[str, Field(description="same as wing")] = "",
     ) -> CallToolResult:
-        if action not in ("list", "edit"):
-            raise tool_error(ProtocolError(ErrorCode.INVALID, "action must be list or edit"))
-
         async def work(identity: Any, name: str) -> dict[str, Any]:
+            if action not in ("list", "edit"):  # told once scope and grant are checked
+                service.host_for(hub, identity, name)
+                raise ProtocolError(ErrorCode.INVALID, "action must be list or edit")
             if action == "list":
                 data = await recall.taxonomy(hub, identity, name)
             else:
@@ -162,7 +163,7 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
                 entry["wing"] = name  # mempal's entries name their wing
             return {"action": action, **data}
 
-        scope = READ_SUMMARY if action == "list" else WRITE_RECALL
+        scope = WRITE_RECALL if action == "edit" else READ_SUMMARY
         return reply(await run_tool(hub, None, scope, wing_or_workspace(wing, workspace), work))
 
     @server.tool(description=DESCRIBE["memory_wake_up"], annotations=READ_ONLY)
