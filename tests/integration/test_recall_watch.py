@@ -57,3 +57,28 @@ def test_watched_sessions_are_ingested_and_appends_follow(tmp_path: Path) -> Non
         # its context. Nothing else: the appends were whole, so no partial line was
         # stored and replaced.
         assert audit_free["deleted_count"] == 1
+
+
+def test_a_removed_workspaces_watch_ends_with_it(tmp_path: Path) -> None:
+    """A transcript directory watched for a configured workspace is not watched for a
+    workspace added later under the same name: that is another workspace."""
+    sessions = tmp_path / "claude-projects" / "-srv-billing"
+    sessions.mkdir(parents=True)
+    (sessions / "a.jsonl").write_text(FIXTURE.read_text())
+    workspaces: dict[str, Any] = copy_examples(tmp_path / "ws", [WS])
+    workspaces[WS] = {"path": workspaces[WS], "recall": {"watch": [str(sessions)]}}
+    other = copy_examples(tmp_path / "other", ["writing"])["writing"]
+    with start_daemon(tmp_path, workspaces) as daemon:
+        assert wait_for(daemon, lambda s: s["drawer_count"] == 3)["drawer_count"] == 3
+        with daemon.http(daemon.admin_token) as http:
+            assert http.delete(f"/v1/workspaces/{WS}").status_code == 200
+            added = http.post("/v1/workspaces", json={"name": WS, "path": other})
+            assert added.status_code == 201, added.text
+        # when a new session and lines of the old one are written in the watched directory
+        (sessions / "b.jsonl").write_text(FIXTURE.read_text())
+        with (sessions / "a.jsonl").open("a") as handle:
+            handle.write(line("user", "Did the capped backoff ship to production?"))
+            handle.write(line("assistant", "Yes, in release 2.15 on Tuesday."))
+        # then the workspace now under that name stores none of them
+        time.sleep(3)  # the watch's debounce and a second's look, three times over
+        assert wait_for(daemon, lambda s: False, timeout=0)["drawer_count"] == 0

@@ -803,9 +803,16 @@ async def _watch_one(hub: Hub, name: str, root: str) -> None:
     replacement and recreation: each time a watch is armed on it, all it holds is
     ingested, as at start (unchanged files cost a read and a comparison)."""
     shelf = shelf_of(hub)
+    # The configured workspace this directory is watched for. Once it is removed the
+    # watch ends: a workspace added later under its name is another one.
+    host = hub.hosts.get(name)
     missing = False  # its absence was warned about, and it has not come back since
     failing = False  # arming a watch failed, and no watch was armed since
     while True:
+        if hub.hosts.get(name) is not host:
+            log.info("workspace removed: its transcript directory is no longer watched",
+                     workspace=name, path=root)  # fmt: skip
+            return
         identity = _directory_identity(root)
         if identity is None:
             if not missing:
@@ -817,7 +824,7 @@ async def _watch_one(hub: Hub, name: str, root: str) -> None:
             log.info("watched transcript directory appeared", workspace=name, path=root)
             missing = False
         try:
-            gone = await _follow(hub, shelf, name, root, identity)
+            gone = await _follow(hub, shelf, name, root, identity, host)
             failing = False
         except FileNotFoundError:
             await anyio.sleep(0.1)  # it vanished as the watch was armed: look again
@@ -849,11 +856,11 @@ def _directory_identity(root: str) -> tuple[int, int] | None:
 
 
 async def _follow(
-    hub: Hub, shelf: RecallShelf, name: str, root: str, identity: tuple[int, int]
+    hub: Hub, shelf: RecallShelf, name: str, root: str, identity: tuple[int, int], host: Any
 ) -> bool:
     """Ingest what is created or modified under `root` until the directory is deleted
-    or replaced (whose events never reach this watch), then True; False when the watch
-    was stopped. The first wake-up after the watch is in place ingests all of `root`,
+    or replaced (whose events never reach this watch), or workspace `name` is no longer
+    `host` (removed), then True; False when the watch was stopped. The first wake-up after the watch is in place ingests all of `root`,
     so nothing written before it is missed."""
     from watchfiles import Change, awatch
 
@@ -883,8 +890,9 @@ async def _follow(
                     if (Change.deleted, path) in changes or _directory_identity(root) != identity:
                         gone = True
                         break
-                    if name not in hub.hosts:
-                        continue
+                    if hub.hosts.get(name) is not host:
+                        gone = True  # removed: the caller ends the watch
+                        break
                     paths = sorted({p for change, p in changes if change != Change.deleted})
                     if full:
                         if time.monotonic() < retry_at:
