@@ -227,6 +227,12 @@ def _propose(sub: Sub, common: Common) -> None:
     )
     p.add_argument("--reason", default="", help="why this belongs in memory")
     p.add_argument("--supersedes", metavar="ID", help="the type:name id this one corrects")
+    p.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        help="sent again with the same proposal (a retry after a timeout), answers the "
+        "proposal already made instead of making a second one (kept a day by the daemon)",
+    )
     recall = p.add_argument_group("from recall (instead of FILE)")
     recall.add_argument("--from-drawer", metavar="ID", help="quote this drawer as evidence")
     recall.add_argument("--type", dest="decl_type", metavar="T", help="memory type")

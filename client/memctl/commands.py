@@ -383,7 +383,11 @@ def cmd_propose(session: Session, args: argparse.Namespace) -> int:
     if not source.strip():
         raise CommandFailure("the proposal is empty: give one .mem declaration")
     request = ProposeRequest(
-        source=source, reason=args.reason, client="memctl", supersedes=args.supersedes
+        source=source,
+        reason=args.reason,
+        client="memctl",
+        supersedes=args.supersedes,
+        idempotency_key=args.idempotency_key or None,
     )
     workspace = session.workspace()
     payload = _with_issues(lambda: session.client.propose(workspace, request))

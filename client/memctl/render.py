@@ -263,6 +263,8 @@ def render_proposed(payload: Any) -> str:
         return dump_json(payload)
     pid = payload["proposal_id"]
     lines = [f"proposal {pid} pending review: {payload.get('declaration_id', '')}"]
+    if payload.get("replayed"):
+        lines[0] = f"proposal {pid} was already made with this idempotency key (not made again)"
     lines += _issue_lines(payload, "warnings")
     into = payload.get("suggested_into") or "FILE.mem"
     # -w as well: a reviewer's memctl may reach several workspaces.

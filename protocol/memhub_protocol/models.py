@@ -400,16 +400,30 @@ MAX_PATH = 4096
 class ProposeRequest(_Model):
     """One declaration offered for review; `supersedes` states a correction's target id."""
 
-    __slots__ = ("source", "reason", "client", "supersedes")
+    __slots__ = ("source", "reason", "client", "supersedes", "idempotency_key")
     source: str
     reason: str
     client: str
     supersedes: str | None
+    # The same key from the same identity within a day answers the first proposal again
+    # instead of making a second one (a retry after a timeout).
+    idempotency_key: str | None
 
     def __init__(
-        self, source: str, reason: str = "", client: str = "", supersedes: str | None = None
+        self,
+        source: str,
+        reason: str = "",
+        client: str = "",
+        supersedes: str | None = None,
+        idempotency_key: str | None = None,
     ) -> None:
-        self._set(source=source, reason=reason, client=client, supersedes=supersedes)
+        self._set(
+            source=source,
+            reason=reason,
+            client=client,
+            supersedes=supersedes,
+            idempotency_key=idempotency_key,
+        )
 
     @classmethod
     def from_json(cls, data: Any) -> ProposeRequest:
@@ -420,7 +434,14 @@ class ProposeRequest(_Model):
             reason=_text(data, "reason"),
             client=_text(data, "client", limit=MAX_NAME),
             supersedes=_text(data, "supersedes", limit=MAX_NAME) or None,
+            idempotency_key=_text(data, "idempotency_key", limit=MAX_NAME) or None,
         )
+
+    def to_json(self) -> dict[str, Any]:
+        out = _Model.to_json(self)
+        if out["idempotency_key"] is None:  # a daemon without keys refuses unknown fields
+            del out["idempotency_key"]
+        return out
 
     @staticmethod
     def json_schema() -> dict[str, Any]:
@@ -433,6 +454,7 @@ class ProposeRequest(_Model):
                 "reason": {"type": "string"},
                 "client": {"type": "string", "maxLength": MAX_NAME},
                 "supersedes": {"type": ["string", "null"], "maxLength": MAX_NAME},
+                "idempotency_key": {"type": ["string", "null"], "maxLength": MAX_NAME},
             },
         }
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import time
+import weakref
+from collections import OrderedDict
 from typing import Any
 
+import anyio
 import structlog
 
 from memhub_protocol import (
@@ -185,10 +190,75 @@ def _visible_proposal(
     return proposal
 
 
+# Answers of proposals made with an idempotency key, per workspace host: a retry of the
+# same request by the same identity answers the proposal made, instead of a second one.
+KEYED_KEPT = 4096  # per workspace, least recently made first out
+KEYED_FOR_S = 86400.0
+
+
+class _Keyed:
+    """Keyed proposals' answers of one workspace: (proposer, key) -> (made at, the
+    request's fingerprint, the answer). One keyed proposal of a workspace at a time, so
+    two copies of one request sent together make one proposal."""
+
+    def __init__(self) -> None:
+        self.answers: OrderedDict[tuple[str, str], tuple[float, str, dict[str, Any]]] = (
+            OrderedDict()
+        )
+        self.lock = anyio.Lock()
+
+    def get(self, key: tuple[str, str]) -> tuple[str, dict[str, Any]] | None:
+        found = self.answers.get(key)
+        if found is None:
+            return None
+        if time.monotonic() - found[0] > KEYED_FOR_S:
+            del self.answers[key]
+            return None
+        return found[1], found[2]
+
+    def put(self, key: tuple[str, str], fingerprint: str, answer: dict[str, Any]) -> None:
+        self.answers[key] = (time.monotonic(), fingerprint, answer)
+        while len(self.answers) > KEYED_KEPT:
+            self.answers.popitem(last=False)
+
+
+_KEYED: weakref.WeakKeyDictionary[WorkspaceHost, _Keyed] = weakref.WeakKeyDictionary()
+
+
 async def propose(
     hub: Hub, identity: Identity, name: str, request: ProposeRequest
 ) -> dict[str, Any]:
-    """Validate against the served snapshot and store a pending proposal by this caller."""
+    """Validate against the served snapshot and store a pending proposal by this caller;
+    with an idempotency key already used by this caller for the same request (within
+    `KEYED_FOR_S`), answer that proposal again (`replayed`)."""
+    key = request.idempotency_key
+    if key is None:
+        return await _propose(hub, identity, name, request)
+    require_scope(identity, WRITE_CANDIDATE)
+    host = host_for(hub, identity, name)
+    keyed = _KEYED.setdefault(host, _Keyed())
+    fingerprint = hashlib.sha256(
+        json.dumps([request.source, request.reason, request.client, request.supersedes]).encode()
+    ).hexdigest()
+    async with keyed.lock:
+        found = keyed.get((identity.name, key))
+        if found is not None:
+            if found[0] != fingerprint:
+                raise ProtocolError(
+                    ErrorCode.CONFLICT,
+                    f"idempotency key '{key}' was used for another proposal "
+                    f"({found[1]['proposal_id']}); use a new key for a new proposal",
+                    {"idempotency_key": key, "proposal_id": found[1]["proposal_id"]},
+                )
+            return {**found[1], "replayed": True}
+        answer = await _propose(hub, identity, name, request)
+        keyed.put((identity.name, key), fingerprint, answer)
+    return {**answer, "replayed": False}
+
+
+async def _propose(
+    hub: Hub, identity: Identity, name: str, request: ProposeRequest
+) -> dict[str, Any]:
     view = view_for(hub, identity, name, WRITE_CANDIDATE)
     store = _review_store(hub, host_for(hub, identity, name))
     snapshot = view.snapshot
