@@ -192,7 +192,7 @@ def _visible_proposal(
 
 # Answers of proposals made with an idempotency key, per workspace host: a retry of the
 # same request by the same identity answers the proposal made, instead of a second one.
-KEYED_KEPT = 4096  # per workspace, least recently made first out
+KEYED_KEPT = 1024  # per workspace, least recently made first out
 KEYED_FOR_S = 86400.0
 
 
