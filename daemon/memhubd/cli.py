@@ -7,13 +7,19 @@ output and exit codes; every command has `--help`, and `--json` where it prints 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memhub_protocol.commandline import CommandParser, add_completion_command, run_command_line
+from memhub_protocol.commandline import (
+    CommandParser,
+    UsageError,
+    add_completion_command,
+    run_command_line,
+)
 from memhubd import __version__, daemon, offline
 
 
@@ -181,7 +187,20 @@ def single_threaded_blas() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     single_threaded_blas()
     _log_to_stderr()
-    return run_command_line(build_parser(), argv, _run)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return run_command_line(build_parser(), arguments, _run)
+    except UsageError as error:
+        # Told before --json could be read from the parsed arguments: looked for as a
+        # word. memdsl's own commands print nothing on stdout for a failure, as memdsl.
+        words = arguments[: arguments.index("--")] if "--" in arguments else arguments
+        command = next((w for w in words if not w.startswith("-")), "")
+        if "--json" in words and command not in offline.MEMDSL_JSON_COMMANDS:
+            with contextlib.suppress(OSError, AttributeError):  # stdout closed or full
+                offline.print_json(
+                    {"error": {"code": "usage", "message": error.message, "detail": {}}}
+                )
+        raise
 
 
 def _log_to_stderr() -> None:
