@@ -49,6 +49,8 @@ NEAR_DUPLICATE = 0.95
 NEAR_DUPLICATE_BATCH = 8
 PREVIEW = 100
 MANUAL = "manual"
+# The citation of content sent without a source: the drawer itself.
+SELF_CITATION = "mempal://drawer/"
 # Chunks embedded in one call by `ingest_texts` (bounds the vectors held at once:
 # 4,096 x 256 float32 is 4 MB). Per-call overhead made one call per file 2-4x slower.
 EMBED_BATCH = 4096
@@ -158,7 +160,7 @@ class DryRun:
     """What a dry run's earlier files of one batch would have written and retired: a
     later file's plan must find them so, as the real run's would."""
 
-    written: set[str] = field(default_factory=set)
+    written: dict[str, str] = field(default_factory=dict)  # drawer id -> its room
     retired: set[int] = field(default_factory=set)
 
 
@@ -327,7 +329,7 @@ class Ingestor:
         room = options.room or self._taxonomy_room(content) or DEFAULT_ROOM
         identifier = drawer_id(options.workspace, room, content)
         # A blank source is none (mempal): the drawer cites itself.
-        citation = source if source and source.strip() else f"mempal://drawer/{identifier}"
+        citation = source if source and source.strip() else f"{SELF_CITATION}{identifier}"
         report = SourceReport(citation, format=MANUAL, room=room)
         if not content.strip():
             return self._failed(report, "content is empty")
@@ -340,6 +342,9 @@ class Ingestor:
         if not report.drawer_ids and report.status == "unchanged":
             # Already stored: the caller still gets the id of the drawer it matched.
             report.drawer_ids = report.matched_ids[:1] or [identifier]
+        if citation == f"{SELF_CITATION}{identifier}" and report.drawer_ids:
+            # Stored under another id (one of another room spelt alike): cite that one.
+            report.source = f"{SELF_CITATION}{report.drawer_ids[0]}"
         return report
 
     # -- steps ------------------------------------------------------------------------
@@ -511,7 +516,7 @@ class Ingestor:
         stale: list[int] = []
         revive: list[int] = []
         # A dry run's earlier files' drawers are found stored, as the real run's would be.
-        seen: set[str] = dry_run.written if dry_run is not None else set()
+        seen: dict[str, str] = dry_run.written if dry_run is not None else {}
         places: dict[str, NewDrawer] = {}  # each id's first chunk in the source
         for drawer in drawers:
             previous = stored.get(drawer.chunk_index)
@@ -520,6 +525,11 @@ class Ingestor:
                 places.setdefault(previous.id, drawer)
                 continue
             drawer, existing = self._own_form(drawer, known.get(drawer.id), hidden, options)
+            if existing is None and seen.get(drawer.id, drawer.room) != drawer.room:
+                # An earlier file of the dry run's batch holds the id in a room spelt
+                # alike: the real run would find it stored and take the long form.
+                drawer = _with_id(drawer, _long_id(drawer))
+                existing = self.store.find([drawer.id]).get(drawer.id)
             places.setdefault(drawer.id, drawer)
             if previous is not None:
                 stale.append(previous.rowid)
@@ -533,7 +543,7 @@ class Ingestor:
                 # before it came back whole): the content is the source's again.
                 if existing is not None:
                     revive.append(existing.rowid)
-                seen.add(drawer.id)
+                seen[drawer.id] = drawer.room
                 new.append(drawer)
         if replace_stale:
             count = len(drawers)
@@ -583,16 +593,19 @@ class Ingestor:
         options: IngestOptions,
     ) -> tuple[NewDrawer, Existing | None]:
         """`drawer` under the id it takes, and what is stored under that id."""
-        for other_form in (_long_id, _own_id):
+        for other_form in (_long_id, _own_id, _own_room_id):
             if existing is None or (
                 existing.content_hash == drawer.content_hash
+                and _same_room(existing, drawer)
                 and not self._concealed(existing, hidden, options)
             ):
                 break
-            # An 8-hex-digit clash with different content, or the same drawer hidden
-            # from the caller: the long form; if that one too is hidden (or clashes),
-            # the form of the caller's own, which nobody else's drawer can take.
-            drawer = replace(drawer, id=other_form(drawer, options.identity))
+            # An 8-hex-digit clash with different content, the same content in another
+            # room the id spells alike (`billing-service`, `billing_service`), or the
+            # same drawer hidden from the caller: the long form; if that one too is
+            # hidden (or clashes), the form of the caller's own, which nobody else's
+            # drawer can take, and last the caller's own in that very room.
+            drawer = _with_id(drawer, other_form(drawer, options.identity))
             existing = self.store.find([drawer.id]).get(drawer.id)
         return drawer, existing
 
@@ -715,6 +728,27 @@ def _encodable(text: str) -> str:
 def _long_id(drawer: NewDrawer, _identity: str = "") -> str:
     prefix, _, _short = drawer.id.rpartition("_")
     return f"{prefix}_{content_hash(drawer.content)[:LONG_HASH]}"
+
+
+def _same_room(existing: Existing, drawer: NewDrawer) -> bool:
+    """Whether a stored drawer is in `drawer`'s room (None: the store did not say)."""
+    return existing.room is None or existing.room == drawer.room
+
+
+def _with_id(drawer: NewDrawer, identifier: str) -> NewDrawer:
+    """`drawer` under another id; a note citing itself (no source) cites the new id."""
+    source = drawer.source_file
+    if source == f"{SELF_CITATION}{drawer.id}":
+        source = f"{SELF_CITATION}{identifier}"
+    return replace(drawer, id=identifier, source_file=source)
+
+
+def _own_room_id(drawer: NewDrawer, identity: str) -> str:
+    """The caller's own form in exactly this room (rooms differing only in case or
+    punctuation, each holding the same text, get one id each)."""
+    prefix, _, _short = drawer.id.rpartition("_")
+    key = identity + chr(0) + drawer.room + chr(0) + drawer.content
+    return f"{prefix}_{content_hash(key)[:LONG_HASH]}"
 
 
 def _own_id(drawer: NewDrawer, identity: str) -> str:

@@ -167,6 +167,9 @@ class Existing:
     retired: bool = False  # deleted because its source changed, not on purpose
     context: str = ""  # its neighbouring text ("" when none; read by `chunks_of_source` only)
     identity: str = ""  # who stored it (read by `chunks_of_source` only)
+    # Its room (read by `find` only): rooms the id spells alike (`billing-service`,
+    # `billing_service`) are still two rooms, so a clash of ids is no match of drawers.
+    room: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

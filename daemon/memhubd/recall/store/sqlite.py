@@ -497,13 +497,13 @@ class SQLiteStore(DrawerStore):
             for start in range(0, len(ids), 500):
                 part = list(ids[start : start + 500])
                 rows = connection.execute(
-                    "SELECT rowid, id, content_hash, deleted_at, retired FROM drawers "
+                    "SELECT rowid, id, content_hash, deleted_at, retired, room FROM drawers "
                     f"WHERE id IN ({','.join('?' * len(part))})",
                     part,
                 ).fetchall()
-                for rowid, drawer_id, digest, deleted, retired in rows:
+                for rowid, drawer_id, digest, deleted, retired, room in rows:
                     found[drawer_id] = Existing(
-                        rowid, drawer_id, digest, deleted is not None, bool(retired)
+                        rowid, drawer_id, digest, deleted is not None, bool(retired), room=room
                     )
         return found
 
