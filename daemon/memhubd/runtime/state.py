@@ -67,6 +67,12 @@ def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
+# (path, mode) of state directories already warned about: every token write opens the
+# state directory again, and one warning per mode is enough (a few entries at most).
+_WARNED: set[tuple[str, int]] = set()
+WARNED_KEPT = 64
+
+
 def _ensure_private_dir(path: Path) -> None:
     try:
         path.mkdir(mode=0o700, parents=True)
@@ -74,8 +80,12 @@ def _ensure_private_dir(path: Path) -> None:
         if not path.is_dir():
             raise NotADirectoryError(f"state path is not a directory: {path}") from None
         mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o077:
-            # An operator may have widened it on purpose (a backup group, say): warn only.
+        if mode & 0o077 and (str(path), mode) not in _WARNED:
+            # An operator may have widened it on purpose (a backup group, say): warn
+            # only, once for each mode it is found with.
+            if len(_WARNED) >= WARNED_KEPT:
+                _WARNED.clear()
+            _WARNED.add((str(path), mode))
             log.warning("state_dir_not_private", path=str(path), mode=oct(mode))
         return
     path.chmod(0o700)  # mkdir's mode is filtered by the umask

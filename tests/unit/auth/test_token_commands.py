@@ -219,3 +219,24 @@ def test_a_secret_cannot_become_a_tokens_name(state: str, capsys) -> None:
     err = capsys.readouterr().err
     assert "may not look like a secret" in err and secret not in err
     assert [r.name for r in TokenStore(Path(state)).list()] == ["alice"]
+
+
+def test_an_open_state_dir_is_warned_about_once_per_mode(tmp_path: Path) -> None:
+    """Every token write opens the state directory again: one warning is enough, and
+    another comes only when its mode changes."""
+    from structlog.testing import capture_logs
+
+    from memhubd.auth.tokens import TokenStore
+
+    state = tmp_path / "open-state"
+    state.mkdir(mode=0o755)
+    state.chmod(0o755)
+    store = TokenStore(state)
+    with capture_logs() as logs:
+        for n in range(5):
+            store.create(f"bot{n}", "read:summary")
+        store.revoke("bot0")
+        state.chmod(0o750)
+        store.create("later", "read:summary")
+    warned = [e["mode"] for e in logs if e["event"] == "state_dir_not_private"]
+    assert warned == ["0o755", "0o750"]
