@@ -8,12 +8,11 @@ Pure functions over parsed values.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memhubd.recall.ingest.formats import Conversation, Parsed, Turn
+from memhubd.recall.ingest.formats import Conversation, Parsed, Turn, heading_starts
 
 WINDOW = 800
 OVERLAP = 100
@@ -24,7 +23,6 @@ EXCHANGE_OVERLAP = 200
 # grouped until a chunk is a window long or the conversation pauses this long.
 CHANNEL_PAUSE_S = 3600
 CONTEXT_CHARS = 300
-_HEADING_LINE = re.compile(r"^#{1,6}\s+\S.*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +105,9 @@ def _with_neighbours(chunks: list[Chunk]) -> list[Chunk]:
 
 
 def _markdown_chunks(text: str) -> Iterator[Chunk]:
-    """Windows inside each heading's section, so a chunk never spans two topics."""
-    starts = [m.start() for m in _HEADING_LINE.finditer(text)]
+    """Windows inside each heading's section, so a chunk never spans two topics (a
+    `# comment` inside a fenced code block heads no section)."""
+    starts = heading_starts(text)
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     bounds = [*starts, len(text)]

@@ -42,8 +42,11 @@ _CODEX_ITEMS = frozenset(
         "web_search_call",
     }
 )
-_HEADING = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
-_FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
+# A Markdown heading line (`# Title` to `###### Title`), and a fence opening or closing a
+# code block (three or more backticks or tildes, indented at most three spaces).
+_HEADING = re.compile(r"^#{1,6}[ \t]+\S", re.MULTILINE)
+_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 # Context blocks Codex injects as "user" messages; they are not what the user said.
 _CODEX_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
@@ -200,11 +203,37 @@ def detect(text: str, name: str = "", lines: JsonLines | None = None) -> str:
             return kind
         if lines or data is not None:
             return UNKNOWN_JSON
-    if _HEADING.search(text) or _FENCE.search(text):
+    # Headings are looked for only when there is no fence: a `# comment` in a code block
+    # is no heading, and a text with a fence is Markdown anyway.
+    if _FENCE.search(text) or _HEADING.search(text):
         return "markdown"
     if name.lower().endswith(_MARKDOWN_SUFFIXES):
         return "markdown"
     return "text"
+
+
+def heading_starts(text: str) -> list[int]:
+    """Where each Markdown heading line of `text` starts (an index into `text`), leaving
+    out the lines of fenced code blocks (```` ``` ```` or `~~~`, to the closing fence
+    of the same kind or to the end): a shell comment in a code block is no heading."""
+    if not _FENCE.search(text):
+        return [m.start() for m in _HEADING.finditer(text)]
+    starts: list[int] = []
+    fence = ""  # the open block's fence; "" outside one
+    offset = 0
+    for line in text.split("\n"):
+        found = _FENCE_LINE.match(line)
+        marker = found.group(1) if found else ""
+        if fence:
+            rest = line[found.end() :] if found else ""
+            if marker[:1] == fence[0] and len(marker) >= len(fence) and not rest.strip():
+                fence = ""
+        elif found and not (marker[0] == "`" and "`" in line[found.end() :]):
+            fence = marker  # (a backtick fence's info string holds no backtick)
+        elif _HEADING.match(line):
+            starts.append(offset)
+        offset += len(line) + 1
+    return starts
 
 
 def _detect_lines(values: list[dict[str, Any]]) -> str | None:
