@@ -83,9 +83,11 @@ def chunk(parsed: Parsed) -> list[Chunk]:
     """The chunks of a parsed source, in source order."""
     if not parsed.conversations:
         text = parsed.text.strip()
+        # Locators count characters of the source's text as read, blank start included.
+        start = parsed.start + len(parsed.text) - len(parsed.text.lstrip())
         if parsed.kind == "markdown":
-            return list(_markdown_chunks(text))
-        return [Chunk(piece, f"chars {a}-{b}") for a, b, piece in windows(text)]
+            return list(_markdown_chunks(text, start))
+        return [Chunk(piece, f"chars {a}-{b}") for a, b, piece in _located(text, start)]
     chunks: list[Chunk] = []
     for conversation in parsed.conversations:
         chunks.extend(_with_neighbours(list(_conversation_chunks(conversation))))
@@ -104,9 +106,18 @@ def _with_neighbours(chunks: list[Chunk]) -> list[Chunk]:
     return out
 
 
-def _markdown_chunks(text: str) -> Iterator[Chunk]:
+def _located(text: str, start: int) -> Iterator[tuple[int, int, str]]:
+    """`windows(text)` as (first, end, chunk), where `source[first:end]` is the chunk
+    exactly and `text` is `source` from `start` on."""
+    for a, b, piece in windows(text):
+        first = start + a + len(text[a:b]) - len(text[a:b].lstrip())
+        yield first, first + len(piece), piece
+
+
+def _markdown_chunks(text: str, start: int = 0) -> Iterator[Chunk]:
     """Windows inside each heading's section, so a chunk never spans two topics (a
-    `# comment` inside a fenced code block heads no section)."""
+    `# comment` inside a fenced code block heads no section). `text` begins at
+    character `start` of the source."""
     starts = heading_starts(text)
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
@@ -114,9 +125,9 @@ def _markdown_chunks(text: str) -> Iterator[Chunk]:
     for begin, finish in zip(bounds, bounds[1:], strict=False):
         section = text[begin:finish]
         heading = section.splitlines()[0].lstrip("#").strip() if section.startswith("#") else ""
-        offset = begin + len(section) - len(section.lstrip())
-        for a, b, piece in windows(section.strip()):
-            where = f"chars {offset + a}-{offset + b}"
+        offset = start + begin + len(section) - len(section.lstrip())
+        for a, b, piece in _located(section.strip(), offset):
+            where = f"chars {a}-{b}"
             located = f"section {heading}, {where}" if heading else where
             yield Chunk(piece, located, context=heading)
 

@@ -81,6 +81,7 @@ class Parsed:
     kind: str
     conversations: tuple[Conversation, ...] = ()
     text: str = ""  # documents (markdown, text)
+    start: int = 0  # where `text` starts in the text parsed (the blank characters before)
     project: str = ""  # the working directory's name, when a transcript records one
     meta: dict[str, Any] = field(default_factory=dict)
     reason: str = ""  # why a source that parses to nothing is left out (UNKNOWN_JSON)
@@ -311,7 +312,8 @@ def parse(text: str, kind: str, name: str = "", lines: JsonLines | None = None) 
     if kind == "slack":
         return _parse_slack(text)
     if kind in ("markdown", "text"):
-        return Parsed(kind, text=text.strip())
+        body = text.strip()
+        return Parsed(kind, text=body, start=len(text) - len(text.lstrip()) if body else 0)
     if kind == UNKNOWN_JSON:
         return Parsed(kind, reason=NOT_AN_EXPORT)
     raise FormatError(f"unknown format {kind!r}; known: {', '.join(FORMATS)}")
