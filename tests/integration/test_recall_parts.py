@@ -150,7 +150,9 @@ def test_interleaved_reindex_runs_leave_no_drawer_without_a_vector(daemon: LiveD
     with daemon.http(daemon.admin_token, timeout=60) as http:
         ingested = http.post(
             f"/v1/workspaces/{TEAM}/recall/ingest",
-            json={"content": short_transcript(30), "source": "interleaved/session.jsonl"},
+            json={
+                "files": [{"name": "interleaved/session.jsonl", "content": short_transcript(30)}]
+            },
         )
         assert ingested.status_code in (200, 201), ingested.text
         total = http.get(f"/v1/workspaces/{TEAM}/recall/status").json()["drawer_count"]
@@ -167,6 +169,12 @@ def test_interleaved_reindex_runs_leave_no_drawer_without_a_vector(daemon: LiveD
 
 
 def test_memctl_reindex_shows_progress_on_a_terminal(daemon: LiveDaemon) -> None:
+    with daemon.http(daemon.admin_token, timeout=60) as http:
+        ingested = http.post(
+            f"/v1/workspaces/{TEAM}/recall/ingest",
+            json={"files": [{"name": "progress/session.jsonl", "content": short_transcript(5)}]},
+        )
+        assert ingested.status_code in (200, 201), ingested.text
     leader, follower = pty.openpty()
     try:
         done = memctl(
@@ -210,7 +218,7 @@ def test_purge_prunes_the_audit_when_asked_and_audits_that(daemon: LiveDaemon) -
             return connection.execute("SELECT action, detail FROM audit ORDER BY seq").fetchall()
 
     before = audit_rows()
-    assert len(before) >= 3
+    assert len(before) >= 2  # the ingest and the delete, and what earlier tests wrote
     # The audit alone: the soft-deleted drawer stays until a purge of drawers.
     done = memctl(
         daemon,
