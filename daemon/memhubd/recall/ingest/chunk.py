@@ -139,9 +139,13 @@ def _render(turn: Turn, named: bool) -> str:
 
 
 def _groups(conversation: Conversation) -> Iterator[list[Turn]]:
+    """The turns of each chunk. Named speakers' messages are grouped while the chunk
+    (`Name: text` lines) stays within WINDOW characters and nobody pauses longer than
+    CHANNEL_PAUSE_S; a message longer than WINDOW alone is a chunk of its own."""
     group: list[Turn] = []
-    size = 0
+    size = 0  # characters of the group's rendered lines, with the line feeds between
     for turn in conversation.turns:
+        length = len(_render(turn, True)) if conversation.named_speakers else 0
         if conversation.named_speakers:
             paused = (
                 group
@@ -149,14 +153,14 @@ def _groups(conversation: Conversation) -> Iterator[list[Turn]]:
                 and group[-1].said_at is not None
                 and turn.said_at - group[-1].said_at > CHANNEL_PAUSE_S
             )
-            starts = bool(group) and (size >= WINDOW or paused)
+            starts = bool(group) and (size + 1 + length > WINDOW or paused)
         else:
             starts = bool(group) and turn.role == "user"
         if starts:
             yield group
             group, size = [], 0
+        size += length + (1 if group else 0)
         group.append(turn)
-        size += len(turn.text)
     if group:
         yield group
 
