@@ -386,16 +386,33 @@ def _claude_message(value: dict[str, Any]) -> tuple[str, Any] | None:
 
 
 def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
+    """The main thread as one conversation, then each subagent run's sidechain lines
+    (`isSidechain`) as one of its own: interleaved with the main thread, a subagent's
+    prompt would start an exchange and file the main thread's answer under it."""
     turns: list[Turn] = []
+    runs: dict[str, list[Turn]] = {}  # sidechain turns by their run's first line's uuid
+    run_of: dict[str, str] = {}  # a sidechain line's uuid -> its run
     project = ""
     session = ""
     for number, value in _need_lines(text, "Claude Code", lines):
         kind = value.get("type")
+        thread = turns
+        if value.get("isSidechain") is True:
+            # A run: the sidechain lines chained to one whose parent is no sidechain line.
+            uuid, parent = value.get("uuid"), value.get("parentUuid")
+            run = run_of.get(parent) if isinstance(parent, str) else None
+            if run is None:
+                run = uuid if isinstance(uuid, str) else ""
+            if isinstance(uuid, str):
+                run_of[uuid] = run
+            thread = runs.setdefault(run, [])
         project = project or str(value.get("cwd") or "")
         session = session or str(value.get("sessionId") or "")
         summary = _claude_summary(value)
         if summary is not None:
-            turns.append(Turn("summary", "summary", "[summary] " + summary, None, f"line {number}"))
+            thread.append(
+                Turn("summary", "summary", "[summary] " + summary, None, f"line {number}")
+            )
             continue
         if kind not in ("user", "assistant", "human") or value.get("isMeta"):
             continue
@@ -410,13 +427,12 @@ def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
         role = "user" if role in ("user", "human") else "assistant"
         if role == "user" and only_results:
             role = "tool"
-        turns.append(Turn(role, role, body, epoch(value.get("timestamp")), f"line {number}"))
-    if not turns:
+        thread.append(Turn(role, role, body, epoch(value.get("timestamp")), f"line {number}"))
+    conversations = tuple(Conversation(tuple(t)) for t in (turns, *runs.values()) if t)
+    if not conversations:
         raise FormatError("no user or assistant messages in this Claude Code session")
     name = project.rstrip("/").rsplit("/", 1)[-1] if project else ""
-    return Parsed(
-        "claude-code", (Conversation(tuple(turns)),), project=name, meta={"session": session}
-    )
+    return Parsed("claude-code", conversations, project=name, meta={"session": session})
 
 
 def _codex_content(content: Any) -> str:
