@@ -504,15 +504,14 @@ async def wake_up(
         ]
         lines += ["", f"## Recent recall ({name})"]
         items = []
+        ends = []  # where each drawer's first line ends in the text
         for drawer in drawers:
             summary = " ".join(drawer.content.split())
             if len(summary) > WAKE_UP_CUT:
                 summary = summary[:WAKE_UP_CUT] + "..."
-            lines += [
-                f"- {drawer.room} {drawer.id} (importance {drawer.importance})",
-                f"  source: {drawer.source_file}",
-                f"  {summary}",
-            ]
+            first = f"- {drawer.room} {drawer.id} (importance {drawer.importance})"
+            ends.append(sum(len(line) + 1 for line in lines) + len(first))
+            lines += [first, f"  source: {drawer.source_file}", f"  {summary}"]
             # Bounded like the text: the summary stands for the content (read a drawer
             # whole by its id), so a wake-up never carries whole drawers.
             item = drawer.as_dict()
@@ -524,10 +523,13 @@ async def wake_up(
             lines += ["", "## Governed memory", header]
         text = "\n".join(lines)
         truncated = len(text) > budget
-        if truncated:
-            text = text[: budget - 3].rstrip() + "..."
         if fmt == "aaak":
             text, truncated = _aaak_wake_up(name, drawers), False
+        elif truncated:
+            text = text[: budget - 3].rstrip() + "..."
+            # `drawers` lists the drawers the text shows (its first line whole), no others.
+            shown = len(text) - 3
+            items = [item for item, end in zip(items, ends, strict=True) if end <= shown]
         return {
             "schema_version": WAKE_UP_SCHEMA,
             "workspace": name,
