@@ -554,7 +554,10 @@ class DeferredMcp:
 
 
 async def _stop_on_signal(server: uvicorn.Server) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    # SIGHUP too: a terminal closed under a foreground daemon, or an operator expecting a
+    # reload, gets the graceful stop (the configuration is read only at start).
+    stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    with anyio.open_signal_receiver(*stops) as signals:
         async for signum in signals:
             log.info("shutting down", signal=signal.Signals(signum).name)
             server.should_exit = True

@@ -118,6 +118,16 @@ def test_sigterm_lets_an_in_flight_request_finish(tmp_path: Path) -> None:
     assert not os.path.exists(daemon.socket_path)
 
 
+def test_sighup_stops_the_daemon_as_sigterm_does(tmp_path: Path) -> None:
+    daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
+    daemon.wait_ready()
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert daemon.proc.wait(20) == 0
+    assert not os.path.exists(daemon.socket_path)
+    log = daemon.proc.stderr.read().decode() + daemon.proc.stdout.read().decode()
+    assert '"signal": "SIGHUP"' in log and '"event": "shutting down"' in log
+
+
 def test_workspaces_added_at_run_time_survive_a_restart(tmp_path: Path) -> None:
     workspaces = copy_examples(tmp_path / "ws", ["writing", "assistant"])
     first = Process(tmp_path, {"writing": workspaces["writing"]})
