@@ -14,6 +14,7 @@ import ipaddress
 import os
 import re
 import tomllib
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -468,6 +469,7 @@ def _build(values: dict[str, Any], source: str) -> DaemonConfig:
             f"{source}: {len(workspaces)} workspaces configured, "
             f"more than [limits] max_workspaces = {limits.max_workspaces}"
         )
+    _check_embedder(values.get("recall", {}), _Where(source, "/", "recall"))
     scalars = {key: values[key] for key in _TOP if key in values}
     return DaemonConfig(
         **{**scalars, "state_dir": state_dir, "socket_path": socket_path},
@@ -477,6 +479,25 @@ def _build(values: dict[str, Any], source: str) -> DaemonConfig:
         mcp=McpConfig(**values.get("mcp", {})),
         recall=RecallConfig(**values.get("recall", {}), watch=values.get("recall_watch", {})),
     )
+
+
+def _check_embedder(recall: Mapping[str, Any], where: _Where) -> None:
+    """What the chosen embedder cannot run without, refused at start: a missing one
+    would leave recall on BM25 alone, told only by a warning at the first ingest."""
+    if recall.get("embedder") != "http":
+        return
+    # Not echoed: a URL may carry a password.
+    parts = urllib.parse.urlsplit(str(recall.get("embedder_url", "")))
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise where.error(
+            "embedder_url", 'must be the endpoint\'s http(s) URL for embedder = "http"'
+        )
+    if not recall.get("embedder_model"):
+        raise where.error("embedder_model", 'must name the model for embedder = "http"')
+    if not recall.get("embedder_dimension"):
+        raise where.error(
+            "embedder_dimension", "must give the model's dimension for embedder = \"http\""
+        )
 
 
 def parse_workspace_flag(text: str) -> tuple[str, str]:

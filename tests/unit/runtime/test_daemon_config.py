@@ -249,3 +249,38 @@ def test_config_is_immutable() -> None:
 
     with pytest.raises(AttributeError):
         config.port = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ({}, "embedder_url"),
+        ({"recall.embedder_url": "ollama:11434"}, "embedder_url"),
+        ({"recall.embedder_url": "http://u:secret@gpu:11434/api/embed"}, "embedder_model"),
+        (
+            {"recall.embedder_url": "http://gpu:11434/api/embed", "recall.embedder_model": "m"},
+            "embedder_dimension",
+        ),
+    ],
+)
+def test_an_http_embedder_without_what_it_needs_stops_the_start(
+    given: dict[str, object], named: str
+) -> None:
+    """Else recall would run on BM25 alone, told only by a warning at the first ingest."""
+    with pytest.raises(ConfigError) as refused:
+        load_config(None, {"recall.embedder": "http", **given})
+    assert f"[recall] {named} " in str(refused.value)
+    assert "secret" not in str(refused.value)
+
+
+def test_an_http_embedder_with_its_url_model_and_dimension_is_taken() -> None:
+    config = load_config(
+        None,
+        {
+            "recall.embedder": "http",
+            "recall.embedder_url": "http://gpu:11434/api/embed",
+            "recall.embedder_model": "nomic-embed-text",
+            "recall.embedder_dimension": 768,
+        },
+    )
+    assert config.recall.embedder_dimension == 768
