@@ -435,7 +435,11 @@ def add_completion_command(
     )
     parser.add_argument("shell", choices=SHELLS, help="the shell to complete for")
     parser.add_argument(
-        "--json", action="store_true", help='JSON output: {"shell": ..., "script": ...}'
+        "--json",
+        action="store_true",
+        # Not set when absent: a `--json` given before the command (memctl's) then holds.
+        default=argparse.SUPPRESS,
+        help='JSON output: {"shell": ..., "script": ...}',
     )
 
     def run(args: argparse.Namespace) -> int:

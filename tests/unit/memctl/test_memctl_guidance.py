@@ -297,6 +297,9 @@ def test_completion_json_carries_the_same_script(capsys: pytest.CaptureFixture[s
     _code, script, _ = run(capsys, "completion", "fish")
     code, out, _ = run(capsys, "completion", "fish", "--json")
     assert code == 0 and json.loads(out) == {"shell": "fish", "script": script}
+    # --json before the command, as every other command takes it
+    code, out, _ = run(capsys, "--json", "completion", "fish")
+    assert code == 0 and json.loads(out) == {"shell": "fish", "script": script}
 
 
 # -- a closed pipe -------------------------------------------------------------------------
