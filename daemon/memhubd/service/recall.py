@@ -31,7 +31,7 @@ from memhub_protocol.recall import (
     IngestRequest,
     SearchRequest,
 )
-from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY, WRITE_RECALL
+from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, REVIEW, WRITE_RECALL
 from memhubd.auth.identity import Identity
 from memhubd.recall import aaak
 from memhubd.recall.ids import DEFAULT_ROOM
@@ -130,6 +130,7 @@ async def ingest(
         readers=request.readers,
         near_duplicate=shelf.settings.near_duplicate,
         roles=_roles(identity),
+        replaces_others=identity.has_scope(REVIEW) or identity.has_scope(ADMIN),
     )
 
     def work() -> list[SourceReport]:

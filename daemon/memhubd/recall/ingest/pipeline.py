@@ -87,6 +87,10 @@ class IngestOptions:
     # writer's own entry): any other, however readable, is another's, and the new one
     # takes the caller's own id form rather than answering as its duplicate.
     same_entry: Callable[[Drawer], bool] | None = None
+    # Whether an ingest of a source may retire or refresh drawers of it that another
+    # identity wrote (a reviewer's, an admin's, the daemon's watcher); else it changes
+    # only the caller's own, as only a drawer's writer may delete it.
+    replaces_others: bool = True
 
 
 @dataclass(slots=True)
@@ -505,6 +509,10 @@ class Ingestor:
                 if d.identity != options.identity and not _readable(d.readers, options.roles)
             }
             every = [(i, e) for i, e in every if e.rowid not in hidden]
+        if not options.replaces_others:
+            # Another writer's drawers of this source stay as they are: re-uploading a
+            # file name must not erase what the caller could not delete.
+            every = [(i, e) for i, e in every if e.identity == options.identity]
         # One stored drawer per place: the caller's own where it has one (two writers
         # who may not read each other's drawers each store the text), else the latest.
         stored: dict[int, Existing] = {}
