@@ -33,7 +33,8 @@ READ_LIMIT = 20
 MAX_READ_LIMIT = 100
 # mempal suggests importance 3 or more for lessons: they are what a wake-up should show.
 DEFAULT_IMPORTANCE = {"LESSON": 3, "PATTERN": 2, "OBSERVATION": 1}
-# Entries are few per identity, but the owner's room may also hold other drawers.
+# A query's search ranks the owner's whole room, which may also hold other drawers and
+# entries of other types: it asks for this many times more hits each round.
 _OVERFETCH = 4
 _DIARY = anyio.CapacityLimiter(1)
 
@@ -238,22 +239,30 @@ async def read(
     where = DrawerFilter(rooms=(owner,), identities=(owner,), roles=roles)
     shelf = shelf_of(hub)
 
-    def work() -> list[dict[str, Any]]:
-        store = shelf.store(name)
-        fetch = min(limit * _OVERFETCH, MAX_READ_LIMIT * _OVERFETCH)
-        if query and query.strip():
-            found = search(
-                store, shelf.embedder(), query, where, fetch, shelf.settings.weights
-            ).hits
-            pairs = [(hit.drawer, hit.fused) for hit in found]
-        else:
-            pairs = [(drawer, None) for drawer in store.recent(where, fetch)]
-        entries = [
+    def wanted_entries(pairs: list[tuple[Drawer, float | None]]) -> list[dict[str, Any]]:
+        return [
             _entry(drawer, score)
             for drawer, score in pairs
             if is_entry(drawer) and (wanted is None or entry_type(drawer.content) == wanted)
         ]
-        return entries[:limit]
+
+    def work() -> list[dict[str, Any]]:
+        store = shelf.store(name)
+        if not (query and query.strip()):
+            # The store picks the entries (their source and type prefix), so the room's
+            # other drawers and entries of other types never use up the limit.
+            prefixes = [f"{kind}:" for kind in ((wanted,) if wanted else TYPES)]
+            found = store.recent_from_source(where, diary_source(owner), prefixes, limit)
+            return wanted_entries([(drawer, None) for drawer in found])[:limit]
+        # Search ranks every drawer of the room: ask for more until `limit` entries are
+        # among the hits or the search has nothing more to give.
+        fetch = limit * _OVERFETCH
+        while True:
+            hits = search(store, shelf.embedder(), query, where, fetch, shelf.settings.weights).hits
+            entries = wanted_entries([(hit.drawer, hit.fused) for hit in hits])
+            if len(entries) >= limit or len(hits) < fetch:
+                return entries[:limit]
+            fetch *= _OVERFETCH
 
     entries = await anyio.to_thread.run_sync(work, limiter=_DIARY)
     return {

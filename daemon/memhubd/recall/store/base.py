@@ -343,6 +343,13 @@ class DrawerStore(abc.ABC):
         """Live drawers, newest first (when said, else when stored)."""
         raise NotImplementedError(f"{type(self).__name__} lists no recent drawers")
 
+    def recent_from_source(
+        self, where: DrawerFilter, source_file: str, prefixes: Sequence[str], limit: int
+    ) -> list[Drawer]:
+        """Live drawers cited as `source_file` whose content starts with one of
+        `prefixes` (exactly, case-sensitive), newest first as `recent` lists them."""
+        raise NotImplementedError(f"{type(self).__name__} lists no recent drawers")
+
     @abc.abstractmethod
     def rooms(self, where: DrawerFilter) -> dict[str, int]: ...
 

@@ -689,6 +689,24 @@ class SQLiteStore(DrawerStore):
         with self._readers.connection() as connection:
             return [_drawer(row) for row in connection.execute(sql, [*params, limit])]
 
+    def recent_from_source(
+        self, where: DrawerFilter, source_file: str, prefixes: Sequence[str], limit: int
+    ) -> list[Drawer]:
+        if not prefixes:
+            return []
+        conditions, params = _where(where)
+        starts = " OR ".join("substr(d.content, 1, ?) = ?" for _ in prefixes)
+        sql = (
+            f"SELECT {', '.join('d.' + c for c in _COLUMNS.split(', '))} FROM drawers d "
+            f"WHERE {conditions} AND d.source_file = ? AND ({starts}) "
+            "ORDER BY coalesce(d.said_at, d.created_at) DESC, d.rowid DESC LIMIT ?"
+        )
+        params.append(source_file)
+        for prefix in prefixes:
+            params += [len(prefix), prefix]
+        with self._readers.connection() as connection:
+            return [_drawer(row) for row in connection.execute(sql, [*params, limit])]
+
     def rooms(self, where: DrawerFilter) -> dict[str, int]:
         conditions, params = _where(where)
         sql = f"SELECT d.room, count(*) FROM drawers d WHERE {conditions} GROUP BY d.room"
