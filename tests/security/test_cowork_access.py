@@ -181,3 +181,30 @@ def test_a_scoped_admin_learns_nothing_of_tokens_beyond_its_grants(daemon: LiveD
             f"/v1/workspaces/{TEAM}/cowork/push", json={"to": "s-elsewhere", "content": "hello"}
         )
     assert full.status_code == 404 and "has no grant for workspace" in full.text
+
+
+def test_peek_tells_no_count_where_a_private_entry_took_a_place(daemon: LiveDaemon) -> None:
+    """With hits cut at `limit`, a private entry among them means a peer could have
+    found more public ones than are left: such a count would tell the entry is there."""
+    partner = token(daemon, "z-partner", workspaces=[TEAM], roles=["dev"])
+    peeker = token(daemon, "z-peeker", workspaces=[TEAM], roles=["dev"])
+    with daemon.http(partner) as http:
+        entry = {"type": "LESSON", "content": "the quokka flag quokka quokka slows quokka"}
+        assert http.post(f"/v1/workspaces/{TEAM}/diary", json=entry).status_code == 201
+        note = {"files": [{"name": "quokka.md", "content": "A quokka note for everyone."}]}
+        assert http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json=note).status_code in (
+            200,
+            201,
+        )
+        found = http.post(
+            f"/v1/workspaces/{TEAM}/recall/search", json={"query": "quokka", "limit": 1}
+        ).json()["hits"]
+    assert len(found) == 1 and found[0]["content"].startswith("LESSON:")
+    with daemon.http(peeker) as http:
+        seen = http.get(f"/v1/workspaces/{TEAM}/cowork/peek/z-partner").json()
+        public = http.post(
+            f"/v1/workspaces/{TEAM}/recall/search", json={"query": "quokka", "limit": 1}
+        ).json()["hits"]
+    assert len(public) == 1  # what a peer finds: the public note
+    (search,) = [e for e in seen["entries"] if e["kind"] == "search"]
+    assert search["counts"] == {"hits": None}, seen

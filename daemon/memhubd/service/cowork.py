@@ -327,8 +327,11 @@ def note_check(hub: Hub, identity: Identity, name: str, task: str, pack: dict[st
     note(hub, identity, name, "check", task, verdict=pack.get("verdict"), violations=violations)
 
 
-def note_search(hub: Hub, identity: Identity, found: dict[str, int], query: str) -> None:
-    """A recall search: `found` holds its hits per workspace searched."""
+def note_search(
+    hub: Hub, identity: Identity, found: dict[str, int | None], query: str
+) -> None:
+    """A recall search: `found` holds its hits per workspace searched (None: not told,
+    as the caller's private diary entries were among them)."""
     for name, hits in found.items():
         note(hub, identity, name, "search", query, hits=hits)
 
