@@ -359,13 +359,13 @@ def _target(args: argparse.Namespace) -> tuple[Agent, Path]:
 
 def _refused(args: argparse.Namespace, error: Exception) -> int:
     """A settings file left alone: one line on stderr (and the error envelope on stdout
-    with --json), exit 1."""
+    with --json), exit 2 as every local failure."""
     if getattr(args, "json", False):
         from memctl.render import LOCAL, error_envelope
 
         print(error_envelope(LOCAL, str(error)))
     print(f"memctl: {error}", file=sys.stderr)
-    return 1
+    return 2
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -386,7 +386,11 @@ def cmd_install(args: argparse.Namespace) -> int:
         return _refused(args, error)
     if getattr(args, "json", False):
         print(
-            json.dumps({"file": str(path.absolute()), "changed": changed, "events": list(entries)})
+            json.dumps(
+                {"file": str(path.absolute()), "changed": changed, "events": list(entries)},
+                indent=2,
+                ensure_ascii=False,
+            )
         )
     else:
         state = "updated" if changed else "already up to date"
@@ -423,7 +427,11 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
         return _refused(args, error)
     if getattr(args, "json", False):
         print(
-            json.dumps({"file": str(path.absolute()), "changed": bool(removed), "events": removed})
+            json.dumps(
+                {"file": str(path.absolute()), "changed": bool(removed), "events": removed},
+                indent=2,
+                ensure_ascii=False,
+            )
         )
     elif removed:
         print(f"{agent.name} hooks removed from {', '.join(removed)}: {path}")
@@ -504,7 +512,8 @@ def cmd_session_end(args: argparse.Namespace) -> int:
             citation, chunks = _session_end(args)
         print(f"memctl hooks session-end: {citation}: {chunks} new chunk(s)", file=sys.stderr)
         if as_json:
-            print(json.dumps({"transcript": citation, "chunks": chunks}), flush=True)
+            answer = {"transcript": citation, "chunks": chunks}
+            print(json.dumps(answer, indent=2, ensure_ascii=False), flush=True)
     except BaseException as error:  # noqa: BLE001 - a hook must never fail
         reason = failure_reason(error)
         print(f"memctl hooks session-end: {reason}", file=sys.stderr)

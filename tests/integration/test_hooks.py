@@ -121,7 +121,7 @@ def test_a_settings_file_that_is_not_a_json_object_is_left_alone(tmp_path: Path)
     settings_file = project / ".claude" / "settings.json"
     settings_file.write_text('{"model": "sonnet",')
     result = memctl(tmp_path, "hooks", "install", "--claude-code", "--project", str(project))
-    assert result.returncode == 1 and "not valid JSON" in result.stderr
+    assert result.returncode == 2 and "not valid JSON" in result.stderr
     assert settings_file.read_text() == '{"model": "sonnet",'
     assert not (project / ".claude" / "settings.json.bak").exists()
 

@@ -110,7 +110,7 @@ def test_a_read_only_settings_file_is_refused_and_left_alone(
 
     code, out, err = hooks(capsys, "install", "--claude-code", "--project", str(project))
 
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and "not writable" in err
     assert path.read_bytes() == before and stat.S_IMODE(path.stat().st_mode) == 0o444
     assert not path.with_name("settings.json.bak").exists()
@@ -169,6 +169,7 @@ def test_uninstall_takes_out_exactly_what_install_put_in(
     )
 
     assert code == 0, err
+    assert out.startswith('{\n  "file": ')  # indented by two, as every --json answer
     assert json.loads(out) == {
         "file": str(path.absolute()),
         "changed": True,
@@ -232,7 +233,7 @@ def test_a_project_that_does_not_exist_is_refused(
 
     code, _, err = hooks(capsys, "install", "--claude-code", "--project", str(missing))
 
-    assert code == 1 and "no such directory" in err
+    assert code == 2 and "no such directory" in err
     assert not (tmp_path / "typo").exists()
 
 
