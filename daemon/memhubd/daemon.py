@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 import shutil
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -77,6 +78,8 @@ def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
         # A file the start could not write (a read-only or full state dir) names
         # itself; an error without one came from binding the listeners.
         what = "cannot start" if error.filename else "cannot listen"
+        if isinstance(error, socket.gaierror):  # the host is not an address or a known name
+            what = f"cannot listen on host {config.host!r} (host, or --host)"
         print(f"memhubd: {what}: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -214,7 +214,8 @@ def _socket_mode(value: Any, key: str, where: _Where) -> int:
         digits = value.strip().lower().removeprefix("0o")
         mode = int(digits, 8) if re.fullmatch(r"[0-7]{1,4}", digits) else None
     if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o777:
-        raise where.error(key, f'must be an octal file mode such as 0o600 or "0660"; got {value!r}')
+        shown = oct(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+        raise where.error(key, f'must be an octal file mode such as 0o600 or "0660"; got {shown}')
     if mode & 0o007:
         # The socket grants admin to whoever can connect to it.
         raise where.error(key, f"must not give access to other users (got {oct(mode)})")
@@ -315,8 +316,11 @@ def _workspace_table(name: str, table: Mapping[str, Any], where: _Where) -> Any:
     """The path of a workspace written as a table; its other keys are checked here."""
     for key, value in table.items():
         if key == "recall":
-            if not isinstance(value, Mapping) or set(value) - {"watch"}:
+            if not isinstance(value, Mapping):
                 raise where.error(repr(name), "recall table takes only watch = [...]")
+            for extra in sorted(set(value) - {"watch"}):
+                table_where = replace(where, table=f"workspaces.{name}.recall")
+                raise _unknown(extra, ["watch"], table_where)
         elif key != "path":
             raise _unknown(key, ["path", "recall"], replace(where, table=f"workspaces.{name}"))
     if "path" not in table:

@@ -284,3 +284,27 @@ def test_an_http_embedder_with_its_url_model_and_dimension_is_taken() -> None:
         },
     )
     assert config.recall.embedder_dimension == 768
+
+
+def test_config_errors_name_the_key_and_show_the_value(tmp_path: Path) -> None:
+    config = tmp_path / "memhub.toml"
+    config.write_text('[workspaces]\nteam = { path = "ws", recall = { wach = [] } }\n')
+    with pytest.raises(ConfigError, match=r"\[workspaces\.team\.recall\] 'wach' .*'watch'"):
+        load_config(str(config))
+    with pytest.raises(ConfigError, match=r"socket_mode must be an octal .*got 0o1600"):
+        load_config(None, {"socket_mode": 0o1600})
+
+
+def test_a_host_that_is_no_address_names_the_setting(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    state = tmp_path / "state"
+    env = {**os.environ, "MEMHUB_STATE_DIR": str(state)}
+    made = [sys.executable, "-m", "memhubd", "token", "create", "t", "--scopes", "read:summary"]
+    assert subprocess.run(made, env=env, capture_output=True, timeout=60).returncode == 0
+    serve = [sys.executable, "-m", "memhubd", "serve", "--host", "bogus host", "--port", "0"]
+    serve += ["--socket", str(tmp_path / "s.sock"), "--workspace", f"w={tmp_path}"]
+    done = subprocess.run(serve, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "cannot listen on host 'bogus host' (host, or --host)" in done.stderr
