@@ -96,3 +96,17 @@ def test_memctl_sends_the_key(daemon: LiveDaemon, tmp_path: Path) -> None:
     assert "pending review" in runs[0].stdout
     assert "already made with this idempotency key" in runs[1].stdout
     assert len(pending(daemon)) == 1
+
+
+def test_a_token_of_the_same_name_with_other_roles_gets_no_replay(daemon: LiveDaemon) -> None:
+    """An answer is redacted for the roles it was made for."""
+    from memhubd.auth.tokens import TokenStore
+
+    body = {"source": fact("roles_keyed"), "idempotency_key": "r-1"}
+    status, first = propose(daemon, "agent", body)
+    assert status == 201 and first["replayed"] is False
+    TokenStore(daemon.state_dir).revoke("agent")
+    daemon.add_token("agent", "write:candidate,read:summary", roles=["dev"])
+    status, again = propose(daemon, "agent", body)
+    assert status == 201 and again["replayed"] is False
+    assert again["proposal_id"] != first["proposal_id"]

@@ -197,17 +197,17 @@ KEYED_FOR_S = 86400.0
 
 
 class _Keyed:
-    """Keyed proposals' answers of one workspace: (proposer, key) -> (made at, the
+    """Keyed proposals' answers of one workspace: (proposer, roles, key) -> (made at, the
     request's fingerprint, the answer). One keyed proposal of a workspace at a time, so
     two copies of one request sent together make one proposal."""
 
     def __init__(self) -> None:
-        self.answers: OrderedDict[tuple[str, str], tuple[float, str, dict[str, Any]]] = (
+        self.answers: OrderedDict[tuple[Any, ...], tuple[float, str, dict[str, Any]]] = (
             OrderedDict()
         )
         self.lock = anyio.Lock()
 
-    def get(self, key: tuple[str, str]) -> tuple[str, dict[str, Any]] | None:
+    def get(self, key: tuple[Any, ...]) -> tuple[str, dict[str, Any]] | None:
         found = self.answers.get(key)
         if found is None:
             return None
@@ -216,7 +216,7 @@ class _Keyed:
             return None
         return found[1], found[2]
 
-    def put(self, key: tuple[str, str], fingerprint: str, answer: dict[str, Any]) -> None:
+    def put(self, key: tuple[Any, ...], fingerprint: str, answer: dict[str, Any]) -> None:
         self.answers[key] = (time.monotonic(), fingerprint, answer)
         while len(self.answers) > KEYED_KEPT:
             self.answers.popitem(last=False)
@@ -240,8 +240,11 @@ async def propose(
     fingerprint = hashlib.sha256(
         json.dumps([request.source, request.reason, request.client, request.supersedes]).encode()
     ).hexdigest()
+    # The roles too: an answer is redacted for the roles it was made for, so a token of
+    # the same name with other roles never gets it again.
+    mine = (identity.name, identity.roles, key)
     async with keyed.lock:
-        found = keyed.get((identity.name, key))
+        found = keyed.get(mine)
         if found is not None:
             if found[0] != fingerprint:
                 raise ProtocolError(
@@ -252,7 +255,7 @@ async def propose(
                 )
             return {**found[1], "replayed": True}
         answer = await _propose(hub, identity, name, request)
-        keyed.put((identity.name, key), fingerprint, answer)
+        keyed.put(mine, fingerprint, answer)
     return {**answer, "replayed": False}
 
 
