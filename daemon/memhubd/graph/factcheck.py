@@ -202,9 +202,12 @@ def fact_check(
     facts: Sequence[Fact],
     known: Mapping[str, dict[str, Any]],
     now: int,
+    scanned: int | None = None,
 ) -> dict[str, Any]:
     """mempal's result: `issues` (name conflicts, then contradictions, then stale facts),
-    `checked_entities`, `kg_triples_scanned`, plus the `claims` read from the text."""
+    `checked_entities`, `kg_triples_scanned`, plus the `claims` read from the text.
+    `facts` may be only those between the claims' names when `scanned` counts the
+    graph they were picked from."""
     mentioned = names_in(text)
     claims = claims_in(text)
     issues = _name_conflicts(mentioned, known)
@@ -248,5 +251,5 @@ def fact_check(
         "claims": [
             {"subject": c.subject, "predicate": c.predicate, "object": c.object} for c in claims
         ],
-        "kg_triples_scanned": len(facts),
+        "kg_triples_scanned": len(facts) if scanned is None else scanned,
     }

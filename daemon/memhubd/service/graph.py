@@ -30,8 +30,8 @@ from memhubd.graph import (
     timeline,
     triple_id,
 )
+from memhubd.graph.factcheck import claims_in, known_entities, looks_like_name
 from memhubd.graph.factcheck import fact_check as check_facts
-from memhubd.graph.factcheck import known_entities
 from memhubd.graph.kg import matches
 from memhubd.graph.tunnels import tunnel_hints
 from memhubd.recall.shelf import RecallShelf
@@ -62,8 +62,10 @@ FACT_CHECK_SCHEMA = "memhub.fact_check.v1"
 MAX_NAME = 500
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-# Stored periods read for one answer; a graph past this answers from its first ones.
+# Stored periods read for one answer of a caller whose roles are not `*` (its oldest
+# ones); a timeline, whoever asks, lists at most this many periods (its oldest ones).
 MAX_SCAN = 10_000
+TRIPLE_BATCH = 1_000  # stored periods held at once while fact-check reads every one
 FACT_CHECK_DRAWERS = 50  # mempal: names of the top 50 drawers are known entities
 _READ = anyio.CapacityLimiter(4)
 _WRITE = anyio.CapacityLimiter(1)
@@ -303,7 +305,12 @@ async def kg_query(
 
     def work() -> dict[str, Any]:
         where = TripleFilter(fields["subject"], fields["predicate"], fields["object"], at=at)
-        stored = _stored(store, identity, store.triples(where, MAX_SCAN))
+        if _roles(identity) is None:
+            # Nothing is hidden: the store orders every period as the answer does and
+            # reads only the first `count` of them.
+            stored = [Fact.of(t) for t in store.strongest_triples(where, count)]
+        else:
+            stored = _stored(store, identity, store.triples(where, MAX_SCAN))
         derived = [
             f
             for f in _derived(view)
@@ -388,9 +395,15 @@ async def kg_timeline(hub: Hub, identity: Identity, name: str, entity: Any) -> d
     store = _shelf(hub).store(name)
 
     def work() -> dict[str, Any]:
-        stored = _stored(store, identity, store.triples(TripleFilter(entity=wanted), MAX_SCAN))
-        facts = timeline(stored, _derived(view), wanted)[:MAX_SCAN]
-        return _answer(name, f"timeline for {wanted}", facts, entity=wanted)
+        # The store reads periods in the timeline's order: the first MAX_SCAN of them,
+        # with the derived ones, hold the timeline's first MAX_SCAN periods.
+        read = store.triples(TripleFilter(entity=wanted), MAX_SCAN + 1)
+        stored = _stored(store, identity, read[:MAX_SCAN])
+        facts = timeline(stored, _derived(view), wanted)
+        truncated = len(read) > MAX_SCAN or len(facts) > MAX_SCAN
+        return _answer(
+            name, f"timeline for {wanted}", facts[:MAX_SCAN], entity=wanted, truncated=truncated
+        )
 
     return await anyio.to_thread.run_sync(work, limiter=_READ)
 
@@ -514,6 +527,36 @@ def _symbols(view: View | None) -> list[tuple[str, str]]:
     return out
 
 
+def _oldest(triple: Triple) -> tuple[bool, int, str, int]:
+    """A stored period's place when periods are read oldest first (`store.triples`)."""
+    return (triple.valid_from is not None, triple.valid_from or 0, triple.id, triple.rowid)
+
+
+def _every_stored(store: DrawerStore, text: str) -> tuple[list[Fact], list[Fact], int]:
+    """What fact-check needs of every stored period, read a batch at a time: for each
+    name, the oldest period naming it (where the name is known from); the periods
+    between two names a claim of `text` relates; and how many periods there are. Each
+    list is oldest first, so the answer is the one a check of every period in that
+    order gives."""
+    pairs = {(claim.subject, claim.object) for claim in claims_in(text)}
+    first: dict[str, Triple] = {}
+    between: list[Triple] = []
+    scanned = 0
+    for batch in store.triple_batches(TRIPLE_BATCH):
+        scanned += len(batch)
+        for triple in batch:
+            for value in (triple.subject, triple.object):
+                if looks_like_name(value):
+                    known = first.get(value)
+                    if known is None or _oldest(triple) < _oldest(known):
+                        first[value] = triple
+            if (triple.subject, triple.object) in pairs:
+                between.append(triple)
+    named = sorted({t.rowid: t for t in first.values()}.values(), key=_oldest)
+    between.sort(key=_oldest)
+    return [Fact.of(t) for t in named], [Fact.of(t) for t in between], scanned
+
+
 def _gate_issues(text: str, pack: dict[str, Any]) -> list[dict[str, Any]]:
     """One issue per MUST rule the text breaks; rules hidden from the caller as one
     issue with their count and no id or text (as check reports them)."""
@@ -579,12 +622,20 @@ async def fact_check(
     roles = _roles(identity)
 
     def work() -> dict[str, Any]:
-        stored = _stored(store, identity, store.triples(TripleFilter(), MAX_SCAN))
-        facts = [*stored, *_derived(view)]
+        derived = _derived(view)
         where = DrawerFilter(rooms=(scope_room,) if scope_room else None, roles=roles)
         drawers = [(d.id, d.content) for d in store.top(where, FACT_CHECK_DRAWERS)]
-        known = known_entities(facts, _symbols(view), drawers)
-        return check_facts(text, facts, known, instant)
+        if roles is not None:
+            stored = _stored(store, identity, store.triples(TripleFilter(), MAX_SCAN))
+            facts = [*stored, *derived]
+            known = known_entities(facts, _symbols(view), drawers)
+            return check_facts(text, facts, known, instant)
+        # Nothing is hidden: every stored period is checked, a batch at a time.
+        named, between, scanned = _every_stored(store, text)
+        known = known_entities([*named, *derived], _symbols(view), drawers)
+        return check_facts(
+            text, [*between, *derived], known, instant, scanned=scanned + len(derived)
+        )
 
     result = await anyio.to_thread.run_sync(work, limiter=_READ)
     gate: dict[str, Any] = {"verdict": None, "evaluated": 0}

@@ -431,6 +431,15 @@ class DrawerStore(abc.ABC):
     def triples(self, where: TripleFilter, limit: int) -> list[Triple]:
         """Stored triple periods matching `where`, by valid_from then id (None first)."""
 
+    def strongest_triples(self, where: TripleFilter, limit: int) -> list[Triple]:
+        """Stored triple periods matching `where`, by confidence (highest first), then
+        id, then valid_from (None as 0): the order of a graph query's answer."""
+        raise NotImplementedError(f"{type(self).__name__} orders no triples by confidence")
+
+    def triple_batches(self, batch: int) -> Iterator[list[Triple]]:
+        """Every stored triple period, `batch` at a time, in rowid order, as one read."""
+        raise NotImplementedError(f"{type(self).__name__} reads no triples in batches")
+
     @abc.abstractmethod
     def triple_stats(self, now: int) -> TripleStats:
         """Counts over every stored period (for merging with derived triples)."""

@@ -1037,7 +1037,8 @@ class SQLiteStore(DrawerStore):
 
     # -- knowledge graph ----------------------------------------------------------------
 
-    def triples(self, where: TripleFilter, limit: int) -> list[Triple]:
+    @staticmethod
+    def _triple_where(where: TripleFilter) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         params: list[Any] = []
         for column in ("id", "subject", "predicate", "object"):
@@ -1053,13 +1054,35 @@ class SQLiteStore(DrawerStore):
             clauses.append("(valid_from IS NULL OR valid_from <= ?)")
             clauses.append("(valid_to IS NULL OR valid_to > ?)")
             params += [where.at, where.at]
-        condition = " AND ".join(clauses) or "1"
+        return " AND ".join(clauses) or "1", params
+
+    def triples(self, where: TripleFilter, limit: int) -> list[Triple]:
+        condition, params = self._triple_where(where)
+        # A period with no start first (before any start, even one before 1970).
         sql = (
             f"SELECT {_TRIPLE_COLUMNS} FROM triples WHERE {condition} "
-            "ORDER BY coalesce(valid_from, 0), id, rowid LIMIT ?"
+            "ORDER BY valid_from IS NOT NULL, coalesce(valid_from, 0), id, rowid LIMIT ?"
         )
         with self._readers.connection() as connection:
             return [_triple(row) for row in connection.execute(sql, [*params, limit])]
+
+    def strongest_triples(self, where: TripleFilter, limit: int) -> list[Triple]:
+        condition, params = self._triple_where(where)
+        sql = (
+            f"SELECT {_TRIPLE_COLUMNS} FROM triples WHERE {condition} "
+            "ORDER BY confidence DESC, id, coalesce(valid_from, 0), rowid LIMIT ?"
+        )
+        with self._readers.connection() as connection:
+            return [_triple(row) for row in connection.execute(sql, [*params, limit])]
+
+    def triple_batches(self, batch: int) -> Iterator[list[Triple]]:
+        with self._readers.connection() as connection:
+            cursor = connection.execute(f"SELECT {_TRIPLE_COLUMNS} FROM triples ORDER BY rowid")
+            try:
+                while rows := cursor.fetchmany(batch):
+                    yield [_triple(row) for row in rows]
+            finally:
+                cursor.close()
 
     def triple_stats(self, now: int) -> TripleStats:
         with self._readers.connection() as connection:
