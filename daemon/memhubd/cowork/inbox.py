@@ -9,6 +9,7 @@ Plain data and sqlite3 only: it knows no tokens, scopes or doors.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -321,19 +322,37 @@ def _fitting(sizes: list[int], max_bytes: int | None, at_least_one: bool) -> int
 
 
 # What memctl ends a line at (str.splitlines' line ends), each printed as an indented
-# line feed: "\n  " in plain, "\\n  " inside hook-json's JSON string.
+# line feed: "\n  " in plain, "\\n  " inside hook-json's JSON string. (memctl drops a
+# carriage return; "\r\n" is counted as one line end, a lone "\r" as one.)
 _LINE_ENDS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+_INDENTED_END = {"plain": len("\n  "), "hook-json": len("\\n  ")}
+# What else JSON escapes (memctl prints with ensure_ascii=False, so only these): a tab
+# as "\\t", a quote and a backslash with a backslash, another control character as
+# "\\uXXXX" or "\\b". memctl keeps tabs, quotes and backslashes and drops the others,
+# which are counted as if kept.
+_JSON_EXTRA = {
+    ch: len(json.dumps(ch)) - 2 - 1
+    for ch in [*map(chr, range(0x20)), '"', "\\"]
+    if ch not in _LINE_ENDS
+}
 
 
 def printed_weight(content: str, form: str) -> int:
-    """At least the bytes `content` takes as memctl prints it in `form` (plain or
-    hook-json): its UTF-8 bytes, plus each line end's indent, plus in JSON the
-    escapes of line ends, quotes and backslashes."""
+    """The bytes `content` takes as memctl prints it in `form` (plain or hook-json): its
+    UTF-8 bytes, each line end as an indented line feed, and in JSON the escapes of
+    tabs, quotes, backslashes and other control characters. Exact for what memctl
+    keeps of a message; what it drops (control characters, blanks at either end)
+    counts as if kept, so the weight is never below what is printed."""
     size = len(content.encode("utf-8", "surrogatepass"))
-    ends = sum(content.count(end) for end in _LINE_ENDS)
-    if form == "plain":
-        return size + 2 * ends
-    return size + 3 * ends + content.count('"') + content.count("\\")
+    indented = _INDENTED_END[form]
+    for end in _LINE_ENDS:
+        found = content.count(end)
+        if found:
+            size += found * (indented - len(end.encode("utf-8")))
+    size -= content.count("\r\n") * indented  # one line end, not two
+    if form == "hook-json":
+        size += sum(extra * content.count(ch) for ch, extra in _JSON_EXTRA.items())
+    return size
 
 
 def _readable(content: str) -> bool:
