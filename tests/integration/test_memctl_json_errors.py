@@ -108,7 +108,7 @@ def test_a_local_failure(argv: list[str], said: str) -> None:
 def test_hooks_install_refused(tmp_path: Path) -> None:
     argv = ["hooks", "install", "--claude-code", "--project", str(tmp_path / "none"), "--json"]
     code, answer, err = memctl(*argv)
-    assert code == 1 and "no such directory" in err
+    assert code == 2 and "no such directory" in err
     assert error_of(answer)[0] == "local"
 
 

@@ -35,7 +35,7 @@ def test_recall_settings_and_watched_directories_are_read(tmp_path: Path) -> Non
         ('[recall]\nembeder = "static"\n', "did you mean 'embedder'"),
         ("[recall]\nnear_duplicate = 1.5\n", "at most 1"),
         ('[workspaces.w]\npath = "x"\nrecal = { watch = [] }\n', "not a configuration key"),
-        ('[workspaces.w]\npath = "x"\nrecall = { wach = [] }\n', "takes only watch"),
+        ('[workspaces.w]\npath = "x"\nrecall = { wach = [] }\n', "'wach' is not a configuration key"),
         ('[workspaces.w]\nrecall = { watch = ["d"] }\n', "needs a path"),
     ],
 )
