@@ -385,8 +385,11 @@ def _since_us(value: str | float | None) -> int | None:
 
 def _since_moment(value: str) -> dt.datetime:
     text = value.strip()
+    if text[-1:] in ("Z", "z") and text[-2:-1].isdigit():
+        # RFC 3339 (5.6): "T" and "Z" may be lower case (Python reads any "T" itself).
+        text = text[:-1] + "+00:00"
     try:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = dt.datetime.fromisoformat(text)
     except ValueError:
         raise ProtocolError(
             ErrorCode.INVALID, "'since' must be an RFC 3339 time", {"field": "since"}
