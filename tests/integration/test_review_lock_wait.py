@@ -181,6 +181,36 @@ def test_an_approvals_two_waits_for_the_lock_share_one_bound(
     released[-1].wait(10)
 
 
+def test_keyed_proposals_of_other_keys_wait_for_the_lock_side_by_side(
+    daemon: LiveDaemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Idempotency keys order copies of one request only: proposals of other keys each
+    wait at most the lock's bound, not one after the other."""
+    monkeypatch.setattr(durable, "LOCK_TIMEOUT_S", 1.0, raising=False)
+    lock = str(Path(daemon.workspaces["b"]) / ".memdsl" / "review.lock")
+    taken, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with durable.exclusive_lock(lock, timeout_s=30):
+            taken.set()
+            time.sleep(2.5)  # past one bound, within two
+        done.set()
+
+    threading.Thread(target=hold, daemon=True).start()
+    assert taken.wait(10)
+
+    def keyed(n: int) -> httpx.Response:
+        with daemon.http(daemon.tokens["agent"], timeout=60) as client:
+            body = {"source": fact(f"ledger.keyed{n}"), "idempotency_key": f"k{n}"}
+            return client.post("/v1/workspaces/b/proposals", json=body)
+
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(keyed, range(3)))
+    assert not done.is_set()  # every one was answered while the lock was still held
+    assert [a.status_code for a in answers] == [409] * 3, [a.text for a in answers]
+    done.wait(10)
+
+
 @pytest.mark.anyio
 async def test_memory_propose_says_the_review_lock_is_held(
     daemon: LiveDaemon, monkeypatch: pytest.MonkeyPatch

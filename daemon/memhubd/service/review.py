@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -9,6 +10,7 @@ import re
 import time
 import weakref
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -198,14 +200,43 @@ KEYED_FOR_S = 86400.0
 
 class _Keyed:
     """Keyed proposals' answers of one workspace: (proposer, roles, key) -> (made at, the
-    request's fingerprint, the answer). One keyed proposal of a workspace at a time, so
-    two copies of one request sent together make one proposal."""
+    request's fingerprint, the answer). Copies of one key are made one at a time (each
+    key's lock lives while a request of it runs), so copies sent together make one
+    proposal; other keys go on meanwhile."""
 
     def __init__(self) -> None:
         self.answers: OrderedDict[tuple[Any, ...], tuple[float, str, dict[str, Any]]] = (
             OrderedDict()
         )
-        self.lock = anyio.Lock()
+        # key -> (its lock, how many requests of it hold or wait for the lock)
+        self.running: dict[tuple[Any, ...], tuple[anyio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def one_at_a_time(self, key: tuple[Any, ...], within_s: float) -> AsyncIterator[None]:
+        """Hold `key`'s lock for the block; waiting longer than `within_s` is a conflict."""
+        lock, users = self.running.get(key, (None, 0))
+        if lock is None:
+            lock = anyio.Lock()
+        self.running[key] = (lock, users + 1)
+        try:
+            with anyio.move_on_after(within_s) as waiting:
+                await lock.acquire()
+            if waiting.cancelled_caught:
+                raise ProtocolError(
+                    ErrorCode.CONFLICT,
+                    "a proposal with this idempotency key is still being made; retry",
+                    {"idempotency_key": key[-1]},
+                )
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            lock, users = self.running[key]
+            if users == 1:
+                del self.running[key]
+            else:
+                self.running[key] = (lock, users - 1)
 
     def get(self, key: tuple[Any, ...]) -> tuple[str, dict[str, Any]] | None:
         found = self.answers.get(key)
@@ -243,7 +274,8 @@ async def propose(
     # The roles too: an answer is redacted for the roles it was made for, so a token of
     # the same name with other roles never gets it again.
     mine = (identity.name, identity.roles, key)
-    async with keyed.lock:
+    started = time.monotonic()
+    async with keyed.one_at_a_time(mine, durable.LOCK_TIMEOUT_S):
         found = keyed.get(mine)
         if found is not None:
             if found[0] != fingerprint:
@@ -254,13 +286,19 @@ async def propose(
                     {"idempotency_key": key, "proposal_id": found[1]["proposal_id"]},
                 )
             return {**found[1], "replayed": True}
-        answer = await _propose(hub, identity, name, request)
+        # The wait for a copy of this request and for the review lock share one bound.
+        budget_s = durable.LOCK_TIMEOUT_S - (time.monotonic() - started)
+        answer = await _propose(hub, identity, name, request, budget_s)
         keyed.put(mine, fingerprint, answer)
     return {**answer, "replayed": False}
 
 
 async def _propose(
-    hub: Hub, identity: Identity, name: str, request: ProposeRequest
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    request: ProposeRequest,
+    budget_s: float | None = None,
 ) -> dict[str, Any]:
     view = view_for(hub, identity, name, WRITE_CANDIDATE)
     store = _review_store(hub, host_for(hub, identity, name))
@@ -281,7 +319,7 @@ async def _propose(
         suggested = suggest_target(store.root, view.workspace, request.source)
         return result, suggested if result.ok else None
 
-    result, suggested = await run_review(name, work)
+    result, suggested = await run_review(name, work, budget_s=budget_s)
     data = _answer(result, view, request.supersedes or "")
     if not result.ok:
         raise _refusal(data, name)
