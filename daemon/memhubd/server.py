@@ -555,8 +555,11 @@ class DeferredMcp:
 
 async def _stop_on_signal(server: uvicorn.Server) -> None:
     # SIGHUP too: a terminal closed under a foreground daemon, or an operator expecting a
-    # reload, gets the graceful stop (the configuration is read only at start).
-    stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    # reload, gets the graceful stop (the configuration is read only at start) - unless
+    # it was started ignoring SIGHUP (`nohup`), which asked to outlive the terminal.
+    stops = [signal.SIGTERM, signal.SIGINT]
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        stops.append(signal.SIGHUP)
     with anyio.open_signal_receiver(*stops) as signals:
         async for signum in signals:
             log.info("shutting down", signal=signal.Signals(signum).name)

@@ -128,6 +128,27 @@ def test_sighup_stops_the_daemon_as_sigterm_does(tmp_path: Path) -> None:
     assert '"signal": "SIGHUP"' in log and '"event": "shutting down"' in log
 
 
+def test_a_daemon_started_under_nohup_outlives_sighup(tmp_path: Path) -> None:
+    import shutil as shell_tools
+
+    nohup = shell_tools.which("nohup")
+    if nohup is None:
+        pytest.skip("no nohup on this machine")
+    daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
+    daemon.proc.kill()
+    daemon.proc.wait(20)
+    daemon.proc = subprocess.Popen(
+        [nohup, *daemon.proc.args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    daemon.wait_ready()
+    daemon.proc.send_signal(signal.SIGHUP)
+    time.sleep(1.0)
+    assert daemon.proc.poll() is None  # still serving
+    with daemon.client() as client:
+        assert client.get("/readyz").status_code == 200
+    assert daemon.stop() == 0
+
+
 def test_workspaces_added_at_run_time_survive_a_restart(tmp_path: Path) -> None:
     workspaces = copy_examples(tmp_path / "ws", ["writing", "assistant"])
     first = Process(tmp_path, {"writing": workspaces["writing"]})
