@@ -491,8 +491,13 @@ def _check_embedder(recall: Mapping[str, Any], where: _Where) -> None:
     if recall.get("embedder") != "http":
         return
     # Not echoed: a URL may carry a password.
-    parts = urllib.parse.urlsplit(str(recall.get("embedder_url", "")))
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urllib.parse.urlsplit(str(recall.get("embedder_url", "")))
+        usable = parts.scheme in ("http", "https") and bool(parts.netloc)
+        parts.port  # noqa: B018 - raises on a port that is no number in range
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        usable = False
+    if not usable:
         raise where.error(
             "embedder_url", 'must be the endpoint\'s http(s) URL for embedder = "http"'
         )

@@ -256,6 +256,8 @@ def test_config_is_immutable() -> None:
     [
         ({}, "embedder_url"),
         ({"recall.embedder_url": "ollama:11434"}, "embedder_url"),
+        ({"recall.embedder_url": "http://u:secret@[::1/api/embed"}, "embedder_url"),
+        ({"recall.embedder_url": "http://gpu:99999/api/embed"}, "embedder_url"),
         ({"recall.embedder_url": "http://u:secret@gpu:11434/api/embed"}, "embedder_model"),
         (
             {"recall.embedder_url": "http://gpu:11434/api/embed", "recall.embedder_model": "m"},
