@@ -82,3 +82,28 @@ def test_a_removed_workspaces_watch_ends_with_it(tmp_path: Path) -> None:
         # then the workspace now under that name stores none of them
         time.sleep(3)  # the watch's debounce and a second's look, three times over
         assert wait_for(daemon, lambda s: False, timeout=0)["drawer_count"] == 0
+
+
+def test_a_removal_that_fails_keeps_the_watch(tmp_path: Path) -> None:
+    """A removal whose state cannot be archived serves the workspace again: its
+    transcript directories stay watched."""
+    sessions = tmp_path / "claude-projects" / "-srv-billing"
+    sessions.mkdir(parents=True)
+    (sessions / "a.jsonl").write_text(FIXTURE.read_text())
+    workspaces: dict[str, Any] = copy_examples(tmp_path / "ws", [WS])
+    workspaces[WS] = {"path": workspaces[WS], "recall": {"watch": [str(sessions)]}}
+    with start_daemon(tmp_path, workspaces) as daemon:
+        assert wait_for(daemon, lambda s: s["drawer_count"] == 3)["drawer_count"] == 3
+        blocker = daemon.state_dir / "removed"
+        assert not blocker.exists()
+        blocker.write_text("not a folder\n")  # where the archive cannot go
+        try:
+            with daemon.http(daemon.admin_token, timeout=60) as http:
+                assert http.delete(f"/v1/workspaces/{WS}").status_code == 500
+        finally:
+            blocker.unlink()
+        with (sessions / "a.jsonl").open("a") as handle:
+            handle.write(line("user", "Did the capped backoff ship to production?"))
+            handle.write(line("assistant", "Yes, in release 2.15 on Tuesday."))
+        status = wait_for(daemon, lambda s: s["drawer_count"] == 4)
+        assert status["drawer_count"] == 4

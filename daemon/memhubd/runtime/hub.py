@@ -116,6 +116,9 @@ class WorkspaceHost:
         self._hub = hub
         self._reload_lock = anyio.Lock()
         self.stop_event = anyio.Event()
+        # The host serving this workspace again after a removal that failed (the same
+        # workspace, with its state), for whatever follows this one (a transcript watch).
+        self.succeeded_by: WorkspaceHost | None = None
         # What the last build held back (kept even when its snapshot was not swapped
         # in, so grace periods run from the first sighting), and when to look again.
         self._pending: Mapping[str, Pending] = {}
@@ -572,7 +575,7 @@ class Hub:
             try:
                 folder = await anyio.to_thread.run_sync(self.archive, name)
             except Exception:  # StateNotArchived, or what is kept could not be listed
-                await self._serve_again(name, host.root, bool(listed))
+                host.succeeded_by = await self._serve_again(name, host.root, bool(listed))
                 raise
             await self._forget_parse_cache(host.root)
         finally:
@@ -608,7 +611,7 @@ class Hub:
         except Exception:
             log.exception("releasing a removed workspace failed", workspace=name, step=method)
 
-    async def _serve_again(self, name: str, root: str, listed: bool) -> None:
+    async def _serve_again(self, name: str, root: str, listed: bool) -> WorkspaceHost:
         log.error("workspace served again: its state was not archived", workspace=name)
         await self._call(self.recall, "admit", name)
         if listed and self._membership is not None:
@@ -618,7 +621,7 @@ class Hub:
                 log.exception(
                     "workspace list not saved: served until the next stop", workspace=name
                 )
-        await self._start(name, root)
+        return await self._start(name, root)
 
     async def _forget_parse_cache(self, root: str) -> None:
         """Delete the parse cache's folder of a removed workspace, after any save of it

@@ -822,7 +822,8 @@ async def _watch_one(hub: Hub, name: str, root: str) -> None:
     missing = False  # its absence was warned about, and it has not come back since
     failing = False  # arming a watch failed, and no watch was armed since
     while True:
-        if hub.hosts.get(name) is not host:
+        host = _served_as(hub, name, host)
+        if host is None:
             log.info("workspace removed: its transcript directory is no longer watched",
                      workspace=name, path=root)  # fmt: skip
             return
@@ -857,6 +858,15 @@ async def _watch_one(hub: Hub, name: str, root: str) -> None:
             continue
         # Deleted or replaced: its watch went deaf. Arm one on whatever is there now.
         log.info("watched transcript directory was deleted or replaced", workspace=name, path=root)
+
+
+def _served_as(hub: Hub, name: str, host: Any) -> Any:
+    """The host serving the workspace `host` served, following a removal that failed
+    and served it again; None once it is removed (a workspace added later under its
+    name is another one)."""
+    while host is not None and hub.hosts.get(name) is not host:
+        host = host.succeeded_by
+    return host
 
 
 def _directory_identity(root: str) -> tuple[int, int] | None:
@@ -903,8 +913,8 @@ async def _follow(
                     if (Change.deleted, path) in changes or _directory_identity(root) != identity:
                         gone = True
                         break
-                    if hub.hosts.get(name) is not host:
-                        gone = True  # removed: the caller ends the watch
+                    if _served_as(hub, name, host) is not host:
+                        gone = True  # removed, or served again: the caller looks again
                         break
                     paths = sorted({p for change, p in changes if change != Change.deleted})
                     if full:
