@@ -88,3 +88,30 @@ def test_memctl_reads_it_with_limit_one(daemon, lesson) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "[LESSON]" in result.stdout and LESSON in result.stdout
+
+
+def test_a_read_with_a_query_looks_among_a_bounded_number_of_matches(
+    daemon: LiveDaemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With fewer entries of the type than asked for, the search asks for more only up to
+    its bound, however large the writer's room."""
+    from memhubd.service import diary as diary_service
+
+    monkeypatch.setattr(diary_service, "SEARCHED_AT_MOST", 40, raising=False)
+    asked: list[int] = []
+    searching = diary_service.search
+
+    def counted(store: Any, embedder: Any, query: str, where: Any, fetch: int, *rest: Any) -> Any:
+        asked.append(fetch)
+        return searching(store, embedder, query, where, fetch, *rest)
+
+    monkeypatch.setattr(diary_service, "search", counted)
+    files = [{"name": f"n{n}.md", "content": f"marmot note number {n}"} for n in range(100)]
+    with daemon.http(daemon.tokens["agent"], timeout=60) as http:
+        stored = http.post(
+            f"/v1/workspaces/{WS}/recall/ingest", json={"files": files, "room": "agent"}
+        )
+        assert stored.status_code in (200, 201), stored.text
+        read = http.get(DIARY, params={"type": "PATTERN", "q": "marmot", "limit": 5})
+    assert read.status_code == 200 and read.json()["entries"] == []
+    assert asked and max(asked) <= 40, asked

@@ -36,6 +36,9 @@ DEFAULT_IMPORTANCE = {"LESSON": 3, "PATTERN": 2, "OBSERVATION": 1}
 # A query's search ranks the owner's whole room, which may also hold other drawers and
 # entries of other types: it asks for this many times more hits each round.
 _OVERFETCH = 4
+# A read with a query looks among at most this many of the room's best matches: the
+# search ranks every drawer of the room, and reads each hit's row.
+SEARCHED_AT_MOST = 1600
 _DIARY = anyio.CapacityLimiter(1)
 
 
@@ -260,9 +263,9 @@ async def read(
         while True:
             hits = search(store, shelf.embedder(), query, where, fetch, shelf.settings.weights).hits
             entries = wanted_entries([(hit.drawer, hit.fused) for hit in hits])
-            if len(entries) >= limit or len(hits) < fetch:
+            if len(entries) >= limit or len(hits) < fetch or fetch >= SEARCHED_AT_MOST:
                 return entries[:limit]
-            fetch *= _OVERFETCH
+            fetch = min(fetch * _OVERFETCH, SEARCHED_AT_MOST)
 
     entries = await anyio.to_thread.run_sync(work, limiter=_DIARY)
     return {
