@@ -590,7 +590,30 @@ def _parsed_paths(
 def _insert_in_order(
     files: list[SourceFile], kept: SourceFile, order: tuple[SourceFile, ...]
 ) -> None:
-    """Put a file held through its grace period back where it was served before."""
+    """Put a file held through its grace period back where a walk lists it once it is
+    there again, so that builds told the changed paths keep that place: among the files
+    of its directory by name, else before the first file below its directory (a walk
+    lists a directory's own files before its subdirectories'). Only where its directory
+    has neither is its place unknown, and it goes back where it was served before."""
+    folder, name = os.path.split(kept.path)
+    below = folder + os.sep
+    first_below = None
+    last_beside = None
+    for i, source in enumerate(files):
+        where, other = os.path.split(source.path)
+        if where == folder:
+            if other > name:
+                files.insert(i, kept)
+                return
+            last_beside = i
+        elif first_below is None and where.startswith(below):
+            first_below = i
+    if last_beside is not None:
+        files.insert(last_beside + 1, kept)
+        return
+    if first_below is not None:
+        files.insert(first_below, kept)
+        return
     position = {f.path: i for i, f in enumerate(order)}
     mine = position.get(kept.path, len(order))
     at = len(files)
