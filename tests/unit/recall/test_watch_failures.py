@@ -28,7 +28,8 @@ async def test_a_watch_that_cannot_be_armed_is_tried_again(
 
     monkeypatch.setattr(watchfiles, "awatch", refused)
     monkeypatch.setattr(recall, "WATCH_ROOT_CHECK_S", 0.02)
-    hub = SimpleNamespace(recall=object(), hosts={}, events=None)
+    served = SimpleNamespace(succeeded_by=None)  # the workspace the directory is watched for
+    hub = SimpleNamespace(recall=object(), hosts={"w": served}, events=None)
     with anyio.move_on_after(1.0):
         await recall._watch_one(hub, "w", str(tmp_path))  # noqa: SLF001
     assert len(calls) >= 3  # tried again, and nothing escaped
