@@ -1057,21 +1057,17 @@ class SQLiteStore(DrawerStore):
         return " AND ".join(clauses) or "1", params
 
     def triples(self, where: TripleFilter, limit: int) -> list[Triple]:
-        condition, params = self._triple_where(where)
         # A period with no start first (before any start, even one before 1970).
-        sql = (
-            f"SELECT {_TRIPLE_COLUMNS} FROM triples WHERE {condition} "
-            "ORDER BY valid_from IS NOT NULL, coalesce(valid_from, 0), id, rowid LIMIT ?"
-        )
-        with self._readers.connection() as connection:
-            return [_triple(row) for row in connection.execute(sql, [*params, limit])]
+        order = "valid_from IS NOT NULL, coalesce(valid_from, 0), id, rowid"
+        return self._triples_ordered(where, order, limit)
 
     def strongest_triples(self, where: TripleFilter, limit: int) -> list[Triple]:
+        order = "confidence DESC, id, coalesce(valid_from, 0), rowid"
+        return self._triples_ordered(where, order, limit)
+
+    def _triples_ordered(self, where: TripleFilter, order: str, limit: int) -> list[Triple]:
         condition, params = self._triple_where(where)
-        sql = (
-            f"SELECT {_TRIPLE_COLUMNS} FROM triples WHERE {condition} "
-            "ORDER BY confidence DESC, id, coalesce(valid_from, 0), rowid LIMIT ?"
-        )
+        sql = f"SELECT {_TRIPLE_COLUMNS} FROM triples WHERE {condition} ORDER BY {order} LIMIT ?"
         with self._readers.connection() as connection:
             return [_triple(row) for row in connection.execute(sql, [*params, limit])]
 
