@@ -199,8 +199,9 @@ def test_a_refreshed_drawer_keeps_its_room_and_its_vector(tmp_path: Path) -> Non
         Ingestor(store, HashingEmbedder(), locks).ingest_text(
             SOURCE, transcript(2), options(room="alpha")
         )
-        # Sent again grown, under another room, by a start whose embedder did not load
-        Ingestor(store, None, locks).ingest_text(SOURCE, transcript(3), options(room="beta"))
+        # Sent again grown, with no room given (the one inferred is another), by a start
+        # whose embedder did not load
+        Ingestor(store, None, locks).ingest_text(SOURCE, transcript(3), options())
         with sqlite3.connect(path) as connection:
             live = connection.execute(
                 "SELECT d.id, d.room, v.rowid IS NOT NULL FROM drawers d "
@@ -213,7 +214,7 @@ def test_a_refreshed_drawer_keeps_its_room_and_its_vector(tmp_path: Path) -> Non
         assert [(room, vector) for _id, room, vector in live] == [
             ("alpha", True),
             ("alpha", True),
-            ("beta", False),
+            ("claude", False),
         ]
         assert all(f"_{room}_" in drawer for drawer, room, _vector in live)
     finally:
@@ -243,5 +244,74 @@ def test_each_writers_own_drawer_of_a_shared_source_takes_the_new_context(
                 (SOURCE,),
             ).fetchall()
         assert EXCHANGES[2][0] in dict(rows)["alice"]
+    finally:
+        store.close()
+
+
+def live_rows(path: Path) -> list[tuple[str, str, str | None, int]]:
+    """(room, content, readers, chunk index) of the source's live drawers, in source order."""
+    with sqlite3.connect(path) as connection:
+        return connection.execute(
+            "SELECT room, content, readers, chunk_index FROM drawers "
+            "WHERE deleted_at IS NULL AND source_file = ? ORDER BY chunk_index",
+            (SOURCE,),
+        ).fetchall()
+
+
+def test_a_room_given_again_moves_the_stored_chunks_of_the_source(tmp_path: Path) -> None:
+    path = tmp_path / "ws.db"
+    store = ingest(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    try:
+        ingestor.ingest_text(SOURCE, transcript(3), options(room="alpha"))
+        before = live_rows(path)
+        report = ingestor.ingest_text(SOURCE, transcript(3), options(room="beta"))
+        assert (report.status, report.chunks, report.replaced) == ("ingested", 3, 3)
+        after = live_rows(path)
+        assert [row[0] for row in after] == ["beta"] * 3
+        assert [row[1:] for row in after] == [row[1:] for row in before]
+        # Found in the new room only, and the same command again writes nothing
+        found = store.lexical(["kafka"], DrawerFilter(rooms=("alpha",)), 10)
+        assert not found
+        assert store.lexical(["kafka"], DrawerFilter(rooms=("beta",)), 10)
+        again = ingestor.ingest_text(SOURCE, transcript(3), options(room="beta"))
+        assert again.status == "unchanged"
+        # An ingest that gives no room leaves them where they are
+        inferred = ingestor.ingest_text(SOURCE, transcript(3), options())
+        assert inferred.status == "unchanged"
+        assert [row[0] for row in live_rows(path)] == ["beta"] * 3
+        # Back to the first room: its retired drawers are stored again
+        back = ingestor.ingest_text(SOURCE, transcript(3), options(room="alpha"))
+        assert (back.chunks, back.replaced) == (3, 3)
+        assert [row[0] for row in live_rows(path)] == ["alpha"] * 3
+        assert fts_consistent(path)
+    finally:
+        store.close()
+
+
+def test_readers_given_again_apply_to_the_stored_chunks_of_the_source(tmp_path: Path) -> None:
+    path = tmp_path / "ws.db"
+    store = ingest(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    dev = DrawerFilter(roles=frozenset({"dev"}))
+    try:
+        ingestor.ingest_text(SOURCE, transcript(3), options())
+        assert store.lexical(["kafka"], dev, 10)
+        # Sent again, unchanged, to narrow who reads it: no chunk stays readable to all
+        narrowed = ingestor.ingest_text(SOURCE, transcript(3), options(readers=("lead",)))
+        assert narrowed.status == "ingested"
+        assert [json.loads(row[2]) for row in live_rows(path)] == [["lead"]] * 3
+        assert not store.lexical(["kafka"], dev, 10)
+        assert store.lexical(["kafka"], DrawerFilter(roles=frozenset({"lead"})), 10)
+        assert store.audit()[0].detail["refreshed"] == 3
+        # The same readers again write nothing; naming none leaves them as they are
+        same = ingestor.ingest_text(SOURCE, transcript(3), options(readers=("lead",)))
+        none = ingestor.ingest_text(SOURCE, transcript(3), options())
+        assert (same.status, none.status) == ("unchanged", "unchanged")
+        assert [json.loads(row[2]) for row in live_rows(path)] == [["lead"]] * 3
+        # Widening is as explicit: given readers that include dev, dev reads it again
+        ingestor.ingest_text(SOURCE, transcript(3), options(readers=("lead", "dev")))
+        assert store.lexical(["kafka"], dev, 10)
+        assert fts_consistent(path)
     finally:
         store.close()

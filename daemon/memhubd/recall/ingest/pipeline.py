@@ -528,7 +528,14 @@ class Ingestor:
         places: dict[str, NewDrawer] = {}  # each id's first chunk in the source
         for drawer in drawers:
             previous = stored.get(drawer.chunk_index)
-            if previous is not None and previous.content_hash == drawer.content_hash:
+            if (
+                previous is not None
+                and previous.content_hash == drawer.content_hash
+                # A room given to the ingest is the source's: a chunk stored in another
+                # room moves there (stored again under that room's id, the old one
+                # retired). An inferred room leaves stored chunks where they are.
+                and (options.room is None or previous.room in (None, drawer.room))
+            ):
                 report.duplicates += 1
                 places.setdefault(previous.id, drawer)
                 continue
@@ -563,11 +570,18 @@ class Ingestor:
             if e.id in places and places[e.id].chunk_index != index
         ]
         stale = [rowid for rowid in stale if rowid not in kept]
-        refresh = [e for _i, e in every if e.id in places and places[e.id].context != e.context]
+        refresh = [
+            e
+            for _i, e in every
+            if e.id in places
+            and (places[e.id].context != e.context or _new_readers(options, e.readers))
+        ]
         if refresh and dry_run is None:
-            # Stored again as they are, with the context the source gives them now: the
-            # room, kind, writer, readers, importance and time stored are the row's own
-            # (the id names the room), and so is the vector (`write` carries it over).
+            # Stored again as they are, with the context the source gives them now, and
+            # the readers the ingest gives (it may narrow or widen who reads the source;
+            # an ingest that names none leaves them as they are): the room, kind,
+            # writer, importance and time stored are the row's own (the id names the
+            # room), and so is the vector (`write` carries it over).
             rows = self.store.get([e.rowid for e in refresh])
             again = [
                 replace(
@@ -576,7 +590,7 @@ class Ingestor:
                     room=row.room,
                     source_kind=row.source_kind,
                     identity=row.identity,
-                    readers=row.readers,
+                    readers=options.readers if options.readers is not None else row.readers,
                     importance=row.importance,
                     created_at=row.created_at,
                 )
@@ -736,6 +750,13 @@ def _encodable(text: str) -> str:
 def _long_id(drawer: NewDrawer, _identity: str = "") -> str:
     prefix, _, _short = drawer.id.rpartition("_")
     return f"{prefix}_{content_hash(drawer.content)[:LONG_HASH]}"
+
+
+def _new_readers(options: IngestOptions, readers: tuple[str, ...] | None) -> bool:
+    """Whether an ingest gives a stored drawer of its source other readers than it has."""
+    return options.readers is not None and (
+        readers is None or sorted(readers) != sorted(options.readers)
+    )
 
 
 def _same_room(existing: Existing, drawer: NewDrawer) -> bool:

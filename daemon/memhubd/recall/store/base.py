@@ -167,9 +167,12 @@ class Existing:
     retired: bool = False  # deleted because its source changed, not on purpose
     context: str = ""  # its neighbouring text ("" when none; read by `chunks_of_source` only)
     identity: str = ""  # who stored it (read by `chunks_of_source` only)
-    # Its room (read by `find` only): rooms the id spells alike (`billing-service`,
-    # `billing_service`) are still two rooms, so a clash of ids is no match of drawers.
+    # Its room (read by `find` and `chunks_of_source`): rooms the id spells alike
+    # (`billing-service`, `billing_service`) are still two rooms, so a clash of ids is no
+    # match of drawers.
     room: str | None = None
+    # The roles that may read it, None for every caller (read by `chunks_of_source` only).
+    readers: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +298,7 @@ class DrawerStore(abc.ABC):
     @abc.abstractmethod
     def chunks_of_source(self, source_file: str) -> list[tuple[int, Existing]]:
         """(chunk index, drawer) of every live drawer of one source, in rowid order,
-        with its context and writer: two identities' drawers may share an index (the
+        with its context, writer, room and readers: two identities' drawers may share an index (the
         same text stored under the ids each may read)."""
 
     @abc.abstractmethod

@@ -510,13 +510,26 @@ class SQLiteStore(DrawerStore):
     def chunks_of_source(self, source_file: str) -> list[tuple[int, Existing]]:
         with self._readers.connection() as connection:
             rows = connection.execute(
-                "SELECT chunk_index, rowid, id, content_hash, coalesce(context, ''), identity "
-                "FROM drawers WHERE source_file = ? AND deleted_at IS NULL ORDER BY rowid",
+                "SELECT chunk_index, rowid, id, content_hash, coalesce(context, ''), identity, "
+                "room, readers FROM drawers WHERE source_file = ? AND deleted_at IS NULL "
+                "ORDER BY rowid",
                 (source_file,),
             ).fetchall()
         return [
-            (index, Existing(rowid, i, digest, False, context=context, identity=who))
-            for index, rowid, i, digest, context, who in rows
+            (
+                index,
+                Existing(
+                    rowid,
+                    i,
+                    digest,
+                    False,
+                    context=context,
+                    identity=who,
+                    room=room,
+                    readers=tuple(json.loads(readers)) if readers is not None else None,
+                ),
+            )
+            for index, rowid, i, digest, context, who, room, readers in rows
         ]
 
     def get(self, rowids: Sequence[int]) -> dict[int, Drawer]:
