@@ -31,6 +31,7 @@ from memhub_protocol.scopes import READ_SUMMARY, REVIEW, WRITE_CANDIDATE
 from memhubd.auth.identity import Identity
 from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, durable, is_proposal_id
 from memhubd.review.durable import exclusive_lock
+from memhubd.review.marking import proposed_declaration
 from memhubd.review.targets import suggest_target
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
@@ -69,6 +70,51 @@ TARGET_WITHHELD = (
     "the approval target does not parse; its text is withheld (the file may hold "
     "declarations hidden from this caller): fix the file, or approve into another"
 )
+
+
+SUPERSEDES_HIDDEN = (
+    "supersedes '{target}' is a bare name that a declaration hidden from this caller also "
+    "has, and a bare name supersedes every declaration of that name: name the one meant by "
+    "its full id (TYPE:NAME)"
+)
+
+
+def _hidden_by_bare_name(view: View, source: str, *named: str | None) -> dict[str, Any] | None:
+    """The error of a proposal whose `supersedes` names, by a bare name, a declaration
+    hidden from the caller: served, it would supersede that one too (memdsl supersedes by
+    id or bare name), releasing everyone from a rule the caller never saw, and approving
+    it would mark that declaration in a file the caller may not read. None when it does
+    not (a hidden full id is refused by the validation, its details withheld)."""
+    if not view.hidden:
+        return None
+    proposed = proposed_declaration(source, view.workspace)
+    targets = [*(proposed.relation_targets("supersedes") if proposed is not None else ())]
+    targets.extend(t.strip() for t in named if t and t.strip())
+    names = {hidden_id.partition(":")[2] for hidden_id in view.hidden}
+    for target in targets:
+        if target in names:
+            return {
+                "code": "supersedes_hidden",
+                "severity": "error",
+                "message": SUPERSEDES_HIDDEN.format(target=target),
+                "line": 1,
+            }
+    return None
+
+
+def _hidden_supersede_refusal(
+    error: dict[str, Any], source: str, view: View, name: str, proposal_id: str = ""
+) -> ProtocolError:
+    proposed = proposed_declaration(source, view.workspace)
+    data = {
+        "ok": False,
+        "status": "invalid",
+        "proposal_id": proposal_id,
+        "declaration_id": proposed.id if proposed is not None else "",
+        "errors": [error],
+        "warnings": [],
+    }
+    return _refusal(data, name)
 
 
 def review_host(hub: Hub, identity: Identity, name: str, scope: str) -> WorkspaceHost:
@@ -303,6 +349,9 @@ async def _propose(
     view = view_for(hub, identity, name, WRITE_CANDIDATE)
     store = _review_store(hub, host_for(hub, identity, name))
     snapshot = view.snapshot
+    hidden_target = _hidden_by_bare_name(view, request.source, request.supersedes)
+    if hidden_target is not None:
+        raise _hidden_supersede_refusal(hidden_target, request.source, view, name)
 
     def work() -> tuple[Any, str | None]:
         result = store.propose(
@@ -397,6 +446,14 @@ async def show_proposal(
                 view.workspace, proposal.source, supersedes=proposal.supersedes or None
             )
             validation = _answer(checked, view, proposal.supersedes)
+            hidden_target = _hidden_by_bare_name(view, proposal.source, proposal.supersedes)
+            if hidden_target is not None:
+                validation = {
+                    **validation,
+                    "ok": False,
+                    "status": "invalid",
+                    "errors": [hidden_target, *(validation.get("errors") or [])],
+                }
             suggested = suggest_target(store.root, view.workspace, proposal.source)
         shown = {"target": "", "diff": "", "diff_withheld": False}
         if proposal.status != "rejected" and (into or proposal.status == "approved"):
@@ -490,6 +547,18 @@ async def approve_proposal(
             proposal = _visible_proposal(store, view, identity, proposal_id)
             if proposal is None and is_proposal_id(proposal_id):
                 raise _not_found(proposal_id, name)
+            if (
+                proposal is not None
+                and proposal.status == "pending"
+                and store.interrupted(proposal) is None  # written already: finished
+            ):
+                # The reviewer's own view decides: one who may read the declaration
+                # the bare name also names may approve it, knowing what it supersedes.
+                hidden_target = _hidden_by_bare_name(view, proposal.source, proposal.supersedes)
+                if hidden_target is not None:
+                    raise _hidden_supersede_refusal(
+                        hidden_target, proposal.source, view, name, proposal.id
+                    )
             # Already served: an interrupted approval being finished; else the next generation.
             served = proposal is not None and current.workspace.by_id(proposal.declaration)
             expected = current.generation + (0 if served else 1)
