@@ -51,6 +51,13 @@ _REVIEW_THREADS = anyio.CapacityLimiter(math.inf)
 _STOPPING: ContextVar[threading.Event | None] = ContextVar("memhubd_stopping", default=None)
 
 
+UNRESOLVED = "unresolved_symbol"
+
+
+def _same_finding(diagnostic: Any) -> tuple[Any, ...]:
+    return (diagnostic.decl_id, diagnostic.file, diagnostic.line, diagnostic.message)
+
+
 @dataclass(frozen=True, slots=True)
 class View:
     """What one caller may see of one snapshot.
@@ -69,10 +76,19 @@ class View:
         return not self.complete and not is_readable(declaration, self.cut.roles)
 
     def diagnostics(self) -> list[Any]:
-        """Lint over what the caller may read (the snapshot's own when nothing is hidden)."""
+        """Lint over what the caller may read (the snapshot's own when nothing is hidden).
+
+        A subject or relation naming a hidden declaration resolves: the view's lint would
+        call it unknown, an error the workspace does not have (and one that "fixing"
+        would undo a supersede for everyone). Such an `unresolved_symbol` is kept only
+        when the whole workspace's lint (made once per snapshot) reports it too."""
         if not self.hidden:
             return self.snapshot.diagnostics()
-        return self.cut.diagnostics()
+        found = self.cut.diagnostics()
+        if not any(d.code == UNRESOLVED for d in found):
+            return found
+        whole = {_same_finding(d) for d in self.snapshot.diagnostics() if d.code == UNRESOLVED}
+        return [d for d in found if d.code != UNRESOLVED or _same_finding(d) in whole]
 
     def problems(self) -> list[dict[str, Any]]:
         """The snapshot's source problems, redacted unless the caller sees everything."""
