@@ -421,9 +421,16 @@ def read_config_file(path: str) -> dict[str, Any]:
     """The validated values a TOML file sets (only those; defaults are applied later)."""
     try:
         with open(path, "rb") as handle:
-            raw = tomllib.load(handle)
+            data = handle.read()
     except OSError as error:
         raise ConfigError(f"{path}: cannot read config file: {error.strerror or error}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 (line {line})") from None
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
     base_dir = os.path.dirname(os.path.abspath(path))

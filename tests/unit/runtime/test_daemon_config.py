@@ -185,6 +185,14 @@ def test_bad_values_name_the_file_and_the_key(tmp_path: Path, text: str, message
     assert message in str(raised.value)
 
 
+def test_a_config_file_that_is_not_utf8_is_named_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "memhub.toml"
+    path.write_bytes(b'host = "127.0.0.1"\n# caf\xe9\nport = 1\n')
+    with pytest.raises(ConfigError) as raised:
+        load_config(str(path), {})
+    assert str(raised.value) == f"{path}: invalid TOML: not UTF-8 (line 2)"
+
+
 def test_missing_config_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(str(tmp_path / "absent.toml"), {})
