@@ -249,10 +249,16 @@ def _codex_home(env: Any) -> Path:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    """The settings in `path` ({} when there is no such file); a file memctl cannot read
+    as a JSON object (a directory, bytes that are not UTF-8, not JSON) is left alone."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    except IsADirectoryError:
+        raise HookConfigError(f"{path} is a directory, not a settings file") from None
+    except UnicodeDecodeError as error:
+        raise HookConfigError(f"{path} is not UTF-8 text ({error}); fix it first") from None
     if not text.strip():
         return {}
     try:
@@ -341,7 +347,7 @@ def codex_hooks_disabled(env: Any = None) -> bool:
     try:
         with open(_codex_home(env) / "config.toml", "rb") as handle:
             features = tomllib.load(handle).get("features", {})
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError):  # ValueError: not TOML, or not UTF-8
         return False
     if not isinstance(features, dict):
         return False
