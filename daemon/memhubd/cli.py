@@ -138,13 +138,39 @@ def _add_recall_bench_command(sub: argparse._SubParsersAction) -> None:
     b.add_argument("file", type=Path, help="LongMemEval JSON (e.g. the s_cleaned file)")
     b.add_argument("--mode", choices=("raw", "aaak", "rooms"), default="raw")
     b.add_argument("--granularity", choices=("session", "turn"), default="session")
-    b.add_argument("--limit", type=int, default=0, help="at most N questions (0 = all)")
-    b.add_argument("--skip", type=int, default=0, help="skip the first N questions")
-    b.add_argument("--top-k", type=int, default=50)
-    b.add_argument("--out", type=Path, help="one JSONL line per question")
+    b.add_argument(
+        "--limit", type=_count, default=0, metavar="N", help="at most N questions (0 = all)"
+    )
+    b.add_argument("--skip", type=_count, default=0, metavar="N", help="skip the first N questions")
+    b.add_argument(
+        "--top-k",
+        type=_at_least_one,
+        default=50,
+        metavar="N",
+        help="hits searched per question (default 50)",
+    )
+    b.add_argument("--out", type=Path, metavar="FILE", help="one JSONL line per question")
     b.add_argument("--no-vectors", action="store_true", help="BM25 only")
     b.add_argument("--json", action="store_true", help="print the report as JSON")
     b.set_defaults(handler=_longmemeval)
+
+
+def _whole_number(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, not {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    return _whole_number(text, 0)
+
+
+def _at_least_one(text: str) -> int:
+    return _whole_number(text, 1)
 
 
 def _longmemeval(args: argparse.Namespace) -> int:

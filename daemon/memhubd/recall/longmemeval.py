@@ -8,21 +8,27 @@ appended in corpus order, and recall-any@k and NDCG@k are computed at session an
 turn level. Modes: `raw` (text as is), `rooms` (mempal's five keyword rooms, which
 here boost and never filter) and `aaak` (each item stored and searched as its AAAK
 document: wing `longmemeval`, room `benchmark`, the session's date, the corpus id).
+
+Every selected question is checked before the first one runs, and the `--out` file
+opened: a malformed question or an unwritable output refuses the run at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from memhubd.offline import CommandFailure
 from memhubd.recall import aaak
 from memhubd.recall.ids import content_hash, drawer_id
 from memhubd.recall.ingest.pipeline import Embeds, record_of
@@ -42,6 +48,99 @@ ROOMS = {
 
 class BenchError(ValueError):
     """The data file or the arguments cannot be used."""
+
+
+class OutputError(OSError):
+    """A per-question line could not be written to the `--out` file."""
+
+
+BAR_WIDTH = 30
+
+
+class Progress:
+    """`[####....] 12/500 questions, 34 s` redrawn on one line of `stream`, when enabled."""
+
+    def __init__(self, stream: TextIO, enabled: bool) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.started = time.perf_counter()
+        self.drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        filled = min(BAR_WIDTH, BAR_WIDTH * done // max(total, 1))
+        bar = "#" * filled + "." * (BAR_WIDTH - filled)
+        seconds = round(time.perf_counter() - self.started)
+        self.stream.write(f"\r[{bar}] {done}/{total} questions, {seconds} s")
+        self.stream.flush()
+        self.drawn = True
+
+    def finish(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.drawn = False
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def malformed(entry: Any) -> str | None:
+    """Why `entry` is not a LongMemEval question this benchmark can run, or None.
+
+    Required: `question` (a string), `haystack_sessions` (lists of `{role, content}`
+    objects of strings), `haystack_session_ids` (one id, a string or an integer, per
+    session) and `answer_session_ids` (a list of ids). `haystack_dates`, when present,
+    is one string per session. Other fields are read as they come; unknown ones are
+    ignored."""
+    if not isinstance(entry, dict):
+        return f"not a JSON object but {_json_kind(entry)}"
+    if not isinstance(entry.get("question"), str):
+        return "`question` is missing or not a string"
+    sessions = entry.get("haystack_sessions")
+    if not isinstance(sessions, list):
+        return "`haystack_sessions` is missing or not a list"
+    for n, session in enumerate(sessions):
+        if not isinstance(session, list):
+            return f"`haystack_sessions[{n}]` is not a list of turns"
+        for m, turn in enumerate(session):
+            if not (
+                isinstance(turn, dict)
+                and isinstance(turn.get("role"), str)
+                and isinstance(turn.get("content"), str)
+            ):
+                return (
+                    f"`haystack_sessions[{n}][{m}]` is not an object with string role and content"
+                )
+    ids = entry.get("haystack_session_ids")
+    if not isinstance(ids, list) or not all(_is_id(i) for i in ids):
+        return "`haystack_session_ids` is missing or not a list of ids"
+    if len(ids) != len(sessions):
+        return f"{len(ids)} `haystack_session_ids` for {len(sessions)} sessions"
+    dates = entry.get("haystack_dates")
+    if dates is not None:
+        if not isinstance(dates, list) or not all(isinstance(d, str) for d in dates):
+            return "`haystack_dates` is not a list of strings"
+        if len(dates) != len(sessions):
+            return f"{len(dates)} `haystack_dates` for {len(sessions)} sessions"
+    answers = entry.get("answer_session_ids")
+    if not isinstance(answers, list) or not all(_is_id(i) for i in answers):
+        return "`answer_session_ids` is missing or not a list of ids"
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +238,11 @@ def run(
     top_k: int,
     embedder: Embeds | None,
     out: TextIO | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
+    """The report on `data` (questions as `malformed` accepts them). Each question's
+    line is written to `out` as it is done (OutputError when that fails), and
+    `progress(done, total)` is called after each question."""
     ks = [k for k in KS if k <= top_k]
     totals: dict[str, dict[str, float]] = {
         "session": defaultdict(float),
@@ -148,7 +251,9 @@ def run(
     by_type: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     counted = 0
     started = time.perf_counter()
-    for entry in data:
+    for done, entry in enumerate(data, 1):
+        if progress is not None:
+            progress(done - 1, len(data))
         items = corpus(entry, granularity)
         if not items:
             continue
@@ -192,13 +297,19 @@ def run(
                     "metrics": metrics,
                 },
             }
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            try:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            except OSError as error:
+                raise OutputError(error.errno, error.strerror or str(error)) from error
+    if progress is not None and data:
+        progress(len(data), len(data))
     if not counted:
         raise BenchError("no question with a non-empty haystack in this file")
     return {
         "questions": counted,
         "mode": mode,
         "granularity": granularity,
+        "embedder": embedder.name if embedder is not None else None,
         "seconds": round(time.perf_counter() - started, 2),
         "session": {key: round(value / counted, 4) for key, value in totals["session"].items()},
         "turn": {key: round(value / counted, 4) for key, value in totals["turn"].items()},
@@ -216,8 +327,10 @@ def run(
 
 
 def render(report: dict[str, Any]) -> str:
+    embedder = report.get("embedder")
+    searched = f"BM25 + vectors ({embedder}), RRF" if embedder else "BM25 only, no vectors"
     lines = [
-        "LongMemEval retrieval (memhub recall: BM25 + vectors, RRF)",
+        f"LongMemEval retrieval (memhub recall: {searched})",
         f"questions={report['questions']} mode={report['mode']} "
         f"granularity={report['granularity']} elapsed={report['seconds']}s",
     ]
@@ -236,39 +349,107 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cmd_longmemeval(args: argparse.Namespace) -> int:
+def _reason(error: BaseException) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        return f"not UTF-8 (byte {error.object[error.start]:#04x} at offset {error.start})"
+    if isinstance(error, json.JSONDecodeError):
+        return f"not JSON ({error.msg} at line {error.lineno} column {error.colno})"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error)
+
+
+def _failure(line: str, code: str, message: str, **detail: Any) -> CommandFailure:
+    return CommandFailure(line, {"code": code, "message": message, "detail": detail})
+
+
+def load(path: Path) -> list[Any]:
+    """The questions of `path`, a JSON array; CommandFailure when it cannot be read."""
     try:
-        if args.top_k < 1:
-            raise BenchError("--top-k must be at least 1")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        reason = _reason(error)
+        raise _failure(
+            f"cannot read {path}: {reason}", "cannot_read", reason, file=str(path)
+        ) from None
+    except ValueError as error:  # not UTF-8, not JSON
+        reason = _reason(error)
+        raise _failure(f"{path}: {reason}", "invalid_data", reason, file=str(path)) from None
+    if not isinstance(data, list):
+        reason = f"expected a JSON array of questions, not {_json_kind(data)}"
+        raise _failure(f"{path}: {reason}", "invalid_data", reason, file=str(path))
+    return data
+
+
+def cmd_longmemeval(args: argparse.Namespace) -> int:
+    """`memhubd bench longmemeval`: exit 0 with the report, 2 when the file, its questions,
+    the `--out` file or the embedder cannot be used (CommandFailure: one line on stderr,
+    with `--json` an error envelope on stdout)."""
+    path: Path = args.file
+    data = load(path)
+    selected = data[args.skip :]
+    if args.limit:
+        selected = selected[: args.limit]
+    if not selected:
+        reason = (
+            f"no question left after --skip {args.skip} (the file has {len(data)})"
+            if data
+            else "no questions in the file"
+        )
+        raise _failure(f"{path}: {reason}", "invalid_data", reason, file=str(path))
+    for index, entry in enumerate(selected, args.skip):
+        problem = malformed(entry)
+        if problem is not None:
+            reason = f"the question at index {index}: {problem}"
+            raise _failure(f"{path}: {reason}", "invalid_data", reason, file=str(path), index=index)
+    out: TextIO | None = None
+    if args.out is not None:
         try:
-            data = json.loads(args.file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise BenchError(f"{args.file}: {error}") from None
-        if not isinstance(data, list):
-            raise BenchError(f"{args.file}: expected a JSON array of questions")
-        data = data[args.skip :]
-        if args.limit:
-            data = data[: args.limit]
-        embedder = None
+            out = args.out.open("w", encoding="utf-8")
+        except OSError as error:
+            reason = _reason(error)
+            raise _failure(
+                f"cannot write {args.out}: {reason}", "cannot_write", reason, file=str(args.out)
+            ) from None
+    embedder = None
+    embedder_errors: tuple[type[Exception], ...] = ()
+    if not args.no_vectors:
+        from memhubd.recall.embed import EmbedderError
+
+        embedder_errors = (EmbedderError,)
+    progress = Progress(sys.stderr, enabled=not args.json and sys.stderr.isatty())
+    try:
         if not args.no_vectors:
             from memhubd.recall.embed import load_embedder
 
-            embedder = load_embedder()
-        out = args.out.open("w", encoding="utf-8") if args.out else None
-        try:
-            report = run(
-                data,
-                mode=args.mode,
-                granularity=args.granularity,
-                top_k=args.top_k,
-                embedder=embedder,
-                out=out,
-            )
-        finally:
-            if out is not None:
-                out.close()
+            embedder = load_embedder()  # its model loads on first use, in `run`
+        report = run(
+            selected,
+            mode=args.mode,
+            granularity=args.granularity,
+            top_k=args.top_k,
+            embedder=embedder,
+            out=out,
+            progress=progress,
+        )
+        if out is not None:
+            try:
+                out.close()  # the last lines are written now
+            except OSError as error:
+                raise OutputError(error.errno, error.strerror or str(error)) from error
+    except OutputError as error:
+        reason = _reason(error)
+        raise _failure(
+            f"cannot write {args.out}: {reason}", "cannot_write", reason, file=str(args.out)
+        ) from None
     except BenchError as error:
-        print(f"memhubd bench: {error}", file=sys.stderr)
-        return 2
+        raise _failure(f"{path}: {error}", "invalid_data", str(error), file=str(path)) from None
+    except embedder_errors as error:
+        raise _failure(f"the embedder failed: {error}", "embedder", str(error)) from None
+    finally:
+        progress.finish()
+        if out is not None and not out.closed:
+            with contextlib.suppress(OSError):
+                out.close()
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
