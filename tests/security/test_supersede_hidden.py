@@ -127,3 +127,23 @@ def test_a_reviewer_who_cannot_read_what_a_bare_name_names_cannot_approve_it(
         approved = http.post(f"{BASE}/proposals/{proposal}/approve", json={"into": "b_facts.mem"})
     assert approved.status_code == 200, approved.text
     assert verdict(daemon, "ops") == "allow"
+
+
+def test_a_reviewer_cannot_approve_superseding_a_declaration_it_cannot_read(
+    daemon: LiveDaemon,
+) -> None:
+    # Named by its full id, by a proposer who reads it
+    source = correction("boundary:release.freeze", name="release.thaw")
+    with daemon.http(daemon.tokens["ops"]) as http:
+        made = http.post(f"{BASE}/proposals", json={"source": source})
+    assert made.status_code == 201, made.text
+    proposal = made.json()["proposal_id"]
+    with daemon.http(daemon.tokens["agent"]) as http:
+        shown = http.get(f"{BASE}/proposals/{proposal}")
+        refused = http.post(f"{BASE}/proposals/{proposal}/approve", json={"into": "b_facts.mem"})
+    assert shown.json()["validation"]["errors"][0]["code"] == "supersedes_hidden"
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["detail"]["errors"][0]["code"] == "supersedes_hidden"
+    assert "audit freeze" not in refused.text
+    assert (Path(daemon.workspaces[WS]) / "a_rules.mem").read_text(encoding="utf-8") == RULES
+    assert verdict(daemon, "ops") == "block"

@@ -77,14 +77,21 @@ SUPERSEDES_HIDDEN = (
     "has, and a bare name supersedes every declaration of that name: name the one meant by "
     "its full id (TYPE:NAME)"
 )
+SUPERSEDES_HIDDEN_ID = (
+    "supersedes '{target}' names a declaration hidden from this caller: only a reviewer "
+    "who may read it can approve superseding it"
+)
 
 
-def _hidden_by_bare_name(view: View, source: str, *named: str | None) -> dict[str, Any] | None:
-    """The error of a proposal whose `supersedes` names, by a bare name, a declaration
-    hidden from the caller: served, it would supersede that one too (memdsl supersedes by
-    id or bare name), releasing everyone from a rule the caller never saw, and approving
-    it would mark that declaration in a file the caller may not read. None when it does
-    not (a hidden full id is refused by the validation, its details withheld)."""
+def _hidden_by_bare_name(
+    view: View, source: str, *named: str | None, full_ids: bool = False
+) -> dict[str, Any] | None:
+    """The error of a proposal whose `supersedes` names, by a bare name (or, with
+    `full_ids`, by its id), a declaration hidden from the caller: served, it would
+    supersede that one too (memdsl supersedes by id or bare name), releasing everyone
+    from a rule the caller never saw, and approving it would mark that declaration in a
+    file the caller may not read. None when it does not. At propose a hidden full id is
+    left to the validation, which refuses it with its details withheld."""
     if not view.hidden:
         return None
     proposed = proposed_declaration(source, view.workspace)
@@ -92,11 +99,12 @@ def _hidden_by_bare_name(view: View, source: str, *named: str | None) -> dict[st
     targets.extend(t.strip() for t in named if t and t.strip())
     names = {hidden_id.partition(":")[2] for hidden_id in view.hidden}
     for target in targets:
-        if target in names:
+        if target in names or (full_ids and target in view.hidden):
+            template = SUPERSEDES_HIDDEN if target in names else SUPERSEDES_HIDDEN_ID
             return {
                 "code": "supersedes_hidden",
                 "severity": "error",
-                "message": SUPERSEDES_HIDDEN.format(target=target),
+                "message": template.format(target=target),
                 "line": 1,
             }
     return None
@@ -446,7 +454,9 @@ async def show_proposal(
                 view.workspace, proposal.source, supersedes=proposal.supersedes or None
             )
             validation = _answer(checked, view, proposal.supersedes)
-            hidden_target = _hidden_by_bare_name(view, proposal.source, proposal.supersedes)
+            hidden_target = _hidden_by_bare_name(
+                view, proposal.source, proposal.supersedes, full_ids=True
+            )
             if hidden_target is not None:
                 validation = {
                     **validation,
@@ -554,7 +564,9 @@ async def approve_proposal(
             ):
                 # The reviewer's own view decides: one who may read the declaration
                 # the bare name also names may approve it, knowing what it supersedes.
-                hidden_target = _hidden_by_bare_name(view, proposal.source, proposal.supersedes)
+                hidden_target = _hidden_by_bare_name(
+                    view, proposal.source, proposal.supersedes, full_ids=True
+                )
                 if hidden_target is not None:
                     raise _hidden_supersede_refusal(
                         hidden_target, proposal.source, view, name, proposal.id
