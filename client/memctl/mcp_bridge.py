@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import select
 import sys
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 MCP_PATH = "/mcp"
 READ_TIMEOUT = 300.0  # a tool call may take long; the client has its own timeouts
 WORKERS = 8
+INPUT_CHUNK = 64 * 1024
 PARSE_ERROR = -32700
 DAEMON_UNREACHABLE = -32000
 DAEMON_REFUSED = -32001
@@ -43,7 +47,11 @@ NAMED_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "u
 
 @dataclass
 class Relay:
-    """One daemon connection and what the HTTP side remembers between messages."""
+    """One daemon connection and what the HTTP side remembers between messages.
+
+    A reply that cannot be written (stdout closed, its reader gone, a full disk) ends
+    the relay: `output_error` keeps why, and `wake_fd`, when set, wakes the stdin reader.
+    """
 
     target: Target
     client: httpx.Client
@@ -52,12 +60,25 @@ class Relay:
     protocol_version: str | None = None  # negotiated by `initialize`
     session_id: str | None = None  # only when the daemon runs stateful sessions
     lock: threading.Lock = field(default_factory=threading.Lock)
+    output_error: OSError | None = None
+    wake_fd: int | None = None
 
     def write(self, message: Any) -> None:
         line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
         with self.lock:
-            self.stdout.write(line.encode("utf-8"))
-            self.stdout.flush()
+            if self.output_error is not None:
+                return  # the output is gone: the relay is stopping
+            try:
+                self.stdout.write(line.encode("utf-8"))
+                self.stdout.flush()
+            except OSError as error:
+                self.output_error = error
+                if self.wake_fd is not None:
+                    os.write(self.wake_fd, b"x")
+
+    @property
+    def stopped(self) -> bool:
+        return self.output_error is not None
 
     def warn(self, text: str) -> None:
         with self.lock:
@@ -226,7 +247,12 @@ def run_bridge(
     stdout: BinaryIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Relay newline-delimited JSON-RPC from stdin to the daemon until stdin closes."""
+    """Relay newline-delimited JSON-RPC from stdin to the daemon until stdin closes: 0.
+
+    A reply that cannot be written stops the relay: nothing more is read or sent, and
+    the write's OSError is raised once the requests already sent are answered (memctl
+    says `cannot write output`, or stops quietly when the reader went away: exit 1).
+    """
     target = parse_target(target) if isinstance(target, str) else target
     source = stdin or sys.stdin.buffer
     relay = Relay(
@@ -235,13 +261,67 @@ def run_bridge(
     # Requests run side by side (a slow query must not hold up a ping); the replies
     # carry their ids, so their order on stdout does not matter.
     with relay.client, ThreadPoolExecutor(WORKERS, thread_name_prefix="mcp-bridge") as pool:
-        for raw in iter(source.readline, b""):
+        for raw in _input_lines(source, relay):
+            if relay.stopped:
+                break
             if raw.strip():
                 pool.submit(_forward_safely, relay, raw)
+        if relay.stopped:
+            pool.shutdown(cancel_futures=True)  # what was not sent yet is not sent
+    if relay.output_error is not None:
+        raise relay.output_error
     return 0
 
 
+def _input_lines(source: BinaryIO, relay: Relay) -> Iterator[bytes]:
+    """The lines of `source`, until its end or until the relay stops.
+
+    A real descriptor is read directly, waiting on it and on a wake-up pipe together,
+    so that output lost while stdin is idle ends the relay at once rather than at the
+    client's next message. A stream without one (a test's BytesIO) is read by lines.
+    """
+    try:
+        fd = source.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: no descriptor
+        fd = None
+    if fd is None or not hasattr(select, "poll"):
+        for raw in iter(source.readline, b""):
+            if relay.stopped:
+                return
+            yield raw
+        return
+    wake_read, wake_write = os.pipe()
+    with relay.lock:
+        relay.wake_fd = wake_write
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poller.register(wake_read, select.POLLIN)
+        pending = bytearray()
+        while not relay.stopped:
+            if any(ready == wake_read for ready, _ in poller.poll()):
+                return
+            chunk = os.read(fd, INPUT_CHUNK)
+            if not chunk:
+                break
+            pending += chunk
+            if b"\n" in chunk:
+                *lines, rest = bytes(pending).split(b"\n")
+                pending = bytearray(rest)
+                for line in lines:
+                    yield line + b"\n"
+        if pending and not relay.stopped:
+            yield bytes(pending)
+    finally:
+        with relay.lock:  # no write may reach the pipe's descriptor once it is closed
+            relay.wake_fd = None
+        os.close(wake_read)
+        os.close(wake_write)
+
+
 def _forward_safely(relay: Relay, raw: bytes) -> None:
+    if relay.stopped:
+        return
     try:
         forward(relay, raw)
     except Exception as error:  # a worker must never die silently
@@ -261,7 +341,16 @@ def add_mcp_command(
     subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser] | None = None
 ) -> argparse.ArgumentParser:
     summary = "serve MCP on stdin/stdout, relayed to the daemon's /mcp endpoint"
-    parser = subparsers.add_parser("mcp", parents=parents or [], help=summary, description=summary)
+    parser = subparsers.add_parser(
+        "mcp",
+        parents=parents or [],
+        help=summary,
+        description=summary,
+        epilog="--url and --token choose the daemon and the identity. -w and --timeout change "
+        "nothing here: each tool call names its workspace, and a request waits up to "
+        f"{READ_TIMEOUT:g} seconds. --json only adds the error envelope on stdout to a failure "
+        "before relaying starts.",
+    )
     parser.set_defaults(handler=cmd_mcp)
     return parser
 
@@ -281,7 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     if sys.stdin is None:
         print("memctl: standard input is closed", file=sys.stderr)
         return 2
-    return run_bridge(target, settings.token)
+    from memhub_protocol.commandline import exit_quietly_on_closed_stdout
+
+    return exit_quietly_on_closed_stdout(lambda: run_bridge(target, settings.token), "memctl")
 
 
 if __name__ == "__main__":
