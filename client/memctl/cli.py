@@ -23,10 +23,13 @@ from memhub_protocol.commandline import (
     exit_quietly_on_closed_stdout,
     run_command_line,
 )
+from memhub_protocol.models import MAX_BUDGET, MIN_BUDGET_BYTES
 from memhub_protocol.scopes import parse_scopes
 
 Handler = Callable[[commands.Session, argparse.Namespace], int]
 REVIEW_STATUSES = ("pending", "approved", "rejected", "all")
+QUERY_LIMIT_MAX = 1000  # the most hits the daemon's QueryRequest takes
+non_empty = commands.non_empty
 
 
 def _positive_int(text: str) -> int:
@@ -122,10 +125,10 @@ def _workspaces(sub: Sub, common: Common) -> None:
     )
     actions = p.add_subparsers(dest="workspaces_action", metavar="ACTION")
     a = _command(actions, common, "add", commands.cmd_workspace_add, "serve a directory")
-    a.add_argument("name", help="workspace name (letters, digits, '-', '_', '.')")
+    a.add_argument("name", type=non_empty, help="workspace name (letters, digits, '-', '_', '.')")
     a.add_argument("path", help="directory on the daemon's machine")
     r = _command(actions, common, "remove", commands.cmd_workspace_remove, "stop serving one")
-    r.add_argument("name", help="workspace name")
+    r.add_argument("name", type=non_empty, help="workspace name")
 
 
 def _events(sub: Sub, common: Common) -> None:
@@ -137,14 +140,14 @@ def _token(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "token", None, "manage tokens (admin)")
     actions = p.add_subparsers(dest="token_action", metavar="ACTION", required=True)
     c = _command(actions, common, "create", commands.cmd_token_create, "create a token")
-    c.add_argument("name", help="identity recorded on every write")
+    c.add_argument("name", type=non_empty, help="identity recorded on every write")
     c.add_argument("--scopes", type=_scopes, required=True, help="comma-separated scopes, or 'all'")
     c.add_argument("--workspaces", type=_names, help="comma-separated names (default: all)")
     c.add_argument("--roles", type=_names, help="comma-separated access-policy roles")
     c.add_argument("--expires", help="ISO date/time or a duration such as 30d")
     _command(actions, common, "list", commands.cmd_token_list, "list tokens (no secrets)")
     r = _command(actions, common, "revoke", commands.cmd_token_revoke, "revoke a token")
-    r.add_argument("name", help="token name")
+    r.add_argument("name", type=non_empty, help="token name")
 
 
 def _map(sub: Sub, common: Common) -> None:
@@ -176,16 +179,29 @@ def _query(sub: Sub, common: Common) -> None:
         help="restrict to a memory type (repeatable)",
     )
     p.add_argument("--subject", help="restrict to a subject symbol")
-    p.add_argument("--limit", type=_positive_int, default=8, help="maximum hits (default 8)")
     p.add_argument(
-        "--max-bytes", type=_positive_int, metavar="N", help="cut MUST to fit N bytes of JSON"
+        "--limit",
+        type=commands.whole_number(1, QUERY_LIMIT_MAX),
+        default=8,
+        help=f"maximum hits (default 8, at most {QUERY_LIMIT_MAX})",
     )
-    p.add_argument("--max-must", type=int, metavar="N", help="show at most N MUST rules")
+    p.add_argument(
+        "--max-bytes",
+        type=commands.whole_number(MIN_BUDGET_BYTES, MAX_BUDGET),
+        metavar="N",
+        help=f"cut MUST to fit N bytes of JSON (at least {MIN_BUDGET_BYTES})",
+    )
+    p.add_argument(
+        "--max-must",
+        type=commands.whole_number(0, MAX_BUDGET),
+        metavar="N",
+        help="show at most N MUST rules",
+    )
 
 
 def _explain(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "explain", commands.cmd_explain, "one declaration with relations")
-    p.add_argument("id", help="declaration id (type:name) or bare name")
+    p.add_argument("id", type=non_empty, help="declaration id (type:name) or bare name")
 
 
 def _check(sub: Sub, common: Common) -> None:
@@ -217,7 +233,12 @@ def _files(sub: Sub, common: Common) -> None:
 
 def _cat(sub: Sub, common: Common) -> None:
     p = _command(sub, common, "cat", commands.cmd_cat, "print one source file")
-    p.add_argument("file_id", metavar="FILE_ID", help="file id or path, as `memctl files` shows")
+    p.add_argument(
+        "file_id",
+        type=non_empty,
+        metavar="FILE_ID",
+        help="file id or path, as `memctl files` shows",
+    )
 
 
 def _propose(sub: Sub, common: Common) -> None:
@@ -234,7 +255,9 @@ def _propose(sub: Sub, common: Common) -> None:
         "proposal already made instead of making a second one (kept a day by the daemon)",
     )
     recall = p.add_argument_group("from recall (instead of FILE)")
-    recall.add_argument("--from-drawer", metavar="ID", help="quote this drawer as evidence")
+    recall.add_argument(
+        "--from-drawer", type=non_empty, metavar="ID", help="quote this drawer as evidence"
+    )
     recall.add_argument("--type", dest="decl_type", metavar="T", help="memory type")
     recall.add_argument("--id", dest="decl_name", metavar="NAME", help="declaration name")
     recall.add_argument(
@@ -254,20 +277,20 @@ def _review(sub: Sub, common: Common) -> None:
     a = _command(actions, common, "list", commands.cmd_review_list, "proposals by status")
     a.add_argument("--status", choices=REVIEW_STATUSES, default="pending", help="default pending")
     a = _command(actions, common, "show", commands.cmd_review_show, "one proposal in full")
-    a.add_argument("id", help="proposal id (p-YYYYMMDD-HHMMSS-xxxxxx)")
+    a.add_argument("id", type=non_empty, help="proposal id (p-YYYYMMDD-HHMMSS-xxxxxx)")
     a.add_argument("--into", metavar="FILE", help="also show the diff approving into FILE makes")
     a = _command(actions, common, "diff", commands.cmd_review_diff, "what approving changes")
-    a.add_argument("id", help="proposal id")
+    a.add_argument("id", type=non_empty, help="proposal id")
     a.add_argument("--into", metavar="FILE", required=True, help=".mem file, relative to the root")
     a = _command(actions, common, "approve", commands.cmd_review_approve, "approve into a file")
-    a.add_argument("id", help="proposal id")
+    a.add_argument("id", type=non_empty, help="proposal id")
     a.add_argument(
         "--into",
         metavar="FILE",
         help=".mem file, relative to the root (required; without it memctl suggests one)",
     )
     a = _command(actions, common, "reject", commands.cmd_review_reject, "reject a proposal")
-    a.add_argument("id", help="proposal id")
+    a.add_argument("id", type=non_empty, help="proposal id")
     a.add_argument("--reason", required=True, help="why (recorded in the audit log)")
 
 

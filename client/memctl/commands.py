@@ -106,6 +106,32 @@ def add_command(
     return parser
 
 
+def non_empty(text: str) -> str:
+    """An id or name argument: an empty or blank one is a usage error here, not a
+    request for a route that does not exist."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty" if not text else "must not be blank")
+    return text
+
+
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argument type: a whole number from `low` to `high` (no upper bound when None),
+    the bounds the daemon takes, so that a value it would refuse is a usage error here."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, not {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, not {value}")
+        return value
+
+    return parse
+
+
 def workspace_names(payload: Any) -> list[str]:
     items = payload.get("workspaces", []) if isinstance(payload, dict) else payload
     if not isinstance(items, list):

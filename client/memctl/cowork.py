@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from memctl.commands import CommandFailure, Session, add_command, read_stdin, workspace_names
+from memctl.commands import (
+    CommandFailure,
+    Session,
+    add_command,
+    non_empty,
+    read_stdin,
+    workspace_names,
+)
 
 DRAIN_TIMEOUT = 3.0  # seconds per request; the whole drain gets a little more
 DRAIN_GRACE = 2.0
@@ -52,7 +59,9 @@ def add_cowork_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     actions = p.add_subparsers(dest="cowork_action", metavar="ACTION", required=True)
 
     a = command(actions, "push", cmd_push, "leave a message in a partner's inbox")
-    a.add_argument("--to", required=True, metavar="NAME", help="the partner's identity")
+    a.add_argument(
+        "--to", required=True, type=non_empty, metavar="NAME", help="the partner's identity"
+    )
     a.add_argument("text", nargs="+", metavar="TEXT", help="the message; '-' reads stdin")
 
     a = command(
@@ -79,7 +88,9 @@ def add_cowork_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     command(actions, "status", cmd_status, "your inbox without draining it")
 
     a = command(actions, "peek", cmd_peek, "a partner's recent activity")
-    a.add_argument("partner", nargs="?", default="auto", help="identity, or auto (default)")
+    a.add_argument(
+        "partner", nargs="?", type=non_empty, default="auto", help="identity, or auto (default)"
+    )
     a.add_argument("--limit", type=int, default=30, help="most entries (default 30, at most 50)")
     a.add_argument("--since", help="only entries after this RFC 3339 time")
 

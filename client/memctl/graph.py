@@ -11,7 +11,7 @@ import argparse
 from functools import partial
 from typing import Any
 
-from memctl.commands import Session, add_command, read_text_file
+from memctl.commands import CommandFailure, Session, add_command, non_empty, read_text_file
 
 
 def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -20,9 +20,9 @@ def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p = sub.add_parser("kg", parents=[common], help="the temporal knowledge graph")
     actions = p.add_subparsers(dest="kg_action", metavar="ACTION", required=True)
     a = command(actions, "add", cmd_add, "add a triple (valid from now, or --valid-from)")
-    a.add_argument("subject")
-    a.add_argument("predicate")
-    a.add_argument("object")
+    a.add_argument("subject", type=non_empty)
+    a.add_argument("predicate", type=non_empty)
+    a.add_argument("object", type=non_empty)
     a.add_argument("--source-drawer", metavar="ID", help="the drawer this triple rests on")
     a.add_argument("--valid-from", metavar="TIME", help="ISO date/time or epoch seconds")
     a.add_argument("--confidence", type=float, help="0 to 1 (default 1)")
@@ -36,11 +36,11 @@ def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     a.add_argument("--limit", type=int, default=100, help="most triples (default 100)")
 
     a = command(actions, "invalidate", cmd_invalidate, "end a triple's validity (never deletes)")
-    a.add_argument("triple_id")
+    a.add_argument("triple_id", type=non_empty)
     a.add_argument("--at", metavar="TIME", help="when it stopped being true (default now)")
 
     a = command(actions, "timeline", cmd_timeline, "every period about one entity, oldest first")
-    a.add_argument("entity")
+    a.add_argument("entity", type=non_empty)
     command(actions, "stats", cmd_stats, "triple counts, entities, top predicates")
 
     command(sub, "tunnels", cmd_tunnels, "rooms shared by several of your workspaces")
@@ -189,6 +189,8 @@ def _issue_line(issue: dict[str, Any]) -> str:
 
 def cmd_fact_check(session: Session, args: argparse.Namespace) -> int:
     text = read_text_file(args.file)
+    if not text.strip():
+        raise CommandFailure("the draft is empty: nothing to check")
     body: dict[str, Any] = {"text": text}
     if args.room is not None:
         body["room"] = args.room

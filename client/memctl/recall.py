@@ -17,7 +17,15 @@ from functools import partial
 from typing import Any
 
 from memctl.client import ServerError
-from memctl.commands import CommandFailure, Session, add_command, read_stdin, read_stdin_bytes
+from memctl.commands import (
+    CommandFailure,
+    Session,
+    add_command,
+    non_empty,
+    read_stdin,
+    read_stdin_bytes,
+    whole_number,
+)
 from memhub_protocol import ErrorCode
 from memhub_protocol.recall import (
     BINARY,
@@ -70,10 +78,16 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a.add_argument("--dry-run", action="store_true", help="count, store nothing")
     a.add_argument("--readers", help="comma-separated roles that may see these drawers")
     a.add_argument("--source", help="citation for stdin (default 'stdin')")
-    a.add_argument("--max-file-bytes", type=int, default=DEFAULT_MAX_FILE_BYTES, metavar="N")
+    a.add_argument(
+        "--max-file-bytes",
+        type=whole_number(1),
+        default=DEFAULT_MAX_FILE_BYTES,
+        metavar="N",
+        help=f"skip files larger than N bytes (default {DEFAULT_MAX_FILE_BYTES})",
+    )
     a.add_argument(
         "--request-bytes",
-        type=int,
+        type=whole_number(1),
         default=BATCH_BYTES,
         metavar="N",
         help="largest upload per request; larger files go in parts (default fits the "
@@ -106,7 +120,7 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
 
     command(actions, "status", cmd_status, "drawer counts, rooms, embedder, sizes")
     a = command(actions, "delete", cmd_delete, "soft-delete a drawer (audited)")
-    a.add_argument("drawer_id", help="the drawer id")
+    a.add_argument("drawer_id", type=non_empty, help="the drawer id")
     a = command(actions, "purge", cmd_purge, "remove soft-deleted drawers for good (admin)")
     a.add_argument("--before", help="only those deleted before this time (ISO or epoch)")
     a.add_argument(
@@ -397,8 +411,11 @@ def cmd_search(session: Session, args: argparse.Namespace) -> int:
         since, until = parse_time(args.since, "since"), parse_time(args.until, "until")
     except Exception as error:
         raise CommandFailure(str(error)) from None
+    text = " ".join(args.text)
+    if not text.strip():
+        raise CommandFailure("the search text is empty")
     request = SearchRequest(
-        query=" ".join(args.text),
+        query=text,
         limit=args.limit,
         rooms=tuple(args.room) if args.room else None,
         source_kinds=tuple(k for kinds in args.source_kind for k in kinds)

@@ -1,0 +1,175 @@
+"""What memctl refuses on its own side, before any request: a number outside the range
+the daemon takes (a usage error, exit 2), an empty or blank id or name argument (a usage
+error naming the argument, not the daemon's "no such route"), and an empty text to
+search or check (the `local` error, exit 2, as `recall compress ""`). The daemon here is
+down: an answer of `unreachable` would mean the request was attempted."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from memctl.cli import main
+from memhub_protocol.errors import ProtocolError
+from memhub_protocol.models import MAX_BUDGET, MIN_BUDGET_BYTES, QueryRequest
+
+DOWN = "http://127.0.0.1:9"
+AT = ["--url", DOWN, "-w", "team", "--json"]
+
+
+@pytest.fixture(autouse=True)
+def no_user_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MEMHUB_URL", "MEMHUB_TOKEN", "MEMHUB_WORKSPACE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[str, str, str]:
+    """Run memctl; (the envelope's code, its message, stderr), after checking exit 2."""
+    try:
+        code = main([*AT, *argv])
+    except SystemExit as stop:  # a usage error, told by the parser
+        code = stop.code
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    envelope = json.loads(out)["error"]
+    return envelope["code"], envelope["message"], err
+
+
+# -- numbers out of range ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["query", "x", "--max-must", "-1"], "argument --max-must: must be at least 0, not -1"),
+        (
+            ["query", "x", "--max-must", str(MAX_BUDGET + 1)],
+            f"argument --max-must: must be at most {MAX_BUDGET}, not {MAX_BUDGET + 1}",
+        ),
+        (
+            ["query", "x", "--max-bytes", str(MIN_BUDGET_BYTES - 1)],
+            f"argument --max-bytes: must be at least {MIN_BUDGET_BYTES}, not 255",
+        ),
+        (
+            ["query", "x", "--limit", "99999999999999999999999"],
+            "argument --limit: must be at most 1000, not 99999999999999999999999",
+        ),
+        (["query", "x", "--limit", "1001"], "argument --limit: must be at most 1000, not 1001"),
+        (
+            ["recall", "ingest", ".", "--max-file-bytes", "-1"],
+            "argument --max-file-bytes: must be at least 1, not -1",
+        ),
+        (
+            ["recall", "ingest", ".", "--max-file-bytes", "0"],
+            "argument --max-file-bytes: must be at least 1, not 0",
+        ),
+        (
+            ["recall", "ingest", ".", "--request-bytes", "0"],
+            "argument --request-bytes: must be at least 1, not 0",
+        ),
+        (
+            ["recall", "ingest", ".", "--request-bytes", "-5"],
+            "argument --request-bytes: must be at least 1, not -5",
+        ),
+    ],
+)
+def test_a_number_out_of_range_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, said, err = refused(capsys, argv)
+    assert (code, said) == ("usage", message)
+    assert message in err
+
+
+def test_the_query_bounds_are_the_daemons() -> None:
+    from memctl.cli import QUERY_LIMIT_MAX
+
+    QueryRequest.from_json(
+        {"query": "x", "limit": QUERY_LIMIT_MAX, "max_bytes": MIN_BUDGET_BYTES, "max_must": 0}
+    )
+    for bad in (
+        {"limit": QUERY_LIMIT_MAX + 1},
+        {"max_bytes": MIN_BUDGET_BYTES - 1},
+        {"max_must": -1},
+        {"max_must": MAX_BUDGET + 1},
+    ):
+        with pytest.raises(ProtocolError):
+            QueryRequest.from_json({"query": "x", **bad})
+
+
+# -- empty ids and names -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "argument"),
+    [
+        (["explain", "{}"], "id"),
+        (["cat", "{}"], "FILE_ID"),
+        (["review", "show", "{}"], "id"),
+        (["review", "diff", "{}", "--into", "a.mem"], "id"),
+        (["review", "approve", "{}", "--into", "a.mem"], "id"),
+        (["review", "reject", "{}", "--reason", "no"], "id"),
+        (["recall", "delete", "{}"], "drawer_id"),
+        (["kg", "invalidate", "{}"], "triple_id"),
+        (["kg", "timeline", "{}"], "entity"),
+        (["kg", "add", "{}", "uses", "b"], "subject"),
+        (["kg", "add", "a", "{}", "b"], "predicate"),
+        (["kg", "add", "a", "uses", "{}"], "object"),
+        (["cowork", "peek", "{}"], "partner"),
+        (["cowork", "push", "--to", "{}", "hello"], "--to"),
+        (["workspaces", "add", "{}", "/tmp"], "name"),
+        (["workspaces", "remove", "{}"], "name"),
+        (["token", "create", "{}", "--scopes", "all"], "name"),
+        (["token", "revoke", "{}"], "name"),
+        (["propose", "--from-drawer", "{}", "--type", "fact", "--id", "f"], "--from-drawer"),
+    ],
+)
+@pytest.mark.parametrize("value", ["", "  "], ids=["empty", "blank"])
+def test_an_empty_id_is_a_usage_error_naming_the_argument(
+    capsys: pytest.CaptureFixture[str], argv: list[str], argument: str, value: str
+) -> None:
+    code, said, err = refused(capsys, [value if word == "{}" else word for word in argv])
+    assert code == "usage"
+    kind = "empty" if not value else "blank"
+    assert said == f"argument {argument}: must not be {kind}"
+    assert "route" not in err
+
+
+# -- empty texts ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("words", [[""], ["  ", ""]], ids=["empty", "blank"])
+def test_an_empty_search_text_is_refused_locally(
+    capsys: pytest.CaptureFixture[str], words: list[str]
+) -> None:
+    assert refused(capsys, ["recall", "search", *words])[:2] == (
+        "local",
+        "the search text is empty",
+    )
+
+
+@pytest.mark.parametrize("content", ["", " \n\t\n"], ids=["empty", "blank"])
+def test_an_empty_draft_to_fact_check_is_refused_locally(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str
+) -> None:
+    draft = tmp_path / "draft.md"
+    draft.write_text(content)
+    assert refused(capsys, ["fact-check", str(draft)])[:2] == (
+        "local",
+        "the draft is empty: nothing to check",
+    )
+
+
+def test_an_empty_stdin_to_fact_check_is_refused_locally(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    assert refused(capsys, ["fact-check", "-"])[:2] == (
+        "local",
+        "the draft is empty: nothing to check",
+    )
