@@ -251,25 +251,35 @@ SANDBOX_KEY_FIX = """teamcode.bug_pattern payments.sandbox_key_in_logs_v2 {
 """
 
 
-def test_a_mark_on_a_declaration_hidden_from_the_reviewer_is_not_named(
+def test_superseding_a_declaration_hidden_from_the_reviewer_waits_for_one_who_reads_it(
     daemon: LiveDaemon,
 ) -> None:
     daemon.add_token("maintainer-bot", "write:candidate,read:summary", roles=["maintainer"])
     daemon.add_token("dev-reviewer", "review,read:summary", roles=["developer"])
+    daemon.add_token("maintainer-reviewer", "review,read:summary", roles=["maintainer"])
     code, out, err = memctl(daemon, "maintainer-bot", "propose", stdin=SANDBOX_KEY_FIX)
     assert code == 0, err
+    proposal = proposal_id_of(out)
+    bugs = Path(daemon.workspaces[WS]) / "bugs.mem"
+    before = bugs.read_text()
 
+    # A reviewer who cannot read the superseded declaration cannot approve it, and is
+    # not told what it holds
     code, out, err = memctl(
-        daemon,
-        "dev-reviewer",
-        "--json",
-        "review",
-        "approve",
-        proposal_id_of(out),
-        "--into",
-        "bugs.mem",
+        daemon, "dev-reviewer", "--json", "review", "approve", proposal, "--into", "bugs.mem"
+    )
+    assert code == 1, (out, err)
+    refused = json.loads(out)["error"]
+    assert refused["detail"]["errors"][0]["code"] == "supersedes_hidden"
+    assert "sandbox key" not in out and "debug level" not in out
+    assert bugs.read_text() == before
+
+    # One who reads it approves it; the mark is made and named
+    code, out, err = memctl(
+        daemon, "maintainer-reviewer", "--json", "review", "approve", proposal, "--into", "bugs.mem"
     )
     assert code == 0, err
-    assert json.loads(out)["marked_superseded"] == []
-    bugs = (Path(daemon.workspaces[WS]) / "bugs.mem").read_text()
-    assert "payments.sandbox_key_in_logs {\n  status: superseded\n" in bugs
+    assert json.loads(out)["marked_superseded"] == [
+        "teamcode.bug_pattern:payments.sandbox_key_in_logs"
+    ]
+    assert "payments.sandbox_key_in_logs {\n  status: superseded\n" in bugs.read_text()
