@@ -18,7 +18,11 @@ TYPE_CHECKING = False  # typing itself is not imported: memctl would pay for it
 if TYPE_CHECKING:
     from typing import Any
 
-MAX_TEXT = 64 * 1024  # query, task and candidate texts
+MAX_TEXT = 64 * 1024  # list items and free texts (a proposal's reason)
+# A query, task or candidate has no bound here (`limit=None`): the daemon checks it
+# against its configured `[limits] max_query_chars` where it is served, and the body
+# size bounds it first. A fixed bound here would overrule an operator's larger setting.
+_QUERY_TEXT = "at most the daemon's limits.max_query_chars characters (413 beyond)"
 MAX_NAME = 200
 # Request bodies are objects of strings and lists of strings: depth 2. The bound keeps
 # json's recursive decoder (and anything walking the result) far from the recursion limit.
@@ -98,7 +102,7 @@ def _object(data: Any) -> dict[str, Any]:
     return data
 
 
-def _text(data: dict, field: str, *, required: bool = False, limit: int = MAX_TEXT) -> str:
+def _text(data: dict, field: str, *, required: bool = False, limit: int | None = MAX_TEXT) -> str:
     value = data.get(field)
     if value is None:
         if required:
@@ -110,7 +114,7 @@ def _text(data: dict, field: str, *, required: bool = False, limit: int = MAX_TE
         raise _invalid(f"'{field}' holds a lone UTF-16 surrogate; send valid Unicode", field)
     if required and not value.strip():
         raise _invalid(f"'{field}' must not be empty", field)
-    if len(value) > limit:
+    if limit is not None and len(value) > limit:
         raise ProtocolError(
             ErrorCode.TOO_LARGE, f"'{field}' is longer than {limit} characters", {"field": field}
         )
@@ -200,7 +204,7 @@ class QueryRequest(_Model):
             raise _invalid("'limit' must be between -1000 and 1000", "limit")
         subject = _text(data, "subject", limit=MAX_NAME) or None
         return cls(
-            query=_text(data, "query", required=True),
+            query=_text(data, "query", required=True, limit=None),
             types=_strings(data, "types"),
             kinds=_strings(data, "kinds"),
             subject=subject,
@@ -224,7 +228,7 @@ class QueryRequest(_Model):
             "required": ["query"],
             "additionalProperties": False,
             "properties": {
-                "query": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
+                "query": {"type": "string", "minLength": 1, "description": _QUERY_TEXT},
                 "types": {"type": ["array", "null"], "items": {"type": "string"}},
                 "kinds": {"type": ["array", "null"], "items": {"type": "string"}},
                 "subject": {"type": ["string", "null"]},
@@ -280,8 +284,8 @@ class CheckRequest(_Model):
         data = _object(data)
         _unknown_keys(data, cls)
         return cls(
-            task=_text(data, "task", required=True),
-            candidate=_text(data, "candidate", required=True),
+            task=_text(data, "task", required=True, limit=None),
+            candidate=_text(data, "candidate", required=True, limit=None),
             subject=_text(data, "subject", limit=MAX_NAME) or None,
             scope=_text(data, "scope", limit=MAX_NAME) or None,
             exceptions=_strings(data, "exceptions") or (),
@@ -294,8 +298,8 @@ class CheckRequest(_Model):
             "required": ["task", "candidate"],
             "additionalProperties": False,
             "properties": {
-                "task": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
-                "candidate": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
+                "task": {"type": "string", "minLength": 1, "description": _QUERY_TEXT},
+                "candidate": {"type": "string", "minLength": 1, "description": _QUERY_TEXT},
                 "subject": {"type": ["string", "null"]},
                 "scope": {"type": ["string", "null"]},
                 "exceptions": {"type": "array", "items": {"type": "string"}},
