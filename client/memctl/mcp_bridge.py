@@ -225,14 +225,20 @@ def _remember(relay: Relay, message: Any, response: httpx.Response, replies: lis
 
 
 def _refused(relay: Relay, message: Any, response: httpx.Response) -> None:
-    """An HTTP error without a JSON-RPC body, e.g. the daemon's 401 envelope."""
+    """An HTTP error without a JSON-RPC body, e.g. the daemon's 401 envelope.
+
+    The line names the daemon's address, as an unreachable daemon's does: a client's
+    log then shows which daemon refused (a token meant for another one, say)."""
     try:
         envelope = response.json()
     except ValueError:
         envelope = {"body": response.text[:500]}
     detail = envelope.get("error", {}) if isinstance(envelope, dict) else {}
     text = detail.get("message") if isinstance(detail, dict) else None
-    line = f"memhubd answered {response.status_code}: {text or response.reason_phrase}"
+    line = (
+        f"memhubd at {relay.target.url} answered {response.status_code}: "
+        f"{text or response.reason_phrase}"
+    )
     relay.warn(line)
     reply = error_reply(message, DAEMON_REFUSED, line, envelope)
     if reply is not None:
