@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +38,12 @@ MAX_MESSAGES = 16
 MAX_TOTAL_BYTES = 32 * 1024
 PREVIEW_CHARS = 120
 BUSY_TIMEOUT_MS = 5000
+# Messages to a recipient that can no longer receive (its token revoked or expired, its
+# grant or `read:summary` gone) are deleted once this old: nothing would ever drain them.
+# A token revoked and made again under its name within this time (a rotation) keeps them.
+UNRECEIVED_KEPT_S = 7 * 86400
+# How often one workspace's inboxes are looked over for such messages, at most.
+SWEEP_EVERY_S = 3600.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -169,6 +175,7 @@ class InboxStore:
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
         )
         self._lock = threading.Lock()
+        self._swept_at: float | None = None  # monotonic time of the last `sweep_due`
         try:
             with self._lock:
                 # Two daemons starting on one state dir may open a new file together.
@@ -270,6 +277,37 @@ class InboxStore:
                     (recipient, rows[taken - 1][0]),
                 )
         return Delivery(tuple(Message(*row[:5]) for row in rows[:taken]), len(rows) - taken)
+
+    def sweep(self, receives: Callable[[str], bool], before: float) -> int:
+        """Delete the messages pushed before `before` (epoch seconds) to recipients that
+        `receives` says can no longer receive; how many went."""
+        with self._lock:
+            recipients = [
+                str(row[0])
+                for row in self._db.execute(
+                    "SELECT DISTINCT recipient FROM messages WHERE pushed_at < ?", (before,)
+                )
+            ]
+        gone = [recipient for recipient in recipients if not receives(recipient)]
+        removed = 0
+        if gone:
+            with self._write() as db:
+                for recipient in gone:
+                    removed += db.execute(
+                        "DELETE FROM messages WHERE recipient = ? AND pushed_at < ?",
+                        (recipient, before),
+                    ).rowcount
+        return removed
+
+    def sweep_due(self, receives: Callable[[str], bool], now: float | None = None) -> int:
+        """`sweep` of the messages older than `UNRECEIVED_KEPT_S`, at most once per
+        `SWEEP_EVERY_S` (a store just opened sweeps at its first call)."""
+        started = time.monotonic()
+        if self._swept_at is not None and started - self._swept_at < SWEEP_EVERY_S:
+            return 0
+        self._swept_at = started
+        at = time.time() if now is None else now
+        return self.sweep(receives, at - UNRECEIVED_KEPT_S)
 
     def state(self, identity: str, previews: int = 3) -> InboxState:
         with self._lock:

@@ -161,6 +161,24 @@ def _recipient(desk: CoworkDesk, sender: Identity, name: str, to: str) -> str:
     )
 
 
+def _may_receive(desk: CoworkDesk, name: str, to: str) -> bool:
+    """Whether `to` is a live token granted workspace `name` that can drain its inbox."""
+    member = desk.members(to)
+    return member is not None and member.can_use(name) and member.has_scope(READ_SUMMARY)
+
+
+def _sweep(desk: CoworkDesk, name: str, store: InboxStore) -> None:
+    """Delete long-undelivered messages to recipients that can no longer receive (see
+    `UNRECEIVED_KEPT_S`), at most once an hour per workspace. Never fails its caller."""
+    try:
+        removed = store.sweep_due(lambda to: _may_receive(desk, name, to))
+    except Exception:  # the push or status it rides on is answered all the same
+        log.exception("cowork sweep failed", workspace=name)
+        return
+    if removed:
+        log.info("cowork messages to gone recipients removed", workspace=name, messages=removed)
+
+
 def _inbox_error(error: InboxError) -> ProtocolError:
     detail: dict[str, Any] = {"reason": error.code}
     if isinstance(error, MessageTooLarge):
@@ -196,6 +214,7 @@ async def push(
         )
     except InboxError as error:
         raise _inbox_error(error) from None
+    await _in_store(shelf, name, lambda store: _sweep(desk, name, store))
     log.info("cowork push", workspace=name, sender=identity.name, to=recipient, door=door)
     note(hub, identity, name, "push", f"{len(content)} characters", recipient=recipient)
     return {
@@ -265,8 +284,14 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
     """The caller's own inbox without draining it, and its own undelivered pushes."""
     require_scope(identity, READ_SUMMARY)
     host_for(hub, identity, name)
-    shelf = desk_of(hub).shelf
-    state = await _in_store(shelf, name, lambda store: store.state(identity.name))
+    desk = desk_of(hub)
+    shelf = desk.shelf
+
+    def read(store: InboxStore) -> Any:
+        _sweep(desk, name, store)  # so that `sent_undelivered` names no gone recipient
+        return store.state(identity.name)
+
+    state = await _in_store(shelf, name, read)
     return {
         "schema_version": STATUS_SCHEMA,
         "workspace": name,
