@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -139,13 +140,22 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if error is not None:
             self._refuse(error.code, error.message)
         else:
-            self._write_error(400, ErrorCode.INVALID, "malformed HTTP request")
+            self._refuse(ErrorCode.INVALID, "malformed HTTP request", status=400)
 
-    def _refuse(self, code: ErrorCode, message: str) -> None:
-        log.info("request refused", code=code.value, reason=message, client=self.client)
-        self._write_error(code.http_status, code, message)
+    def _refuse(self, code: ErrorCode, message: str, *, status: int | None = None) -> None:
+        # A request id as the API middleware gives every answer it sends (these never
+        # reach it): the answer's `x-request-id` finds this log line.
+        request_id = secrets.token_hex(8)
+        log.info(
+            "request refused",
+            code=code.value,
+            reason=message,
+            client=self.client,
+            request_id=request_id,
+        )
+        self._write_error(status or code.http_status, code, message, request_id)
 
-    def _write_error(self, status: int, code: ErrorCode, message: str) -> None:
+    def _write_error(self, status: int, code: ErrorCode, message: str, request_id: str) -> None:
         if self.transport.is_closing():
             return
         if self.cycle is not None and self.cycle.response_started:
@@ -157,6 +167,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             STATUS_LINE[status],
             b"content-type: application/json\r\n",
             b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
+            b"x-request-id: " + request_id.encode("ascii") + b"\r\n",
             b"connection: close\r\n",
             b"\r\n",
         ]

@@ -1,0 +1,69 @@
+"""The refusals the connection writes itself, below the API (431 for an oversized head,
+408 for a request not received in time, 400 for one that is not HTTP), carry an
+`x-request-id` like every other answer, each its own."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+
+LIMITS = {"limits.max_header_bytes": 4096, "limits.read_timeout_s": 1}
+REQUEST_ID = re.compile(r"[0-9a-f]{16}")
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    root = tmp_path_factory.mktemp("refusal-ids")
+    with start_daemon(root, copy_examples(root / "ws", ["writing"]), **LIMITS) as live:
+        yield live
+
+
+def exchange(daemon: LiveDaemon, data: bytes) -> tuple[int, dict[str, str]]:
+    """Send `data`, read until the daemon closes: the status and headers it answered."""
+    host, port = daemon.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as sock:
+        sock.settimeout(15)
+        sock.sendall(data)
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except ConnectionResetError:
+            pass
+    head = received.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+    headers = {}
+    for line in head[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(head[0].split()[1]), headers
+
+
+@pytest.mark.parametrize(
+    ("data", "status"),
+    [
+        (b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 8000 + b"\r\n\r\n", 431),
+        (b"GET /healthz HTTP/1.1\r\nhost: x\r\n", 408),  # the head never ends
+        (b"NOT HTTP AT ALL\r\n\r\n", 400),
+    ],
+    ids=["431", "408", "400"],
+)
+def test_a_refusal_below_the_api_carries_a_request_id(
+    daemon: LiveDaemon, data: bytes, status: int
+) -> None:
+    first, second = exchange(daemon, data), exchange(daemon, data)
+    assert first[0] == second[0] == status
+    ids = [first[1].get("x-request-id"), second[1].get("x-request-id")]
+    assert all(REQUEST_ID.fullmatch(id_ or "") for id_ in ids), ids
+    assert ids[0] != ids[1]
+
+
+def test_an_answer_of_the_api_carries_one_of_the_same_form(daemon: LiveDaemon) -> None:
+    status, headers = exchange(
+        daemon, b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+    )
+    assert status == 200 and REQUEST_ID.fullmatch(headers["x-request-id"])
