@@ -22,8 +22,19 @@ MAX_TEXT = 64 * 1024  # list items and free texts (a proposal's reason)
 # A query, task or candidate has no bound here (`limit=None`): the daemon checks it
 # against its configured `[limits] max_query_chars` where it is served, and the body
 # size bounds it first. A fixed bound here would overrule an operator's larger setting.
-_QUERY_TEXT = "at most the daemon's limits.max_query_chars characters (413 beyond)"
 MAX_NAME = 200
+MAX_ITEMS = 100  # items of a list of strings (`types`, `exceptions`, `scopes`, ...)
+MAX_QUERY_LIMIT = 1000  # a query's `limit`, either sign
+MAX_WORKSPACE_NAME = 64
+MAX_EXPIRES = 64  # a token's `expires`
+# The bounds `_text` and `_strings` enforce, as the OpenAPI document gives them.
+_QUERY_TEXT = "at most the daemon's limits.max_query_chars characters (413 beyond)"
+_NAME_OR_NULL = {"type": ["string", "null"], "maxLength": MAX_NAME}
+_STRINGS = {
+    "type": "array",
+    "maxItems": MAX_ITEMS,
+    "items": {"type": "string", "maxLength": MAX_TEXT},
+}
 # Request bodies are objects of strings and lists of strings: depth 2. The bound keeps
 # json's recursive decoder (and anything walking the result) far from the recursion limit.
 MAX_JSON_DEPTH = 32
@@ -129,8 +140,8 @@ def _strings(data: dict, field: str) -> tuple[str, ...] | None:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise _invalid(f"'{field}' must be a list of strings", field)
-    if len(value) > 100:
-        raise _invalid(f"'{field}' has more than 100 items", field)
+    if len(value) > MAX_ITEMS:
+        raise _invalid(f"'{field}' has more than {MAX_ITEMS} items", field)
     if any(len(item) > MAX_TEXT for item in value):
         raise ProtocolError(
             ErrorCode.TOO_LARGE, f"an item of '{field}' is longer than {MAX_TEXT} characters"
@@ -200,8 +211,10 @@ class QueryRequest(_Model):
         limit = data.get("limit", 8)
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise _invalid("'limit' must be an integer", "limit")
-        if not -1000 <= limit <= 1000:
-            raise _invalid("'limit' must be between -1000 and 1000", "limit")
+        if not -MAX_QUERY_LIMIT <= limit <= MAX_QUERY_LIMIT:
+            raise _invalid(
+                f"'limit' must be between -{MAX_QUERY_LIMIT} and {MAX_QUERY_LIMIT}", "limit"
+            )
         subject = _text(data, "subject", limit=MAX_NAME) or None
         return cls(
             query=_text(data, "query", required=True, limit=None),
@@ -229,10 +242,15 @@ class QueryRequest(_Model):
             "additionalProperties": False,
             "properties": {
                 "query": {"type": "string", "minLength": 1, "description": _QUERY_TEXT},
-                "types": {"type": ["array", "null"], "items": {"type": "string"}},
-                "kinds": {"type": ["array", "null"], "items": {"type": "string"}},
-                "subject": {"type": ["string", "null"]},
-                "limit": {"type": "integer", "default": 8},
+                "types": {**_STRINGS, "type": ["array", "null"]},
+                "kinds": {**_STRINGS, "type": ["array", "null"]},
+                "subject": _NAME_OR_NULL,
+                "limit": {
+                    "type": "integer",
+                    "minimum": -MAX_QUERY_LIMIT,
+                    "maximum": MAX_QUERY_LIMIT,
+                    "default": 8,
+                },
                 "max_bytes": {
                     "type": ["integer", "null"],
                     "minimum": MIN_BUDGET_BYTES,
@@ -300,9 +318,9 @@ class CheckRequest(_Model):
             "properties": {
                 "task": {"type": "string", "minLength": 1, "description": _QUERY_TEXT},
                 "candidate": {"type": "string", "minLength": 1, "description": _QUERY_TEXT},
-                "subject": {"type": ["string", "null"]},
-                "scope": {"type": ["string", "null"]},
-                "exceptions": {"type": "array", "items": {"type": "string"}},
+                "subject": _NAME_OR_NULL,
+                "scope": _NAME_OR_NULL,
+                "exceptions": _STRINGS,
             },
         }
 
@@ -319,10 +337,10 @@ class WorkspaceAddRequest(_Model):
     def from_json(cls, data: Any) -> WorkspaceAddRequest:
         data = _object(data)
         _unknown_keys(data, cls)
-        name = _text(data, "name", required=True, limit=64)
+        name = _text(data, "name", required=True, limit=MAX_WORKSPACE_NAME)
         if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
             raise _invalid("'name' may use letters, digits, '-', '_' and '.' only", "name")
-        return cls(name=name, path=_text(data, "path", required=True, limit=4096))
+        return cls(name=name, path=_text(data, "path", required=True, limit=MAX_PATH))
 
     @staticmethod
     def json_schema() -> dict[str, Any]:
@@ -330,7 +348,10 @@ class WorkspaceAddRequest(_Model):
             "type": "object",
             "required": ["name", "path"],
             "additionalProperties": False,
-            "properties": {"name": {"type": "string"}, "path": {"type": "string"}},
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": MAX_WORKSPACE_NAME},
+                "path": {"type": "string", "minLength": 1, "maxLength": MAX_PATH},
+            },
         }
 
 
@@ -370,22 +391,21 @@ class TokenCreateRequest(_Model):
             scopes=scopes,
             workspaces=workspaces,
             roles=_strings(data, "roles") or (),
-            expires=_text(data, "expires", limit=64) or None,
+            expires=_text(data, "expires", limit=MAX_EXPIRES) or None,
         )
 
     @staticmethod
     def json_schema() -> dict[str, Any]:
-        strings = {"type": "array", "items": {"type": "string"}}
         return {
             "type": "object",
             "required": ["name", "scopes", "workspaces"],
             "additionalProperties": False,
             "properties": {
-                "name": {"type": "string"},
-                "scopes": strings,
-                "workspaces": {**strings, "minItems": 1},
-                "roles": strings,
-                "expires": {"type": ["string", "null"]},
+                "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME},
+                "scopes": {**_STRINGS, "minItems": 1},
+                "workspaces": {**_STRINGS, "minItems": 1},
+                "roles": _STRINGS,
+                "expires": {"type": ["string", "null"], "maxLength": MAX_EXPIRES},
             },
         }
 
@@ -454,8 +474,8 @@ class ProposeRequest(_Model):
             "required": ["source"],
             "additionalProperties": False,
             "properties": {
-                "source": {"type": "string", "minLength": 1},
-                "reason": {"type": "string"},
+                "source": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE},
+                "reason": {"type": "string", "maxLength": MAX_TEXT},
                 "client": {"type": "string", "maxLength": MAX_NAME},
                 "supersedes": {"type": ["string", "null"], "maxLength": MAX_NAME},
                 "idempotency_key": {"type": ["string", "null"], "maxLength": MAX_NAME},
@@ -506,5 +526,5 @@ class RejectRequest(_Model):
         return {
             "type": "object",
             "additionalProperties": False,
-            "properties": {"reason": {"type": "string"}},
+            "properties": {"reason": {"type": "string", "maxLength": MAX_TEXT}},
         }
