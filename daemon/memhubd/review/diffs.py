@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 
-from memhubd.review.proposal import Proposal, approval_block, approval_marker, marker_stamp, now_iso
+from memhubd.review.proposal import Proposal, approval_block, has_marker, marker_stamp, now_iso
 
 
 def approval_change(proposal: Proposal, text: str, marked: str | None = None) -> tuple[str, str]:
@@ -17,7 +17,7 @@ def approval_change(proposal: Proposal, text: str, marked: str | None = None) ->
     otherwise "after" is the file with a block stamped now, appended to `marked` (the
     file with what the proposal supersedes marked) when given.
     """
-    if approval_marker(proposal.id) in text:
+    if has_marker(text, proposal.id):
         block = approval_block(proposal, marker_stamp(text, proposal.id))
         return text.replace(block, "", 1), text
     return text, (text if marked is None else marked) + approval_block(proposal, now_iso())

@@ -121,8 +121,8 @@ def one_line(text: object) -> str:
 
 
 def normalize_source(source: str) -> str:
-    """The source as stored: stripped, plus one trailing newline."""
-    return source.strip() + "\n"
+    """The source as stored: CRLF as LF, stripped, plus one trailing newline."""
+    return source.replace("\r\n", "\n").strip() + "\n"
 
 
 def render_proposal(proposal: Proposal) -> str:
@@ -265,7 +265,15 @@ def approval_block(proposal: Proposal, stamp: str) -> str:
     return f"\n{approval_marker(proposal.id)}{stamp}\n" + proposal.source.rstrip("\n") + "\n"
 
 
+def has_marker(target_text: str, proposal_id: str) -> bool:
+    """Whether a target holds this proposal's approval marker as approval writes it: a
+    line of its own, with a stamp. The same words inside a line (a claim, say) are not
+    one: text a proposal carries must never pass for another proposal's approval."""
+    pattern = r"(?m)^" + re.escape(approval_marker(proposal_id)) + r"\S"
+    return re.search(pattern, target_text) is not None
+
+
 def marker_stamp(target_text: str, proposal_id: str) -> str:
     """The stamp recorded after this proposal's marker in a target, or ""."""
-    found = re.search(re.escape(approval_marker(proposal_id)) + r"(\S+)", target_text)
+    found = re.search(r"(?m)^" + re.escape(approval_marker(proposal_id)) + r"(\S+)", target_text)
     return found.group(1) if found else ""

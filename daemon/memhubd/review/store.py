@@ -46,7 +46,7 @@ from memhubd.review.proposal import (
     Proposal,
     ProposalFiles,
     approval_block,
-    approval_marker,
+    has_marker,
     is_proposal_id,
     marker_stamp,
     new_proposal_id,
@@ -316,7 +316,9 @@ class ReviewStore:
         recorded = self._recorded_target(proposal, prior)
         if isinstance(recorded, Issue):
             return _refused(proposal_id, recorded)
-        approval = _Approval(proposal, recorded or target, reviewer, generation, prior, entries)
+        approval = _Approval(
+            proposal, recorded or target, reviewer, generation, prior, entries, recorded is not None
+        )
         return self._merge(approval, workspace)
 
     def _merge(self, approval: _Approval, workspace: Workspace) -> Decision:
@@ -337,8 +339,11 @@ class ReviewStore:
             if text is None:
                 unreadable = refusal("target_unreadable", f"{target} is not UTF-8")
                 return _stale(proposal, unreadable), proposal
-            if approval_marker(proposal.id) in text:
+            if approval.recorded and has_marker(text, proposal.id):
                 # Finishing an interrupted approval: other files may still need marking.
+                # Only one this proposal's approval recorded (memhub's record before it
+                # writes, or memdsl's audit): a marker found in a file no approval of it
+                # chose was put there by something else, never taken for its block.
                 elsewhere = self._mark_elsewhere(superseded_by(proposal.source, workspace), target)
                 done = self._finish(
                     approval, recovered=True, after=sha256_hex(before), marked=elsewhere
@@ -524,7 +529,7 @@ class ReviewStore:
         if proposal.merged_into:
             recorded = resolve_target(self.root, self.staging_dir, proposal.merged_into)
             text = _decode(read_bytes(recorded)) if isinstance(recorded, str) else None
-            if text is not None and approval_marker(proposal.id) in text:
+            if text is not None and has_marker(text, proposal.id):
                 return recorded
         return None
 
@@ -710,6 +715,9 @@ class _Approval:
     generation: int | None
     prior: AuditEntry | None
     entries: list[AuditEntry]
+    # Whether `target` is the one an interrupted approval of the proposal recorded (its
+    # block may be there already), rather than the one asked for now.
+    recorded: bool = False
 
 
 def _decode(data: bytes | None) -> str | None:

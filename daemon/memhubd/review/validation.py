@@ -9,6 +9,7 @@ hidden ids are still taken, but nothing says what holds them.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,10 @@ def validate_source(
         return refusal("invalid_text", "proposal source is not valid Unicode text")
     if size > max_bytes:
         return refusal("too_large", f"proposal is {size} bytes; the limit is {max_bytes} bytes")
+    source = source.replace("\r\n", "\n")  # as stored, and as memdsl reads a source file
+    breaking = _read_back_break(source)
+    if breaking is not None:
+        return refusal("invalid_text", breaking)
     text = source.strip()
     if not text:
         return refusal("empty_proposal", "proposal source is empty")
@@ -130,6 +135,38 @@ def merged_workspace(workspace: Workspace, doc: Document) -> Workspace:
     return merged
 
 
+# What a stored proposal, read back line by line, takes for a line end besides "\n"
+# (`str.splitlines`): kept in a source, the text approved would not be the text
+# validated (a comment or a string would end early, and what follows become live).
+_READ_BACK_BREAKS = {
+    "\r": "a carriage return (CR) not followed by LF",
+    "\x0b": "a vertical tab (U+000B)",
+    "\x0c": "a form feed (U+000C)",
+    "\x1c": "a file separator (U+001C)",
+    "\x1d": "a group separator (U+001D)",
+    "\x1e": "a record separator (U+001E)",
+    "\x85": "a next-line character (U+0085)",
+    "\u2028": "a line separator (U+2028)",
+    "\u2029": "a paragraph separator (U+2029)",
+}
+
+
+_READ_BACK_BREAK = re.compile("[" + "".join(_READ_BACK_BREAKS) + "]")
+
+
+def _read_back_break(source: str) -> str | None:
+    """Why `source` cannot be stored as it is validated, or None."""
+    found = _READ_BACK_BREAK.search(source)
+    if found is None:
+        return None
+    line = source.count("\n", 0, found.start()) + 1
+    return (
+        f"proposal source holds {_READ_BACK_BREAKS[found.group()]} at line {line}: a stored "
+        "proposal reads it as a line end, so it would not be the text validated; "
+        "end lines with LF"
+    )
+
+
 def with_file_content(workspace: Workspace, path: str, text: str) -> Workspace:
     """`workspace` with the file at `path` (compared by real path) replaced by `text`.
 
@@ -146,6 +183,10 @@ def with_file_content(workspace: Workspace, path: str, text: str) -> Workspace:
 
     labels = [label for label in workspace.files if is_target(label)]
     label = labels[0] if labels else path
+    if "\r" in text:
+        # Read as a served source is (`memhubd.runtime.sources.load_file`): CRLF and a
+        # lone CR end a line, or the file checked would not be the file served.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     doc = parse_text(text, file=label)
     rebuilt = Workspace(
         declarations=[d for d in workspace.declarations if not is_target(d.file)],
