@@ -12,17 +12,26 @@ from typing import Any
 
 import anyio
 import numpy as np
+import structlog
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import ReindexRequest, TaxonomyEditRequest
 from memhub_protocol.scopes import ADMIN, READ_SUMMARY, REVIEW, WRITE_RECALL
 from memhubd.auth.identity import Identity
+from memhubd.recall.ingest import SourceLock
+from memhubd.recall.shelf import RecallShelf
 from memhubd.recall.store import TaxonomyEntry
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import host_for, require_scope
 from memhubd.service.recall import _INGEST, _SEARCH, _audit, _name, _visible, shelf_of
 
+log = structlog.get_logger("memhubd.service.recall")
+
 REINDEX_BATCH = 256
+
+# The stripes notes and diary entries lock on (`Ingestor.ingest_content`): at most 256
+# files whatever is stored, so a purge leaves them.
+STRIPE_SOURCES = frozenset(f"manual-content:{i:02x}" for i in range(256))
 
 
 async def delete(
@@ -80,7 +89,8 @@ async def purge(
 ) -> dict[str, Any]:
     """Remove soft-deleted drawers for good (all, or those deleted before `before`),
     and with `audit_before` the audit entries written before it (the store's audit
-    grows by a row per write; keeping it whole, the default, is the operator's choice)."""
+    grows by a row per write; keeping it whole, the default, is the operator's choice).
+    Then removes the lock files of the sources no row is left of (`prune_locks`)."""
     require_scope(identity, ADMIN)
     host_for(hub, identity, name)
     if not identity.sees_everything:
@@ -103,7 +113,23 @@ async def purge(
         answer.update(audit_before=audit_before, audit_removed=removed)
     audit = _audit(identity, door, "purge", before=before)
     answer["purged"] = await anyio.to_thread.run_sync(store.purge, before, audit, limiter=_INGEST)
+    await anyio.to_thread.run_sync(prune_locks, shelf, name, limiter=_INGEST)
     return answer
+
+
+def prune_locks(shelf: RecallShelf, name: str) -> int:
+    """Remove the ingest lock files of `name` no stored source needs (one per source
+    ever ingested otherwise stays forever); returns how many went. A failure is logged:
+    the files are only disk, and the purge it follows is done."""
+    try:
+        keep = shelf.store(name).sources() | STRIPE_SOURCES
+        # The directory `RecallShelf.ingestor` locks in.
+        removed = SourceLock(shelf.directory / "locks" / name).prune(keep)
+    except Exception as error:  # noqa: BLE001 - never fails the purge
+        log.warning("ingest lock files not pruned", workspace=name, error=repr(error))
+        return 0
+    log.info("ingest lock files pruned", workspace=name, removed=removed)
+    return removed
 
 
 async def taxonomy(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:

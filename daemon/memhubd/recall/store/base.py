@@ -302,6 +302,11 @@ class DrawerStore(abc.ABC):
         same text stored under the ids each may read)."""
 
     @abc.abstractmethod
+    def sources(self) -> set[str]:
+        """The source of every drawer row, live, soft-deleted or retired (one deleted may
+        be ingested again): what still needs its ingest lock after a purge."""
+
+    @abc.abstractmethod
     def get(self, rowids: Sequence[int]) -> dict[int, Drawer]: ...
 
     @abc.abstractmethod

@@ -532,6 +532,18 @@ class SQLiteStore(DrawerStore):
             for index, rowid, i, digest, context, who, room, readers in rows
         ]
 
+    def sources(self) -> set[str]:
+        # Two queries, each on a partial index: `drawers_source` (in source order) for
+        # the live rows, `drawers_deleted` for the others.
+        with self._readers.connection() as connection:
+            rows = connection.execute(
+                "SELECT DISTINCT source_file FROM drawers WHERE deleted_at IS NULL"
+            ).fetchall()
+            rows += connection.execute(
+                "SELECT DISTINCT source_file FROM drawers WHERE deleted_at IS NOT NULL"
+            ).fetchall()
+        return {source for (source,) in rows}
+
     def get(self, rowids: Sequence[int]) -> dict[int, Drawer]:
         out: dict[int, Drawer] = {}
         with self._readers.connection() as connection:
