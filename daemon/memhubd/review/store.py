@@ -424,6 +424,9 @@ class ReviewStore:
         except ParseError as exc:
             problem = f"the approval target does not parse: {exc}"
             return refusal("target_parse_error", problem), None
+        moved = _module_moved(proposal.source, text)
+        if moved is not None:
+            return refusal("module_conflict", moved), None
         # The size limit guards what agents submit; a stored proposal is judged on content.
         size = utf8_size(proposal.source) or 0
         result = validate_source(
@@ -718,6 +721,28 @@ class _Approval:
     # Whether `target` is the one an interrupted approval of the proposal recorded (its
     # block may be there already), rather than the one asked for now.
     recorded: bool = False
+
+
+def _module_moved(source: str, target_text: str) -> str | None:
+    """Why appending `source` would move the target's declarations to another module, or
+    None. The last `module` statement of a file names the module of every declaration in
+    it, those above it included (memdsl), so a proposal's own `module` line would
+    re-home declarations the reviewer may not even be able to read."""
+    try:
+        proposed = parse_text(source, file="<proposal>")
+        if proposed.module is None:
+            return None
+        target = parse_text(target_text.replace("\r\n", "\n").replace("\r", "\n"), file="t")
+    except ParseError:
+        return None  # reported as such by the validation
+    if not target.declarations or target.module == proposed.module:
+        return None
+    return (
+        f"the proposal declares module '{proposed.module}', and appending it would move every "
+        f"declaration of the target to it (the target's module is "
+        f"{repr(target.module) if target.module else 'none'}): drop the proposal's module "
+        "line, or approve it into a file of that module or a new one"
+    )
 
 
 def _decode(data: bytes | None) -> str | None:

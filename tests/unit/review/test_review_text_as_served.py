@@ -72,3 +72,24 @@ def test_a_marker_no_approval_of_the_proposal_wrote_is_not_its_block(
     assert decision.ok and not decision.recovered
     assert "fact:db.rule" in [d.id for d in load(root).declarations]
     assert (root / "t.mem").read_text(encoding="utf-8").count(fact_source("db.rule")) == 1
+
+
+def test_a_module_line_that_would_move_the_targets_declarations_is_refused(
+    store: ReviewStore, root: Path
+) -> None:
+    target = root / "rules.mem"
+    target.write_text("module sec.rules\n\n" + fact_source("db.kept"), encoding="utf-8")
+    before = target.read_bytes()
+    moved = store.propose(load(root), "module elsewhere\n" + fact_source("db.new"), proposer="a")
+    assert moved.ok, moved.errors
+    decision = store.approve(moved.proposal_id, load(root), str(target), reviewer="alice")
+    assert not decision.ok
+    assert [e.code for e in decision.errors] == ["module_conflict"]
+    assert target.read_bytes() == before
+    # The same module, or a new file, takes it
+    same = store.propose(load(root), "module sec.rules\n" + fact_source("db.same"), proposer="a")
+    assert store.approve(same.proposal_id, load(root), str(target), reviewer="alice").ok
+    assert store.approve(moved.proposal_id, load(root), "new.mem", reviewer="alice").ok
+    modules = {d.id: d.module for d in load(root).declarations}
+    assert modules["fact:db.kept"] == modules["fact:db.same"] == "sec.rules"
+    assert modules["fact:db.new"] == "elsewhere"
