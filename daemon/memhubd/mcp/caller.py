@@ -15,6 +15,9 @@ from memhubd.auth.identity import Identity
 from memhubd.runtime.hub import Hub
 
 _CALLER: ContextVar[Identity | None] = ContextVar("memhub_mcp_caller", default=None)
+# The workspace the tool call in progress is about, once chosen: a list the server
+# binds per call and the tool fills (shared, so a tool run in a copied context fills it).
+_ABOUT: ContextVar[list[str] | None] = ContextVar("memhub_mcp_workspace", default=None)
 
 
 def set_caller(identity: Identity | None) -> object:
@@ -32,6 +35,24 @@ def current_caller() -> Identity:
         # Only reachable when the MCP app is served without the authenticating wrapper.
         raise ProtocolError(ErrorCode.UNAUTHORIZED, "no authenticated caller for this request")
     return identity
+
+
+def watch_workspace() -> tuple[list[str], object]:
+    """Bind an empty record of the workspace the coming tool call is about; returns it
+    (`note_workspace` fills it) and the token to reset it with."""
+    noted: list[str] = []
+    return noted, _ABOUT.set(noted)
+
+
+def stop_watching(token: object) -> None:
+    _ABOUT.reset(token)  # type: ignore[arg-type]
+
+
+def note_workspace(name: str) -> None:
+    """Record that the tool call in progress is about workspace `name`."""
+    noted = _ABOUT.get()
+    if noted is not None:
+        noted[:] = [name]
 
 
 def visible_names(hub: Hub) -> list[str] | None:
@@ -102,3 +123,14 @@ def describe_error(error: ProtocolError) -> str:
         names = ", ".join(available) if available else "(none)"
         line += f". Workspaces you may use: {names}"
     return line
+
+
+def named_as_argument(error: ProtocolError, field: str, argument: str) -> ProtocolError:
+    """`error` naming the tool's `argument` where the service names the JSON API's
+    `field` (in its message and `detail.field`); any other error as it is."""
+    detail = dict(error.detail or {})
+    if detail.get("field") != field:
+        return error
+    detail["field"] = argument
+    message = error.message.replace(f"'{field}'", f"'{argument}'", 1)
+    return ProtocolError(error.code, message, detail)

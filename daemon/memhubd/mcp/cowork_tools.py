@@ -18,6 +18,7 @@ from pydantic import Field, Strict
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
+from memhubd.mcp.caller import named_as_argument
 from memhubd.mcp.tools import READ_ONLY, WRITE, reply, run_tool, tool_error
 from memhubd.runtime.hub import Hub
 from memhubd.service import cowork
@@ -106,9 +107,4 @@ def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
 def _as_named_here(error: ProtocolError) -> ProtocolError:
     """`error` naming the partner as this tool's argument does (`target_tool`), where the
     service names the API's field (`to`)."""
-    detail = dict(error.detail or {})
-    if detail.get("field") != "to":
-        return error
-    detail["field"] = "target_tool"
-    message = error.message.replace("'to'", "'target_tool'", 1)
-    return ProtocolError(error.code, message, detail)
+    return named_as_argument(error, "to", "target_tool")

@@ -17,6 +17,7 @@ from pydantic import Field, Strict
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SUMMARY, WRITE_CANDIDATE, WRITE_RECALL
 from memhubd.mcp import payloads
+from memhubd.mcp.caller import named_as_argument
 from memhubd.mcp.tools import MCP_CLIENT, WRITE, reply, run_tool
 from memhubd.runtime.hub import Hub
 from memhubd.service import access as service
@@ -62,14 +63,18 @@ def register_diary_tools(server: MCPServer, hub: Hub) -> None:
             if action not in ("write", "read"):  # told once scope and grant are checked
                 service.host_for(hub, caller, name)
                 raise ProtocolError(ErrorCode.INVALID, "action must be write or read")
-            if action == "write":
-                return await diary.write(
-                    hub, caller, name, entry_type or "OBSERVATION", content, shared=shared,
-                    door=DOOR,
-                )  # fmt: skip
-            return await diary.read(
-                hub, caller, name, identity or None, entry_type or None, query or None, limit
-            )
+            try:
+                if action == "write":
+                    return await diary.write(
+                        hub, caller, name, entry_type or "OBSERVATION", content, shared=shared,
+                        door=DOOR,
+                    )  # fmt: skip
+                return await diary.read(
+                    hub, caller, name, identity or None, entry_type or None, query or None, limit
+                )
+            except ProtocolError as error:
+                # The service names the JSON API's field (`type`); this tool's is `entry_type`.
+                raise named_as_argument(error, "type", "entry_type") from None
 
         scope = WRITE_RECALL if action == "write" else READ_SUMMARY
         return reply(await run_tool(hub, None, scope, workspace.strip(), work))

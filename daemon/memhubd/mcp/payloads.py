@@ -27,7 +27,8 @@ MHUB_STATUS = "memhub.mcp.status.v1"
 MHUB_WORKSPACES = "memhub.mcp.workspaces.v1"
 MHUB_ERROR = "memhub.mcp.error.v1"
 
-TOOL_NAMES = (
+# memdsl's nine tools, in memdsl's order: they answer as memdsl's server does.
+MEMDSL_TOOL_NAMES = (
     "memory_map",
     "memory_query",
     "memory_check",
@@ -37,9 +38,8 @@ TOOL_NAMES = (
     "memory_lint",
     "memory_propose",
     "memory_review_list",
-    "memory_status",
-    "memory_workspaces",
 )
+TOOL_NAMES = (*MEMDSL_TOOL_NAMES, "memory_status", "memory_workspaces")
 TOOL_SCHEMAS = {
     "memory_map": MCP_MAP,
     "memory_query": MCP_QUERY,
@@ -92,16 +92,17 @@ def unavailable(schema: str, error: ProtocolError, workspace: str) -> dict[str, 
     }
 
 
-def too_large(tool: str, size: int, limit: int, *, at_least: bool = False) -> dict[str, Any]:
+def too_large(
+    tool: str, size: int, limit: int, *, at_least: bool = False, workspace: str | None = None
+) -> dict[str, Any]:
     """An answer over the limit, as memdsl answers a request it cannot serve: `ok:false`.
 
     `at_least`: refused before the whole answer was built, from the size of a part of it.
+    `workspace`: the one the refused answer was about, as every answer about one names it.
     """
     measure = f"at least {size}" if at_least else str(size)
     return {
-        "ok": False,
-        "schema_version": TOOL_SCHEMAS.get(tool, MHUB_ERROR),
-        "status": "too_large",
+        **_head(TOOL_SCHEMAS.get(tool, MHUB_ERROR), "too_large", workspace, ok=False),
         "error": "result_too_large",
         "message": (
             f"the answer of {tool} is {measure} bytes, larger than {limit} bytes "
@@ -136,8 +137,18 @@ def types_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
 
 
 def is_match(pack: dict[str, Any]) -> bool:
-    """memdsl counts a query as answered when MUST, SHOULD or CONTEXT holds anything."""
-    return bool(pack.get("must") or pack.get("should") or pack.get("context"))
+    """memdsl counts a query as answered when MUST, SHOULD or CONTEXT holds anything.
+
+    MUST as it was before a `budget` cut it: rules left out by the caller's `max_must`
+    or `max_bytes` still apply, and the answer says so rather than "no match".
+    """
+    before_cut = (pack.get("budget") or {}).get("must_total", 0)
+    return bool(pack.get("must") or before_cut or pack.get("should") or pack.get("context"))
+
+
+def omitted_must(pack: dict[str, Any]) -> int:
+    """How many MUST rules the pack's `budget` left out (0 without a budget)."""
+    return int((pack.get("budget") or {}).get("must_omitted", 0) or 0)
 
 
 def query_payload(
@@ -146,9 +157,19 @@ def query_payload(
     workspace: str,
     vocabulary: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """`vocabulary` is required (and only used) when the pack has no match."""
+    """`vocabulary` is required (and only used) when the pack has no match.
+
+    A pack whose `budget` left MUST rules out is a match (they apply): its next actions
+    carry the budget's `next_step`, and its text does not call the emptied MUST layer
+    unconstrained.
+    """
     matched = is_match(pack)
     actions = [text.NEXT_EXPLAIN_BEFORE_CITING] if matched else []
+    omitted = omitted_must(pack)
+    if omitted:
+        actions.append(str(pack["budget"]["next_step"]))
+        if not pack.get("must"):
+            rendered = text.must_left_out(rendered)
     if pack.get("missing"):
         actions.append(text.NEXT_MISSING)
     payload = {

@@ -18,7 +18,7 @@ from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import IngestRequest, SearchRequest, TaxonomyEditRequest
 from memhub_protocol.scopes import READ_SUMMARY, WRITE_RECALL
 from memhubd.mcp import text
-from memhubd.mcp.caller import current_caller, wing_or_workspace
+from memhubd.mcp.caller import current_caller, note_workspace, wing_or_workspace
 from memhubd.mcp.tools import READ_ONLY, WRITE, reply, run_tool, tool_error
 from memhubd.recall.aaak import dialect_text
 from memhubd.runtime.hub import Hub
@@ -77,6 +77,8 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
                 data["room"] = [room]
             request = SearchRequest.from_json(data)
             answer = await recall.search_recall(hub, identity, name, request, format)
+            if name is not None:
+                note_workspace(name)
             # mempal's tool answers its hits as `results` (the JSON API calls them `hits`).
             return reply({k if k != "hits" else "results": v for k, v in answer.items()})
         except ProtocolError as error:

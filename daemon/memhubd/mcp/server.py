@@ -22,6 +22,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
@@ -30,7 +31,13 @@ from memhubd import __version__
 from memhubd.api.app import ApiContext
 from memhubd.api.middleware import BodyTooLarge, over_unix_socket
 from memhubd.mcp import payloads, text
-from memhubd.mcp.caller import reset_caller, set_caller, visible_names
+from memhubd.mcp.caller import (
+    reset_caller,
+    set_caller,
+    stop_watching,
+    visible_names,
+    watch_workspace,
+)
 from memhubd.mcp.cowork_tools import register_cowork_tools
 from memhubd.mcp.diary_tools import register_diary_tools
 from memhubd.mcp.fast import ToolCallFastPath
@@ -64,13 +71,14 @@ class MemhubMCP(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:
+        about, watching = watch_workspace()
         try:
             result = await super().call_tool(name, arguments, context)
         except ToolError as error:
             # memdsl's tools answer as memdsl's server does; memhub's own say which
             # argument is wrong in one line, not the argument model's exception text.
             cause = error.__cause__
-            if name in payloads.TOOL_NAMES:
+            if name in payloads.MEMDSL_TOOL_NAMES:
                 raise
             if isinstance(cause, ValidationError):
                 raise ToolError(f"invalid: {_argument_problems(cause)}") from None
@@ -81,10 +89,14 @@ class MemhubMCP(MCPServer):
             if message.startswith(prefix):
                 raise ToolError(message[len(prefix) :]) from None
             raise
+        finally:
+            stop_watching(watching)
         if not isinstance(result, CallToolResult):
             return result
         size, limit = _text_bytes(result.content), self._result_limit()
-        return too_large_result(name, size, limit) if size > limit else result
+        if size <= limit:
+            return result
+        return too_large_result(name, size, limit, about[0] if about else None)
 
     async def read_resource(
         self, uri: Any, context: Any = None
@@ -139,9 +151,12 @@ def _text_bytes(content: list[Any]) -> int:
     return total
 
 
-def too_large_result(tool: str, size: int, limit: int) -> CallToolResult:
-    """An answer over the limit, as memdsl answers a request it cannot serve: `ok:false`."""
-    return reply(payloads.too_large(tool, size, limit))
+def too_large_result(
+    tool: str, size: int, limit: int, workspace: str | None = None
+) -> CallToolResult:
+    """An answer over the limit, as memdsl answers a request it cannot serve: `ok:false`,
+    naming the workspace the refused answer was about."""
+    return reply(payloads.too_large(tool, size, limit, workspace=workspace))
 
 
 def build_mcp_server(hub: Hub) -> MemhubMCP:
@@ -193,6 +208,15 @@ class McpEndpoint:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         state = scope.setdefault("state", {})
         state["route_name"] = ROUTE_NAME
+        if scope["method"] != "POST":
+            # Every request comes by POST. A GET would open the standalone stream that
+            # carries what a server sends unasked, and this stateless server sends nothing
+            # so (each stream would only hold a connection open, unbounded and past its
+            # token's revocation); it has no session for a DELETE to end. The spec lets
+            # such a server answer 405. Raised for the app's handler to answer as it
+            # answers a method any route does not serve (envelope, `Allow`,
+            # `detail.allow`), with or without a token.
+            raise HTTPException(405, headers={"Allow": "POST"})
         if not over_unix_socket(scope):
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
             problem = rebinding_problem(
@@ -206,16 +230,6 @@ class McpEndpoint:
             reason = "invalid or expired token" if state.get("bad_token") else "missing token"
             message = f"{reason}; send Authorization: Bearer <token>"
             await _refuse(scope, receive, send, ErrorCode.UNAUTHORIZED, message)
-            return
-        if scope["method"] == "GET":
-            # The standalone stream a GET opens carries what a server sends unasked, and
-            # this stateless server sends nothing so: each one would only hold a
-            # connection open, unbounded and past its token's revocation. The spec
-            # lets a server without that stream answer 405.
-            message = "this MCP server offers no stream to GET: send requests with POST"
-            body = error_envelope(ErrorCode.METHOD_NOT_ALLOWED, message)
-            refused = JSONResponse(body, 405, headers={"Allow": "POST"})
-            await refused(scope, receive, send)
             return
         if self.max_body_bytes is not None and _declared_length(scope) > self.max_body_bytes:
             # Refused here in the daemon's error envelope, as the JSON API refuses it

@@ -106,6 +106,23 @@ def next_excluded(excluded: int) -> str:
     )
 
 
+# memdsl's line for an empty MUST layer, and memhub's when a budget emptied it.
+NO_CONSTRAINTS = "- (no constraints apply)"
+MUST_LEFT_OUT = "- (none shown: the budget left every MUST rule out; see MORE MUST)"
+
+
+def must_left_out(rendered: str) -> str:
+    """A query's text whose MUST layer a budget emptied: its MUST section says the rules
+    were left out, not that none apply (the MORE MUST section counts them)."""
+    lines = rendered.split("\n")
+    for at, line in enumerate(lines[:-1]):
+        if line == "MUST":
+            if lines[at + 1] == NO_CONSTRAINTS:
+                lines[at + 1] = MUST_LEFT_OUT
+            break
+    return "\n".join(lines)
+
+
 NEXT_QUERY_REQUIRED = "Provide a non-empty query."
 NEXT_FIX_ARGUMENT = "Shorten or correct the argument the error names, then call again."
 NEXT_CHECK_INPUT = "Provide both the attempted task and the candidate action or draft."

@@ -8,6 +8,7 @@ by validation) stay payloads with `isError=false`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Annotated, Any, TypeVar
 
@@ -22,7 +23,12 @@ from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY, WRITE_CANDIDATE
 from memhubd import service
 from memhubd.auth.identity import Identity
 from memhubd.mcp import payloads, text
-from memhubd.mcp.caller import choose_workspace, current_caller, describe_error
+from memhubd.mcp.caller import (
+    choose_workspace,
+    current_caller,
+    describe_error,
+    note_workspace,
+)
 from memhubd.mcp.kept import Splice, current_splice, keepable, kept_texts
 from memhubd.runtime.hub import Hub
 from memhubd.service.encoding import AnswerTooLarge, Raw, dumps_text
@@ -91,6 +97,7 @@ async def run_tool(
         identity = current_caller()
         name = choose_workspace(hub, identity, requested, scope)
         chosen = True
+        note_workspace(name)
         try:
             return await work(identity, name)
         except Exception as error:
@@ -108,6 +115,22 @@ async def run_tool(
             message = f"{error.code.value}: {error.message}"
             return payloads.invalid(schema, message, text.NEXT_FIX_ARGUMENT, name)
         raise tool_error(error) from None
+
+
+def pack_budget(body: bytes) -> dict[str, Any] | None:
+    """The `budget` object an encoded evidence pack ends with (None without one).
+
+    Read from the bytes (the last key of the pack, after every layer) rather than by
+    decoding a pack that may weigh 100 KB.
+    """
+    at = body.rfind(b',"budget":{')
+    if at < 0:
+        return None
+    try:
+        found, _end = json.JSONDecoder().raw_decode(body[at + len(b',"budget":') :].decode())
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _memdsls(schema: str | None) -> bool:
@@ -219,11 +242,17 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
                     hub, identity, name, request, as_text=True, max_result_bytes=ceiling
                 )
             except AnswerTooLarge as error:
-                return payloads.too_large("memory_query", error.size, ceiling, at_least=True)
+                return payloads.too_large(
+                    "memory_query", error.size, ceiling, at_least=True, workspace=name
+                )
             known = len(answer.body) + len(answer.text)
             if known > ceiling:
-                return payloads.too_large("memory_query", known, ceiling, at_least=True)
+                return payloads.too_large(
+                    "memory_query", known, ceiling, at_least=True, workspace=name
+                )
             facts = answer.facts()
+            if request.max_bytes is not None or request.max_must is not None:
+                facts["budget"] = pack_budget(answer.body)
             vocabulary = None
             if not payloads.is_match(facts):
                 vocabulary = await service.vocabulary(view)
@@ -349,6 +378,7 @@ def _register_daemon(server: MCPServer, hub: Hub) -> None:
             data = await service.status(hub, identity)
             if workspace.strip():
                 await service.workspace(hub, identity, workspace.strip())
+                note_workspace(workspace.strip())
             tools = await served_tool_names(server)
             payload = payloads.status_payload(data, workspace.strip() or None, tools)
             # The server's instructions again, for clients that do not show them.
