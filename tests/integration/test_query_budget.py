@@ -109,6 +109,16 @@ def test_the_text_form_names_the_next_step(daemon) -> None:
     )
 
 
+def test_a_text_whose_must_layer_the_budget_emptied_says_so(daemon) -> None:
+    answer = query(daemon, {**QUERY, "max_must": 0}, accept="text/plain")
+    assert answer.status_code == 200
+    lines = answer.text.splitlines()
+    at = lines.index("MUST")
+    assert lines[at + 1] == "- (none shown: the budget left every MUST rule out; see MORE MUST)"
+    assert "(no constraints apply)" not in answer.text
+    assert "MORE MUST" in answer.text
+
+
 def test_a_role_limited_caller_counts_only_what_it_may_read_plus_the_hidden(daemon) -> None:
     reader = daemon.tokens["reader"]
 

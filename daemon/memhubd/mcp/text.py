@@ -6,6 +6,12 @@ Plain constants and two small formatters; no logic that decides what a payload h
 
 from __future__ import annotations
 
+# memdsl's line for an empty MUST layer, and memhub's when a budget emptied it: shared
+# with the JSON API's text, which the query pack renders.
+from memhubd.query.pack import MUST_LEFT_OUT as MUST_LEFT_OUT
+from memhubd.query.pack import NO_CONSTRAINTS as NO_CONSTRAINTS
+from memhubd.query.pack import must_left_out as must_left_out
+
 INSTRUCTIONS = (
     "memhub serves governed memory: declarations written as .mem source, kept in named "
     "workspaces. Every memory tool takes a `workspace` argument; leave it out only when "
@@ -104,23 +110,6 @@ def next_excluded(excluded: int) -> str:
         "evidence_pack.search_trace.excluded_by_filters and retry "
         "without the filter, or memory_explain those ids directly."
     )
-
-
-# memdsl's line for an empty MUST layer, and memhub's when a budget emptied it.
-NO_CONSTRAINTS = "- (no constraints apply)"
-MUST_LEFT_OUT = "- (none shown: the budget left every MUST rule out; see MORE MUST)"
-
-
-def must_left_out(rendered: str) -> str:
-    """A query's text whose MUST layer a budget emptied: its MUST section says the rules
-    were left out, not that none apply (the MORE MUST section counts them)."""
-    lines = rendered.split("\n")
-    for at, line in enumerate(lines[:-1]):
-        if line == "MUST":
-            if lines[at + 1] == NO_CONSTRAINTS:
-                lines[at + 1] = MUST_LEFT_OUT
-            break
-    return "\n".join(lines)
 
 
 NEXT_QUERY_REQUIRED = "Provide a non-empty query."

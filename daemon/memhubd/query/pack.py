@@ -116,7 +116,7 @@ class EvidencePack:
         if self.must:
             lines.append(must_section(self.must) if must_section else must_text(self.must))
         else:
-            lines.append("- (no constraints apply)")
+            lines.append(NO_CONSTRAINTS)
         lines += ["", "SHOULD"]
         lines.extend(f"- [{d.id}] {d.claim_text}" for d in self.should)
         if not self.should:
@@ -271,3 +271,20 @@ def _context_line(d: Any) -> str:
     as_of = d.lifecycle.get("as_of") if d.has_capability("temporal") else None
     suffix = f" (as_of {as_of})" if as_of else ""
     return f"- [{d.id}] {d.claim_text}{suffix}"
+
+
+# memdsl's line for an empty MUST layer, and memhub's when a budget emptied it.
+NO_CONSTRAINTS = "- (no constraints apply)"
+MUST_LEFT_OUT = "- (none shown: the budget left every MUST rule out; see MORE MUST)"
+
+
+def must_left_out(rendered: str) -> str:
+    """A query's text whose MUST layer a budget emptied: its MUST section says the rules
+    were left out, not that none apply (the MORE MUST section counts them)."""
+    lines = rendered.split("\n")
+    for at, line in enumerate(lines[:-1]):
+        if line == "MUST":
+            if lines[at + 1] == NO_CONSTRAINTS:
+                lines[at + 1] = MUST_LEFT_OUT
+            break
+    return "\n".join(lines)

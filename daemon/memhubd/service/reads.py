@@ -31,7 +31,7 @@ from memhub_protocol import (
 from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY
 from memhubd import __version__
 from memhubd.auth.identity import Identity
-from memhubd.query.pack import compact_json
+from memhubd.query.pack import compact_json, must_left_out
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
 from memhubd.runtime.sources import SourceFile
@@ -449,7 +449,8 @@ async def _answer_query(
         if text and hidden_must:
             text += _hidden_must_note(hidden_must)
         if text and extra and extra["budget"]["must_omitted"]:
-            text += f"\n\nMORE MUST\n- {extra['budget']['next_step']}"
+            # An emptied MUST layer: its rules were left out, not that none apply.
+            text = must_left_out(text) + f"\n\nMORE MUST\n- {extra['budget']['next_step']}"
         if as_text and max_result_bytes is not None:
             _refuse_over(len(text.encode("utf-8")), max_result_bytes)
         return QueryAnswer(
