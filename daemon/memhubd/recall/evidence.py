@@ -19,8 +19,14 @@ MAX_QUOTE_CHARS = 600
 CLAIM_FIELDS = ("claim", "rule", "decision", "summary", "pattern")
 RESERVED_FIELDS = ("evidence",)
 
-# A sentence runs to its end mark (and closing quotes) or to a blank line.
-_SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+['\")\]]*|\n|$)")
+# Characters a proposal's text cannot carry (a stored proposal reads each as a line end,
+# and a string has no escape for it): a quote never holds one.
+_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+# A sentence runs to its end mark (and closing quotes), to a line end or to one of those.
+_SENTENCE = re.compile(
+    rf"[^.!?。！？\n{_BREAKS}]+(?:[.!?。！？]+['\")\]]*|[\n{_BREAKS}]|$)"
+)
+_BREAK = re.compile(f"[{_BREAKS}]")
 _WORD = re.compile(r"[^\W_]+")
 _TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
@@ -69,12 +75,17 @@ def pick_quote(content: str, claim: str) -> str:
     too; cut to MAX_QUOTE_CHARS at a word end. Always a substring of `content`."""
     spans = sentences(content)
     if not spans:
-        return content.strip()[:MAX_QUOTE_CHARS].strip()
+        return _BREAK.split(content.strip())[0][:MAX_QUOTE_CHARS].strip()
     wanted = _words(claim)
     scores = [len(wanted & _words(span.text)) for span in spans]
     best = max(range(len(spans)), key=lambda i: (scores[i], -i))
     start, end = spans[best].start, spans[best].end
-    if best + 1 < len(spans) and scores[best] and scores[best + 1]:
+    if (
+        best + 1 < len(spans)
+        and scores[best]
+        and scores[best + 1]
+        and not _BREAK.search(content, end, spans[best + 1].start)
+    ):
         end = spans[best + 1].end
     quote = content[start:end]
     if len(quote) > MAX_QUOTE_CHARS:
@@ -90,6 +101,13 @@ def check_quote(content: str, quote: str) -> str:
         raise EvidenceError("'quote' must not be empty", "quote")
     if quote not in content:
         raise EvidenceError("'quote' must be a verbatim substring of the drawer", "quote")
+    found = _BREAK.search(quote)
+    if found is not None:
+        raise EvidenceError(
+            f"'quote' holds U+{ord(found.group()):04X}, a line separator a proposal cannot "
+            "carry; quote a part of the drawer without it",
+            "quote",
+        )
     return quote
 
 

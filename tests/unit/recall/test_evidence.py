@@ -53,6 +53,30 @@ def test_a_picked_quote_is_always_a_substring_of_the_drawer(content: str, claim:
     assert all(span.text == content[span.start : span.end] for span in sentences(content))
 
 
+BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    content=st.text(alphabet=st.sampled_from(list("ab .\n") + list(BREAKS)), min_size=1),
+    claim=st.text(alphabet="ab ", max_size=20),
+)
+def test_a_picked_quote_holds_no_character_a_proposal_cannot_carry(
+    content: str, claim: str
+) -> None:
+    quote = pick_quote(content, claim)
+    assert quote in content
+    assert not any(char in quote for char in BREAKS)
+
+
+def test_a_given_quote_holding_a_line_separator_is_refused_by_name() -> None:
+    content = "We moved the cron to 02:00\u2028because the backup overlaps."
+    assert pick_quote(content, "cron backup") == "We moved the cron to 02:00"
+    with pytest.raises(EvidenceError) as caught:
+        check_quote(content, "02:00\u2028because")
+    assert caught.value.field == "quote" and "U+2028" in str(caught.value)
+
+
 def test_a_given_quote_must_be_verbatim() -> None:
     assert check_quote(DRAWER, "replay is built in") == "replay is built in"
     for bad in ("replay is free", "  "):

@@ -315,3 +315,25 @@ def test_readers_given_again_apply_to_the_stored_chunks_of_the_source(tmp_path: 
         assert fts_consistent(path)
     finally:
         store.close()
+
+
+def test_a_chunk_moved_to_a_given_room_keeps_its_readers_and_importance(tmp_path: Path) -> None:
+    path = tmp_path / "ws.db"
+    store = ingest(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    dev = DrawerFilter(roles=frozenset({"dev"}))
+    try:
+        first = options(room="alpha", readers=("lead",), importance=4)
+        ingestor.ingest_text(SOURCE, transcript(3), first)
+        assert not store.lexical(["kafka"], dev, 10)
+        # Only the room changes: nothing is widened by omission
+        moved = ingestor.ingest_text(SOURCE, transcript(3), options(room="beta"))
+        assert moved.status == "ingested"
+        assert [(r[0], json.loads(r[2])) for r in live_rows(path)] == [("beta", ["lead"])] * 3
+        assert not store.lexical(["kafka"], dev, 10)
+        assert {d.importance for b in store.iter_live(100) for d in b if d.room == "beta"} == {4}
+        # Readers given with the move are the ones it takes
+        ingestor.ingest_text(SOURCE, transcript(3), options(room="gamma", readers=("dev",)))
+        assert [(r[0], json.loads(r[2])) for r in live_rows(path)] == [("gamma", ["dev"])] * 3
+    finally:
+        store.close()

@@ -528,17 +528,20 @@ class Ingestor:
         places: dict[str, NewDrawer] = {}  # each id's first chunk in the source
         for drawer in drawers:
             previous = stored.get(drawer.chunk_index)
-            if (
-                previous is not None
-                and previous.content_hash == drawer.content_hash
+            if previous is not None and previous.content_hash == drawer.content_hash:
                 # A room given to the ingest is the source's: a chunk stored in another
                 # room moves there (stored again under that room's id, the old one
-                # retired). An inferred room leaves stored chunks where they are.
-                and (options.room is None or previous.room in (None, drawer.room))
-            ):
-                report.duplicates += 1
-                places.setdefault(previous.id, drawer)
-                continue
+                # retired), keeping its importance and, unless the ingest gives some,
+                # its readers. An inferred room leaves stored chunks where they are.
+                if options.room is None or previous.room in (None, drawer.room):
+                    report.duplicates += 1
+                    places.setdefault(previous.id, drawer)
+                    continue
+                drawer = replace(
+                    drawer,
+                    readers=options.readers if options.readers is not None else previous.readers,
+                    importance=previous.importance,
+                )
             drawer, existing = self._own_form(drawer, known.get(drawer.id), hidden, options)
             if existing is None and seen.get(drawer.id, drawer.room) != drawer.room:
                 # An earlier file of the dry run's batch holds the id in a room spelt

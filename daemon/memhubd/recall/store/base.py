@@ -171,8 +171,10 @@ class Existing:
     # (`billing-service`, `billing_service`) are still two rooms, so a clash of ids is no
     # match of drawers.
     room: str | None = None
-    # The roles that may read it, None for every caller (read by `chunks_of_source` only).
+    # The roles that may read it, None for every caller, and its importance (read by
+    # `chunks_of_source` only).
     readers: tuple[str, ...] | None = None
+    importance: int = 0
 
 
 @dataclass(frozen=True, slots=True)

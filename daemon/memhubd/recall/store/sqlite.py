@@ -511,7 +511,8 @@ class SQLiteStore(DrawerStore):
         with self._readers.connection() as connection:
             rows = connection.execute(
                 "SELECT chunk_index, rowid, id, content_hash, coalesce(context, ''), identity, "
-                "room, readers FROM drawers WHERE source_file = ? AND deleted_at IS NULL "
+                "room, readers, importance FROM drawers WHERE source_file = ? "
+                "AND deleted_at IS NULL "
                 "ORDER BY rowid",
                 (source_file,),
             ).fetchall()
@@ -527,9 +528,10 @@ class SQLiteStore(DrawerStore):
                     identity=who,
                     room=room,
                     readers=tuple(json.loads(readers)) if readers is not None else None,
+                    importance=importance,
                 ),
             )
-            for index, rowid, i, digest, context, who, room, readers in rows
+            for index, rowid, i, digest, context, who, room, readers, importance in rows
         ]
 
     def sources(self) -> set[str]:
