@@ -95,3 +95,40 @@ def test_a_recipient_whose_grant_went_loses_old_messages(
     monkeypatch.setattr(inbox, "SWEEP_EVERY_S", 0.0)
     push(daemon, "alice", "carol", "a push looks the workspace over")
     assert [r for r, _ in stored(daemon)] == ["carol"]
+
+
+def test_the_days_count_from_when_the_recipient_went_not_from_the_push(tmp_path: Path) -> None:
+    store = inbox.InboxStore(tmp_path / "w.sqlite")
+    try:
+        day = 86400.0
+        start = 1_000_000_000.0
+        store.push("alice", "bob", "left long ago", now=start - 30 * day)
+        gone = lambda _to: False  # noqa: E731
+        back = lambda _to: True  # noqa: E731
+        # Found gone now: a message 30 days old is still kept for 7 days from here
+        assert store.sweep(gone, now=start) == 0
+        assert store.sweep(gone, now=start + 7 * day - 1) == 0
+        # Able to receive again in between: the count starts afresh
+        assert store.sweep(back, now=start + 7 * day - 1) == 0
+        assert store.sweep(gone, now=start + 7 * day) == 0
+        assert store.sweep(gone, now=start + 14 * day - 1) == 0
+        assert store.sweep(gone, now=start + 14 * day) == 1
+        assert store.state("bob").count == 0
+    finally:
+        store.close()
+
+
+def test_a_recipient_rotated_after_a_week_idle_keeps_its_messages(
+    daemon: LiveDaemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    push(daemon, "alice", "bob", "waited a week")
+    path = daemon.state_dir / "cowork" / f"{WS}.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE messages SET pushed_at = pushed_at - 8 * 86400")
+    TokenStore(daemon.state_dir).revoke("bob")
+    monkeypatch.setattr(inbox, "SWEEP_EVERY_S", 0.0)
+    sent_undelivered(daemon, "alice")  # a sweep finds bob gone, just now
+    daemon.add_token("bob", AGENT, workspaces=[WS])
+    with daemon.http(daemon.tokens["bob"]) as http:
+        drained = http.post(f"/v1/workspaces/{WS}/cowork/drain").json()
+    assert [m["content"] for m in drained["messages"]] == ["waited a week"]

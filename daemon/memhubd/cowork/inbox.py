@@ -39,8 +39,9 @@ MAX_TOTAL_BYTES = 32 * 1024
 PREVIEW_CHARS = 120
 BUSY_TIMEOUT_MS = 5000
 # Messages to a recipient that can no longer receive (its token revoked or expired, its
-# grant or `read:summary` gone) are deleted once this old: nothing would ever drain them.
-# A token revoked and made again under its name within this time (a rotation) keeps them.
+# grant or `read:summary` gone) are deleted once it has been unable to for this long, as
+# the sweeps saw it: nothing would ever drain them. A token revoked and made again under
+# its name within this time (a rotation) keeps them.
 UNRECEIVED_KEPT_S = 7 * 86400
 # How often one workspace's inboxes are looked over for such messages, at most.
 SWEEP_EVERY_S = 3600.0
@@ -176,6 +177,11 @@ class InboxStore:
         )
         self._lock = threading.Lock()
         self._swept_at: float | None = None  # monotonic time of the last `sweep_due`
+        # recipient -> when a sweep first found it unable to receive (epoch seconds); only
+        # recipients with messages, so it is bounded by what the inboxes hold. A restart
+        # starts the count again: messages are kept longer, never dropped sooner.
+        self._gone_since: dict[str, float] = {}
+        self._sweeping = threading.Lock()  # one sweep at a time; another one skips
         try:
             with self._lock:
                 # Two daemons starting on one state dir may open a new file together.
@@ -278,36 +284,55 @@ class InboxStore:
                 )
         return Delivery(tuple(Message(*row[:5]) for row in rows[:taken]), len(rows) - taken)
 
-    def sweep(self, receives: Callable[[str], bool], before: float) -> int:
-        """Delete the messages pushed before `before` (epoch seconds) to recipients that
-        `receives` says can no longer receive; how many went."""
+    def sweep(self, receives: Callable[[str], bool], now: float | None = None) -> int:
+        """Delete the messages of recipients that `receives` says can no longer receive
+        and that every sweep since at least `UNRECEIVED_KEPT_S` ago found so; how many
+        went. A recipient found able to receive again starts afresh."""
+        with self._sweeping:
+            return self._sweep(receives, now)
+
+    def _sweep(self, receives: Callable[[str], bool], now: float | None) -> int:
+        at = time.time() if now is None else now
         with self._lock:
             recipients = [
-                str(row[0])
-                for row in self._db.execute(
-                    "SELECT DISTINCT recipient FROM messages WHERE pushed_at < ?", (before,)
-                )
+                str(row[0]) for row in self._db.execute("SELECT DISTINCT recipient FROM messages")
             ]
-        gone = [recipient for recipient in recipients if not receives(recipient)]
+        gone_since = self._gone_since
+        held = set(recipients)
+        for recipient in [r for r in gone_since if r not in held]:
+            del gone_since[recipient]  # drained or deleted since
+        gone = []
+        for recipient in recipients:
+            if receives(recipient):
+                gone_since.pop(recipient, None)
+                continue
+            since = gone_since.setdefault(recipient, at)
+            if at - since >= UNRECEIVED_KEPT_S:
+                gone.append(recipient)
         removed = 0
         if gone:
             with self._write() as db:
                 for recipient in gone:
                     removed += db.execute(
-                        "DELETE FROM messages WHERE recipient = ? AND pushed_at < ?",
-                        (recipient, before),
+                        "DELETE FROM messages WHERE recipient = ?", (recipient,)
                     ).rowcount
+            for recipient in gone:
+                gone_since.pop(recipient, None)
         return removed
 
     def sweep_due(self, receives: Callable[[str], bool], now: float | None = None) -> int:
-        """`sweep` of the messages older than `UNRECEIVED_KEPT_S`, at most once per
-        `SWEEP_EVERY_S` (a store just opened sweeps at its first call)."""
-        started = time.monotonic()
-        if self._swept_at is not None and started - self._swept_at < SWEEP_EVERY_S:
-            return 0
-        self._swept_at = started
-        at = time.time() if now is None else now
-        return self.sweep(receives, at - UNRECEIVED_KEPT_S)
+        """`sweep`, at most once per `SWEEP_EVERY_S` (a store just opened sweeps at its
+        first call)."""
+        if not self._sweeping.acquire(blocking=False):
+            return 0  # another is under way
+        try:
+            started = time.monotonic()
+            if self._swept_at is not None and started - self._swept_at < SWEEP_EVERY_S:
+                return 0
+            self._swept_at = started
+            return self._sweep(receives, now)
+        finally:
+            self._sweeping.release()
 
     def state(self, identity: str, previews: int = 3) -> InboxState:
         with self._lock:
