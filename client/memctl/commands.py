@@ -16,6 +16,7 @@ from memctl import render
 from memctl.client import MemhubClient, ServerError
 from memctl.config import Settings
 from memhub_protocol import CheckRequest, ErrorCode, QueryRequest, TokenCreateRequest
+from memhub_protocol.commandline import whole_number as whole_number
 from memhub_protocol.models import ProposeRequest
 
 TYPE_CHECKING = False  # typing itself is not imported: every command would pay for it
@@ -113,23 +114,6 @@ def non_empty(text: str) -> str:
         raise argparse.ArgumentTypeError("must not be empty" if not text else "must not be blank")
     return text
 
-
-def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An argument type: a whole number from `low` to `high` (no upper bound when None),
-    the bounds the daemon takes, so that a value it would refuse is a usage error here."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, not {value}")
-        if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"must be at most {high}, not {value}")
-        return value
-
-    return parse
 
 
 def workspace_names(payload: Any) -> list[str]:

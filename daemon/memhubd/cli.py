@@ -19,6 +19,7 @@ from memhub_protocol.commandline import (
     UsageError,
     add_completion_command,
     run_command_line,
+    whole_number,
 )
 from memhubd import __version__, daemon, offline
 
@@ -155,22 +156,12 @@ def _add_recall_bench_command(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(handler=_longmemeval)
 
 
-def _whole_number(text: str, least: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"must be at least {least}, not {value}")
-    return value
-
-
 def _count(text: str) -> int:
-    return _whole_number(text, 0)
+    return whole_number(0)(text)
 
 
 def _at_least_one(text: str) -> int:
-    return _whole_number(text, 1)
+    return whole_number(1)(text)
 
 
 def _longmemeval(args: argparse.Namespace) -> int:

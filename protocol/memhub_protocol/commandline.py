@@ -452,3 +452,21 @@ def add_completion_command(
 
     parser.set_defaults(local_handler=run)
     return parser
+
+
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argument type: a whole number from `low` to `high` (no upper bound when None),
+    so that a value out of range is a usage error naming the option."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, not {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, not {value}")
+        return value
+
+    return parse
