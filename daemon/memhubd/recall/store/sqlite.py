@@ -57,6 +57,9 @@ log = structlog.get_logger("memhubd.recall.store")
 
 BUSY_TIMEOUT_MS = 30_000
 READERS = 4
+# The WAL file is cut back to this size when a checkpoint lets it start again: without
+# a limit it keeps the size of the largest write ever made (a bulk ingest: hundreds of MB).
+WAL_KEPT_BYTES = 64 * 1024 * 1024
 _COLUMNS = (
     "rowid, id, room, content, source_file, source_kind, chunk_index, importance, "
     "content_hash, locator, speaker, said_at, created_at, updated_at, deleted_at, "
@@ -92,6 +95,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     # WAL + NORMAL: a killed process loses nothing committed (the WAL is in the OS
     # cache); only a power cut may lose the last transactions, never consistency.
     connection.execute("PRAGMA synchronous = NORMAL")
+    connection.execute(f"PRAGMA journal_size_limit = {WAL_KEPT_BYTES}")
     return connection
 
 
