@@ -221,22 +221,33 @@ def test_a_secret_cannot_become_a_tokens_name(state: str, capsys) -> None:
     assert [r.name for r in TokenStore(Path(state)).list()] == ["alice"]
 
 
-def test_an_open_state_dir_is_warned_about_once_per_mode(tmp_path: Path) -> None:
+def test_an_open_state_dir_is_warned_about_once_per_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every token write opens the state directory again: one warning is enough, and
     another comes only when its mode changes."""
-    from structlog.testing import capture_logs
+    from types import SimpleNamespace
 
     from memhubd.auth.tokens import TokenStore
+    from memhubd.runtime import state as state_module
 
+    # A recording logger of its own: structlog's capture misses a logger another test
+    # of the same process already used (loggers are cached on first use).
+    logs: list[tuple[str, dict[str, object]]] = []
+    recorder = SimpleNamespace(
+        warning=lambda event, **fields: logs.append((event, fields)),
+        info=lambda *_a, **_kw: None,
+        debug=lambda *_a, **_kw: None,
+    )
+    monkeypatch.setattr(state_module, "log", recorder)
     state = tmp_path / "open-state"
     state.mkdir(mode=0o755)
     state.chmod(0o755)
     store = TokenStore(state)
-    with capture_logs() as logs:
-        for n in range(5):
-            store.create(f"bot{n}", "read:summary")
-        store.revoke("bot0")
-        state.chmod(0o750)
-        store.create("later", "read:summary")
-    warned = [e["mode"] for e in logs if e["event"] == "state_dir_not_private"]
+    for n in range(5):
+        store.create(f"bot{n}", "read:summary")
+    store.revoke("bot0")
+    state.chmod(0o750)
+    store.create("later", "read:summary")
+    warned = [fields["mode"] for event, fields in logs if event == "state_dir_not_private"]
     assert warned == ["0o755", "0o750"]
