@@ -6,7 +6,7 @@ workspaces or servers.
 
 from memhubd.lang.errors import ParseError
 from memhubd.lang.lexer import Token, tokenize
-from memhubd.lang.parser import MAX_DEPTH, parse_file, parse_precise, parse_text
+from memhubd.lang.parser import MAX_DEPTH, as_read, parse_file, parse_precise, parse_text
 from memhubd.lang.tree import Document, Position, RawDeclaration, Value
 from memhubd.lang.writer import write_declaration, write_document, write_value
 
@@ -18,6 +18,7 @@ __all__ = [
     "RawDeclaration",
     "Token",
     "Value",
+    "as_read",
     "parse_file",
     "parse_precise",
     "parse_text",

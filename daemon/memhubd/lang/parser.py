@@ -218,3 +218,11 @@ def parse_file(path: str) -> Document:
                 error.encoding, error.object, error.start, error.end, reason
             ) from None
     return parse_text(text, file=path, keep_text=False)
+
+
+def as_read(text: str) -> str:
+    """`text` as memdsl reads a source file (text mode): CRLF and a lone CR end a line
+    as LF."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")

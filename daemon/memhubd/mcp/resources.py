@@ -19,6 +19,7 @@ from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SUMMARY
 from memhubd import __version__, service
 from memhubd.auth.identity import Identity
+from memhubd.lang import as_read
 from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import current_caller, describe_error, only_workspace
 from memhubd.mcp.tools import served_tool_names
@@ -171,7 +172,7 @@ def _register_memdsl(server: MCPServer, hub: Hub) -> None:
 
 def memdsl_text(content: str) -> str:
     """The source as memdsl reads it (text mode): CRLF and lone CR line ends become LF."""
-    return content.replace("\r\n", "\n").replace("\r", "\n")
+    return as_read(content)
 
 
 async def memdsl_status(

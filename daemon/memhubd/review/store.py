@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from memhubd.lang import ParseError, parse_text
+from memhubd.lang import ParseError, as_read, parse_text
 from memhubd.model import Declaration, Workspace
 from memhubd.review.audit import (
     AuditEntry,
@@ -732,7 +732,7 @@ def _module_moved(source: str, target_text: str) -> str | None:
         proposed = parse_text(source, file="<proposal>")
         if proposed.module is None:
             return None
-        target = parse_text(target_text.replace("\r\n", "\n").replace("\r", "\n"), file="t")
+        target = parse_text(as_read(target_text), file="t")
     except ParseError:
         return None  # reported as such by the validation
     if not target.declarations or target.module == proposed.module:

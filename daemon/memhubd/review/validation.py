@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from memhubd.lang import Document, ParseError, parse_text
+from memhubd.lang import Document, ParseError, as_read, parse_text
 from memhubd.lint import lint
 from memhubd.model import Declaration, Workspace
 from memhubd.review.proposal import PROPOSAL_LABEL, is_proposal_id, one_line
@@ -183,11 +183,9 @@ def with_file_content(workspace: Workspace, path: str, text: str) -> Workspace:
 
     labels = [label for label in workspace.files if is_target(label)]
     label = labels[0] if labels else path
-    if "\r" in text:
-        # Read as a served source is (`memhubd.runtime.sources.load_file`): CRLF and a
-        # lone CR end a line, or the file checked would not be the file served.
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    doc = parse_text(text, file=label)
+    # Read as a served source is (CRLF and a lone CR end a line), or the file checked
+    # would not be the file served.
+    doc = parse_text(as_read(text), file=label)
     rebuilt = Workspace(
         declarations=[d for d in workspace.declarations if not is_target(d.file)],
         files=[f for f in workspace.files if not is_target(f)],

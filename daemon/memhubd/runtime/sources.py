@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memhubd.lang import Document, ParseError, parse_text
+from memhubd.lang import Document, ParseError, as_read, parse_text
 from memhubd.model import Declaration
 from memhubd.model.workspace import source_files
 from memhubd.runtime.confine import StatKey, read_confined
@@ -215,10 +215,7 @@ def load_file(
         if restored is not None:
             return restored
     try:
-        text = data.decode("utf-8")
-        if "\r" in text:
-            # Read as memdsl reads sources (text mode): CRLF and a lone CR end a line as LF.
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        text = as_read(data.decode("utf-8"))  # as memdsl reads sources (text mode)
     except UnicodeDecodeError as error:
         problem = SourceProblem("read_error", path, 0, 0, f"not UTF-8: {error}")
         return _broken(_before(previous, path, saved), path, digest, problem, stat)
@@ -245,8 +242,7 @@ def _restore(path: str, digest: str, data: bytes, stat: StatKey, saved: Saved) -
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None  # parsed (and reported) as usual
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = as_read(text)
     entry = saved.by_digest(path, digest, text)
     if entry is None:
         return None

@@ -83,11 +83,11 @@ SUPERSEDES_HIDDEN_ID = (
 )
 
 
-def _hidden_by_bare_name(
+def _hidden_supersede(
     view: View, source: str, *named: str | None, full_ids: bool = False
 ) -> dict[str, Any] | None:
-    """The error of a proposal whose `supersedes` names, by a bare name (or, with
-    `full_ids`, by its id), a declaration hidden from the caller: served, it would
+    """The refused answer of a proposal whose `supersedes` names, by a bare name (or,
+    with `full_ids`, by its id), a declaration hidden from the caller: served, it would
     supersede that one too (memdsl supersedes by id or bare name), releasing everyone
     from a rule the caller never saw, and approving it would mark that declaration in a
     file the caller may not read. None when it does not. At propose a hidden full id is
@@ -101,28 +101,20 @@ def _hidden_by_bare_name(
     for target in targets:
         if target in names or (full_ids and target in view.hidden):
             template = SUPERSEDES_HIDDEN if target in names else SUPERSEDES_HIDDEN_ID
-            return {
+            error = {
                 "code": "supersedes_hidden",
                 "severity": "error",
                 "message": template.format(target=target),
                 "line": 1,
             }
+            return {
+                "ok": False,
+                "status": "invalid",
+                "declaration_id": proposed.id if proposed is not None else "",
+                "errors": [error],
+                "warnings": [],
+            }
     return None
-
-
-def _hidden_supersede_refusal(
-    error: dict[str, Any], source: str, view: View, name: str, proposal_id: str = ""
-) -> ProtocolError:
-    proposed = proposed_declaration(source, view.workspace)
-    data = {
-        "ok": False,
-        "status": "invalid",
-        "proposal_id": proposal_id,
-        "declaration_id": proposed.id if proposed is not None else "",
-        "errors": [error],
-        "warnings": [],
-    }
-    return _refusal(data, name)
 
 
 def review_host(hub: Hub, identity: Identity, name: str, scope: str) -> WorkspaceHost:
@@ -357,9 +349,9 @@ async def _propose(
     view = view_for(hub, identity, name, WRITE_CANDIDATE)
     store = _review_store(hub, host_for(hub, identity, name))
     snapshot = view.snapshot
-    hidden_target = _hidden_by_bare_name(view, request.source, request.supersedes)
-    if hidden_target is not None:
-        raise _hidden_supersede_refusal(hidden_target, request.source, view, name)
+    refused = _hidden_supersede(view, request.source, request.supersedes)
+    if refused is not None:
+        raise _refusal({**refused, "proposal_id": ""}, name)
 
     def work() -> tuple[Any, str | None]:
         result = store.propose(
@@ -454,15 +446,13 @@ async def show_proposal(
                 view.workspace, proposal.source, supersedes=proposal.supersedes or None
             )
             validation = _answer(checked, view, proposal.supersedes)
-            hidden_target = _hidden_by_bare_name(
-                view, proposal.source, proposal.supersedes, full_ids=True
-            )
-            if hidden_target is not None:
+            refused = _hidden_supersede(view, proposal.source, proposal.supersedes, full_ids=True)
+            if refused is not None:
                 validation = {
                     **validation,
                     "ok": False,
                     "status": "invalid",
-                    "errors": [hidden_target, *(validation.get("errors") or [])],
+                    "errors": [*refused["errors"], *(validation.get("errors") or [])],
                 }
             suggested = suggest_target(store.root, view.workspace, proposal.source)
         shown = {"target": "", "diff": "", "diff_withheld": False}
@@ -564,13 +554,11 @@ async def approve_proposal(
             ):
                 # The reviewer's own view decides: one who may read the declaration
                 # the bare name also names may approve it, knowing what it supersedes.
-                hidden_target = _hidden_by_bare_name(
+                refused = _hidden_supersede(
                     view, proposal.source, proposal.supersedes, full_ids=True
                 )
-                if hidden_target is not None:
-                    raise _hidden_supersede_refusal(
-                        hidden_target, proposal.source, view, name, proposal.id
-                    )
+                if refused is not None:
+                    raise _refusal({**refused, "proposal_id": proposal.id}, name)
             # Already served: an interrupted approval being finished; else the next generation.
             served = proposal is not None and current.workspace.by_id(proposal.declaration)
             expected = current.generation + (0 if served else 1)
