@@ -64,8 +64,12 @@ class RecallShelf:
         its -wal and -shm files, and its folder of ingest locks."""
         database = self.path_of(workspace)
         found = [Path(f"{database}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
-        found.append(self.directory / "locks" / workspace)
+        found.append(self.locks_of(workspace).directory)
         return [path for path in found if os.path.lexists(path)]
+
+    def locks_of(self, workspace: str) -> SourceLock:
+        """The ingest locks of `workspace`, one file per source under `locks/`."""
+        return SourceLock(self.directory / "locks" / workspace, self.settings.lock_timeout_s)
 
     def store(self, workspace: str) -> DrawerStore:
         with self._lock:
@@ -79,8 +83,7 @@ class RecallShelf:
             return store
 
     def ingestor(self, workspace: str) -> Ingestor:
-        locks = SourceLock(self.directory / "locks" / workspace, self.settings.lock_timeout_s)
-        return Ingestor(self.store(workspace), self.embedder(), locks)
+        return Ingestor(self.store(workspace), self.embedder(), self.locks_of(workspace))
 
     def embedder(self) -> Embeds | None:
         """The configured embedder, loaded on first use; None when vectors are off or it

@@ -18,7 +18,7 @@ from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import ReindexRequest, TaxonomyEditRequest
 from memhub_protocol.scopes import ADMIN, READ_SUMMARY, REVIEW, WRITE_RECALL
 from memhubd.auth.identity import Identity
-from memhubd.recall.ingest import SourceLock
+from memhubd.recall.ingest.pipeline import STRIPE_SOURCES
 from memhubd.recall.shelf import RecallShelf
 from memhubd.recall.store import TaxonomyEntry
 from memhubd.runtime.hub import Hub
@@ -29,9 +29,6 @@ log = structlog.get_logger("memhubd.service.recall")
 
 REINDEX_BATCH = 256
 
-# The stripes notes and diary entries lock on (`Ingestor.ingest_content`): at most 256
-# files whatever is stored, so a purge leaves them.
-STRIPE_SOURCES = frozenset(f"manual-content:{i:02x}" for i in range(256))
 
 
 async def delete(
@@ -123,8 +120,7 @@ def prune_locks(shelf: RecallShelf, name: str) -> int:
     the files are only disk, and the purge it follows is done."""
     try:
         keep = shelf.store(name).sources() | STRIPE_SOURCES
-        # The directory `RecallShelf.ingestor` locks in.
-        removed = SourceLock(shelf.directory / "locks" / name).prune(keep)
+        removed = shelf.locks_of(name).prune(keep)
     except Exception as error:  # noqa: BLE001 - never fails the purge
         log.warning("ingest lock files not pruned", workspace=name, error=repr(error))
         return 0

@@ -69,6 +69,12 @@ def record_of(embedder: Embeds | None) -> EmbedderRecord | None:
     return None if embedder is None else EmbedderRecord(embedder.name, embedder.dimension)
 
 
+_STRIPE = "manual-content:"
+# The lock keys notes and diary entries take (`Ingestor.ingest_content`): one of 256
+# whatever is stored, so a purge of lock files leaves them.
+STRIPE_SOURCES = frozenset(f"{_STRIPE}{i:02x}" for i in range(256))
+
+
 @dataclass(frozen=True, slots=True)
 class IngestOptions:
     workspace: str
@@ -339,9 +345,10 @@ class Ingestor:
             return self._failed(report, "content is empty")
         drawer = self._drawer(options, room, citation, MANUAL, 0, Chunk(content))
         # Locked on one of 256 stripes by the content's hash, not on the drawer itself:
-        # the same content always meets the same lock, and the lock files (never removed,
-        # see `SourceLock`) stay bounded however many notes and diary entries come.
-        stripe = f"manual-content:{content_hash(content)[:2]}"
+        # the same content always meets the same lock, and the lock files (kept by a
+        # purge, see `STRIPE_SOURCES`) stay bounded however many notes and diary entries
+        # come.
+        stripe = f"{_STRIPE}{content_hash(content)[:2]}"
         self._store(report, [drawer], options, replace_stale=False, lock_key=stripe)
         if not report.drawer_ids and report.status == "unchanged":
             # Already stored: the caller still gets the id of the drawer it matched.
