@@ -73,7 +73,13 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a = command(actions, "ingest", cmd_ingest, "ingest files, directories or stdin as drawers")
     a.add_argument("paths", nargs="+", metavar="PATH", help="files or directories; '-' = stdin")
     a.add_argument("--room", help="room for every drawer (default: taxonomy, then directory)")
-    a.add_argument("--importance", type=int, choices=range(6), default=0, metavar="0-5")
+    a.add_argument(
+        "--importance",
+        type=int,
+        choices=range(6),
+        metavar="0-5",
+        help="for new drawers (default 0) and the stored ones of these sources",
+    )
     a.add_argument("--format", choices=FORMATS, default="auto", help="default: by content")
     a.add_argument("--dry-run", action="store_true", help="count, store nothing")
     a.add_argument("--readers", help="comma-separated roles that may see these drawers")

@@ -63,6 +63,12 @@ def _integer(data: dict[str, Any], field: str, default: int, low: int, high: int
     return value
 
 
+def _optional_integer(data: dict[str, Any], field: str, low: int, high: int) -> int | None:
+    if data.get(field) is None:
+        return None
+    return _integer(data, field, low, low, high)
+
+
 def _choice(data: dict[str, Any], field: str, choices: Sequence[str], default: str) -> str:
     value = _string(data, field) or default
     if value not in choices:
@@ -178,7 +184,8 @@ class IngestRequest:
     files: tuple[UploadedFile, ...] = ()
     room: str | None = None
     source: str | None = None
-    importance: int = 0
+    # None: new drawers take 0 and stored ones keep theirs; given, both take it.
+    importance: int | None = None
     format: str = "auto"
     dry_run: bool = False
     readers: tuple[str, ...] | None = None
@@ -210,7 +217,13 @@ class IngestRequest:
                 "files": {"type": "array", "items": file, "maxItems": MAX_FILES_PER_REQUEST},
                 "room": {"type": ["string", "null"]},
                 "source": {"type": ["string", "null"]},
-                "importance": {"type": "integer", "minimum": 0, "maximum": 5, "default": 0},
+                "importance": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "maximum": 5,
+                    "description": "new drawers take it (0 when not given); given, the "
+                    "source's stored chunks take it too",
+                },
                 "format": {"type": "string", "enum": list(FORMATS), "default": "auto"},
                 "dry_run": {"type": "boolean", "default": False},
                 "readers": _NAMES_SCHEMA,
@@ -244,7 +257,7 @@ class IngestRequest:
             files=tuple(files),
             room=_string(data, "room"),
             source=_string(data, "source"),
-            importance=_integer(data, "importance", 0, 0, 5),
+            importance=_optional_integer(data, "importance", 0, 5),
             format=_choice(data, "format", FORMATS, "auto"),
             dry_run=dry_run,
             readers=_names(data, "readers"),

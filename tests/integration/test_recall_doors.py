@@ -275,6 +275,32 @@ def test_memctl_ingests_a_directory_with_a_summary(daemon: LiveDaemon, tmp_path:
     assert code == 0 and "source: plan.md (section Plan, chars 0-" in out
 
 
+def test_memctl_ingest_again_with_an_importance_raises_the_stored_drawers(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    note = tmp_path / "rota.md"
+    note.write_text("# Rota\n\nThe quarterly failover drill is owned by the storage team.\n")
+    writer = token(daemon, "cli-importance", "write:recall,read:search", workspaces=[TEAM])
+
+    def importance() -> int:
+        found = search_api(daemon, writer, "quarterly failover drill storage", limit=1)
+        return found["hits"][0]["importance"]
+
+    assert memctl(daemon, writer, "-w", TEAM, "recall", "ingest", str(note))[0] == 0
+    assert importance() == 0
+    code, out, err = memctl(
+        daemon, writer, "-w", TEAM, "recall", "ingest", "--importance", "5", str(note)
+    )
+    assert code == 0, err
+    assert importance() == 5
+    # Sent again without one, it keeps what it was given; over the API a null is the same
+    assert memctl(daemon, writer, "-w", TEAM, "recall", "ingest", str(note))[0] == 0
+    with daemon.http(writer) as http:
+        body = {"files": [{"name": str(note), "content": note.read_text()}], "importance": None}
+        assert http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json=body).status_code == 201
+    assert importance() == 5
+
+
 def test_memctl_says_when_ingested_text_matches_a_deleted_drawer(
     daemon: LiveDaemon, tmp_path: Path
 ) -> None:

@@ -91,7 +91,11 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         room: Annotated[str, Field(description="room; leave out for taxonomy routing")] = "",
         source: Annotated[str, Field(description="citation: where the text comes from")] = "",
         dry_run: Annotated[bool, Strict(), Field(description="only answer the would-be drawer id")] = False,
-        importance: Annotated[int, Strict(), Field(description="0-5; wake-up shows high first")] = 0,
+        importance: Annotated[
+            int | None,
+            Strict(),
+            Field(description="0-5 (default 0); wake-up shows high first"),
+        ] = None,
         workspace: Annotated[str, Field(description="same as wing")] = "",
         readers: Annotated[
             list[str] | None,

@@ -137,6 +137,7 @@ async def write(
         door=door,
         room=identity.name,
         importance=DEFAULT_IMPORTANCE[kind] if importance is None else importance,
+        keeps_importance=True,
         readers=None if shared else (private_role(identity.name),),
         near_duplicate=shelf.settings.near_duplicate,
         # A drawer another identity left in this room, hidden from the writer, is no

@@ -158,8 +158,8 @@ def test_a_refreshed_drawer_keeps_its_writer_readers_importance_and_time(
         first = options(identity="alice", importance=4, readers=("ops",))
         ingestor.ingest_text(SOURCE, transcript(2), first)
         (before,) = [d for b in store.iter_live(100) for d in b if EXCHANGES[1][0] in d.content]
-        # The same source sent again by someone else, with other settings
-        ingestor.ingest_text(SOURCE, transcript(3), options(identity="bob", importance=1))
+        # The same source sent again by someone else, naming no readers or importance
+        ingestor.ingest_text(SOURCE, transcript(3), options(identity="bob"))
         (after,) = [d for b in store.iter_live(100) for d in b if EXCHANGES[1][0] in d.content]
         assert after.id == before.id and after.rowid != before.rowid
         assert EXCHANGES[2][0] in contexts(path)[after.id]
@@ -335,5 +335,55 @@ def test_a_chunk_moved_to_a_given_room_keeps_its_readers_and_importance(tmp_path
         # Readers given with the move are the ones it takes
         ingestor.ingest_text(SOURCE, transcript(3), options(room="gamma", readers=("dev",)))
         assert [(r[0], json.loads(r[2])) for r in live_rows(path)] == [("gamma", ["dev"])] * 3
+    finally:
+        store.close()
+
+
+def test_importance_given_again_applies_to_the_stored_chunks_of_the_source(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ws.db"
+    store = ingest(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+
+    def importances() -> set[int]:
+        return {d.importance for b in store.iter_live(100) for d in b if d.source_file == SOURCE}
+
+    try:
+        ingestor.ingest_text(SOURCE, transcript(3), options())
+        assert importances() == {0}
+        # Sent again, unchanged, to raise it: every stored chunk takes the importance
+        raised = ingestor.ingest_text(SOURCE, transcript(3), options(importance=4))
+        assert raised.status == "ingested"
+        assert importances() == {4}
+        assert store.audit()[0].detail["refreshed"] == 3
+        # The same importance again, or none, writes nothing and keeps it
+        same = ingestor.ingest_text(SOURCE, transcript(3), options(importance=4))
+        none = ingestor.ingest_text(SOURCE, transcript(3), options())
+        assert (same.status, none.status) == ("unchanged", "unchanged")
+        assert importances() == {4}
+        # A given 0 is given: it lowers them, and an appended exchange takes it too
+        ingestor.ingest_text(SOURCE, transcript(4), options(importance=0))
+        assert importances() == {0} and len(live_rows(path)) >= 4
+        # A move to a given room with an importance takes that importance
+        ingestor.ingest_text(SOURCE, transcript(4), options(room="beta", importance=2))
+        assert importances() == {2}
+        assert fts_consistent(path)
+    finally:
+        store.close()
+
+
+def test_a_diary_entry_written_again_keeps_its_importance(tmp_path: Path) -> None:
+    path = tmp_path / "ws.db"
+    store = ingest(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    try:
+        ingestor.ingest_text(SOURCE, transcript(2), options(importance=3))
+        again = ingestor.ingest_text(
+            SOURCE, transcript(2), options(importance=5, keeps_importance=True)
+        )
+        assert again.status == "unchanged"
+        stored = {d.importance for b in store.iter_live(100) for d in b if d.source_file == SOURCE}
+        assert stored == {3}
     finally:
         store.close()

@@ -81,7 +81,11 @@ class IngestOptions:
     identity: str
     door: str
     room: str | None = None
-    importance: int = 0
+    # Given (0-5): new drawers take it, and so do the stored chunks of the source, as
+    # given `readers` reach them. None: new drawers take 0 and stored ones keep theirs.
+    importance: int | None = None
+    # A diary entry written again keeps the importance it was stored with.
+    keeps_importance: bool = False
     format: str = "auto"
     dry_run: bool = False
     readers: tuple[str, ...] | None = None
@@ -401,7 +405,7 @@ class Ingestor:
             chunk_index=index,
             content_hash=content_hash(piece.content),
             identity=options.identity,
-            importance=options.importance,
+            importance=options.importance or 0,
             locator=piece.locator,
             speaker=piece.speaker,
             said_at=piece.said_at,
@@ -538,8 +542,8 @@ class Ingestor:
             if previous is not None and previous.content_hash == drawer.content_hash:
                 # A room given to the ingest is the source's: a chunk stored in another
                 # room moves there (stored again under that room's id, the old one
-                # retired), keeping its importance and, unless the ingest gives some,
-                # its readers. An inferred room leaves stored chunks where they are.
+                # retired), keeping its importance and readers unless the ingest gives
+                # them. An inferred room leaves stored chunks where they are.
                 if options.room is None or previous.room in (None, drawer.room):
                     report.duplicates += 1
                     places.setdefault(previous.id, drawer)
@@ -547,7 +551,7 @@ class Ingestor:
                 drawer = replace(
                     drawer,
                     readers=options.readers if options.readers is not None else previous.readers,
-                    importance=previous.importance,
+                    importance=_importance(options, previous.importance),
                 )
             drawer, existing = self._own_form(drawer, known.get(drawer.id), hidden, options)
             if existing is None and seen.get(drawer.id, drawer.room) != drawer.room:
@@ -584,13 +588,17 @@ class Ingestor:
             e
             for _i, e in every
             if e.id in places
-            and (places[e.id].context != e.context or _new_readers(options, e.readers))
+            and (
+                places[e.id].context != e.context
+                or _new_readers(options, e.readers)
+                or _importance(options, e.importance) != e.importance
+            )
         ]
         if refresh and dry_run is None:
             # Stored again as they are, with the context the source gives them now, and
-            # the readers the ingest gives (it may narrow or widen who reads the source;
-            # an ingest that names none leaves them as they are): the room, kind,
-            # writer, importance and time stored are the row's own (the id names the
+            # the readers and importance the ingest gives (it may narrow or widen who
+            # reads the source; an ingest that names none leaves them as they are): the
+            # room, kind, writer and time stored are the row's own (the id names the
             # room), and so is the vector (`write` carries it over).
             rows = self.store.get([e.rowid for e in refresh])
             again = [
@@ -601,7 +609,7 @@ class Ingestor:
                     source_kind=row.source_kind,
                     identity=row.identity,
                     readers=options.readers if options.readers is not None else row.readers,
-                    importance=row.importance,
+                    importance=_importance(options, row.importance),
                     created_at=row.created_at,
                 )
                 for e in refresh
@@ -767,6 +775,13 @@ def _new_readers(options: IngestOptions, readers: tuple[str, ...] | None) -> boo
     return options.readers is not None and (
         readers is None or sorted(readers) != sorted(options.readers)
     )
+
+
+def _importance(options: IngestOptions, stored: int) -> int:
+    """The importance a stored drawer of the source has after this ingest."""
+    if options.importance is None or options.keeps_importance:
+        return stored
+    return options.importance
 
 
 def _same_room(existing: Existing, drawer: NewDrawer) -> bool:
