@@ -395,3 +395,44 @@ def test_a_store_that_cannot_be_opened_for_writing_is_unusable_with_the_reason(
     assert said is not None and said.code == ErrorCode.WORKSPACE_UNAVAILABLE
     assert f"cannot be opened for writing: {reason}" in said.message
     assert str(tmp_path) not in said.message
+
+
+def _fill_delete_and_purge(path: Path) -> tuple[int, int, list[str]]:
+    """A store at `path` given 8 MB of drawers and a few to keep, all but those deleted
+    and purged: its file size before and after the purge, and the kept ones' ids."""
+    store = open_store(path)
+    try:
+        bulky = [drawer(f"bulk {i} " + "ledger line " * 1700, i) for i in range(400)]
+        kept = [drawer("keep the webhook notes", 1000), drawer("keep the ledger cents", 1001)]
+        store.write(bulky + kept, None, None, AUDIT)
+        for item in bulky:
+            store.soft_delete(item.id, AUDIT)
+        before = path.stat().st_size
+        assert store.purge(None, AuditEntry("admin", "test", "purge")) == len(bulky)
+        assert [store.get_by_id(k.id).id for k in kept] == [k.id for k in kept]  # type: ignore[union-attr]
+        assert len(store.lexical(["keep"], DrawerFilter(), 10)) == 2
+        # A write after it lands as any other
+        store.write([drawer("after the purge", 2000)], None, None, AUDIT)
+        assert len(store.lexical(["purge"], DrawerFilter(), 10)) == 1
+    finally:
+        store.close()
+    assert len(fts_consistent(path)) == 3
+    return before, path.stat().st_size, [k.id for k in kept]
+
+
+def test_a_purge_gives_the_freed_space_back_to_the_file_system(tmp_path: Path) -> None:
+    before, after, _ = _fill_delete_and_purge(tmp_path / "ws.db")
+    assert before > 8_000_000 and after < 2_500_000
+
+
+def test_a_store_made_without_incremental_vacuum_is_compacted_at_its_purge(
+    tmp_path: Path,
+) -> None:
+    # Given a store whose file was made before stores were made for incremental vacuum
+    path = tmp_path / "old.db"
+    with store_at(path, CURRENT_VERSION) as connection:
+        assert connection.execute("PRAGMA auto_vacuum").fetchone()[0] == 0
+    before, after, _ = _fill_delete_and_purge(path)
+    assert before > 8_000_000 and after < 2_500_000
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # switched

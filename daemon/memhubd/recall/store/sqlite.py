@@ -60,6 +60,10 @@ READERS = 4
 # The WAL file is cut back to this size when a checkpoint lets it start again: without
 # a limit it keeps the size of the largest write ever made (a bulk ingest: hundreds of MB).
 WAL_KEPT_BYTES = 64 * 1024 * 1024
+# A purge gives the file's free pages back to the file system once they are at least
+# this many bytes and a quarter of the file: a store is no bigger than what it holds.
+RECLAIM_MIN_BYTES = 4 * 1024 * 1024
+_INCREMENTAL = 2  # PRAGMA auto_vacuum's value for INCREMENTAL
 _COLUMNS = (
     "rowid, id, room, content, source_file, source_kind, chunk_index, importance, "
     "content_hash, locator, speaker, said_at, created_at, updated_at, deleted_at, "
@@ -417,6 +421,10 @@ class SQLiteStore(DrawerStore):
         except sqlite3.DatabaseError as error:
             raise UnusableStore(self.path, f"not a usable recall store: {error}") from error
         try:
+            # Set while the file holds no table yet (a new store), so that a purge can
+            # give pages back without rewriting the whole file; older stores switch at
+            # the first purge that frees enough (`_reclaim`).
+            self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
             into_wal(self._writer, BUSY_TIMEOUT_MS / 1000)
             self.schema_version = self._migrate()
         except sqlite3.DatabaseError as error:
@@ -993,7 +1001,43 @@ class SQLiteStore(DrawerStore):
             self._bump_epoch(connection)
             detail = {**dict(audit.detail), "purged": purged}
             self._audit(connection, AuditEntry(audit.identity, audit.door, audit.action, detail))
+        self._reclaim()
         return purged
+
+    def _reclaim(self) -> None:
+        """Give the file's free pages back when they are many (see RECLAIM_MIN_BYTES):
+        by an incremental vacuum, or, for a store made before stores were created for
+        it, by one VACUUM that also switches it to incremental. Readers go on reading
+        (WAL); writers wait, as for any write. A failure (a full disk: VACUUM needs room
+        for a copy) leaves the store as it was, and is logged."""
+        with self._write_lock:
+            connection = self._writer
+            try:
+                size = connection.execute("PRAGMA page_size").fetchone()[0]
+                pages = connection.execute("PRAGMA page_count").fetchone()[0]
+                free = connection.execute("PRAGMA freelist_count").fetchone()[0]
+                if free * size < RECLAIM_MIN_BYTES or 4 * free < pages:
+                    return
+                if connection.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL:
+                    # Stepped to the end (`execute` would free one page, one step).
+                    connection.executescript("PRAGMA incremental_vacuum")
+                else:
+                    connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                    connection.execute("VACUUM")
+                # The file shrinks when the WAL is written back; readers may hold part
+                # of it for now (the next checkpoint finishes the job).
+                connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error as error:
+                log.warning(
+                    "recall store space not reclaimed", path=str(self.path), error=str(error)
+                )
+                return
+            after = connection.execute("PRAGMA page_count").fetchone()[0]
+            log.info(
+                "recall store space reclaimed",
+                path=str(self.path),
+                freed_bytes=(pages - after) * size,
+            )
 
     def prune_audit(self, before: int, audit: AuditEntry) -> int:
         with self._transaction() as connection:
@@ -1001,6 +1045,7 @@ class SQLiteStore(DrawerStore):
             # The pruning itself is the first entry of what is left.
             detail = {**dict(audit.detail), "audit_removed": removed}
             self._audit(connection, AuditEntry(audit.identity, audit.door, audit.action, detail))
+        self._reclaim()
         return int(removed)
 
     def set_taxonomy(self, entry: TaxonomyEntry, audit: AuditEntry) -> None:
