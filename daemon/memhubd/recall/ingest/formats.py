@@ -520,8 +520,21 @@ def _chatgpt_text(message: dict[str, Any]) -> str:
         return ""
     parts = content.get("parts")
     if isinstance(parts, list):
-        return "\n".join(p for p in parts if isinstance(p, str))
+        return _chatgpt_parts(parts)
     return str(content.get("text") or "")
+
+
+def _chatgpt_parts(parts: list[Any]) -> str:
+    """The words of a message's parts: its strings and, in voice conversations, the
+    `audio_transcription` objects' text; other objects (images, the recordings' asset
+    pointers) are left out."""
+    words = []
+    for part in parts:
+        if isinstance(part, dict) and part.get("content_type") == "audio_transcription":
+            part = part.get("text")
+        if isinstance(part, str):
+            words.append(part)
+    return "\n".join(words)
 
 
 def _current_branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]:
@@ -590,7 +603,7 @@ def _plain_message(item: Any, number: int, title: str) -> Iterable[Turn]:
     if isinstance(content, dict):
         content = content.get("parts")
     if isinstance(content, list):
-        content = "\n".join(p for p in content if isinstance(p, str))
+        content = _chatgpt_parts(content)
     if role in ("user", "human", "assistant") and isinstance(content, str) and content.strip():
         role = "user" if role in ("user", "human") else "assistant"
         where = f"conversation {title} message {number}" if title else f"message {number}"
