@@ -634,6 +634,25 @@ _SLACK_SKIPPED = frozenset(
 )
 
 
+def _slack_attachments_text(item: dict[str, Any]) -> str:
+    """The words of a message's `attachments` (integrations post with an empty `text`):
+    each one's `pretext` and `text`, or its `fallback` (a plain-text stand-in for the
+    rest) when it has neither."""
+    attachments = item.get("attachments")
+    pieces: list[str] = []
+    for attachment in attachments if isinstance(attachments, list) else []:
+        if not isinstance(attachment, dict):
+            continue
+        own = [_stripped(attachment.get(key)) for key in ("pretext", "text")]
+        own = [piece for piece in own if piece] or [_stripped(attachment.get("fallback"))]
+        pieces.extend(piece for piece in own if piece)
+    return "\n".join(pieces)
+
+
+def _stripped(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
 def _parse_slack(text: str) -> Parsed:
     data = _json_document(text)
     if not isinstance(data, list):
@@ -644,7 +663,7 @@ def _parse_slack(text: str) -> Parsed:
             continue
         if item.get("subtype") in _SLACK_SKIPPED:
             continue
-        body = str(item.get("text") or "").strip()
+        body = str(item.get("text") or "").strip() or _slack_attachments_text(item)
         if not body:
             continue
         profile = item.get("user_profile") if isinstance(item.get("user_profile"), dict) else {}
