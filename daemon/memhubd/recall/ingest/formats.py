@@ -48,8 +48,26 @@ _HEADING = re.compile(r"^#{1,6}[ \t]+\S", re.MULTILINE)
 _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
-# Context blocks Codex injects as "user" messages; they are not what the user said.
-_CODEX_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+# What Codex writes into "user" messages that the user did not type: the contextual
+# fragments codex-rs lists (core/src/context), each known, as Codex knows it, by how a
+# message's text item starts, in any case. Such items are left out.
+_CODEX_INJECTED = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# agents.md instructions",
+    "<skill>",
+    "<turn_aborted>",
+    "<subagent_notification>",
+    "<hook_prompt",
+    "<external_",
+    "<extension_context>",
+    "<goal_context>",
+    "warning: the maximum number of unified exec processes you can keep open is",
+    "warning: apply_patch was requested via ",
+    "warning: your account was flagged for potentially high-risk cyber activity",
+)
+# A shell command the user ran (`!cmd`) and its output, also a "user" item: a tool turn.
+_CODEX_USER_SHELL = "<user_shell_command>"
 
 
 class FormatError(ValueError):
@@ -435,14 +453,29 @@ def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
     return Parsed("claude-code", conversations, project=name, meta={"session": session})
 
 
-def _codex_content(content: Any) -> str:
+def _codex_texts(content: Any) -> list[str]:
     if isinstance(content, str):
-        return content
-    pieces = []
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and isinstance(block.get("text"), str):
-            pieces.append(block["text"])
-    return "\n".join(pieces)
+        return [content]
+    blocks = content if isinstance(content, list) else []
+    return [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+
+
+def _codex_message(payload: dict[str, Any], at: int | None, where: str) -> list[Turn]:
+    """The turns of a message item: the assistant's text, or the user's words without
+    the context Codex injected, then any shell command the user ran as a tool turn."""
+    role = payload.get("role")
+    if role not in ("user", "assistant"):
+        return []
+    words: list[str] = []
+    ran: list[Turn] = []
+    for text in _codex_texts(payload.get("content")):
+        start = text.lstrip()[:80].lower()
+        if role == "user" and start.startswith(_CODEX_USER_SHELL):
+            ran.append(Turn("tool", "tool", _clip(text), at, where))
+        elif role == "assistant" or not start.startswith(_CODEX_INJECTED):
+            words.append(text)
+    body = "\n".join(words).strip()
+    return [Turn(role, role, body, at, where), *ran] if body else ran
 
 
 def _parse_codex(text: str, lines: JsonLines | None = None) -> Parsed:
@@ -466,13 +499,7 @@ def _parse_codex(text: str, lines: JsonLines | None = None) -> Parsed:
         if kind == "session_meta":
             project = str(payload.get("cwd") or project)
         elif kind == "response_item" and ptype == "message":
-            role = payload.get("role")
-            body = _codex_content(payload.get("content")).strip()
-            if role not in ("user", "assistant") or not body:
-                continue
-            if role == "user" and body.startswith(_CODEX_INJECTED):
-                continue
-            items.append(Turn(role, role, body, at, where))
+            items.extend(_codex_message(payload, at, where))
         elif kind == "response_item" and ptype in ("function_call", "custom_tool_call"):
             arguments = payload.get("arguments", payload.get("input", ""))
             items.append(
