@@ -403,6 +403,47 @@ def _claude_message(value: dict[str, Any]) -> tuple[str, Any] | None:
     return None
 
 
+def _queued_prompt(value: dict[str, Any]) -> Any:
+    """What the user typed while Claude was working, from an `attachment` line of type
+    `queued_command` (Claude Code writes no user line for it); None when the line is no
+    such prompt: other attachments, and queued commands of another mode (a background
+    task's notice) or from someone other than the user."""
+    attachment = value.get("attachment") if value.get("type") == "attachment" else None
+    if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+        return None
+    origin = attachment.get("origin")
+    by_user = not isinstance(origin, dict) or origin.get("kind", "human") == "human"
+    if attachment.get("commandMode", "prompt") != "prompt" or not by_user:
+        return None
+    return attachment.get("prompt")
+
+
+def _claude_turns(value: dict[str, Any], where: str) -> list[Turn]:
+    """The turns one Claude Code line holds (none for lines that hold no message)."""
+    summary = _claude_summary(value)
+    if summary is not None:
+        return [Turn("summary", "summary", "[summary] " + summary, None, where)]
+    at = epoch(value.get("timestamp"))
+    prompt = _queued_prompt(value)
+    if prompt is not None:
+        body = "\n".join(p.strip() for p in _blocks_text(prompt)[0] if p.strip())
+        return [Turn("user", "user", body, at, where)] if body else []
+    if value.get("type") not in ("user", "assistant", "human") or value.get("isMeta"):
+        return []
+    found = _claude_message(value)
+    if found is None:
+        return []
+    role, content = found
+    pieces, only_results = _blocks_text(content)
+    body = "\n".join(p.strip() for p in pieces if p.strip())
+    if not body:
+        return []
+    role = "user" if role in ("user", "human") else "assistant"
+    if role == "user" and only_results:
+        role = "tool"
+    return [Turn(role, role, body, at, where)]
+
+
 def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
     """The main thread as one conversation, then each subagent run's sidechain lines
     (`isSidechain`) as one of its own: interleaved with the main thread, a subagent's
@@ -413,7 +454,6 @@ def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
     project = ""
     session = ""
     for number, value in _need_lines(text, "Claude Code", lines):
-        kind = value.get("type")
         thread = turns
         if value.get("isSidechain") is True:
             # A run: the sidechain lines chained to one whose parent is no sidechain line.
@@ -426,26 +466,7 @@ def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
             thread = runs.setdefault(run, [])
         project = project or str(value.get("cwd") or "")
         session = session or str(value.get("sessionId") or "")
-        summary = _claude_summary(value)
-        if summary is not None:
-            thread.append(
-                Turn("summary", "summary", "[summary] " + summary, None, f"line {number}")
-            )
-            continue
-        if kind not in ("user", "assistant", "human") or value.get("isMeta"):
-            continue
-        found = _claude_message(value)
-        if found is None:
-            continue
-        role, content = found
-        pieces, only_results = _blocks_text(content)
-        body = "\n".join(p.strip() for p in pieces if p.strip())
-        if not body:
-            continue
-        role = "user" if role in ("user", "human") else "assistant"
-        if role == "user" and only_results:
-            role = "tool"
-        thread.append(Turn(role, role, body, epoch(value.get("timestamp")), f"line {number}"))
+        thread.extend(_claude_turns(value, f"line {number}"))
     conversations = tuple(Conversation(tuple(t)) for t in (turns, *runs.values()) if t)
     if not conversations:
         raise FormatError("no user or assistant messages in this Claude Code session")
