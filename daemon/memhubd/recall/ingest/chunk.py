@@ -139,7 +139,8 @@ def _render(turn: Turn, named: bool) -> str:
 
 
 def _groups(conversation: Conversation) -> Iterator[list[Turn]]:
-    """The turns of each chunk. Named speakers' messages are grouped while the chunk
+    """The turns of each chunk: an exchange starts at each user turn and at a summary
+    that follows no summary. Named speakers' messages are grouped while the chunk
     (`Name: text` lines) stays within WINDOW characters and nobody pauses longer than
     CHANNEL_PAUSE_S; a message longer than WINDOW alone is a chunk of its own."""
     group: list[Turn] = []
@@ -155,7 +156,11 @@ def _groups(conversation: Conversation) -> Iterator[list[Turn]]:
             )
             starts = bool(group) and (size + 1 + length > WINDOW or paused)
         else:
-            starts = bool(group) and turn.role == "user"
+            # A summary (of the session so far, after a compaction) is no part of the
+            # exchange before it: it starts a chunk, with the summaries right after it.
+            starts = bool(group) and (
+                turn.role == "user" or (turn.role == "summary" and group[-1].role != "summary")
+            )
         if starts:
             yield group
             group, size = [], 0

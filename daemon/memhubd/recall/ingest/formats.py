@@ -26,6 +26,20 @@ NOT_AN_EXPORT = "JSON but not a known export; use --format text to store it as t
 MAX_TOOL_CHARS = 600
 
 _CLAUDE_TYPES = frozenset({"user", "assistant", "human", "summary", "system"})
+# How `user` lines that Claude Code writes itself start: a slash command's wrapper and
+# its output, a `!` shell command and its output, a background task's notice.
+_CLAUDE_HARNESS = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<task-notification>",
+)
 _CODEX_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
@@ -439,6 +453,10 @@ def _claude_turns(value: dict[str, Any], where: str) -> list[Turn]:
     if not body:
         return []
     role = "user" if role in ("user", "human") else "assistant"
+    if role == "user" and value.get("isCompactSummary") is True:
+        return [Turn("summary", "summary", "[summary] " + body, at, where)]
+    if role == "user" and body.startswith(_CLAUDE_HARNESS):
+        return [Turn("tool", "tool", _clip(body), at, where)]
     if role == "user" and only_results:
         role = "tool"
     return [Turn(role, role, body, at, where)]
