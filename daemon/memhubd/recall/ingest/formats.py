@@ -28,6 +28,9 @@ MAX_TOOL_CHARS = 600
 _CLAUDE_TYPES = frozenset({"user", "assistant", "human", "summary", "system"})
 # How `user` lines that Claude Code writes itself start: a slash command's wrapper and
 # its output, a `!` shell command and its output, a background task's notice.
+# Claude Code keeps what the user typed on rejecting a tool call (how to go on) in the
+# call's result, after this sentence: the user's words, kept whole and as theirs.
+_REJECTED_SAID = "To tell you how to proceed, the user said:"
 _CLAUDE_HARNESS = (
     "<command-name>",
     "<command-message>",
@@ -368,13 +371,15 @@ def _need_lines(text: str, kind: str, lines: JsonLines | None) -> JsonLines:
     return lines
 
 
-def _blocks_text(content: Any) -> tuple[list[str], bool]:
-    """Readable pieces of a Claude message's content, and whether all were tool results."""
+def _blocks_text(content: Any) -> tuple[list[str], bool, list[str]]:
+    """Readable pieces of a Claude message's content, whether all were tool results, and
+    the words the user typed on rejecting a tool call (taken out of its result)."""
     if isinstance(content, str):
-        return [content], False
+        return [content], False, []
     if not isinstance(content, list):
-        return [], False
+        return [], False, []
     pieces: list[str] = []
+    said: list[str] = []
     results = 0
     for block in content:
         if isinstance(block, str):
@@ -390,12 +395,16 @@ def _blocks_text(content: Any) -> tuple[list[str], bool]:
             pieces.append(_clip(f"[tool_use {block.get('name', '?')}] {arguments}"))
         elif kind == "tool_result":
             results += 1
-            inner, _ = _blocks_text(block.get("content"))
-            pieces.append(_clip("[tool_result] " + "\n".join(inner)))
+            output = "\n".join(_blocks_text(block.get("content"))[0])
+            before, marker, words = output.partition(_REJECTED_SAID)
+            if marker and words.strip():
+                output = before
+                said.append(words.strip())
+            pieces.append(_clip("[tool_result] " + output))
         elif kind == "image":
             pieces.append("[image]")
         # "thinking" blocks are the model's private reasoning, often huge: not recalled.
-    return pieces, bool(content) and results == len(content)
+    return pieces, bool(content) and results == len(content), said
 
 
 def _claude_summary(value: dict[str, Any]) -> str | None:
@@ -448,10 +457,11 @@ def _claude_turns(value: dict[str, Any], where: str) -> list[Turn]:
     if found is None:
         return []
     role, content = found
-    pieces, only_results = _blocks_text(content)
+    pieces, only_results, said = _blocks_text(content)
     body = "\n".join(p.strip() for p in pieces if p.strip())
     if not body:
         return []
+    words = [Turn("user", "user", text, at, where) for text in said]
     role = "user" if role in ("user", "human") else "assistant"
     if role == "user" and value.get("isCompactSummary") is True:
         return [Turn("summary", "summary", "[summary] " + body, at, where)]
@@ -459,7 +469,7 @@ def _claude_turns(value: dict[str, Any], where: str) -> list[Turn]:
         return [Turn("tool", "tool", _clip(body), at, where)]
     if role == "user" and only_results:
         role = "tool"
-    return [Turn(role, role, body, at, where)]
+    return [Turn(role, role, body, at, where), *words]
 
 
 def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
