@@ -21,6 +21,7 @@ B = 0.75
 MIN_IDF = 1e-6  # FTS5 uses this when log((N - n + 0.5) / (n + 0.5)) is not positive
 COLUMN_BITS = 2  # an instance code is rowid << COLUMN_BITS | column
 COLUMNS = 1 << COLUMN_BITS
+VISIBLE_KEPT = 8  # masks whose totals are kept (one per reader-role set searching)
 CHUNK = 2_000_000  # token instances turned into postings at a time, bounding the temporaries
 
 
@@ -141,6 +142,8 @@ class LexicalIndex:
         self._seen = np.zeros(0, dtype=bool)
         self._norm_of = np.zeros(0)
         self._norm_state: tuple[int, int, int] | None = None
+        # id(mask) -> (mask, state, live rows it holds, their count, their tokens)
+        self._visible: dict[int, tuple[np.ndarray, tuple[int, int, int], np.ndarray, int, int]] = {}
 
     def __len__(self) -> int:
         return self._size
@@ -283,30 +286,47 @@ class LexicalIndex:
         )
 
     def rank(
-        self, tokens: Sequence[str], weights: Sequence[float]
+        self,
+        tokens: Sequence[str],
+        weights: Sequence[float],
+        visible: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Every live position matching any of `tokens` (one phrase each, in query
         order) and its score, computed in FTS5's order of operations: the score is
-        -bm25(), so higher is better. `weights` are per column (missing ones: 1.0)."""
-        if not self.live or not tokens:
+        -bm25(), so higher is better. `weights` are per column (missing ones: 1.0).
+
+        `visible` (a mask over positions, at least `len(self)` long) limits the answer
+        and the statistics alike to the positions it holds: the scores are FTS5's over
+        a table holding only those rows, so rows outside it change nothing."""
+        if visible is None:
+            live, live_tokens, mask = self.live, self.live_tokens, None
+        else:
+            mask, live, live_tokens = self._visible_totals(visible)
+        if not live or not tokens:
             return np.zeros(0, np.int64), np.zeros(0)
-        norm = self._norm()
+        norm = self._norm() if mask is None else None
+        average = float(live_tokens) / float(live)
         column = np.ones(COLUMNS)
         column[: len(weights)] = weights[:COLUMNS]
-        everyone = self.live == len(self.rowids)
+        everyone = mask is None and self.live == len(self.rowids)
+        counted = self.alive if mask is None else mask
         scores, seen = self._scores, self._seen
         for token in tokens:
             positions, freqs = self.postings(token)
             if not len(positions):
                 continue
-            hits = len(positions) if everyone else int(np.count_nonzero(self.alive[positions]))
-            idf = math.log((self.live - hits + 0.5) / (hits + 0.5))
+            hits = len(positions) if everyone else int(np.count_nonzero(counted[positions]))
+            idf = math.log((live - hits + 0.5) / (hits + 0.5))
             if idf <= 0.0:
                 idf = MIN_IDF
             # FTS5 adds a column's weight once per token instance; with weights of few
             # binary digits (the defaults 1.0, 0.5 and 0.75) the sum is exact in any order.
             frequency = freqs @ column
-            scores[positions] += idf * ((frequency * (K1 + 1.0)) / (frequency + norm[positions]))
+            if norm is not None:
+                at = norm[positions]
+            else:  # only where needed: the statistics are the visible rows'
+                at = K1 * (1 - B + B * self.lengths[positions].astype(np.float64) / average)
+            scores[positions] += idf * ((frequency * (K1 + 1.0)) / (frequency + at))
             seen[positions] = True
         found = np.flatnonzero(seen)
         out = scores[found]
@@ -314,8 +334,8 @@ class LexicalIndex:
         seen[found] = False
         if everyone:
             return found, out
-        live = self.alive[found]
-        return found[live], out[live]
+        keep = counted[found]
+        return found[keep], out[keep]
 
     def _norm(self) -> np.ndarray:
         """k1 * (1 - b + b * D / avgdl) per position, for the current statistics."""
@@ -325,6 +345,20 @@ class LexicalIndex:
             self._norm_of = K1 * (1 - B + B * self.lengths.astype(np.float64) / average)
             self._norm_state = state
         return self._norm_of
+
+    def _visible_totals(self, visible: np.ndarray) -> tuple[np.ndarray, int, int]:
+        """The live rows `visible` holds, their count and tokens; kept per mask (the
+        same array object) until a row is added or deleted."""
+        state = (self.live, self.live_tokens, self._size)
+        held = self._visible.get(id(visible))
+        if held is not None and held[0] is visible and held[1] == state:
+            return held[2], held[3], held[4]
+        mask = self.alive & visible[: self._size]
+        totals = (mask, int(np.count_nonzero(mask)), int(self.lengths[mask].sum()))
+        if len(self._visible) >= VISIBLE_KEPT:
+            self._visible.pop(next(iter(self._visible)))
+        self._visible[id(visible)] = (visible, state, *totals)
+        return totals
 
 
 def top(positions: np.ndarray, scores: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:

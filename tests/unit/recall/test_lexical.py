@@ -1,11 +1,17 @@
 """The in-memory BM25 index ranks exactly as FTS5's bm25() does: same drawers, same
-order, scores within 1e-9, through writes, soft deletes, purges, filters and roles,
-and it hands the query back to FTS5 whenever it cannot answer."""
+order, scores within 1e-9, through writes, soft deletes, purges, filters and roles
+(for a caller of limited roles, as FTS5 over the drawers it may read), and it hands
+the query back to FTS5 whenever it cannot answer."""
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
+import sqlite3
+import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -104,16 +110,48 @@ def assert_same(memory: list[RankedRow], fts: list[RankedRow]) -> None:
             assert fts_score.get(mine.rowid) == pytest.approx(theirs.score, rel=1e-9)
 
 
+def visible_copy(store: SQLiteStore, roles: frozenset[str], path: Path) -> SQLiteStore:
+    """A copy of `store` at `path` holding only the drawers a caller of `roles` may read."""
+    with sqlite3.connect(store.path) as source, sqlite3.connect(path) as copy:
+        source.backup(copy)
+        rows = copy.execute("SELECT rowid, readers FROM drawers WHERE readers IS NOT NULL")
+        hidden = [(r,) for r, names in rows.fetchall() if roles.isdisjoint(json.loads(names))]
+        copy.executemany("DELETE FROM drawers WHERE rowid = ?", hidden)
+    copy.close()
+    opened = open_store(path)
+    assert isinstance(opened, SQLiteStore)
+    return opened
+
+
 def compare(store: SQLiteStore, rng: random.Random, queries: int = QUERIES) -> int:
-    """Compares both rankings on random queries; returns how many the index answered."""
+    """Compares both rankings on random queries; returns how many the index answered.
+
+    A caller of limited roles is ranked as FTS5 ranks a store holding only the drawers
+    it may read: hidden drawers never move its order or scores."""
     answered = 0
-    for _ in range(queries):
-        terms = query(rng)
+    copies: dict[frozenset[str], SQLiteStore] = {}
+    scratch = Path(tempfile.mkdtemp(prefix="visible-"))
+    try:
         for where in FILTERS:
-            limit = rng.choice((1, 3, 10, 500))
-            cache_answer = store._lexical.ranked(terms, where, limit, (1.0, 0.5, 0.5))
-            answered += cache_answer is not None
-            assert_same(store.lexical(terms, where, limit), from_fts(store, terms, where, limit))
+            if where.roles is not None and where.roles not in copies:
+                path = scratch / f"copy-{len(copies)}.db"
+                copies[where.roles] = visible_copy(store, where.roles, path)
+        for _ in range(queries):
+            terms = query(rng)
+            for where in FILTERS:
+                limit = rng.choice((1, 3, 10, 500))
+                cache_answer = store._lexical.ranked(terms, where, limit, (1.0, 0.5, 0.5))
+                answered += cache_answer is not None
+                if where.roles is None:
+                    wanted = from_fts(store, terms, where, limit)
+                else:
+                    everyone = replace(where, roles=None)
+                    wanted = from_fts(copies[where.roles], terms, everyone, limit)
+                assert_same(store.lexical(terms, where, limit), wanted)
+    finally:
+        for copy in copies.values():
+            copy.close()
+        shutil.rmtree(scratch, ignore_errors=True)
     return answered
 
 
@@ -327,3 +365,79 @@ def test_the_token_cache_stays_within_its_bytes_with_long_terms(
         scratch = store._lexical._scratch
         assert scratch._token_bytes == sum(map(bm25._term_bytes, scratch._tokens))
         assert scratch._token_bytes <= 50_000
+
+
+def _alike_but_one_word(store: SQLiteStore, *, hidden: int) -> None:
+    """Two readable drawers alike but for one word, and `hidden` drawers only `ops`
+    may read that use one of the two words many times."""
+    pair = ["alpha ledger note", "alpha invoice note"]
+    secret = ["ledger ledger ledger ledger kappa"] * hidden
+    rows = [*pair, *(f"{text} {i}" for i, text in enumerate(secret))]
+    written = [
+        NewDrawer(
+            id=f"d{i}",
+            room="r0",
+            content=content,
+            source_file="s.txt",
+            source_kind="text",
+            chunk_index=i,
+            content_hash=content_hash(content),
+            identity="ann",
+            readers=("ops",) if i >= len(pair) else None,
+        )
+        for i, content in enumerate(rows)
+    ]
+    store.write(written, None, None, AUDIT)
+
+
+def test_drawers_hidden_from_a_caller_never_move_its_ranking(tmp_path: Path) -> None:
+    dev = DrawerFilter(roles=frozenset({"dev"}))
+    answers = []
+    for hidden in (0, 40):
+        store = open_store(tmp_path / f"h{hidden}.db")
+        assert isinstance(store, SQLiteStore)
+        try:
+            _alike_but_one_word(store, hidden=hidden)
+            answers.append(store.lexical(["ledger", "invoice"], dev, 10))
+            if hidden:
+                # FTS5 over the whole store would rank the two the other way round
+                whole = from_fts(store, ["ledger", "invoice"], dev, 10)
+                assert [r.rowid for r in whole] != [r.rowid for r in answers[-1]]
+        finally:
+            store.close()
+    alone, beside_hidden = answers
+    assert [r.rowid for r in beside_hidden] == [r.rowid for r in alone]
+    assert_same(beside_hidden, alone)
+
+
+def test_a_caller_of_limited_roles_waits_for_the_index_being_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a store whose index is built on a thread (as above INLINE_BELOW drawers)
+    monkeypatch.setattr(bm25, "INLINE_BELOW", 0)
+    path = tmp_path / "recall.db"
+    writer = open_store(path)
+    _alike_but_one_word(writer, hidden=40)
+    writer.close()
+    alone = open_store(tmp_path / "alone.db")
+    _alike_but_one_word(alone, hidden=0)
+    dev = DrawerFilter(roles=frozenset({"dev"}))
+    wanted = alone.lexical(["ledger", "invoice"], dev, 10)
+    alone.close()
+    store = open_store(path)
+    try:
+        # When a caller of limited roles searches before the index is ready
+        answer = store.lexical(["ledger", "invoice"], dev, 10)
+        # Then it is ranked over what it may read, as if the hidden drawers were not there
+        assert_same(answer, wanted)
+    finally:
+        store.close()
+
+
+def test_an_index_with_no_live_row_answers_nothing_for_everyone() -> None:
+    index = LexicalIndex()
+    index.add(np.asarray([1], np.int64), [("ledger", np.asarray([1 << COLUMN_BITS]))])
+    index.delete([1])
+    for visible in (None, np.ones(1, dtype=bool), np.zeros(1, dtype=bool)):
+        positions, scores = index.rank(["ledger"], (1.0,), visible)
+        assert len(positions) == len(scores) == 0

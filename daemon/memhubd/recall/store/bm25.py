@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import structlog
 
-from memhubd.recall.lexical import COLUMN_BITS, COLUMNS, LexicalIndex, top
+from memhubd.recall.lexical import COLUMN_BITS, COLUMNS, VISIBLE_KEPT, LexicalIndex, top
 from memhubd.recall.store.base import DrawerFilter
 
 log = structlog.get_logger("memhubd.recall.store.bm25")
@@ -103,6 +103,8 @@ class _Attributes:
         self.when = np.zeros(0, np.int64)
         self.readers: dict[int, tuple[str, ...]] = {}
         self.size = 0
+        # reader roles -> (size when made, the mask of positions those roles may read)
+        self._visible: dict[frozenset[str], tuple[int, np.ndarray]] = {}
 
     def extend(self, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
@@ -132,12 +134,23 @@ class _Attributes:
         if where.until is not None:
             keep &= self.when[positions] < where.until
         if where.roles is not None and self.readers:
-            roles = where.roles
-            for i in np.flatnonzero(keep):
-                readers = self.readers.get(int(positions[i]))
-                if readers is not None and roles.isdisjoint(readers):
-                    keep[i] = False
+            keep &= self.visible(where.roles)[positions]
         return keep
+
+    def visible(self, roles: frozenset[str]) -> np.ndarray:
+        """Which positions a caller of these roles may read (a drawer without readers:
+        anyone; else one of its readers). The same array until rows are added, so the
+        index keeps its totals per role set."""
+        held = self._visible.get(roles)
+        if held is not None and held[0] == self.size:
+            return held[1]
+        mask = np.ones(self.size, dtype=bool)
+        hidden = [at for at, readers in self.readers.items() if roles.isdisjoint(readers)]
+        mask[hidden] = False
+        if len(self._visible) >= VISIBLE_KEPT:
+            self._visible.pop(next(iter(self._visible)))
+        self._visible[roles] = (self.size, mask)
+        return mask
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -330,7 +343,12 @@ class LexicalCache:
             if any(len(tokens) != 1 for tokens in phrases):
                 return None  # a phrase of several tokens needs positions: FTS5 has them
             index, attributes = self._current.index, self._current.attributes
-            positions, scores = index.rank([t[0] for t in phrases], weights)
+            # A caller's ranking counts only the drawers it may read: the statistics of
+            # hidden ones (how many use a word, how long they are) never move its order.
+            visible = None
+            if where.roles is not None and attributes.readers:
+                visible = attributes.visible(where.roles)
+            positions, scores = index.rank([t[0] for t in phrases], weights, visible)
             if where.narrows or (where.roles is not None and attributes.readers):
                 keep = attributes.allows(positions, where)
                 positions, scores = positions[keep], scores[keep]

@@ -56,6 +56,9 @@ from memhubd.sqlite import into_wal, private_database
 log = structlog.get_logger("memhubd.recall.store")
 
 BUSY_TIMEOUT_MS = 30_000
+# How long a search by a caller of limited roles waits for the in-memory BM25 index
+# being built, rather than rank by FTS5's whole-store statistics.
+SETTLE_FOR_ROLES_S = 30.0
 READERS = 4
 # The WAL file is cut back to this size when a checkpoint lets it start again: without
 # a limit it keeps the size of the largest write ever made (a bulk ingest: hundreds of MB).
@@ -615,10 +618,28 @@ class SQLiteStore(DrawerStore):
             return []
         # The in-memory index answers when it can, exactly as the SQL below would.
         phrases = [term for term in terms if term.strip()]
-        ranked = self._lexical.ranked(phrases, where, limit, (1.0, 0.5, context_weight))
+        weights = (1.0, 0.5, context_weight)
+        ranked = self._lexical.ranked(phrases, where, limit, weights)
+        # FTS5's statistics count every drawer, those hidden from this caller too: its
+        # order would tell whether hidden drawers use a word. The index counts only what
+        # the caller may read, so such a caller waits for it while it is being built.
+        if (
+            ranked is None
+            and where.roles is not None
+            and self._holds_reader_limited()
+            and self._lexical.settle(SETTLE_FOR_ROLES_S)
+        ):
+            ranked = self._lexical.ranked(phrases, where, limit, weights)
         if ranked is not None:
             return [RankedRow(rowid, score) for rowid, score in ranked]
         return self._fts_lexical(match, where, limit, context_weight)
+
+    def _holds_reader_limited(self) -> bool:
+        with self._readers.connection() as connection:
+            found = connection.execute(
+                "SELECT 1 FROM drawers WHERE readers IS NOT NULL AND deleted_at IS NULL LIMIT 1"
+            ).fetchone()
+        return found is not None
 
     def _fts_lexical(
         self, match: str, where: DrawerFilter, limit: int, context_weight: float
