@@ -26,11 +26,11 @@ NOT_AN_EXPORT = "JSON but not a known export; use --format text to store it as t
 MAX_TOOL_CHARS = 600
 
 _CLAUDE_TYPES = frozenset({"user", "assistant", "human", "summary", "system"})
-# How `user` lines that Claude Code writes itself start: a slash command's wrapper and
-# its output, a `!` shell command and its output, a background task's notice.
 # Claude Code keeps what the user typed on rejecting a tool call (how to go on) in the
 # call's result, after this sentence: the user's words, kept whole and as theirs.
 _REJECTED_SAID = "To tell you how to proceed, the user said:"
+# How `user` lines that Claude Code writes itself start: a slash command's wrapper and
+# its output, a `!` shell command and its output, a background task's notice.
 _CLAUDE_HARNESS = (
     "<command-name>",
     "<command-message>",
@@ -461,7 +461,6 @@ def _claude_turns(value: dict[str, Any], where: str) -> list[Turn]:
     body = "\n".join(p.strip() for p in pieces if p.strip())
     if not body:
         return []
-    words = [Turn("user", "user", text, at, where) for text in said]
     role = "user" if role in ("user", "human") else "assistant"
     if role == "user" and value.get("isCompactSummary") is True:
         return [Turn("summary", "summary", "[summary] " + body, at, where)]
@@ -469,6 +468,7 @@ def _claude_turns(value: dict[str, Any], where: str) -> list[Turn]:
         return [Turn("tool", "tool", _clip(body), at, where)]
     if role == "user" and only_results:
         role = "tool"
+    words = [Turn("user", "user", text, at, where) for text in said]
     return [Turn(role, role, body, at, where), *words]
 
 
@@ -518,7 +518,7 @@ def _codex_message(payload: dict[str, Any], at: int | None, where: str) -> list[
     words: list[str] = []
     ran: list[Turn] = []
     for text in _codex_texts(payload.get("content")):
-        start = text.lstrip()[:80].lower()
+        start = text.lstrip().lower()
         if role == "user" and start.startswith(_CODEX_USER_SHELL):
             ran.append(Turn("tool", "tool", _clip(text), at, where))
         elif role == "assistant" or not start.startswith(_CODEX_INJECTED):
