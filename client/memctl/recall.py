@@ -545,6 +545,8 @@ def cmd_purge(session: Session, args: argparse.Namespace) -> int:
             text += (
                 f" and {a['audit_removed']} audit entr{'y' if a['audit_removed'] == 1 else 'ies'}"
             )
+        if a.get("reclaimed_bytes"):
+            text += f"; {a['reclaimed_bytes'] / 1048576:.1f} MiB of disk given back"
         return text
 
     session.show(answer, shown)

@@ -28,6 +28,8 @@ from memhubd.service.recall import _INGEST, _SEARCH, _audit, _name, _visible, sh
 log = structlog.get_logger("memhubd.service.recall")
 
 REINDEX_BATCH = 256
+# Purges' space reclaiming, one store at a time: a first VACUUM rewrites a whole file.
+_RECLAIM = anyio.CapacityLimiter(1)
 
 
 
@@ -111,6 +113,9 @@ async def purge(
     audit = _audit(identity, door, "purge", before=before)
     answer["purged"] = await anyio.to_thread.run_sync(store.purge, before, audit, limiter=_INGEST)
     await anyio.to_thread.run_sync(prune_locks, shelf, name, limiter=_INGEST)
+    # Outside the ingest slot: a first VACUUM of a large store takes a while, and only
+    # this store's writes need to wait for it, not every workspace's ingests.
+    answer["reclaimed_bytes"] = await anyio.to_thread.run_sync(store.reclaim, limiter=_RECLAIM)
     return answer
 
 

@@ -67,7 +67,7 @@ async def test_sources_ingested_deleted_and_purged_leave_no_lock_files(
     for report in reports:
         delete_source(shelf, report.drawer_ids)
     answer = await purge(shelf)
-    assert answer == {"workspace": "w", "before": None, "purged": 60}
+    assert answer == {"workspace": "w", "before": None, "purged": 60, "reclaimed_bytes": 0}
     assert lock_files(shelf) == set()
 
 
@@ -132,3 +132,38 @@ async def test_a_failure_to_prune_is_logged_and_the_purge_still_answers(
     assert answer["purged"] == len(report.drawer_ids)
     assert warned == ["ingest lock files not pruned"]
     assert shelf.store("w").sources() == set()
+
+
+async def test_space_is_given_back_outside_the_slot_ingests_share(
+    shelf: RecallShelf, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import anyio
+
+    from memhubd.service import recall as recall_service
+
+    report = shelf.ingestor("w").ingest_text("notes/a.md", session(1), options(workspace="w"))
+    delete_source(shelf, list(report.drawer_ids))
+    # Given a reclaim that takes as long as a first VACUUM of a large store
+    started, release = threading.Event(), threading.Event()
+
+    def slow_reclaim(self: object) -> int:
+        started.set()
+        release.wait(10)
+        return 4096
+
+    monkeypatch.setattr(sqlite_store.SQLiteStore, "reclaim", slow_reclaim)
+    answers: list[dict[str, object]] = []
+
+    async def run_purge() -> None:
+        answers.append(await purge(shelf))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run_purge)
+        await anyio.to_thread.run_sync(started.wait, 10)
+        # When another workspace ingests meanwhile, it does not wait for the reclaim
+        with anyio.fail_after(5):
+            await anyio.to_thread.run_sync(lambda: None, limiter=recall_service._INGEST)
+        release.set()
+    assert answers[0]["purged"] == 1 and answers[0]["reclaimed_bytes"] == 4096

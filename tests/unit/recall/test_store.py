@@ -409,6 +409,8 @@ def _fill_delete_and_purge(path: Path) -> tuple[int, int, list[str]]:
             store.soft_delete(item.id, AUDIT)
         before = path.stat().st_size
         assert store.purge(None, AuditEntry("admin", "test", "purge")) == len(bulky)
+        assert store.reclaim() > 8_000_000
+        assert store.reclaim() == 0  # nothing more worth giving back
         assert [store.get_by_id(k.id).id for k in kept] == [k.id for k in kept]  # type: ignore[union-attr]
         assert len(store.lexical(["keep"], DrawerFilter(), 10)) == 2
         # A write after it lands as any other

@@ -416,6 +416,11 @@ class DrawerStore(abc.ABC):
         """Remove the audit entries written before `before` (epoch seconds), then audit
         that with `audit` (its detail gains `audit_removed`); returns how many went."""
 
+    def reclaim(self) -> int:
+        """Give space that purges freed back to the file system, when it is worth it;
+        returns the bytes given back. Writes to this store wait meanwhile."""
+        return 0
+
     @abc.abstractmethod
     def set_taxonomy(self, entry: TaxonomyEntry, audit: AuditEntry) -> None: ...
 

@@ -426,7 +426,7 @@ class SQLiteStore(DrawerStore):
         try:
             # Set while the file holds no table yet (a new store), so that a purge can
             # give pages back without rewriting the whole file; older stores switch at
-            # the first purge that frees enough (`_reclaim`).
+            # the first purge that frees enough (`reclaim`).
             self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
             into_wal(self._writer, BUSY_TIMEOUT_MS / 1000)
             self.schema_version = self._migrate()
@@ -1022,15 +1022,14 @@ class SQLiteStore(DrawerStore):
             self._bump_epoch(connection)
             detail = {**dict(audit.detail), "purged": purged}
             self._audit(connection, AuditEntry(audit.identity, audit.door, audit.action, detail))
-        self._reclaim()
         return purged
 
-    def _reclaim(self) -> None:
+    def reclaim(self) -> int:
         """Give the file's free pages back when they are many (see RECLAIM_MIN_BYTES):
         by an incremental vacuum, or, for a store made before stores were created for
         it, by one VACUUM that also switches it to incremental. Readers go on reading
-        (WAL); writers wait, as for any write. A failure (a full disk: VACUUM needs room
-        for a copy) leaves the store as it was, and is logged."""
+        (WAL); writers to this store wait. A failure (a full disk: VACUUM needs room for
+        a copy) leaves the store as it was, and is logged."""
         with self._write_lock:
             connection = self._writer
             try:
@@ -1038,7 +1037,7 @@ class SQLiteStore(DrawerStore):
                 pages = connection.execute("PRAGMA page_count").fetchone()[0]
                 free = connection.execute("PRAGMA freelist_count").fetchone()[0]
                 if free * size < RECLAIM_MIN_BYTES or 4 * free < pages:
-                    return
+                    return 0
                 if connection.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL:
                     # Stepped to the end (`execute` would free one page, one step).
                     connection.executescript("PRAGMA incremental_vacuum")
@@ -1048,17 +1047,15 @@ class SQLiteStore(DrawerStore):
                 # The file shrinks when the WAL is written back; readers may hold part
                 # of it for now (the next checkpoint finishes the job).
                 connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                after = connection.execute("PRAGMA page_count").fetchone()[0]
             except sqlite3.Error as error:
                 log.warning(
                     "recall store space not reclaimed", path=str(self.path), error=str(error)
                 )
-                return
-            after = connection.execute("PRAGMA page_count").fetchone()[0]
-            log.info(
-                "recall store space reclaimed",
-                path=str(self.path),
-                freed_bytes=(pages - after) * size,
-            )
+                return 0
+        freed = (pages - after) * size
+        log.info("recall store space reclaimed", path=str(self.path), freed_bytes=freed)
+        return freed
 
     def prune_audit(self, before: int, audit: AuditEntry) -> int:
         with self._transaction() as connection:
@@ -1066,7 +1063,6 @@ class SQLiteStore(DrawerStore):
             # The pruning itself is the first entry of what is left.
             detail = {**dict(audit.detail), "audit_removed": removed}
             self._audit(connection, AuditEntry(audit.identity, audit.door, audit.action, detail))
-        self._reclaim()
         return int(removed)
 
     def set_taxonomy(self, entry: TaxonomyEntry, audit: AuditEntry) -> None:
