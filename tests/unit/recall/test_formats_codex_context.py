@@ -6,17 +6,20 @@ turn."""
 
 from __future__ import annotations
 
+import itertools
 import json
+
+import pytest
 
 from memhubd.recall.ingest import chunk, parse
 
-AT = iter(range(10, 60))
+AT = itertools.count(10)
 
 
 def line(kind: str, payload: dict) -> str:
-    return json.dumps(
-        {"timestamp": f"2025-11-20T09:00:{next(AT)}.000Z", "type": kind, "payload": payload}
-    )
+    minute, second = divmod(next(AT), 60)
+    at = f"2025-11-20T09:{minute:02}:{second:02}.000Z"
+    return json.dumps({"timestamp": at, "type": kind, "payload": payload})
 
 
 def said(role: str, *texts: str) -> str:
@@ -37,6 +40,22 @@ SKILL = (
 ABORTED = (
     "<turn_aborted>\nThe user interrupted the previous turn on purpose. "
     "Tools may have partially executed.\n</turn_aborted>"
+)
+
+AGENTS_MD = (
+    "# AGENTS.md instructions for /home/ana/src/wharf\n\n<INSTRUCTIONS>\n"
+    "Run `make check` before every commit.\n</INSTRUCTIONS>"
+)
+UNIFIED_EXEC_WARNING = (
+    "Warning: The maximum number of unified exec processes you can keep open is 60 and you "
+    "currently have 61 processes open. Reuse older processes or close them to prevent "
+    "automatic pruning of old processes"
+)
+REROUTED_WARNING = (
+    "Warning: Your account was flagged for potentially high-risk cyber activity and this "
+    "request was routed to gpt-5.2 as a fallback. To regain access to gpt-5.3-codex, apply "
+    "for trusted access: https://chatgpt.com/cyber or learn more: "
+    "https://developers.openai.com/codex/concepts/cyber-safety"
 )
 
 
@@ -75,12 +94,40 @@ def test_notices_of_aborted_turns_and_subagents_are_not_the_users_words() -> Non
             "Warning: apply_patch was requested via exec_command. "
             "Use the apply_patch tool instead of exec_command.",
         ),
+        said("user", UNIFIED_EXEC_WARNING),
+        said("user", REROUTED_WARNING),
         said("assistant", "The load test was stopped halfway."),
     )
 
     assert contents(text) == [
         "> Run the load test\nStarting it.\nThe load test was stopped halfway."
     ]
+
+
+def test_the_instructions_of_an_agents_md_file_are_not_the_users_words() -> None:
+    text = rollout(
+        said("user", AGENTS_MD), said("user", "Rename wharf"), said("assistant", "Done.")
+    )
+
+    assert contents(text) == ["> Rename wharf\nDone."]
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "<skill> blocks in our SKILL.md render raw; also the quay deploy key rotation failed",
+        "# AGENTS.md instructions are stale: the wharf build moved to `make check`",
+        "<turn_aborted> shows up in my logs after every Ctrl-C",
+        "<external_ticket> tags leak into the wharf changelog",
+        "Warning: apply_patch was requested via exec_command -- why does wharf print this?",
+        "Warning: The maximum number of unified exec processes you can keep open is 60?",
+        "Warning: Your account was flagged for potentially high-risk cyber activity. Why?",
+    ],
+)
+def test_a_message_that_only_starts_like_injected_context_is_the_users(typed: str) -> None:
+    text = rollout(said("user", typed), said("assistant", "Looking into it."))
+
+    assert contents(text) == [f"> {typed}\nLooking into it."]
 
 
 def test_words_typed_beside_an_injected_item_are_kept() -> None:
@@ -100,3 +147,13 @@ def test_a_shell_command_the_user_ran_is_a_tool_turn() -> None:
 
     assert exchange.startswith("> Build the wheel\nBuilt.\n<user_shell_command>")
     assert "wharf.whl" in exchange
+
+
+def test_a_message_that_only_starts_like_a_shell_command_is_the_users() -> None:
+    typed = "<user_shell_command> wraps the output of my !ls; " + "is all of it stored? " * 40
+    text = rollout(said("user", typed), said("assistant", "Yes, cut to 600 characters."))
+
+    [exchange] = chunk(parse(text, "codex"))
+
+    assert exchange.content == f"> {typed.strip()}\nYes, cut to 600 characters."
+    assert exchange.speaker == "user"

@@ -66,25 +66,42 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 # What Codex writes into "user" messages that the user did not type: the contextual
-# fragments codex-rs lists (core/src/context), each known, as Codex knows it, by how a
-# message's text item starts, in any case. Such items are left out.
+# fragments codex-rs lists (core/src/context), each known as Codex knows it: the text item,
+# trimmed, starts with the opening marker and ends with the closing one, in any case. Such
+# items are left out; a message that merely starts like one is the user's words.
 _CODEX_INJECTED = (
-    "<environment_context>",
-    "<user_instructions>",
-    "# agents.md instructions",
-    "<skill>",
-    "<turn_aborted>",
-    "<subagent_notification>",
-    "<hook_prompt",
-    "<external_",
-    "<extension_context>",
-    "<goal_context>",
-    "warning: the maximum number of unified exec processes you can keep open is",
-    "warning: apply_patch was requested via ",
-    "warning: your account was flagged for potentially high-risk cyber activity",
+    ("<environment_context>", "</environment_context>"),
+    ("<user_instructions>", "</user_instructions>"),
+    ("# agents.md instructions for ", "</instructions>"),
+    ("<skill>", "</skill>"),
+    ("<turn_aborted>", "</turn_aborted>"),
+    ("<subagent_notification>", "</subagent_notification>"),
+    ("<hook_prompt", "</hook_prompt>"),
+    ("<extension_context>", "</extension_context>"),
+    ("<goal_context>", "</goal_context>"),
+)
+# Injected items known by their whole text: a hook's additional context, closed by the tag
+# that opened it, and the warnings older versions wrote, word for word but for the tool,
+# counts, models and links they name.
+_CODEX_INJECTED_WHOLE = (
+    re.compile(r"<external_([^>]*)>.*</external_\1>", re.DOTALL | re.IGNORECASE),
+    re.compile(
+        r"Warning: apply_patch was requested via \S+\. "
+        r"Use the apply_patch tool instead of exec_command\."
+    ),
+    re.compile(
+        r"Warning: The maximum number of unified exec processes you can keep open is \d+ "
+        r"and you currently have \d+ processes open\. Reuse older processes or close them "
+        r"to prevent automatic pruning of old processes"
+    ),
+    re.compile(
+        r"Warning: Your account was flagged for potentially high-risk cyber activity and "
+        r"this request was routed to \S+ as a fallback\. To regain access to \S+, apply "
+        r"for trusted access: \S+ or learn more: \S+"
+    ),
 )
 # A shell command the user ran (`!cmd`) and its output, also a "user" item: a tool turn.
-_CODEX_USER_SHELL = "<user_shell_command>"
+_CODEX_USER_SHELL = ("<user_shell_command>", "</user_shell_command>")
 
 
 class FormatError(ValueError):
@@ -509,6 +526,20 @@ def _codex_texts(content: Any) -> list[str]:
     return [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
 
 
+def _codex_marked(item: str, markers: tuple[str, str]) -> bool:
+    """Whether a text item (trimmed, lower case) opens and closes with these markers."""
+    start, end = markers
+    return item.startswith(start) and item.endswith(end)
+
+
+def _codex_injected(item: str) -> bool:
+    """Whether a user message's text item (trimmed) is context Codex injected."""
+    lowered = item.lower()
+    return any(_codex_marked(lowered, markers) for markers in _CODEX_INJECTED) or any(
+        shape.fullmatch(item) for shape in _CODEX_INJECTED_WHOLE
+    )
+
+
 def _codex_message(payload: dict[str, Any], at: int | None, where: str) -> list[Turn]:
     """The turns of a message item: the assistant's text, or the user's words without
     the context Codex injected, then any shell command the user ran as a tool turn."""
@@ -518,10 +549,10 @@ def _codex_message(payload: dict[str, Any], at: int | None, where: str) -> list[
     words: list[str] = []
     ran: list[Turn] = []
     for text in _codex_texts(payload.get("content")):
-        start = text.lstrip().lower()
-        if role == "user" and start.startswith(_CODEX_USER_SHELL):
+        item = text.strip()
+        if role == "user" and _codex_marked(item.lower(), _CODEX_USER_SHELL):
             ran.append(Turn("tool", "tool", _clip(text), at, where))
-        elif role == "assistant" or not start.startswith(_CODEX_INJECTED):
+        elif role == "assistant" or not _codex_injected(item):
             words.append(text)
     body = "\n".join(words).strip()
     return [Turn(role, role, body, at, where), *ran] if body else ran
