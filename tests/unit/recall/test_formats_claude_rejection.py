@@ -27,17 +27,15 @@ def said(role: str, content: Any) -> str:
     )
 
 
-def session(result: str) -> str:
-    edit = {"type": "tool_use", "id": "toolu_4", "name": "Edit", "input": {"file_path": "s.py"}}
-    rejected = {
-        "type": "tool_result",
-        "tool_use_id": "toolu_4",
-        "is_error": True,
-        "content": result,
-    }
+def session(result: str, tool: str = "Edit", is_error: bool | None = True) -> str:
+    """A tool call and its result; `is_error` None leaves the flag out of the result."""
+    use = {"type": "tool_use", "id": "toolu_4", "name": tool, "input": {"file_path": "s.py"}}
+    rejected: dict[str, Any] = {"type": "tool_result", "tool_use_id": "toolu_4", "content": result}
+    if is_error is not None:
+        rejected["is_error"] = is_error
     lines = [
         said("user", "Make the quay index warm up faster"),
-        said("assistant", [edit]),
+        said("assistant", [use]),
         said("user", [rejected]),
         said("assistant", "Understood: the flag goes in the cache module."),
     ]
@@ -61,3 +59,45 @@ def test_a_rejection_without_words_stays_a_tool_result() -> None:
     [exchange] = chunk(parse(session(plain), "claude-code"))
 
     assert "[tool_result] " + plain in exchange.content
+
+
+def test_a_rejection_written_without_is_error_still_gives_the_users_words() -> None:
+    first, second = chunk(parse(session(REJECTED + WORDS, is_error=None), "claude-code"))
+
+    assert second.content.startswith("> " + WORDS[:40])
+    assert second.speaker == "user"
+
+
+NOTES = (
+    "# Quay notes\n" + "The warm start reads the index once. " * 5 + "\n"
+    "From an old session: To tell you how to proceed, the user said:\n"
+    + "Keep the scheduler, drop the cache. "
+    * 60
+)
+
+
+def test_a_file_quoting_the_rejection_sentence_is_tool_output_cut_to_600() -> None:
+    [exchange] = chunk(parse(session(NOTES, "Read", is_error=False), "claude-code"))
+
+    assert exchange.speaker == "user"
+    assert exchange.content.startswith("> Make the quay index warm up faster\n")
+    assert "[tool_result] # Quay notes" in exchange.content
+    assert exchange.content.count("Keep the scheduler") < 15
+    assert exchange.content.endswith("Understood: the flag goes in the cache module.")
+
+
+def test_only_a_result_that_opens_with_the_rejection_is_one() -> None:
+    for is_error in (None, True):
+        tool_output = "Exit code 1\n" + NOTES
+
+        [exchange] = chunk(parse(session(tool_output, "Bash", is_error), "claude-code"))
+
+        assert "[tool_result] Exit code 1" in exchange.content
+        assert exchange.content.count("Keep the scheduler") < 15
+
+
+def test_a_result_that_is_no_error_is_no_rejection() -> None:
+    [exchange] = chunk(parse(session(REJECTED + WORDS, is_error=False), "claude-code"))
+
+    assert "[tool_result] " + REJECTED.strip() in exchange.content
+    assert WORDS not in exchange.content

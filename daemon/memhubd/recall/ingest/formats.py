@@ -26,8 +26,11 @@ NOT_AN_EXPORT = "JSON but not a known export; use --format text to store it as t
 MAX_TOOL_CHARS = 600
 
 _CLAUDE_TYPES = frozenset({"user", "assistant", "human", "summary", "system"})
-# Claude Code keeps what the user typed on rejecting a tool call (how to go on) in the
-# call's result, after this sentence: the user's words, kept whole and as theirs.
+# Claude Code's result for a tool call the user rejected opens with `_REJECTED`; what the
+# user typed on rejecting it (how to go on) follows `_REJECTED_SAID`: the user's words,
+# kept whole and as theirs. Only such a result is split: tool output that quotes the
+# sentence (a file read, a grep) is tool output, cut like any other.
+_REJECTED = "The user doesn't want to proceed with this tool use."
 _REJECTED_SAID = "To tell you how to proceed, the user said:"
 # How `user` lines that Claude Code writes itself start: a slash command's wrapper and
 # its output, a `!` shell command and its output, a background task's notice.
@@ -413,15 +416,24 @@ def _blocks_text(content: Any) -> tuple[list[str], bool, list[str]]:
         elif kind == "tool_result":
             results += 1
             output = "\n".join(_blocks_text(block.get("content"))[0])
-            before, marker, words = output.partition(_REJECTED_SAID)
-            if marker and words.strip():
-                output = before
-                said.append(words.strip())
+            output, words = _rejected_words(block, output)
+            if words:
+                said.append(words)
             pieces.append(_clip("[tool_result] " + output))
         elif kind == "image":
             pieces.append("[image]")
         # "thinking" blocks are the model's private reasoning, often huge: not recalled.
     return pieces, bool(content) and results == len(content), said
+
+
+def _rejected_words(block: dict[str, Any], output: str) -> tuple[str, str]:
+    """A tool result's output, and the words the user typed on rejecting the call taken out
+    of it: "" when the result is no rejection (it opens otherwise, or its `is_error` is
+    there and not true) or the user typed nothing."""
+    if block.get("is_error", True) is not True or not output.lstrip().startswith(_REJECTED):
+        return output, ""
+    before, marker, words = output.partition(_REJECTED_SAID)
+    return (before, words.strip()) if marker and words.strip() else (output, "")
 
 
 def _claude_summary(value: dict[str, Any]) -> str | None:
