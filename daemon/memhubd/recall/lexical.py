@@ -21,7 +21,7 @@ B = 0.75
 MIN_IDF = 1e-6  # FTS5 uses this when log((N - n + 0.5) / (n + 0.5)) is not positive
 COLUMN_BITS = 2  # an instance code is rowid << COLUMN_BITS | column
 COLUMNS = 1 << COLUMN_BITS
-VISIBLE_KEPT = 8  # masks whose totals are kept (one per reader-role set searching)
+VISIBLE_KEPT = 16  # masks whose totals are kept (one per reader-role set searching)
 CHUNK = 2_000_000  # token instances turned into postings at a time, bounding the temporaries
 
 

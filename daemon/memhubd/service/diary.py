@@ -23,7 +23,7 @@ from memhubd.recall.search import search
 from memhubd.recall.store import Drawer, DrawerFilter
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import host_for, require_scope
-from memhubd.service.recall import shelf_of
+from memhubd.service.recall import index_warming, lexical_ready, shelf_of
 
 WRITE_SCHEMA = "memhub.diary.write.v1"
 READ_SCHEMA = "memhub.diary.read.v1"
@@ -262,12 +262,16 @@ async def read(
         # among the hits or the search has nothing more to give.
         fetch = limit * _OVERFETCH
         while True:
-            hits = search(store, shelf.embedder(), query, where, fetch, shelf.settings.weights).hits
+            with index_warming(name):
+                hits = search(store, shelf.embedder(), query, where, fetch, shelf.settings.weights)
+            hits = hits.hits
             entries = wanted_entries([(hit.drawer, hit.fused) for hit in hits])
             if len(entries) >= limit or len(hits) < fetch or fetch >= SEARCHED_AT_MOST:
                 return entries[:limit]
             fetch = min(fetch * _OVERFETCH, SEARCHED_AT_MOST)
 
+    if query and query.strip():
+        await lexical_ready(shelf, [name], roles)
     entries = await anyio.to_thread.run_sync(work, limiter=_DIARY)
     return {
         "schema_version": READ_SCHEMA,

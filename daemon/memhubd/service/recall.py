@@ -17,7 +17,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from memhubd.recall.ingest import IngestOptions, LockTimeout, SourceReport
 from memhubd.recall.search import Hit, search
 from memhubd.recall.shelf import RecallShelf
 from memhubd.recall.signals import analyze
-from memhubd.recall.store import AuditEntry, DrawerFilter
+from memhubd.recall.store import AuditEntry, DrawerFilter, IndexWarming
 from memhubd.recall.uploads import PartError, TooLarge
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import (
@@ -71,6 +71,10 @@ COMPRESS_SCHEMA = "memhub.recall.compress.v1"
 # Ingest runs beside searches, not instead of them: one ingest thread at a time.
 _INGEST = anyio.CapacityLimiter(1)
 _SEARCH = anyio.CapacityLimiter(4)
+# Looks at whether a store's BM25 index is ready (quick; apart from the search slots).
+_PROBE = anyio.CapacityLimiter(2)
+# How long a search by a caller of limited roles waits for an index being built.
+LEXICAL_WAIT_S = 30.0
 
 
 def shelf_of(hub: Hub) -> RecallShelf:
@@ -234,6 +238,43 @@ def _search_names(
     return visible_workspaces(hub, identity)
 
 
+async def lexical_ready(
+    shelf: RecallShelf, names: Sequence[str], roles: frozenset[str] | None
+) -> None:
+    """Wait, holding no search slot, until each of `names`' stores can rank a caller of
+    `roles` by the drawers it may read (an index being built; see `IndexWarming`), for
+    at most LEXICAL_WAIT_S in all. Errors are left to the search that follows."""
+    if roles is None:
+        return
+    deadline = anyio.current_time() + LEXICAL_WAIT_S
+    for workspace in names:
+
+        def probe(workspace: str = workspace) -> bool:
+            return shelf.store(workspace).lexical_ready(roles)
+
+        try:
+            while not await anyio.to_thread.run_sync(probe, limiter=_PROBE):
+                if anyio.current_time() >= deadline:
+                    return
+                await anyio.sleep(0.1)
+        except Exception:  # noqa: BLE001 - the search names the store's failure
+            return
+
+
+@contextlib.contextmanager
+def index_warming(workspace: str) -> Iterator[None]:
+    """`IndexWarming` as the caller's answer: 503, retry shortly."""
+    try:
+        yield
+    except IndexWarming:
+        raise ProtocolError(
+            ErrorCode.WORKSPACE_UNAVAILABLE,
+            f"workspace '{workspace}': its recall search index is being built; retry in a "
+            "few seconds",
+            {"workspace": workspace, "status": "index_building"},
+        ) from None
+
+
 def _format(value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ProtocolError(
@@ -264,6 +305,7 @@ async def search_recall(
     )
     every = visible_workspaces(hub, identity)
     route = _route(name, request)
+    await lexical_ready(shelf, names, roles)
 
     def work() -> tuple[dict[str, Any], dict[str, int | None]]:
         started = time.perf_counter()
@@ -283,15 +325,16 @@ async def search_recall(
         terms: list[str] = []
         full: set[str] = set()  # workspaces whose search stopped at `limit` hits
         for workspace in names:
-            result = search(
-                shelf.store(workspace),
-                embedder,
-                request.query,
-                where,
-                request.limit,
-                shelf.settings.weights,
-                query_vector=vector,
-            )
+            with index_warming(workspace):
+                result = search(
+                    shelf.store(workspace),
+                    embedder,
+                    request.query,
+                    where,
+                    request.limit,
+                    shelf.settings.weights,
+                    query_vector=vector,
+                )
             terms = result.terms
             warnings.extend(w for w in result.warnings if w not in warnings)
             boosted.update(result.boosted_rooms)

@@ -441,3 +441,45 @@ def test_an_index_with_no_live_row_answers_nothing_for_everyone() -> None:
     for visible in (None, np.ones(1, dtype=bool), np.zeros(1, dtype=bool)):
         positions, scores = index.rank(["ledger"], (1.0,), visible)
         assert len(positions) == len(scores) == 0
+
+
+def test_a_caller_of_limited_roles_is_refused_rather_than_ranked_by_fts5(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from memhubd.recall.store import IndexWarming
+    from memhubd.recall.store import sqlite as sqlite_store
+
+    # Given a store whose index build does not finish (a large store's first seconds)
+    monkeypatch.setattr(bm25, "INLINE_BELOW", 0)
+    monkeypatch.setattr(sqlite_store, "SETTLE_FOR_ROLES_S", 0.2)
+    path = tmp_path / "recall.db"
+    writer = open_store(path)
+    _alike_but_one_word(writer, hidden=40)
+    writer.close()
+    release = threading.Event()
+    build = bm25.LexicalCache._build
+
+    def stalled(self: bm25.LexicalCache, connection: object) -> object:
+        release.wait(10)
+        return build(self, connection)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bm25.LexicalCache, "_build", stalled)
+    store = open_store(path)
+    assert isinstance(store, SQLiteStore)
+    dev = DrawerFilter(roles=frozenset({"dev"}))
+    try:
+        # Then a caller hidden nothing is answered by FTS5 meanwhile, one of limited
+        # roles is refused, and is ranked over what it may read once the index is there
+        assert store.lexical(["ledger", "invoice"], DrawerFilter(), 10)
+        assert not store.lexical_ready(dev.roles)
+        with pytest.raises(IndexWarming):
+            store.lexical(["ledger", "invoice"], dev, 10)
+        release.set()
+        assert store.settle_lexical(10)
+        assert store.lexical_ready(dev.roles)
+        assert [r.rowid for r in store.lexical(["ledger", "invoice"], dev, 10)] == [1, 2]
+    finally:
+        release.set()
+        store.close()

@@ -32,6 +32,15 @@ class SchemaTooNew(UnusableStore):
     """The database was written by a newer memhub than this one."""
 
 
+class IndexWarming(StoreError):
+    """A search that would have to rank by statistics that count drawers hidden from
+    its caller, while the index that counts only the caller's is being built."""
+
+    def __init__(self, path: object, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class VectorsUnavailable(StoreError):
     """Vectors exist but were written by another embedder (or dimension) than the caller's."""
 
@@ -415,6 +424,11 @@ class DrawerStore(abc.ABC):
     def prune_audit(self, before: int, audit: AuditEntry) -> int:
         """Remove the audit entries written before `before` (epoch seconds), then audit
         that with `audit` (its detail gains `audit_removed`); returns how many went."""
+
+    def lexical_ready(self, roles: frozenset[str] | None) -> bool:
+        """Whether a search by a caller of `roles` can be ranked now without waiting
+        (see `IndexWarming`); a store with no such wait says True."""
+        return True
 
     def reclaim(self) -> int:
         """Give space that purges freed back to the file system, when it is worth it;

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 import structlog
 
-from memhubd.recall.lexical import COLUMN_BITS, COLUMNS, VISIBLE_KEPT, LexicalIndex, top
+from memhubd.recall.lexical import COLUMN_BITS, COLUMNS, LexicalIndex, top
 from memhubd.recall.store.base import DrawerFilter
+from memhubd.recall.store.readers import ReaderGroups
 
 log = structlog.get_logger("memhubd.recall.store.bm25")
 
@@ -101,10 +102,8 @@ class _Attributes:
         self.kinds = Column()
         self.identities = Column()
         self.when = np.zeros(0, np.int64)
-        self.readers: dict[int, tuple[str, ...]] = {}
+        self.readers = ReaderGroups()
         self.size = 0
-        # reader roles -> (size when made, the mask of positions those roles may read)
-        self._visible: dict[frozenset[str], tuple[int, np.ndarray]] = {}
 
     def extend(self, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
@@ -112,7 +111,7 @@ class _Attributes:
         _rowids, rooms, kinds, identities, when, readers = zip(*rows, strict=True)
         for offset, names in enumerate(readers):
             if names is not None:
-                self.readers[self.size + offset] = tuple(json.loads(names))
+                self.readers.add(self.size + offset, json.loads(names))
         self.rooms.extend(list(rooms))
         self.kinds.extend(list(kinds))
         self.identities.extend(list(identities))
@@ -138,19 +137,9 @@ class _Attributes:
         return keep
 
     def visible(self, roles: frozenset[str]) -> np.ndarray:
-        """Which positions a caller of these roles may read (a drawer without readers:
-        anyone; else one of its readers). The same array until rows are added, so the
-        index keeps its totals per role set."""
-        held = self._visible.get(roles)
-        if held is not None and held[0] == self.size:
-            return held[1]
-        mask = np.ones(self.size, dtype=bool)
-        hidden = [at for at, readers in self.readers.items() if roles.isdisjoint(readers)]
-        mask[hidden] = False
-        if len(self._visible) >= VISIBLE_KEPT:
-            self._visible.pop(next(iter(self._visible)))
-        self._visible[roles] = (self.size, mask)
-        return mask
+        """Which positions a caller of these roles may read; the same array until rows
+        are added, so the index keeps its totals per role set."""
+        return self.readers.visible(roles, self.size)
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -355,6 +344,23 @@ class LexicalCache:
             positions, scores = top(positions, scores, limit)
             rowids = index.rowids[positions]
         return [(int(r), float(s)) for r, s in zip(rowids, scores, strict=True)]
+
+    def ready(self) -> bool:
+        """Whether `ranked` answers from memory now (a build starts if none runs); True
+        too when it never will (off, closed, failed), since FTS5 answers then."""
+        if not ENABLED:
+            return True
+        with self.lock:
+            if self._disabled or self._closed:
+                return True
+            try:
+                self._refresh()
+            except Exception as error:  # as in `ranked`: off for the store's lifetime
+                log.warning("lexical index refresh failed; FTS5 answers", error=str(error))
+                self._current = None
+                self._disabled = True
+                return True
+            return self._current is not None or self._disabled
 
     def settle(self, timeout: float | None = None) -> bool:
         """Build or catch up now, waiting for a background build; True when ready."""

@@ -34,6 +34,7 @@ from memhubd.recall.store.base import (
     EmbedderRecord,
     Existing,
     Facets,
+    IndexWarming,
     NewDrawer,
     NewTriple,
     PeriodsOverlap,
@@ -50,15 +51,16 @@ from memhubd.recall.store.base import (
 )
 from memhubd.recall.store.bm25 import Column as _Column
 from memhubd.recall.store.bm25 import LexicalCache
+from memhubd.recall.store.readers import ReaderGroups
 from memhubd.recall.vectors import VectorIndex
 from memhubd.sqlite import into_wal, private_database
 
 log = structlog.get_logger("memhubd.recall.store")
 
 BUSY_TIMEOUT_MS = 30_000
-# How long a search by a caller of limited roles waits for the in-memory BM25 index
-# being built, rather than rank by FTS5's whole-store statistics.
-SETTLE_FOR_ROLES_S = 30.0
+# How long a search by a caller of limited roles waits, in its search slot, for the
+# in-memory BM25 index being built (the service waits longer before taking the slot).
+SETTLE_FOR_ROLES_S = 2.0
 READERS = 4
 # The WAL file is cut back to this size when a checkpoint lets it start again: without
 # a limit it keeps the size of the largest write ever made (a bulk ingest: hundreds of MB).
@@ -262,7 +264,7 @@ class _VectorCache:
         self.sources_of = _Column()
         self.speakers = _Column()
         self.when = np.zeros(0, dtype=np.int64)
-        self.readers: dict[int, tuple[str, ...]] = {}  # by position, drawers naming readers
+        self.readers = ReaderGroups()  # by position, drawers naming readers
         self.alive = np.zeros(0, dtype=bool)
         self._max_rowid = 0
 
@@ -318,9 +320,7 @@ class _VectorCache:
         self.alive = np.ones(len(keep), dtype=bool)
         for name in ("rooms", "kinds", "identities", "sources_of", "speakers"):
             setattr(self, name, getattr(self, name).taken(keep))
-        self.readers = {
-            int(renumbered[at]): names for at, names in self.readers.items() if renumbered[at] >= 0
-        }
+        self.readers = self.readers.renumbered(renumbered)
         log.info("recall vectors compacted", dropped=held - live, kept=live)
 
     def _append_new(self) -> None:
@@ -346,7 +346,7 @@ class _VectorCache:
         )
         for offset, names in enumerate(readers):
             if names is not None:
-                self.readers[first + offset] = tuple(json.loads(names))
+                self.readers.add(first + offset, json.loads(names))
         self.rooms.extend(list(rooms))
         self.kinds.extend(list(kinds))
         self.identities.extend(list(identities))
@@ -399,11 +399,8 @@ class _VectorCache:
             mask &= self.when >= where.since
         if where.until is not None:
             mask &= self.when < where.until
-        if where.roles is not None:
-            roles = where.roles
-            for index, readers in self.readers.items():
-                if mask[index] and roles.isdisjoint(readers):
-                    mask[index] = False
+        if where.roles is not None and self.readers:
+            mask &= self.readers.visible(where.roles, len(mask))
         return mask
 
     def close(self) -> None:
@@ -622,17 +619,28 @@ class SQLiteStore(DrawerStore):
         ranked = self._lexical.ranked(phrases, where, limit, weights)
         # FTS5's statistics count every drawer, those hidden from this caller too: its
         # order would tell whether hidden drawers use a word. The index counts only what
-        # the caller may read, so such a caller waits for it while it is being built.
-        if (
-            ranked is None
-            and where.roles is not None
-            and self._holds_reader_limited()
-            and self._lexical.settle(SETTLE_FOR_ROLES_S)
-        ):
+        # the caller may read, so such a caller waits a little for an index being built
+        # (the service waits longer before it takes a search slot), and is refused
+        # rather than ranked by FTS5 when it is still not there.
+        if ranked is None and not self.lexical_ready(where.roles):
+            self._lexical.settle(SETTLE_FOR_ROLES_S)
+            if not self.lexical_ready(where.roles):
+                raise IndexWarming(
+                    self.path,
+                    "its search index is being built; retry in a few seconds",
+                )
             ranked = self._lexical.ranked(phrases, where, limit, weights)
         if ranked is not None:
             return [RankedRow(rowid, score) for rowid, score in ranked]
         return self._fts_lexical(match, where, limit, context_weight)
+
+    def lexical_ready(self, roles: frozenset[str] | None) -> bool:
+        """Whether a caller of `roles` can be ranked by BM25 now without FTS5's
+        whole-store statistics: always for a caller hidden nothing, or a store where
+        no drawer names readers; else once the in-memory index answers."""
+        if roles is None or self._lexical.ready():
+            return True
+        return not self._holds_reader_limited()
 
     def _holds_reader_limited(self) -> bool:
         with self._readers.connection() as connection:
