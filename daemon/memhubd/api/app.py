@@ -325,7 +325,9 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
         granted(identity, name)
         body = QueryRequest.from_json(await _json_body(request))
         as_text = wants_text(request)
-        lookup = service.reads.query_lookup(hub, identity, name, body, as_text=as_text)
+        lookup = await service.reads.awaited_query_lookup(
+            hub, identity, name, body, as_text=as_text
+        )
         unchanged = http_cache.not_modified(request, lookup.tag)
         if unchanged is not None:
             return unchanged

@@ -4,7 +4,8 @@ A caller only receives events of workspaces its token is granted; a comment
 line every few seconds keeps proxies from closing an idle stream. The token is
 checked again before every event and keepalive, so a revoked or expired token's
 stream ends; so do all streams when the daemon stops. Nothing here decides what
-an event may reveal: that is `service.access.event_for`.
+an event may reveal: that is `service.access.event_for`, whose views are made
+off the event loop (`awaited_event_for`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from memhubd.auth.identity import Identity
 from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.events import Event, EventStream, rfc3339
 from memhubd.runtime.hub import Hub
-from memhubd.service.access import event_for
+from memhubd.service.access import awaited_event_for
 
 KEEPALIVE_SECONDS = 15.0
 
@@ -103,7 +104,7 @@ async def events_endpoint(
                 if event is None:
                     yield ": keepalive\n\n"
                     continue
-                data = event_for(hub, identity, event.name, event.data)
+                data = await awaited_event_for(hub, identity, event.name, event.data)
                 if data is None:
                     continue
                 sent += 1

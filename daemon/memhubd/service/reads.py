@@ -38,6 +38,7 @@ from memhubd.runtime.sources import SourceFile
 from memhubd.service.access import (
     STARTED_AT,
     View,
+    awaited_view_for,
     check_length,
     host_for,
     problem_dicts,
@@ -160,13 +161,13 @@ async def workspace(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
 async def memory_map(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
     from memhubd.query import build_memory_map, render_memory_map_text
 
-    view = view_for(hub, identity, name, READ_SUMMARY)
+    view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
     data = await run_engine(build_memory_map, view.workspace)
     return {"schema_version": MAP_SCHEMA, **data}, render_memory_map_text(data)
 
 
 async def types(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
-    view = view_for(hub, identity, name, READ_SUMMARY)
+    view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
     registry = view.workspace.registry
     items = [descriptor.as_dict() for descriptor in registry.descriptors()]
     lines = []
@@ -215,7 +216,7 @@ async def list_declarations(
     include_inactive: bool = False,
     limit: int = 100,
 ) -> dict[str, Any]:
-    view = view_for(hub, identity, name, READ_SUMMARY)
+    view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
     limit = max(1, min(500, limit))
 
     def work() -> dict[str, Any]:
@@ -241,7 +242,7 @@ async def list_encoded(
 ) -> tuple[int, bytes]:
     """`list_declarations`' total and its items as one JSON array, joined from items
     encoded once per snapshot."""
-    view = view_for(hub, identity, name, READ_SUMMARY)
+    view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
     limit = max(1, min(500, limit))
     piece = pieces(view.snapshot, "list", lambda d: compact_json(_list_item(d)), hub.get(name))
 
@@ -316,19 +317,36 @@ class QueryLookup:
 
 
 def query_lookup(
-    hub: Hub, identity: Identity, name: str, request: QueryRequest, *, as_text: bool = False
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    request: QueryRequest,
+    *,
+    as_text: bool = False,
+    view: View | None = None,
 ) -> QueryLookup:
     """The access checks of `query`, then its answer's key, tag and cached answer.
 
-    Pass it to `query` to serve the same request without doing all that again.
+    Pass it to `query` to serve the same request without doing all that again. `view`:
+    the caller's view, made by `awaited_view_for` after those checks; without it, the
+    view may be made here (on the event loop, use `awaited_query_lookup`).
     """
-    view = view_for(hub, identity, name, READ_SEARCH)
+    if view is None:
+        view = view_for(hub, identity, name, READ_SEARCH)
     check_length(hub, "query", request.query)
     key = _query_key(view, request, as_text)
     cached = answer_cache(hub).get(key)
     # A cached answer carries its tag: the digest is only computed for a miss.
     tag = cached.tag if cached is not None else answer_tag(key)
     return QueryLookup(view, key, tag, cached)
+
+
+async def awaited_query_lookup(
+    hub: Hub, identity: Identity, name: str, request: QueryRequest, *, as_text: bool = False
+) -> QueryLookup:
+    """`query_lookup` for the event loop: a view not made yet is made in a worker thread."""
+    view = await awaited_view_for(hub, identity, name, READ_SEARCH)
+    return query_lookup(hub, identity, name, request, as_text=as_text, view=view)
 
 
 async def query(
@@ -345,10 +363,10 @@ async def query(
 
     Answers are joined from per-snapshot pieces and kept in the hub's answer cache.
     Over `max_result_bytes` (JSON) the request is refused before the answer is joined.
-    `lookup` is `query_lookup` of the same call, made just before (no await between).
+    `lookup` is `awaited_query_lookup` of the same call, made just before.
     """
     if lookup is None:
-        lookup = query_lookup(hub, identity, name, request, as_text=as_text)
+        lookup = await awaited_query_lookup(hub, identity, name, request, as_text=as_text)
     view, key, tag = lookup.view, lookup.key, lookup.tag
     cache = answer_cache(hub)
     answer = lookup.cached
@@ -498,7 +516,7 @@ async def explain(hub: Hub, identity: Identity, name: str, decl_id: str) -> dict
     """memdsl's explain payload (as `memhubd explain --json` prints it), with `rendered_text`."""
     from memhubd.query import explain_payload
 
-    view = view_for(hub, identity, name, READ_SEARCH)
+    view = await awaited_view_for(hub, identity, name, READ_SEARCH)
     if not decl_id.strip():
         raise ProtocolError(ErrorCode.INVALID, "a declaration id is required", {"field": "id"})
 
@@ -562,7 +580,7 @@ async def _compliance_pack(
 ) -> tuple[Any, View]:
     from memhubd.check import check_compliance
 
-    view = view_for(hub, identity, name, READ_SEARCH)
+    view = await awaited_view_for(hub, identity, name, READ_SEARCH)
     check_length(hub, "task", request.task)
     check_length(hub, "candidate", request.candidate)
 
@@ -586,7 +604,7 @@ async def _compliance_pack(
 
 
 async def lint(hub: Hub, identity: Identity, name: str) -> tuple[dict[str, Any], str]:
-    view = view_for(hub, identity, name, READ_SUMMARY)
+    view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
 
     def work() -> tuple[dict[str, Any], str]:
         # Lint of what the caller may read, not a filter over the whole workspace's:
@@ -627,7 +645,7 @@ def _file_id(snapshot: Snapshot, source: SourceFile) -> str:
 
 
 async def files(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
-    view = view_for(hub, identity, name, READ_SUMMARY)
+    view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
     counts: dict[str, int] = {}
     for d in view.workspace.declarations:
         counts[d.file] = counts.get(d.file, 0) + 1
@@ -689,7 +707,7 @@ def _on_disk(snapshot: Snapshot, path: str, served: str, limit: int) -> str:
 async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) -> dict[str, Any]:
     from memhubd.auth.access import redact_source
 
-    view = view_for(hub, identity, name, READ_SUMMARY)
+    view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
     source = _find_file(view.snapshot, file_id)
     if source is None:
         raise ProtocolError(
