@@ -34,6 +34,7 @@ from memhubd.graph.factcheck import claims_in, known_entities, looks_like_name
 from memhubd.graph.factcheck import fact_check as check_facts
 from memhubd.graph.kg import matches
 from memhubd.graph.tunnels import tunnel_hints
+from memhubd.recall.ids import DEFAULT_ROOM
 from memhubd.recall.shelf import RecallShelf
 from memhubd.recall.store import (
     AuditEntry,
@@ -473,7 +474,10 @@ def rooms_by_workspace(
         rooms: dict[str, set[str]] = {}
         if shelf is not None and shelf.path_of(name).exists() and only != ():
             try:
-                found = shelf.store(name).rooms(DrawerFilter(rooms=only, roles=roles))
+                store = shelf.store(name)
+                where = DrawerFilter(rooms=only, roles=roles)
+                # Only whether a room is there matters for rooms asked for, not its size.
+                found = store.rooms_with(where) if only is not None else store.rooms(where)
             except (sqlite3.DatabaseError, UnusableDatabase):
                 # Another workspace's store that cannot be used lends no room: its own
                 # requests say why (503), and this one's search or tunnels go on.
@@ -495,6 +499,10 @@ def tunnel_workspaces(
 ) -> dict[str, set[str]]:
     """Room -> the workspaces among `names` it is a tunnel between, for the rooms in
     `wanted` (search hints: the same definition as `tunnels`). Call from a worker thread."""
+    # A tunnel joins two workspaces or more, and the fallback room is never one.
+    wanted = {room for room in wanted if room and room != DEFAULT_ROOM}
+    if len(names) < 2 or not wanted:
+        return {}
     return tunnel_hints(find_tunnels(rooms_by_workspace(hub, identity, names, wanted)))
 
 

@@ -470,15 +470,12 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
 
     def work() -> dict[str, Any]:
         store = shelf.store(name)
-        state = store.status()
-        rooms = store.rooms(DrawerFilter(roles=roles)) if roles is not None else dict(state.rooms)
+        # Every count read at one moment, the caller's own beside the whole store's
+        # live total: only the documented `hidden_count` tells of drawers hidden from it.
+        state = store.status(DrawerFilter(roles=roles) if roles is not None else None)
+        rooms = dict(state.rooms)
         visible = sum(rooms.values())
-        # Only the documented `hidden_count` tells of drawers hidden from the caller.
-        deleted, vectors = (
-            store.visible_counts(DrawerFilter(roles=roles))
-            if roles is not None
-            else (state.deleted_count, state.vector_count)
-        )
+        deleted, vectors = state.deleted_count, state.vector_count
         embedder = shelf.embedder()
         stored = state.embedder
         running = {"name": embedder.name, "dimension": embedder.dimension} if embedder else None

@@ -438,3 +438,54 @@ def test_a_store_made_without_incremental_vacuum_is_compacted_at_its_purge(
     assert before > 8_000_000 and after < 2_500_000
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # switched
+
+
+def test_status_counts_are_read_at_one_moment_while_writes_go_on(tmp_path: Path) -> None:
+    import threading
+
+    store = open_store(tmp_path / "ws.db")
+    stop = threading.Event()
+
+    def write() -> None:
+        number = 0
+        while not stop.is_set():
+            batch = [drawer(f"note {number} {i}", number * 10 + i) for i in range(5)]
+            store.write(batch, None, None, AUDIT)
+            number += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    dev = DrawerFilter(roles=frozenset({"dev"}))
+    try:
+        for _ in range(300):
+            whole = store.status()
+            assert sum(count for _room, count in whole.rooms) == whole.drawer_count
+        for _ in range(100):
+            mine = store.status(dev)
+            assert sum(count for _room, count in mine.rooms) <= mine.drawer_count
+            assert mine.vector_count == 0 and mine.deleted_count == 0
+    finally:
+        stop.set()
+        writer.join()
+        store.close()
+
+
+def test_rooms_with_says_which_rooms_a_caller_finds_anything_in(store: DrawerStore) -> None:
+    store.write(
+        [
+            drawer("open notes", 0, room="alpha"),
+            drawer("ops only", 1, room="beta", readers=("ops",)),
+            drawer("gone soon", 2, room="gamma"),
+        ],
+        None,
+        None,
+        AUDIT,
+    )
+    store.soft_delete(drawer("gone soon", 2, room="gamma").id, AUDIT)
+    asked = ("alpha", "beta", "gamma", "delta")
+    assert store.rooms_with(DrawerFilter(rooms=asked)) == {"alpha", "beta"}
+    assert store.rooms_with(DrawerFilter(rooms=asked, roles=frozenset({"dev"}))) == {"alpha"}
+    assert store.rooms_with(DrawerFilter(rooms=asked, roles=frozenset({"ops"}))) == {
+        "alpha",
+        "beta",
+    }

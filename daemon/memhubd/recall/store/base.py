@@ -372,6 +372,10 @@ class DrawerStore(abc.ABC):
     @abc.abstractmethod
     def rooms(self, where: DrawerFilter) -> dict[str, int]: ...
 
+    def rooms_with(self, where: DrawerFilter) -> set[str]:
+        """Which of `where.rooms` hold at least one drawer `where` lets through."""
+        return {room for room, count in self.rooms(where).items() if count}
+
     @abc.abstractmethod
     def visible_counts(self, where: DrawerFilter) -> tuple[int, int]:
         """(soft-deleted drawers, live drawers holding a vector) among those `where`
@@ -384,7 +388,10 @@ class DrawerStore(abc.ABC):
     def embedder(self) -> EmbedderRecord | None: ...
 
     @abc.abstractmethod
-    def status(self) -> StoreStatus: ...
+    def status(self, where: DrawerFilter | None = None) -> StoreStatus:
+        """Counts and sizes, read at one moment. With `where`, the rooms, deleted and
+        vector counts are those of the drawers it lets through (a caller's view);
+        `drawer_count` is every live drawer's."""
 
     @abc.abstractmethod
     def audit(self, limit: int = 100) -> list[AuditEntry]: ...

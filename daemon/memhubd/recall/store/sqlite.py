@@ -18,6 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -782,17 +783,36 @@ class SQLiteStore(DrawerStore):
             return dict(connection.execute(sql, params).fetchall())
 
     def visible_counts(self, where: DrawerFilter) -> tuple[int, int]:
+        with self._readers.connection() as connection:
+            return self._visible_counts(connection, where)
+
+    @staticmethod
+    def _visible_counts(connection: sqlite3.Connection, where: DrawerFilter) -> tuple[int, int]:
         gone, gone_params = _where(where, deleted=True)
         live, live_params = _where(where)
-        with self._readers.connection() as connection:
-            deleted = connection.execute(
-                f"SELECT count(*) FROM drawers d WHERE {gone}", gone_params
-            ).fetchone()[0]
-            vectors = connection.execute(
-                f"SELECT count(*) FROM vectors v JOIN drawers d ON d.rowid = v.rowid WHERE {live}",
-                live_params,
-            ).fetchone()[0]
+        deleted = connection.execute(
+            f"SELECT count(*) FROM drawers d WHERE {gone}", gone_params
+        ).fetchone()[0]
+        vectors = connection.execute(
+            f"SELECT count(*) FROM vectors v JOIN drawers d ON d.rowid = v.rowid WHERE {live}",
+            live_params,
+        ).fetchone()[0]
         return deleted, vectors
+
+    def rooms_with(self, where: DrawerFilter) -> set[str]:
+        # One indexed lookup per room asked for, stopping at its first drawer `where`
+        # lets through: a room's size does not matter.
+        conditions, params = _where(replace(where, rooms=None))
+        found = set()
+        with self._readers.connection() as connection:
+            for room in where.rooms or ():
+                row = connection.execute(
+                    f"SELECT 1 FROM drawers d WHERE d.room = ? AND {conditions} LIMIT 1",
+                    (room, *params),
+                ).fetchone()
+                if row is not None:
+                    found.add(room)
+        return found
 
     def taxonomy(self) -> list[TaxonomyEntry]:
         with self._readers.connection() as connection:
@@ -813,21 +833,36 @@ class SQLiteStore(DrawerStore):
             return None
         return EmbedderRecord(meta[_EMBEDDER_NAME], int(meta[_EMBEDDER_DIMENSION]))
 
-    def status(self) -> StoreStatus:
+    def status(self, where: DrawerFilter | None = None) -> StoreStatus:
+        # One read transaction: counts read apart would straddle a write committed
+        # between them (a room count above the drawer count it is part of).
         with self._readers.connection() as connection:
-            live, deleted = connection.execute(
-                "SELECT count(*) FILTER (WHERE deleted_at IS NULL), "
-                "count(*) FILTER (WHERE deleted_at IS NOT NULL) FROM drawers"
-            ).fetchone()
-            vectors = connection.execute(
-                "SELECT count(*) FROM vectors v JOIN drawers d ON d.rowid = v.rowid "
-                "WHERE d.deleted_at IS NULL"
-            ).fetchone()[0]
-            rooms = connection.execute(
-                "SELECT room, count(*) FROM drawers WHERE deleted_at IS NULL "
-                "GROUP BY room ORDER BY room"
-            ).fetchall()
-            taxonomy = connection.execute("SELECT count(*) FROM taxonomy").fetchone()[0]
+            connection.execute("BEGIN")
+            try:
+                live, deleted = connection.execute(
+                    "SELECT count(*) FILTER (WHERE deleted_at IS NULL), "
+                    "count(*) FILTER (WHERE deleted_at IS NOT NULL) FROM drawers"
+                ).fetchone()
+                if where is None:
+                    vectors = connection.execute(
+                        "SELECT count(*) FROM vectors v JOIN drawers d ON d.rowid = v.rowid "
+                        "WHERE d.deleted_at IS NULL"
+                    ).fetchone()[0]
+                    rooms = connection.execute(
+                        "SELECT room, count(*) FROM drawers WHERE deleted_at IS NULL "
+                        "GROUP BY room ORDER BY room"
+                    ).fetchall()
+                else:
+                    conditions, params = _where(where)
+                    rooms = connection.execute(
+                        f"SELECT d.room, count(*) FROM drawers d WHERE {conditions} "
+                        "GROUP BY d.room ORDER BY d.room",
+                        params,
+                    ).fetchall()
+                    deleted, vectors = self._visible_counts(connection, where)
+                taxonomy = connection.execute("SELECT count(*) FROM taxonomy").fetchone()[0]
+            finally:
+                connection.execute("COMMIT")
         wal = Path(str(self.path) + "-wal")
         return StoreStatus(
             schema_version=self.schema_version,
