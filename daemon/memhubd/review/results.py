@@ -75,10 +75,14 @@ class Decision:
     target_sha256_before: str | None = None
     target_sha256_after: str | None = None
     marked_superseded: tuple[str, ...] = ()  # ids this approval marked `status: superseded`
+    # The workspace files this approval wrote (the target, files marked elsewhere), for
+    # the daemon to serve at once; not part of the answer.
+    written: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         data = _plain(self)
         data["marked_superseded"] = list(self.marked_superseded)
+        del data["written"]
         return data
 
 

@@ -344,9 +344,15 @@ class ReviewStore:
                 # Only one this proposal's approval recorded (memhub's record before it
                 # writes, or memdsl's audit): a marker found in a file no approval of it
                 # chose was put there by something else, never taken for its block.
-                elsewhere = self._mark_elsewhere(superseded_by(proposal.source, workspace), target)
+                elsewhere, files = self._mark_elsewhere(
+                    superseded_by(proposal.source, workspace), target
+                )
                 done = self._finish(
-                    approval, recovered=True, after=sha256_hex(before), marked=elsewhere
+                    approval,
+                    recovered=True,
+                    after=sha256_hex(before),
+                    marked=elsewhere,
+                    written=(target, *files),
                 )
                 return done, proposal
             result, current = self._revalidate(proposal, workspace, target, text)
@@ -364,7 +370,9 @@ class ReviewStore:
             stamp = now_iso()
             data = (marked_text + approval_block(proposal, stamp)).encode("utf-8")
             if replace_if_unchanged(target, data, sha256_hex(before), mode=file_mode(target)):
-                elsewhere = self._mark_elsewhere([d for d in old if d.id not in marked], target)
+                elsewhere, files = self._mark_elsewhere(
+                    [d for d in old if d.id not in marked], target
+                )
                 done = self._finish(
                     approval,
                     stamp=stamp,
@@ -372,6 +380,7 @@ class ReviewStore:
                     after=sha256_hex(data),
                     warnings=result.warnings,
                     marked=marked + elsewhere,
+                    written=(target, *files),
                 )
                 return done, proposal
             # Someone changed the target since we read it: start over from their version.
@@ -437,8 +446,11 @@ class ReviewStore:
         )
         return result, current
 
-    def _mark_elsewhere(self, declarations: list[Declaration], target: str) -> tuple[str, ...]:
-        """Mark superseded declarations that live in files other than the target.
+    def _mark_elsewhere(
+        self, declarations: list[Declaration], target: str
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Mark superseded declarations that live in files other than the target; the
+        ids marked and the files written.
 
         Each file is its own atomic write, after the target's: a crash in between leaves
         the old declaration unmarked (lint warns, as it did before), never memory lost;
@@ -446,6 +458,7 @@ class ReviewStore:
         or lies outside the workspace is left alone.
         """
         marked: list[str] = []
+        written: list[str] = []
         files: dict[str, list[Declaration]] = {}
         for declaration in declarations:
             # Labels may be relative to the working directory, not to the root.
@@ -465,8 +478,9 @@ class ReviewStore:
                 data = changed.encode("utf-8")
                 if replace_if_unchanged(path, data, sha256_hex(before), mode=file_mode(path)):
                     marked.extend(ids)
+                    written.append(path)
                     break
-        return tuple(marked)
+        return tuple(marked), tuple(written)
 
     def _finish(
         self,
@@ -478,6 +492,7 @@ class ReviewStore:
         after: str | None = None,
         warnings: tuple[Issue, ...] = (),
         marked: tuple[str, ...] = (),
+        written: tuple[str, ...] = (),
     ) -> Decision:
         """Commit an approval whose block is in the target: audit line, then proposal state."""
         proposal, target, prior = approval.proposal, approval.target, approval.prior
@@ -519,6 +534,7 @@ class ReviewStore:
             target_sha256_before=before,
             target_sha256_after=after,
             marked_superseded=marked,
+            written=written,
         )
 
     def _recorded_target(self, proposal: Proposal, prior: AuditEntry | None) -> str | Issue | None:
@@ -578,6 +594,7 @@ class ReviewStore:
                 recorded,
                 done.decided_by,
                 recovered=True,
+                written=(recorded,),
             )
         decider = actor(prior) or reviewer
         final_reason = one_line((prior or {}).get("reason") or reason)

@@ -143,23 +143,28 @@ class WorkspaceHost:
         entered = time.monotonic()
         with self._hub.activity.reloading():
             async with self._reload_lock:
-                return await self._reload_locked(trusted=False, changed=changed, entered=entered)
+                return await self._reload_locked(changed=changed, entered=entered)
 
     def reloads_held(self) -> anyio.Lock:
         """Hold off every other reload, e.g. across a write to the sources and its reload."""
         return self._reload_lock
 
-    async def reload_held(self) -> Snapshot | None:
-        """`reload()` for a caller that already holds `reloads_held()`.
+    async def reload_held(self, written: Iterable[str] = ()) -> Snapshot | None:
+        """`reload()` of every file, for a caller that already holds `reloads_held()`.
 
-        That caller writes the sources itself, whole and atomically, and must see its
-        write served at once: changed files are not made to settle first.
+        `written`: the files that caller wrote itself, whole and atomically, and must see
+        served at once: they are not made to settle first. Every other file follows the
+        save rules, as in any reload: one caught half-way through a save is held back.
         """
         with self._hub.activity.reloading():
-            return await self._reload_locked(trusted=True)
+            return await self._reload_locked(written=frozenset(written))
 
     async def _reload_locked(
-        self, *, trusted: bool, changed: Iterable[str] | None = None, entered: float | None = None
+        self,
+        *,
+        written: frozenset[str] = frozenset(),
+        changed: Iterable[str] | None = None,
+        entered: float | None = None,
     ) -> Snapshot | None:
         hub = self._hub
         previous = self.snapshot
@@ -179,7 +184,7 @@ class WorkspaceHost:
                 previous,
                 policy=hub.watch_settings.save_policy,
                 pending=self._pending,
-                trusted=trusted,
+                trusted=written,
                 # A start restores what an earlier run saved; later builds reuse `previous`.
                 cache=hub.cache if previous is None else None,
                 changed=changed,

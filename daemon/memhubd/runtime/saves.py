@@ -6,8 +6,9 @@ here waits: it records when to look again (`SaveRules.recheck_at`), and the call
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from memhubd.runtime.confine import StatKey
@@ -45,15 +46,26 @@ class Pending:
 
 class SaveRules:
     """Applies a SavePolicy during one build: decides which disk states are held back
-    and records them, with the time each must be looked at again."""
+    and records them, with the time each must be looked at again.
+
+    `trusted`: the paths whose new bytes the caller wrote itself, whole (True: every
+    path), which need not settle; any other file may be a save caught half-way.
+    """
 
     def __init__(
-        self, policy: SavePolicy, pending: Mapping[str, Pending], *, enforce: bool, trusted: bool
+        self,
+        policy: SavePolicy,
+        pending: Mapping[str, Pending],
+        *,
+        enforce: bool,
+        trusted: bool | Collection[str] = False,
     ) -> None:
         self.policy = policy
         self.before = pending
         self.enforce = enforce  # False on the first build: there is nothing to keep
-        self.trusted = trusted
+        self.trusted: bool | frozenset[str] = (
+            trusted if isinstance(trusted, bool) else frozenset(map(os.path.realpath, trusted))
+        )
         self.now = time.monotonic()
         self.wall = time.time()
         self.pending: dict[str, Pending] = {}
@@ -76,7 +88,7 @@ class SaveRules:
         """True (and `path` pending) while the file's bytes may still be changing:
         neither its modification time nor our own observations are `settle_s` old."""
         settle = self.policy.settle_s
-        if not self.enforce or self.trusted or settle <= 0:
+        if not self.enforce or settle <= 0 or self._trusts(path):
             return False
         old = self.before.get(path)
         seen = old.seen if old is not None and old.stat == stat else self.now
@@ -88,6 +100,13 @@ class SaveRules:
         deadline = min(seen + settle, self.now + settle - max(mtime_age, 0.0))
         self._keep(path, old, stat, None, deadline)
         return True
+
+    def _trusts(self, path: str) -> bool:
+        if isinstance(self.trusted, bool):
+            return self.trusted
+        # Real paths: the caller names what it wrote as it resolved it, a walk as it
+        # found it (through a linked directory, say).
+        return bool(self.trusted) and os.path.realpath(path) in self.trusted
 
     def _keep(
         self,

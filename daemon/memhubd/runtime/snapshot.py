@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from operator import attrgetter, is_
@@ -178,7 +178,7 @@ def build_snapshot(
     *,
     policy: SavePolicy | None = None,
     pending: Mapping[str, Pending] | None = None,
-    trusted: bool = False,
+    trusted: bool | Collection[str] = False,
     cache: Any = None,
     changed: Iterable[str] | None = None,
 ) -> Snapshot:
@@ -186,8 +186,9 @@ def build_snapshot(
 
     `pending` is what the last build held back (default `previous.pending`): pass the
     last *built* snapshot's when `previous` is an older one kept because nothing
-    changed. `trusted`: the caller wrote the changes itself, whole, so they are served
-    without waiting for them to settle (missing files still get their grace period).
+    changed. `trusted`: the paths the caller wrote itself, whole (True: every change),
+    so they are served without waiting for them to settle; other files follow the save
+    rules, and missing files still get their grace period.
     `cache`: a `memhubd.runtime.cache.ParseCache` that files not known to `previous`
     are restored from when it holds their exact bytes (same types).
     `changed`: the only source paths that may differ from `previous` (a watcher's

@@ -539,7 +539,9 @@ async def approve_proposal(
     await run_review(name, _lock_free, store.lock_path)
     budget_s = durable.LOCK_TIMEOUT_S - (time.monotonic() - started)
     async with host.reloads_held():
-        await host.reload_held()  # validate against the sources as they are now
+        # Validate against the sources as served now: a file caught half-way through a
+        # save elsewhere stays held back, its declarations still served and counted.
+        await host.reload_held()
         view = view_for(hub, identity, name, REVIEW)
         current = view.snapshot
 
@@ -576,7 +578,7 @@ async def approve_proposal(
             raise _refusal(data, name)
         # The reviewer learns which marks it may read; a hidden one stays unnamed.
         data["marked_superseded"] = [i for i in decision.marked_superseded if i not in view.hidden]
-        after = await host.reload_held()
+        after = await host.reload_held(decision.written)
     # The target's hashes cover all of its text: a caller who may not read all of it could
     # test guesses of the hidden part against them.
     # Before: as served when the approval started (the file has been written since).
@@ -611,7 +613,7 @@ async def _announce_recovered(
 ) -> None:
     """Serve an approval that a reject finished, and send its `proposal_approved`."""
     async with host.reloads_held():
-        after = await host.reload_held()
+        after = await host.reload_held(decision.written)
     hub.events.publish(
         "proposal_approved",
         workspace=name,
