@@ -293,6 +293,9 @@ class _Keyed:
             return None
         return found[1], found[2]
 
+    def forget(self, key: tuple[Any, ...]) -> None:
+        self.answers.pop(key, None)
+
     def put(self, key: tuple[Any, ...], fingerprint: str, answer: dict[str, Any]) -> None:
         self.answers[key] = (time.monotonic(), fingerprint, answer)
         while len(self.answers) > KEYED_KEPT:
@@ -307,7 +310,8 @@ async def propose(
 ) -> dict[str, Any]:
     """Validate against the served snapshot and store a pending proposal by this caller;
     with an idempotency key already used by this caller for the same request (within
-    `KEYED_FOR_S`), answer that proposal again (`replayed`)."""
+    `KEYED_FOR_S`), answer that proposal again (`replayed`), unless it is no longer
+    stored at all: the key is then forgotten and the proposal made anew."""
     key = request.idempotency_key
     if key is None:
         return await _propose(hub, identity, name, request)
@@ -323,6 +327,11 @@ async def propose(
     started = time.monotonic()
     async with keyed.one_at_a_time(mine, durable.LOCK_TIMEOUT_S):
         found = keyed.get(mine)
+        if found is not None and not await _stored(hub, host, found[1]["proposal_id"]):
+            # Its file is gone (the staging directory cleaned away, say): a replay would
+            # answer for a proposal that exists nowhere, and the caller retries to have one.
+            keyed.forget(mine)
+            found = None
         if found is not None:
             if found[0] != fingerprint:
                 raise ProtocolError(
@@ -337,6 +346,12 @@ async def propose(
         answer = await _propose(hub, identity, name, request, budget_s)
         keyed.put(mine, fingerprint, answer)
     return {**answer, "replayed": False}
+
+
+async def _stored(hub: Hub, host: WorkspaceHost, proposal_id: str) -> bool:
+    """Whether the review store still holds `proposal_id`, whatever its status."""
+    store = _review_store(hub, host)
+    return bool(await run_engine(lambda: store.get(proposal_id) is not None))
 
 
 async def _propose(
