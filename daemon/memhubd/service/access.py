@@ -14,7 +14,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +25,7 @@ from memhub_protocol import (
     ErrorCode,
     ProtocolError,
 )
-from memhubd.auth.access import is_readable, policy_readable, redact_problem
+from memhubd.auth.access import is_readable, policy_readable, readers_in, redact_problem
 from memhubd.auth.identity import ANY, Identity
 from memhubd.model import Workspace
 from memhubd.model.workspace import Declarations, left_out
@@ -129,6 +129,9 @@ class _Cut:
         self.roles = roles
         self.workspace = workspace
         self.hidden = hidden
+        # The `readers` lists the role set cannot read (`_unread_readers`), when known: a
+        # role set that cannot read the same ones leaves out the same declarations.
+        self.hides: frozenset[frozenset[str]] | None = None
         self.earlier = earlier  # the `_EARLIER` key its lint reuses and leaves its results
         # Whether the view's left-out runs are the whole workspace's own objects, so that
         # `signature` (which declarations it leaves out exactly) tells twins apart.
@@ -284,14 +287,93 @@ def problem_dicts(problems: list[Any], complete: bool) -> list[dict[str, Any]]:
     return items if complete else [redact_problem(item) for item in items]
 
 
-# Role sets a snapshot keeps cuts for: every token with other roles shares these
-# slots, so the least recently used cut is dropped (and rebuilt when asked for again).
+# Views a snapshot keeps of its own (each holds its workspace, index and lint): role
+# sets that leave out the same declarations share one, and a role set that leaves out
+# nothing has the whole workspace, so these count the views, not the role sets. Past it
+# the least recently used view goes, with every role set sharing it (made again when
+# asked for).
 MAX_CUTS_PER_SNAPSHOT = 8
+# Role sets a snapshot keeps cuts for, shared views and the whole workspace included:
+# such a cut holds no view of its own, only its role set and references.
+MAX_ROLE_SETS_PER_SNAPSHOT = 256
 _EVERYTHING = frozenset({ANY})
 _CUTS: weakref.WeakKeyDictionary[Snapshot, OrderedDict[frozenset[str], _Cut]] = (
     weakref.WeakKeyDictionary()
 )
 _CUTS_LOCK = threading.Lock()
+
+
+def _unread_readers(
+    named: frozenset[frozenset[str]], roles: frozenset[str]
+) -> frozenset[frozenset[str]]:
+    """Which of the `readers` lists `named` hide a declaration from `roles`
+    (`policy_readable`: a list naming none of them). Two role sets for which these are
+    the same leave out the same declarations of a snapshot whose lists are `named`."""
+    if ANY in roles:
+        return frozenset()
+    return frozenset(readers for readers in named if readers.isdisjoint(roles))
+
+
+# The `readers` lists named in each snapshot (`_readers_named`), and the last ones found
+# per file run of each workspace, so that a reload reads the edited files only. Runs of
+# at most this many workspaces are kept (a removed one's go in time).
+READERS_KEPT_WORKSPACES = 16
+_READERS: weakref.WeakKeyDictionary[Snapshot, frozenset[frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+_RUN_READERS: OrderedDict[str, dict[int, tuple[Any, frozenset[frozenset[str]]]]] = OrderedDict()
+_READERS_LOCK = threading.Lock()
+
+
+def _readers_named(snapshot: Snapshot) -> frozenset[frozenset[str]]:
+    """Every non-empty `readers` list the snapshot's declarations may have (their own
+    policies and their types' defaults; a list named by none of them may be among them):
+    a role set's view follows from which of these it cannot read (`_unread_readers`),
+    found without a pass over the declarations for each role set. One pass a snapshot,
+    over the files changed since the last one; off the event loop."""
+    from memhubd.model.declaration import default_policy
+    from memhubd.model.workspace import file_runs
+
+    with _READERS_LOCK:
+        found = _READERS.get(snapshot)
+        if found is not None:
+            return found
+        before = _RUN_READERS.get(snapshot.name, {})
+    whole = snapshot.workspace
+    named = {readers_in(default_policy(d)) for d in whole.registry.descriptors()}
+    runs: dict[int, tuple[Any, frozenset[frozenset[str]]]] = {}
+    for run in file_runs(whole.declarations):
+        entry = before.get(id(run))
+        if entry is None or entry[0] is not run:
+            entry = (run, _run_readers(run))
+        runs[id(run)] = entry
+        named.update(entry[1])
+    named.discard(frozenset())
+    found = frozenset(named)
+    with _READERS_LOCK:
+        found = _READERS.setdefault(snapshot, found)
+        _RUN_READERS[snapshot.name] = runs
+        _RUN_READERS.move_to_end(snapshot.name)
+        while len(_RUN_READERS) > READERS_KEPT_WORKSPACES:
+            _RUN_READERS.popitem(last=False)
+    return found
+
+
+def _run_readers(run: Sequence[Any]) -> frozenset[frozenset[str]]:
+    """The `readers` lists one file's run of declarations names, its types' defaults
+    apart. A restored file is read as `Workspace.restricted_by_run` reads it: only the
+    declarations whose policy may not be their type's default, none of them made."""
+    from memhubd.model.declaration import RestoredDeclarations
+
+    file = run.file if isinstance(run, RestoredDeclarations) else None
+    unsure = file.unsure_policies() if file is not None else None
+    if file is None or unsure is None:
+        return frozenset(readers_in(d.access_policy) for d in run)
+    found = set()
+    for at in unsure:
+        policy = file.policy_unmade(at)
+        found.add(readers_in(policy if policy is not None else run[at].access_policy))
+    return frozenset(found)
 
 
 def _cut_for(snapshot: Snapshot, identity: Identity) -> _Cut:
@@ -312,29 +394,88 @@ def _cut_of(snapshot: Snapshot, key: frozenset[str]) -> _Cut:
         cuts = _CUTS.setdefault(snapshot, OrderedDict())
         cut = cuts.get(key)
         if cut is not None:
-            cuts.move_to_end(key)
+            _used(cuts, key, cut)
             return cut
         making = _MAKING.setdefault(snapshot, {}).setdefault(key, threading.Lock())
     with making:
         with _CUTS_LOCK:
             cut = _CUTS.setdefault(snapshot, OrderedDict()).get(key)
-            siblings = list(_CUTS[snapshot].values())
         if cut is None:
-            cut = _build_cut(
-                snapshot.workspace,
-                key,
-                snapshot.name,
-                siblings,
-                snapshot.saved_views(key),
-                snapshot,
-            )
+            named = None if ANY in key else _readers_named(snapshot)
+            hides = None if named is None else _unread_readers(named, key)
+            with _CUTS_LOCK:
+                siblings = list(_CUTS[snapshot].values())
+            cut = _shared_cut(snapshot.workspace, key, hides, siblings)
+            if cut is None:
+                cut = _build_cut(
+                    snapshot.workspace,
+                    key,
+                    snapshot.name,
+                    siblings,
+                    snapshot.saved_views(key),
+                    snapshot,
+                    named,
+                )
         with _CUTS_LOCK:
             cuts = _CUTS.setdefault(snapshot, OrderedDict())
             cut = cuts.setdefault(key, cut)
-            cuts.move_to_end(key)
-            while len(cuts) > MAX_CUTS_PER_SNAPSHOT:
-                cuts.popitem(last=False)
+            _used(cuts, key, cut)
+            _trim(cuts)
             _MAKING.get(snapshot, {}).pop(key, None)
+    return cut
+
+
+def _used(cuts: OrderedDict[frozenset[str], _Cut], key: frozenset[str], cut: _Cut) -> None:
+    """`key`'s cut, and the view it shares, made the most recently used (under
+    `_CUTS_LOCK`): a view in use by any of its role sets is not the one dropped."""
+    cuts.move_to_end(key)
+    if cut.twin is not None and cuts.get(cut.twin.roles) is cut.twin:
+        cuts.move_to_end(cut.twin.roles)
+
+
+def _trim(cuts: OrderedDict[frozenset[str], _Cut]) -> None:
+    """At most `MAX_CUTS_PER_SNAPSHOT` views and `MAX_ROLE_SETS_PER_SNAPSHOT` role sets
+    kept, the least recently used going first (under `_CUTS_LOCK`). A view goes with
+    every role set sharing it: one left behind would keep it alive, uncounted."""
+    while True:
+        views: dict[int, _Cut] = {}  # by recency: a view's is its latest role set's
+        for cut in cuts.values():
+            if cut.hidden:
+                view = cut.twin or cut
+                views.pop(id(view), None)
+                views[id(view)] = view
+        if len(views) <= MAX_CUTS_PER_SNAPSHOT:
+            break
+        oldest = next(iter(views.values()))
+        for key in [key for key, cut in cuts.items() if (cut.twin or cut) is oldest]:
+            del cuts[key]
+    while len(cuts) > MAX_ROLE_SETS_PER_SNAPSHOT:
+        cuts.popitem(last=False)
+
+
+def _shared_cut(
+    whole: Workspace,
+    roles: frozenset[str],
+    hides: frozenset[frozenset[str]] | None,
+    siblings: Iterable[_Cut],
+) -> _Cut | None:
+    """The cut of `roles` made without a pass over the declarations, when `hides` (the
+    `readers` lists it cannot read) tells which they are: none (the whole workspace), or
+    those a sibling cut that cannot read the same lists leaves out (that cut's view).
+    None when it must be built."""
+    if hides is None:
+        return None
+    if not hides:
+        cut = _Cut(roles, whole, frozenset())
+        cut.hides = hides
+        return cut
+    found = next((c for c in siblings if c.hides == hides and c.hidden), None)
+    if found is None:
+        return None
+    twin = found.twin or found
+    cut = _Cut(roles, twin.workspace, twin.hidden, None, twin.signable, twin)
+    cut.hidden_must = twin.hidden_must  # the same rules are hidden from both
+    cut.left, cut._signature, cut.hides = twin.left, twin._signature, hides
     return cut
 
 
@@ -345,19 +486,26 @@ def _build_cut(
     siblings: Iterable[_Cut] = (),
     saved: list[Any] | None = None,
     snapshot: Snapshot | None = None,
+    named: frozenset[frozenset[str]] | None = None,
 ) -> _Cut:
     """The cut of `roles`. A role set that leaves out exactly what another role set's
     cut of the same snapshot (`siblings`) leaves out shares that cut's view, index and
     lint: tokens with different roles often read the same declarations, and each view
     holds its own index (`bench/views.py`). `saved`: views' indexes the parse cache
-    saved with `snapshot` that may be this one's (`memhubd.runtime.saved_views`)."""
+    saved with `snapshot` that may be this one's (`memhubd.runtime.saved_views`).
+    `named`: the `readers` lists of `whole` (`_readers_named`), when known: the last
+    view of a role set that cannot read the same of them is then reused as this role
+    set's own would be."""
     from memhubd.index.workspace import cached_index
 
     if ANY in roles:  # reads everything: no declaration needs looking at (or making)
         return _Cut(roles, whole, frozenset())
     key = (name, roles)
+    hides = _unread_readers(named, roles) if named is not None else None
     with _EARLIER_LOCK:
         earlier = _EARLIER.get(key)
+        if earlier is None and named is not None and hides is not None:
+            earlier = _borrowed_earlier(key, named, hides)
     view, runs = whole.restricted_by_run(
         lambda d: is_readable(d, roles),
         earlier.runs if earlier is not None else None,
@@ -367,7 +515,9 @@ def _build_cut(
         _remember_earlier(key).runs = runs
     hidden = left_out(runs)
     if not hidden:
-        return _Cut(roles, whole, hidden)
+        cut = _Cut(roles, whole, hidden)
+        cut.hides = hides
+        return cut
     # Run ids name runs only while they are the whole workspace's own objects.
     signable = isinstance(whole.declarations, Declarations)
     left = [(entry[0], entry[4]) for entry in runs.values() if entry[4]]
@@ -393,7 +543,7 @@ def _build_cut(
                     _remember_earlier(key).index = restored
         _index_over_earlier(view, key)  # nothing to do when restored
         cut = _Cut(roles, view, hidden, key, signable)
-    cut.left, cut._signature = left, signature
+    cut.left, cut._signature, cut.hides = left, signature, hides
     return cut
 
 
@@ -446,6 +596,27 @@ def _remember_earlier(key: tuple[str, frozenset[str]]) -> _Earlier:
     return entry
 
 
+def _borrowed_earlier(
+    key: tuple[str, frozenset[str]],
+    named: frozenset[frozenset[str]],
+    hides: frozenset[frozenset[str]],
+) -> _Earlier | None:
+    """For a role set with no last view of its own, the last view of another role set of
+    the same workspace that cannot read the same of this snapshot's `readers` lists
+    (`named`), copied under `key` (under `_EARLIER_LOCK`). Its per-file results hold for
+    this role set: a file kept from that snapshot names only lists of this one, and both
+    role sets read the same of those. Of many role sets sharing a view, only one makes
+    it (`_shared_cut`): after a reload, the next to ask then costs the edited files."""
+    for (other, roles), entry in reversed(_EARLIER.items()):
+        if other != key[0] or entry.runs is None or ANY in roles:
+            continue
+        if _unread_readers(named, roles) == hides:
+            borrowed = _remember_earlier(key)
+            borrowed.runs, borrowed.index, borrowed.lint = entry.runs, entry.index, entry.lint
+            return borrowed
+    return None
+
+
 def _index_over_earlier(view: Workspace, key: tuple[str, frozenset[str]]) -> None:
     from memhubd.index.workspace import build_with, cached_index, compose_index
 
@@ -463,8 +634,9 @@ def _index_over_earlier(view: Workspace, key: tuple[str, frozenset[str]]) -> Non
 
 def warm_views(snapshot: Snapshot, identities: Iterable[Identity] = ()) -> None:
     """Make and index the views of `snapshot` its callers will ask for, off the request
-    path (a hub warmer): the role sets last served for its workspace, and those of
-    `identities` (the stored tokens) that may read it, at most `MAX_EARLIER_VIEWS`."""
+    path (a hub warmer): those of the role sets last served for its workspace, then
+    those of `identities` (the stored tokens) that may read it, at most
+    `MAX_CUTS_PER_SNAPSHOT` views, each with every role set of those that shares it."""
     from memhubd.index.workspace import index_for
 
     with _EARLIER_LOCK:
@@ -472,7 +644,14 @@ def warm_views(snapshot: Snapshot, identities: Iterable[Identity] = ()) -> None:
     for identity in identities:
         if not identity.sees_everything and identity.can_use(snapshot.name):
             role_sets.setdefault(identity.roles)
-    for roles in list(role_sets)[:MAX_EARLIER_VIEWS]:
+    named = _readers_named(snapshot)
+    views: set[frozenset[frozenset[str]]] = set()
+    for roles in list(role_sets)[:MAX_ROLE_SETS_PER_SNAPSHOT]:
+        hides = _unread_readers(named, roles)
+        if hides and hides not in views:
+            if len(views) >= MAX_CUTS_PER_SNAPSHOT:
+                continue  # it would push out a view made just now
+            views.add(hides)
         cut = _cut_of(snapshot, roles)
         if cut.workspace is not snapshot.workspace:
             index_for(cut.workspace)
