@@ -180,7 +180,7 @@ async def memdsl_status(
 ) -> dict[str, Any]:
     """memdsl's status payload, counted over what the caller can see."""
     summary = await service.workspace(hub, identity, name)
-    view = service.view_for(hub, identity, name, READ_SUMMARY)
+    view = await service.awaited_view_for(hub, identity, name, READ_SUMMARY)
     ws = view.workspace
     kinds: dict[str, int] = {}
     for declaration in ws.declarations:

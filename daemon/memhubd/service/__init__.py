@@ -8,6 +8,7 @@ nothing of HTTP or MCP.
 
 from memhubd.service.access import (
     View,
+    awaited_view_for,
     require_scope,
     state_database_failure,
     view_for,
@@ -73,6 +74,7 @@ __all__ = [
     "status",
     "types",
     "view_for",
+    "awaited_view_for",
     "vocabulary",
     "visible_workspaces",
     "workspace",

@@ -37,11 +37,11 @@ from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
 from memhubd.service.access import (
     View,
+    awaited_view_for,
     host_for,
     require_scope,
     run_engine,
     run_review,
-    view_for,
 )
 from memhubd.service.cowork import note_proposal
 
@@ -361,7 +361,7 @@ async def _propose(
     request: ProposeRequest,
     budget_s: float | None = None,
 ) -> dict[str, Any]:
-    view = view_for(hub, identity, name, WRITE_CANDIDATE)
+    view = await awaited_view_for(hub, identity, name, WRITE_CANDIDATE)
     store = _review_store(hub, host_for(hub, identity, name))
     snapshot = view.snapshot
     refused = _hidden_supersede(view, request.source, request.supersedes)
@@ -410,7 +410,7 @@ async def list_proposals(
     hub: Hub, identity: Identity, name: str, status: str = "pending", limit: int | None = None
 ) -> dict[str, Any]:
     """Proposals with `status` (or "all") in creation order; hidden ones are only counted."""
-    view = view_for(hub, identity, name, READ_SUMMARY)
+    view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
     if status not in LIST_STATUSES:
         raise ProtocolError(
             ErrorCode.INVALID,
@@ -439,7 +439,7 @@ async def show_proposal(
     hub: Hub, identity: Identity, name: str, proposal_id: str, into: str | None = None
 ) -> dict[str, Any]:
     """One proposal: its source, its validation now (when pending) and the approval's diff."""
-    view = view_for(hub, identity, name, READ_SUMMARY)
+    view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
     store = _review_store(hub, host_for(hub, identity, name))
 
     def work() -> dict[str, Any]:
@@ -557,7 +557,7 @@ async def approve_proposal(
         # Validate against the sources as served now: a file caught half-way through a
         # save elsewhere stays held back, its declarations still served and counted.
         await host.reload_held()
-        view = view_for(hub, identity, name, REVIEW)
+        view = await awaited_view_for(hub, identity, name, REVIEW)
         current = view.snapshot
 
         def work() -> Any:
@@ -665,7 +665,7 @@ async def reject_proposal(
     hub: Hub, identity: Identity, name: str, proposal_id: str, reason: str = ""
 ) -> dict[str, Any]:
     """Reject a pending proposal; the workspace's sources are not touched."""
-    view = view_for(hub, identity, name, REVIEW)
+    view = await awaited_view_for(hub, identity, name, REVIEW)
     store = _review_store(hub, host_for(hub, identity, name))
 
     def work() -> Any:

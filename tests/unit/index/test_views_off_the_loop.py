@@ -108,3 +108,16 @@ async def test_reload_events_count_each_callers_view_off_the_loop(
         assert data["declarations"] == whole - 1
     # And no view was made on the event loop
     assert made_on_the_loop == []
+
+
+async def test_proposal_reads_of_more_role_sets_than_kept_make_their_views_off_the_loop(
+    hub: Hub, made_on_the_loop: list[frozenset[str]]
+) -> None:
+    from memhubd.service import review
+
+    for _round in range(2):
+        for identity in callers():
+            # A list of proposals needs the caller's view (hidden proposals are counted)
+            answer = await review.list_proposals(hub, identity, WS, "all")
+            assert answer["workspace"] == WS
+    assert made_on_the_loop == []
