@@ -301,6 +301,27 @@ def test_memctl_ingest_again_with_an_importance_raises_the_stored_drawers(
     assert importance() == 5
 
 
+def test_pruning_the_audit_alone_removes_no_drawer_at_any_door(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    note = tmp_path / "withdrawn.md"
+    note.write_text("# Withdrawn\n\nThe staging password rotation note, withdrawn.\n")
+    writer = token(daemon, "cli-audit-pruner", "write:recall,read:search", workspaces=[TEAM])
+    code, out, err = memctl(daemon, writer, "-w", TEAM, "--json", "recall", "ingest", str(note))
+    assert code == 0, err
+    (drawer,) = json.loads(out)["sources"][0]["drawer_ids"]
+    assert memctl(daemon, writer, "-w", TEAM, "recall", "delete", drawer)[0] == 0
+    # An admin prunes old audit entries over the API, naming no `before`
+    with daemon.http(daemon.admin_token) as http:
+        answer = http.post(f"/v1/workspaces/{TEAM}/recall/purge", json={"audit_before": 946684800})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["purged"] == 0
+    # The drawer deleted on purpose stays deleted: ingesting its text again does not revive it
+    code, out, err = memctl(daemon, writer, "-w", TEAM, "--json", "recall", "ingest", str(note))
+    assert code == 0, err
+    assert json.loads(out)["deleted"] == 1
+
+
 def test_memctl_says_when_ingested_text_matches_a_deleted_drawer(
     daemon: LiveDaemon, tmp_path: Path
 ) -> None:

@@ -155,6 +155,11 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
             )
         before = parse_time(body.get("before"), "before")
         audit_before = parse_time(body.get("audit_before"), "audit_before")
+        if audit_before is not None and "before" not in body:
+            # The audit alone, as memctl asks for it: pruning old audit entries must not
+            # also remove every soft-deleted drawer (which a later ingest of the same
+            # text would then bring back).
+            before = 0
         data = await recall.purge(hub, identity, name, before, DOOR, audit_before=audit_before)
         return _result(context, data)
 
