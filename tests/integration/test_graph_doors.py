@@ -154,6 +154,29 @@ def test_as_of_answers_at_the_boundaries_and_invalidation_keeps_history(
     assert twice.status_code == 404 and "already invalidated" in twice.json()["error"]["message"]
 
 
+def test_a_triple_dated_in_the_future_by_mistake_can_be_withdrawn_and_added_again(
+    daemon: LiveDaemon,
+) -> None:
+    secret = developer(daemon)
+    future = int(time.time()) + 30 * 365 * 86400  # 2052 typed for 2022, say
+    body = {"subject": "Cai", "predicate": "leads", "object": "Docs", "valid_from": future}
+    added = api(daemon, secret, "POST", kg("/triples"), json=body)
+    assert added.status_code == 201, added.text
+    ident = added.json()["triples"][0]["id"]
+    # Withdrawn before it begins: its period ends where it starts, never valid
+    withdrawn = api(daemon, secret, "POST", kg(f"/triples/{ident}/invalidate"), json={})
+    assert withdrawn.status_code == 200, withdrawn.text
+    assert "withdrawn before it became valid" in withdrawn.json()["message"]
+    assert withdrawn.json()["triples"][0]["valid_to"] == future
+    # The start meant is accepted, and only that period is ever valid
+    fixed = api(daemon, secret, "POST", kg("/triples"), json={**body, "valid_from": T0})
+    assert fixed.status_code == 201, fixed.text
+    assert fixed.json()["message"].startswith("added")
+    params = {"subject": "Cai", "as_of": str(future + 10)}
+    later = api(daemon, secret, "GET", kg("/triples"), params=params).json()["triples"]
+    assert [t["valid_from"] for t in later] == [T0]
+
+
 def test_a_new_period_never_overlaps_an_ended_one(daemon: LiveDaemon) -> None:
     """Through the API and memctl; MCP's `memory_kg` (mempal's arguments) adds from now."""
     secret = developer(daemon)

@@ -369,21 +369,28 @@ async def kg_invalidate(
                 f"triple {ident} not found or already invalidated",
                 {"triple_id": ident},
             )
-        if open_[0].valid_from is not None and end < open_[0].valid_from:
+        start = open_[0].valid_from
+        withdrawn = start is not None and start > now
+        # Not valid yet (a start in the future, mistyped or planned): it is withdrawn
+        # before it begins, its period ending where it starts, so that it is never valid
+        # and a period with the start meant can be added.
+        until = start if withdrawn and start is not None else end
+        if not withdrawn and start is not None and until < start:
             raise ProtocolError(
                 ErrorCode.INVALID,
                 "'at' is before the triple became valid",
-                {"field": "at", "valid_from": open_[0].valid_from},
+                {"field": "at", "valid_from": start},
             )
-        audit = AuditEntry(identity.name, door, "kg_invalidate", {"triple_id": ident, "at": end})
-        closed = store.invalidate_triple(ident, end, audit)
+        audit = AuditEntry(identity.name, door, "kg_invalidate", {"triple_id": ident, "at": until})
+        closed = store.invalidate_triple(ident, until, audit)
         if closed is None:  # closed meanwhile by another writer
             raise ProtocolError(
                 ErrorCode.NOT_FOUND,
                 f"triple {ident} not found or already invalidated",
                 {"triple_id": ident},
             )
-        return _answer(name, "invalidate", [Fact.of(closed)], message=f"triple {ident} invalidated")
+        said = "withdrawn before it became valid" if withdrawn else "invalidated"
+        return _answer(name, "invalidate", [Fact.of(closed)], message=f"triple {ident} {said}")
 
     return await anyio.to_thread.run_sync(work, limiter=_WRITE)
 

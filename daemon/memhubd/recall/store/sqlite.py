@@ -1221,7 +1221,8 @@ class SQLiteStore(DrawerStore):
             total, active, upcoming = connection.execute(
                 "SELECT count(*), count(*) FILTER (WHERE (valid_from IS NULL OR valid_from <= ?) "
                 "AND (valid_to IS NULL OR valid_to > ?)), "
-                "count(*) FILTER (WHERE valid_from > ?) FROM triples",
+                "count(*) FILTER (WHERE valid_from > ? AND (valid_to IS NULL OR valid_to > "
+                "valid_from)) FROM triples",
                 (now, now, now),
             ).fetchone()
             entities = connection.execute(
@@ -1243,8 +1244,11 @@ class SQLiteStore(DrawerStore):
             if row is not None:
                 return _triple(row), False
             start = triple.valid_from if triple.valid_from is not None else now
+            # A period withdrawn before it began (ending where it starts) was never
+            # valid: it overlaps nothing.
             ended = connection.execute(
                 f"SELECT {_TRIPLE_COLUMNS} FROM triples WHERE id = ? AND valid_to > ? "
+                "AND (valid_from IS NULL OR valid_to > valid_from) "
                 "ORDER BY valid_to DESC, rowid",
                 (triple.id, start),
             ).fetchall()
