@@ -386,12 +386,14 @@ class TokenCreateRequest(_Model):
             raise _invalid(
                 "'workspaces' must name at least one workspace, or \"*\" for all", "workspaces"
             )
+        # Kept as given: an empty expiry is refused by the daemon, never read as "never".
+        expires = None if data.get("expires") is None else _text(data, "expires", limit=MAX_EXPIRES)
         return cls(
             name=_text(data, "name", required=True, limit=MAX_NAME),
             scopes=scopes,
             workspaces=workspaces,
             roles=_strings(data, "roles") or (),
-            expires=_text(data, "expires", limit=MAX_EXPIRES) or None,
+            expires=expires,
         )
 
     @staticmethod

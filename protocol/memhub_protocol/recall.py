@@ -11,10 +11,16 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from memhub_protocol.errors import ErrorCode, ProtocolError
+from memhub_protocol.times import (
+    AMBIGUOUS_HINT,
+    EARLIEST_TIME,
+    LATEST_TIME,
+    is_ambiguous_digits,
+    parse_iso,
+)
 
 FORMATS = ("auto", "claude-code", "chatgpt", "codex", "slack", "markdown", "text")
 SOURCE_KINDS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text", "manual")
@@ -94,32 +100,33 @@ def _names(data: dict[str, Any], field: str, *, filter_: bool = False) -> tuple[
     return tuple(v.strip() for v in value)
 
 
-# Years 1 to 9999 in epoch seconds: what ISO 8601 writes and an SQLite integer holds.
-EARLIEST_TIME, LATEST_TIME = -62135596800, 253402300799
-
-
 def parse_time(value: Any, field: str = "time") -> int | None:
-    """Epoch seconds from an integer, a digit string, or an ISO 8601 date/time
-    (UTC when it names no zone), within the years 1 to 9999; None for None or ""."""
-    if value is None or value == "":
+    """Epoch seconds from an integer, a digit string, or an RFC 3339 / ISO 8601
+    date/time (UTC when it names no zone), within the years 1 to 9999; None for None
+    (not given). Refused: anything else, "" and blank text included (given, yet no
+    time), and digits alone that could be a date as well (see `times`)."""
+    if value is None:
         return None
     if isinstance(value, int) and not isinstance(value, bool):
         return _in_years(value, field)
     if isinstance(value, str):
         text = value.strip()
+        if is_ambiguous_digits(text):
+            raise _invalid(
+                f"'{field}' {text!r} is ambiguous (a date or epoch seconds?): {AMBIGUOUS_HINT}",
+                field,
+            )
         if text.lstrip("-").isdigit():
             try:
                 return _in_years(int(text), field)
             except ValueError:  # digits int() refuses: '²', or thousands of them
                 pass
         try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
+            instant = int(parse_iso(text).timestamp())
+        except (ValueError, OverflowError):
             pass
         else:
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=UTC)
-            return int(moment.timestamp())
+            return _in_years(instant, field)
     raise _invalid(f"'{field}' must be epoch seconds or an ISO 8601 date/time", field)
 
 

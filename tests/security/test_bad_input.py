@@ -54,7 +54,12 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "ApproveRequest": {"into": "memory/new.mem"},
     "RejectRequest": {"reason": "no"},
     "IngestRequest": {"content": "a note", "room": "r", "source": "s", "readers": ["dev"]},
-    "SearchRequest": {"query": "deploy", "room": ["r"], "identity": ["admin"], "since": "2024"},
+    "SearchRequest": {
+        "query": "deploy",
+        "room": ["r"],
+        "identity": ["admin"],
+        "since": "2024-01-01",
+    },
     "TaxonomyEditRequest": {"room": "r", "keywords": ["k"], "display_name": "R"},
     "ReindexRequest": {},
     "CompressRequest": {"text": "we deploy on fridays"},

@@ -26,6 +26,7 @@ from typing import Any
 import structlog
 
 from memhub_protocol.scopes import ALL_SCOPES, parse_scopes
+from memhub_protocol.times import parse_iso
 from memhubd.auth.audit import AdminAudit
 from memhubd.auth.identity import ANY, Identity, grants_beyond, lifetime_beyond
 from memhubd.runtime.state import StateDir, file_lock, write_file_atomic
@@ -162,9 +163,7 @@ def parse_expiry(text: str, now: dt.datetime) -> dt.datetime:
             amount, unit = duration.groups()
             moment = now + dt.timedelta(**{_DURATION_UNITS[unit]: int(amount)})
         else:
-            moment = dt.datetime.fromisoformat(text)
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=dt.UTC)
+            moment = parse_iso(text)
         moment = moment.astimezone(dt.UTC).replace(microsecond=0)
     except ValueError:
         raise TokenError(

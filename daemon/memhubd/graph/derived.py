@@ -13,6 +13,7 @@ import weakref
 from datetime import UTC, date, datetime
 from typing import Any
 
+from memhub_protocol.times import parse_iso
 from memhubd.graph.facts import Fact, derived_triple_id
 from memhubd.model.workspace import EXCLUDED_STATUSES
 
@@ -31,9 +32,8 @@ def epoch_of(value: Any) -> int | None:
     elif isinstance(value, date):
         moment = datetime(value.year, value.month, value.day)
     else:
-        text = str(value).strip()
         try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            moment = parse_iso(str(value))
         except ValueError:
             return None
     if moment.tzinfo is None:

@@ -22,6 +22,7 @@ import structlog
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, WRITE_RECALL
+from memhub_protocol.times import parse_iso
 from memhubd.auth.identity import Identity, grants_beyond
 from memhubd.cowork import (
     Activity,
@@ -399,8 +400,9 @@ def _proposal_readers(workspace: Any, source: str) -> frozenset[str] | None:
 
 
 def _since_us(value: str | float | None) -> int | None:
-    """`since` in whole microseconds, compared exactly with `_shown_us`."""
-    if value is None or value == "":
+    """`since` in whole microseconds, compared exactly with `_shown_us`; None for None
+    (not given). An empty `since` is given, and refused as no time."""
+    if value is None:
         return None
     if isinstance(value, int | float):
         return _shown_us(float(value))
@@ -409,19 +411,12 @@ def _since_us(value: str | float | None) -> int | None:
 
 
 def _since_moment(value: str) -> dt.datetime:
-    text = value.strip()
-    if text[-1:] in ("Z", "z") and text[-2:-1].isdigit():
-        # RFC 3339 (5.6): "T" and "Z" may be lower case (Python reads any "T" itself).
-        text = text[:-1] + "+00:00"
     try:
-        moment = dt.datetime.fromisoformat(text)
+        return parse_iso(value)
     except ValueError:
         raise ProtocolError(
             ErrorCode.INVALID, "'since' must be an RFC 3339 time", {"field": "since"}
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    return moment
 
 
 async def peek(

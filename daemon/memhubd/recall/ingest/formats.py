@@ -12,8 +12,9 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
+
+from memhub_protocol.times import EARLIEST_TIME, LATEST_TIME, is_ambiguous_digits, parse_iso
 
 FORMATS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text")
 CHAT_FORMATS = frozenset({"claude-code", "chatgpt", "codex", "slack"})
@@ -142,29 +143,27 @@ class Parsed:
     reason: str = ""  # why a source that parses to nothing is left out (UNKNOWN_JSON)
 
 
-# Times outside years 1 to 9999 are no times a transcript could hold (and some would not
-# fit the store's integers): such a value reads as unknown.
-_EARLIEST, _LATEST = -62135596800, 253402300799
-
-
 def epoch(value: Any) -> int | None:
-    """Seconds since the epoch from an ISO 8601 string or a number; None if neither, or
-    if it is not finite or outside years 1 to 9999."""
+    """Seconds since the epoch from an ISO 8601 string (UTC when it names no zone) or a
+    number; None if neither, if digits alone could be a date as well (`2025`,
+    `20250603`), or if it is not finite or outside years 1 to 9999."""
     if isinstance(value, bool) or value is None:
         return None
     seconds: float | None = None
     if isinstance(value, int | float):
         seconds = value
-    elif isinstance(value, str) and value.strip():
+    elif isinstance(value, str) and value.strip() and not is_ambiguous_digits(value):
         text = value.strip()
         try:
             seconds = float(text)
         except ValueError:
             try:
-                seconds = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+                seconds = parse_iso(text).timestamp()
             except (ValueError, OverflowError):
                 return None
-    if seconds is None or not _EARLIEST <= seconds <= _LATEST:  # NaN fails both
+    # Times outside years 1 to 9999 are no times a transcript could hold (and some would
+    # not fit the store's integers): such a value reads as unknown.
+    if seconds is None or not EARLIEST_TIME <= seconds <= LATEST_TIME:  # NaN fails both
         return None
     return int(seconds)
 
