@@ -152,7 +152,7 @@ def cmd_peek(session: Session, args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= 50:
         raise CommandFailure("--limit must be 1 to 50")
     params = {"limit": str(args.limit)}
-    if args.since:
+    if args.since is not None:  # given empty: the daemon refuses it, never "all"
         params["since"] = args.since
     answer = _ws_call(session, "cowork_peek", identity=args.partner, params=params)
     session.show(answer, render_peek)

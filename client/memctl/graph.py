@@ -108,7 +108,7 @@ def _render_triples(answer: dict[str, Any]) -> str:
 
 
 def cmd_invalidate(session: Session, args: argparse.Namespace) -> int:
-    body = {"at": args.at} if args.at else {}
+    body = {"at": args.at} if args.at is not None else {}
     answer = _ws_call(session, "kg_invalidate", triple_id=args.triple_id, body=body)
     session.show(answer, lambda a: f"{a['message']} (valid_to {a['triples'][0]['valid_to']})")
     return 0

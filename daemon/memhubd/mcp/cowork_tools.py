@@ -94,11 +94,13 @@ def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
             str, Field(description="the partner's identity (token name), or auto")
         ] = "auto",
         limit: Annotated[int, Strict(), Field(description="most entries, the latest (1-50)")] = 30,
-        since: Annotated[str, Field(description="only entries after this RFC 3339 time")] = "",
+        since: Annotated[
+            str | None, Field(description="only entries after this RFC 3339 time")
+        ] = None,
         workspace: Annotated[str, Field(description=WORKSPACE)] = "",
     ) -> CallToolResult:
         async def work(identity: Any, name: str) -> dict[str, Any]:
-            data = await cowork.peek(hub, identity, name, tool, limit, since or None)
+            data = await cowork.peek(hub, identity, name, tool, limit, since)
             return {"partner_tool": data["partner"], **data}
 
         return reply(await run_tool(hub, cowork.PEEK_SCHEMA, READ_SEARCH, workspace, work))

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp_types import CallToolResult
-from pydantic import Field, Strict
+from pydantic import Field, Strict, StrictInt, StrictStr
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
@@ -28,6 +28,10 @@ WING = (
     "Workspace (mempal's wing). Leave it out to use your only workspace; required when "
     "you may use several."
 )
+
+# Times as the JSON API takes them: a string, or epoch seconds as a number.
+AS_OF = "query: valid at this instant (RFC 3339 / ISO 8601, or epoch seconds)"
+NOW = "check as of this instant (RFC 3339 / ISO 8601, or epoch seconds)"
 
 DESCRIBE = {
     "memory_kg": (
@@ -89,7 +93,7 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         triple_id: Annotated[str, Field(description="the triple to invalidate")] = "",
         active_only: Annotated[bool, Strict(), Field(description="query: valid triples only")] = True,
         source_drawer: Annotated[str, Field(description="add: the drawer it rests on")] = "",
-        as_of: Annotated[str, Field(description="query: valid at this instant (ISO 8601)")] = "",
+        as_of: Annotated[StrictStr | StrictInt | None, Field(description=AS_OF)] = None,
         limit: Annotated[int, Strict(), Field(description="query: most triples (1-1000)")] = 100,
         wing: Annotated[str, Field(description=WING)] = "",
         workspace: Annotated[str, Field(description="same as wing")] = "",
@@ -118,7 +122,7 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
                     subject=subject or None,
                     predicate=predicate or None,
                     obj=object or None,
-                    as_of=as_of or None,
+                    as_of=as_of,
                     active_only=active_only,
                     limit=limit,
                 )
@@ -149,7 +153,7 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         text: Annotated[str, Field(description="the draft to check")],
         wing: Annotated[str, Field(description=WING)] = "",
         room: Annotated[str, Field(description="only drawers of this room count")] = "",
-        now: Annotated[str, Field(description="check as of this RFC 3339 time")] = "",
+        now: Annotated[StrictStr | StrictInt | None, Field(description=NOW)] = None,
         workspace: Annotated[str, Field(description="same as wing")] = "",
     ) -> CallToolResult:
         requested = wing_or_workspace(wing, workspace)
@@ -161,8 +165,6 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
             )
 
         async def work(identity: Any, name: str) -> dict[str, Any]:
-            return await graph.fact_check(
-                hub, identity, name, text, room=room or None, now=now or None
-            )
+            return await graph.fact_check(hub, identity, name, text, room=room or None, now=now)
 
         return reply(await run_tool(hub, None, READ_SEARCH, requested, work))
