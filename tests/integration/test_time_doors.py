@@ -96,6 +96,8 @@ def test_empty_search_and_graph_times_are_refused_at_the_api(daemon: LiveDaemon)
         for field in ("since", "until"):
             posted = http.post(f"{WS}/recall/search", json={"query": "note", field: ""})
             assert MALFORMED in refused(posted, field)
+            got = http.get(f"{WS}/recall/search", params={"query": "note", field: ""})
+            assert MALFORMED in refused(got, field)
         body = {"subject": "A", "predicate": "b", "object": "C", "valid_from": ""}
         refused(http.post(f"{WS}/kg/triples", json=body), "valid_from")
         refused(http.get(f"{WS}/kg/triples", params={"as_of": ""}), "as_of")

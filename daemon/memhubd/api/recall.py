@@ -71,7 +71,7 @@ def _search_from_params(request: Request) -> SearchRequest:
         if values:
             data[name] = values
     for name in ("since", "until"):
-        if params.get(name):
+        if name in params:  # given empty, it is refused as any malformed time is
             data[name] = params[name]
     return SearchRequest.from_json(data)
 
