@@ -7,7 +7,10 @@ blocking clients (memctl, httpx.Client) or async ones alike.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -157,3 +160,16 @@ def no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def memctl(daemon: LiveDaemon, secret: str, *argv: str) -> tuple[int, str, str]:
+    """memctl run as a user runs it, against `daemon` with `secret`: exit code, stdout
+    and stderr."""
+    result = subprocess.run(
+        [sys.executable, "-m", "memctl", "--url", daemon.url, "--token", secret, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
+    return result.returncode, result.stdout, result.stderr

@@ -6,9 +6,6 @@ read as a date are refused as ambiguous, and a lower-case "z" names UTC everywhe
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
@@ -17,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+from tests.integration.conftest import LiveDaemon, copy_examples, memctl, start_daemon
 
 TEAM = "team-coding"
 WS = f"/v1/workspaces/{TEAM}"
@@ -49,17 +46,6 @@ def refused(answer: httpx2.Response, field: str) -> str:
     error = answer.json()["error"]
     assert error["detail"]["field"] == field, error
     return str(error["message"])
-
-
-def memctl(daemon: LiveDaemon, secret: str, *argv: str) -> tuple[int, str, str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "memctl", "--url", daemon.url, "--token", secret, *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ),
-    )
-    return result.returncode, result.stdout, result.stderr
 
 
 @asynccontextmanager
