@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from memhubd.recall.store import CURRENT_VERSION
-from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+from tests.integration.conftest import LiveDaemon, copy_examples, memctl, start_daemon
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recall"
 TEAM, OTHER = "team-coding", "writing"
@@ -69,17 +69,6 @@ async def mcp_client(daemon: LiveDaemon, secret: str) -> AsyncIterator[Client]:
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=30)
     async with http, Client(streamable_http_client(f"{daemon.url}/mcp", http_client=http)) as c:
         yield c
-
-
-def memctl(daemon: LiveDaemon, secret: str, *argv: str) -> tuple[int, str, str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "memctl", "--url", daemon.url, "--token", secret, *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ),
-    )
-    return result.returncode, result.stdout, result.stderr
 
 
 def test_every_fixture_format_was_ingested(daemon: LiveDaemon) -> None:

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from test_lexical import _alike_but_one_word
+from test_lexical import _alike_but_one_word, stall_index_builds
 
 from memhubd.recall.shelf import RecallSettings, RecallShelf
-from memhubd.recall.store import bm25
 from memhubd.service import recall as recall_service
 
 pytestmark = pytest.mark.anyio
@@ -21,15 +20,7 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def stalled(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """Index builds wait for the event (a large store's first seconds)."""
-    monkeypatch.setattr(bm25, "INLINE_BELOW", 0)
-    release = threading.Event()
-    build = bm25.LexicalCache._build
-
-    def slow(self: bm25.LexicalCache, connection: object) -> object:
-        release.wait(10)
-        return build(self, connection)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(bm25.LexicalCache, "_build", slow)
+    release = stall_index_builds(monkeypatch)
     yield release
     release.set()
 

@@ -10,6 +10,7 @@ import random
 import shutil
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -443,21 +444,10 @@ def test_an_index_with_no_live_row_answers_nothing_for_everyone() -> None:
         assert len(positions) == len(scores) == 0
 
 
-def test_a_caller_of_limited_roles_is_refused_rather_than_ranked_by_fts5(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import threading
-
-    from memhubd.recall.store import IndexWarming
-    from memhubd.recall.store import sqlite as sqlite_store
-
-    # Given a store whose index build does not finish (a large store's first seconds)
+def stall_index_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Index builds run on a thread and wait for the event returned (a large store's
+    first seconds); set it to let them finish."""
     monkeypatch.setattr(bm25, "INLINE_BELOW", 0)
-    monkeypatch.setattr(sqlite_store, "SETTLE_FOR_ROLES_S", 0.2)
-    path = tmp_path / "recall.db"
-    writer = open_store(path)
-    _alike_but_one_word(writer, hidden=40)
-    writer.close()
     release = threading.Event()
     build = bm25.LexicalCache._build
 
@@ -466,6 +456,22 @@ def test_a_caller_of_limited_roles_is_refused_rather_than_ranked_by_fts5(
         return build(self, connection)  # type: ignore[arg-type]
 
     monkeypatch.setattr(bm25.LexicalCache, "_build", stalled)
+    return release
+
+
+def test_a_caller_of_limited_roles_is_refused_rather_than_ranked_by_fts5(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memhubd.recall.store import IndexWarming
+    from memhubd.recall.store import sqlite as sqlite_store
+
+    # Given a store whose index build does not finish (a large store's first seconds)
+    monkeypatch.setattr(sqlite_store, "SETTLE_FOR_ROLES_S", 0.2)
+    path = tmp_path / "recall.db"
+    writer = open_store(path)
+    _alike_but_one_word(writer, hidden=40)
+    writer.close()
+    release = stall_index_builds(monkeypatch)
     store = open_store(path)
     assert isinstance(store, SQLiteStore)
     dev = DrawerFilter(roles=frozenset({"dev"}))
