@@ -73,8 +73,10 @@ _INGEST = anyio.CapacityLimiter(1)
 _SEARCH = anyio.CapacityLimiter(4)
 # Looks at whether a store's BM25 index is ready (quick; apart from the search slots).
 _PROBE = anyio.CapacityLimiter(2)
-# How long a search by a caller of limited roles waits for an index being built.
-LEXICAL_WAIT_S = 30.0
+# How long a search by a caller of limited roles waits for an index being built: with
+# the store's own short wait, well within memctl's default 30 s timeout, so that a
+# client sees the 503 `index_building` rather than a timeout that suggests a write.
+LEXICAL_WAIT_S = 20.0
 
 
 def shelf_of(hub: Hub) -> RecallShelf:
