@@ -138,6 +138,8 @@ async def test_mcp_takes_epoch_seconds_as_a_json_number(daemon: LiveDaemon) -> N
         query = await client.call_tool("memory_kg", {"action": "query", "as_of": JUNE_3 + 1})
         check = await client.call_tool("memory_fact_check", {"text": "x", "now": JUNE_3})
         empty = await client.call_tool("memory_kg", {"action": "query", "as_of": ""})
+        # A fraction is refused as the API refuses it, naming the field
+        fraction = await client.call_tool("memory_fact_check", {"text": "x", "now": 1.5})
         as_text = await client.call_tool(
             "memory_kg", {"action": "query", "as_of": "2025-06-03T00:00:01z"}
         )
@@ -146,6 +148,8 @@ async def test_mcp_takes_epoch_seconds_as_a_json_number(daemon: LiveDaemon) -> N
     assert not check.is_error, check.content[0].text
     assert json.loads(check.content[0].text)["now"] == checked["now"] == JUNE_3
     assert empty.is_error and "as_of" in empty.content[0].text
+    said = fraction.content[0].text
+    assert fraction.is_error and "'now' must be epoch seconds" in said and "now.int" not in said
     assert json.loads(as_text.content[0].text)["triples"] == api["triples"]
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp_types import CallToolResult
-from pydantic import Field, Strict, StrictInt, StrictStr
+from pydantic import Field, Strict, StrictFloat, StrictInt, StrictStr
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
@@ -91,9 +91,13 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         predicate: Annotated[str, Field(description="predicate, e.g. works_at")] = "",
         object: Annotated[str, Field(description="object")] = "",  # noqa: A002 (mempal's name)
         triple_id: Annotated[str, Field(description="the triple to invalidate")] = "",
-        active_only: Annotated[bool, Strict(), Field(description="query: valid triples only")] = True,
+        active_only: Annotated[
+            bool, Strict(), Field(description="query: valid triples only")
+        ] = True,
         source_drawer: Annotated[str, Field(description="add: the drawer it rests on")] = "",
-        as_of: Annotated[StrictStr | StrictInt | None, Field(description=AS_OF)] = None,
+        as_of: Annotated[
+            StrictStr | StrictInt | StrictFloat | None, Field(description=AS_OF)
+        ] = None,
         limit: Annotated[int, Strict(), Field(description="query: most triples (1-1000)")] = 100,
         wing: Annotated[str, Field(description=WING)] = "",
         workspace: Annotated[str, Field(description="same as wing")] = "",
@@ -153,7 +157,7 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         text: Annotated[str, Field(description="the draft to check")],
         wing: Annotated[str, Field(description=WING)] = "",
         room: Annotated[str, Field(description="only drawers of this room count")] = "",
-        now: Annotated[StrictStr | StrictInt | None, Field(description=NOW)] = None,
+        now: Annotated[StrictStr | StrictInt | StrictFloat | None, Field(description=NOW)] = None,
         workspace: Annotated[str, Field(description="same as wing")] = "",
     ) -> CallToolResult:
         requested = wing_or_workspace(wing, workspace)
