@@ -171,7 +171,8 @@ class LexicalIndex:
     @property
     def nbytes(self) -> int:
         arrays = (self._rowids, self._lengths, self._alive, self._scores, self._seen, self._norm_of)
-        return sum(s.nbytes for s in self.segments) + sum(a.nbytes for a in arrays)
+        masks = sum(held[2].nbytes for held in self._visible.values())
+        return sum(s.nbytes for s in self.segments) + sum(a.nbytes for a in arrays) + masks
 
     # -- rows ---------------------------------------------------------------------------
 

@@ -263,8 +263,8 @@ async def read(
         fetch = limit * _OVERFETCH
         while True:
             with index_warming(name):
-                hits = search(store, shelf.embedder(), query, where, fetch, shelf.settings.weights)
-            hits = hits.hits
+                found = search(store, shelf.embedder(), query, where, fetch, shelf.settings.weights)
+            hits = found.hits
             entries = wanted_entries([(hit.drawer, hit.fused) for hit in hits])
             if len(entries) >= limit or len(hits) < fetch or fetch >= SEARCHED_AT_MOST:
                 return entries[:limit]

@@ -377,11 +377,6 @@ class DrawerStore(abc.ABC):
         return {room for room, count in self.rooms(where).items() if count}
 
     @abc.abstractmethod
-    def visible_counts(self, where: DrawerFilter) -> tuple[int, int]:
-        """(soft-deleted drawers, live drawers holding a vector) among those `where`
-        lets its caller see: `status` for a caller who may not see every drawer."""
-
-    @abc.abstractmethod
     def taxonomy(self) -> list[TaxonomyEntry]: ...
 
     @abc.abstractmethod

@@ -323,11 +323,7 @@ class LexicalCache:
                     return None
                 phrases = self._scratch.tokens(terms)
             except Exception as error:  # the store still answers through FTS5
-                # Off for this store's lifetime: a failure that repeats must not cost a
-                # rebuild per search.
-                log.warning("lexical index refresh failed; FTS5 answers", error=str(error))
-                self._current = None
-                self._disabled = True
+                self._turn_off(error)
                 return None
             if any(len(tokens) != 1 for tokens in phrases):
                 return None  # a phrase of several tokens needs positions: FTS5 has them
@@ -355,12 +351,17 @@ class LexicalCache:
                 return True
             try:
                 self._refresh()
-            except Exception as error:  # as in `ranked`: off for the store's lifetime
-                log.warning("lexical index refresh failed; FTS5 answers", error=str(error))
-                self._current = None
-                self._disabled = True
+            except Exception as error:  # the store still answers through FTS5
+                self._turn_off(error)
                 return True
             return self._current is not None or self._disabled
+
+    def _turn_off(self, error: Exception) -> None:
+        """Off for this store's lifetime (under `lock`): a failure that repeats must not
+        cost a rebuild per search."""
+        log.warning("lexical index refresh failed; FTS5 answers", error=str(error))
+        self._current = None
+        self._disabled = True
 
     def settle(self, timeout: float | None = None) -> bool:
         """Build or catch up now, waiting for a background build; True when ready."""

@@ -782,12 +782,10 @@ class SQLiteStore(DrawerStore):
         with self._readers.connection() as connection:
             return dict(connection.execute(sql, params).fetchall())
 
-    def visible_counts(self, where: DrawerFilter) -> tuple[int, int]:
-        with self._readers.connection() as connection:
-            return self._visible_counts(connection, where)
-
     @staticmethod
     def _visible_counts(connection: sqlite3.Connection, where: DrawerFilter) -> tuple[int, int]:
+        """(soft-deleted drawers, live drawers holding a vector) among those `where`
+        lets through."""
         gone, gone_params = _where(where, deleted=True)
         live, live_params = _where(where)
         deleted = connection.execute(
