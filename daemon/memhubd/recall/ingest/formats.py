@@ -33,6 +33,12 @@ _CLAUDE_TYPES = frozenset({"user", "assistant", "human", "summary", "system"})
 # sentence (a file read, a grep) is tool output, cut like any other.
 _REJECTED = "The user doesn't want to proceed with this tool use."
 _REJECTED_SAID = "To tell you how to proceed, the user said:"
+# The result of an `AskUserQuestion` call: `_ANSWERED`, then each question with the
+# option the user picked or what they typed (`"question"="answer", …`), then `_ANSWERED_END`.
+# Those are the user's words too, taken only from a result of a call of that tool.
+_ASK_TOOL = "AskUserQuestion"
+_ANSWERED = "User has answered your questions:"
+_ANSWERED_END = "You can now continue with the user's answers in mind."
 # How `user` lines that Claude Code writes itself start: a slash command's wrapper and
 # its output, a `!` shell command and its output, a background task's notice.
 _CLAUDE_HARNESS = (
@@ -390,9 +396,11 @@ def _need_lines(text: str, kind: str, lines: JsonLines | None) -> JsonLines:
     return lines
 
 
-def _blocks_text(content: Any) -> tuple[list[str], bool, list[str]]:
+def _blocks_text(content: Any, asked: set[str] | None = None) -> tuple[list[str], bool, list[str]]:
     """Readable pieces of a Claude message's content, whether all were tool results, and
-    the words the user typed on rejecting a tool call (taken out of its result)."""
+    the words the user typed on rejecting a tool call or answering the assistant's
+    questions (taken out of its result). `asked`: the ids of the session's
+    `AskUserQuestion` calls so far, to which this content's calls are added."""
     if isinstance(content, str):
         return [content], False, []
     if not isinstance(content, list):
@@ -410,12 +418,16 @@ def _blocks_text(content: Any) -> tuple[list[str], bool, list[str]]:
         if kind == "text" and isinstance(block.get("text"), str):
             pieces.append(block["text"])
         elif kind == "tool_use":
+            if asked is not None and block.get("name") == _ASK_TOOL:
+                asked.add(str(block.get("id")))
             arguments = json.dumps(block.get("input", {}), ensure_ascii=False, sort_keys=True)
             pieces.append(_clip(f"[tool_use {block.get('name', '?')}] {arguments}"))
         elif kind == "tool_result":
             results += 1
             output = "\n".join(_blocks_text(block.get("content"))[0])
             output, words = _rejected_words(block, output)
+            if not words and asked and str(block.get("tool_use_id")) in asked:
+                output, words = _answered_words(block, output)
             if words:
                 said.append(words)
             pieces.append(_clip("[tool_result] " + output))
@@ -433,6 +445,18 @@ def _rejected_words(block: dict[str, Any], output: str) -> tuple[str, str]:
         return output, ""
     before, marker, words = output.partition(_REJECTED_SAID)
     return (before, words.strip()) if marker and words.strip() else (output, "")
+
+
+def _answered_words(block: dict[str, Any], output: str) -> tuple[str, str]:
+    """An `AskUserQuestion` result's output, and the user's answers taken out of it ("" when
+    it is an error or not the answers' shape)."""
+    if block.get("is_error") is True or not output.lstrip().startswith(_ANSWERED):
+        return output, ""
+    answers = output.lstrip()[len(_ANSWERED) :].strip()
+    if answers.endswith(_ANSWERED_END):
+        answers = answers[: -len(_ANSWERED_END)].rstrip()
+        answers = answers[:-1] if answers.endswith('".') else answers  # the sentence's stop
+    return (_ANSWERED, answers) if answers else (output, "")
 
 
 def _claude_summary(value: dict[str, Any]) -> str | None:
@@ -469,8 +493,9 @@ def _queued_prompt(value: dict[str, Any]) -> Any:
     return attachment.get("prompt")
 
 
-def _claude_turns(value: dict[str, Any], where: str) -> list[Turn]:
-    """The turns one Claude Code line holds (none for lines that hold no message)."""
+def _claude_turns(value: dict[str, Any], where: str, asked: set[str] | None = None) -> list[Turn]:
+    """The turns one Claude Code line holds (none for lines that hold no message).
+    `asked`: as `_blocks_text` takes it."""
     summary = _claude_summary(value)
     if summary is not None:
         return [Turn("summary", "summary", "[summary] " + summary, None, where)]
@@ -485,7 +510,7 @@ def _claude_turns(value: dict[str, Any], where: str) -> list[Turn]:
     if found is None:
         return []
     role, content = found
-    pieces, only_results, said = _blocks_text(content)
+    pieces, only_results, said = _blocks_text(content, asked)
     body = "\n".join(p.strip() for p in pieces if p.strip())
     if not body:
         return []
@@ -509,6 +534,7 @@ def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
     run_of: dict[str, str] = {}  # a sidechain line's uuid -> its run
     project = ""
     session = ""
+    asked: set[str] = set()  # ids of the AskUserQuestion calls so far
     for number, value in _need_lines(text, "Claude Code", lines):
         thread = turns
         if value.get("isSidechain") is True:
@@ -522,7 +548,7 @@ def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
             thread = runs.setdefault(run, [])
         project = project or str(value.get("cwd") or "")
         session = session or str(value.get("sessionId") or "")
-        thread.extend(_claude_turns(value, f"line {number}"))
+        thread.extend(_claude_turns(value, f"line {number}", asked))
     conversations = tuple(Conversation(tuple(t)) for t in (turns, *runs.values()) if t)
     if not conversations:
         raise FormatError("no user or assistant messages in this Claude Code session")
