@@ -80,3 +80,13 @@ def test_a_failed_question_call_stays_a_tool_result() -> None:
     [exchange] = chunk(parse(session(failed, is_error=True), "claude-code"))
 
     assert "[tool_result] " + failed in exchange.content
+
+
+def test_a_result_that_names_no_call_is_not_taken_for_answers_to_one_that_has_no_id() -> None:
+    use = {"type": "tool_use", "name": "AskUserQuestion", "input": QUESTIONS}
+    result = {"type": "tool_result", "content": ANSWERED + ANSWER + END}
+    lines = [said("user", "Warm the quay index"), said("assistant", [use]), said("user", [result])]
+
+    [exchange] = chunk(parse("\n".join(lines) + "\n", "claude-code"))
+
+    assert "QUAY_WARM_START" not in exchange.content

@@ -418,15 +418,15 @@ def _blocks_text(content: Any, asked: set[str] | None = None) -> tuple[list[str]
         if kind == "text" and isinstance(block.get("text"), str):
             pieces.append(block["text"])
         elif kind == "tool_use":
-            if asked is not None and block.get("name") == _ASK_TOOL:
-                asked.add(str(block.get("id")))
+            if asked is not None and block.get("name") == _ASK_TOOL and block.get("id"):
+                asked.add(str(block["id"]))
             arguments = json.dumps(block.get("input", {}), ensure_ascii=False, sort_keys=True)
             pieces.append(_clip(f"[tool_use {block.get('name', '?')}] {arguments}"))
         elif kind == "tool_result":
             results += 1
             output = "\n".join(_blocks_text(block.get("content"))[0])
             output, words = _rejected_words(block, output)
-            if not words and asked and str(block.get("tool_use_id")) in asked:
+            if not words and asked and str(block.get("tool_use_id") or "") in asked:
                 output, words = _answered_words(block, output)
             if words:
                 said.append(words)
