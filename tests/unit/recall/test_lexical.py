@@ -411,6 +411,29 @@ def test_drawers_hidden_from_a_caller_never_move_its_ranking(tmp_path: Path) -> 
     assert_same(beside_hidden, alone)
 
 
+def test_a_word_fts5_splits_never_lets_hidden_drawers_move_a_callers_ranking(
+    tmp_path: Path,
+) -> None:
+    """FTS5 ranks a word its tokenizer splits as a phrase, with every drawer's
+    statistics; for a caller hidden some, each of its tokens is a term of its own."""
+    dev = DrawerFilter(roles=frozenset({"dev"}))
+    split = "omega-z\u19b0eta"  # a New Tai Lue vowel sign splits a word for FTS5
+    answers = []
+    for hidden in (0, 40):
+        store = open_store(tmp_path / f"h{hidden}.db")
+        assert isinstance(store, SQLiteStore)
+        try:
+            _alike_but_one_word(store, hidden=hidden)
+            answers.append(store.lexical(["ledger", "invoice", split], dev, 10))
+            apart = store.lexical(["ledger", "invoice", "omega", "z", "eta"], dev, 10)
+            assert answers[-1] == apart
+        finally:
+            store.close()
+    alone, beside_hidden = answers
+    assert [r.rowid for r in beside_hidden] == [r.rowid for r in alone]
+    assert_same(beside_hidden, alone)
+
+
 def test_a_caller_of_limited_roles_waits_for_the_index_being_built(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

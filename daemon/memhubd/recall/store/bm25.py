@@ -325,11 +325,18 @@ class LexicalCache:
             except Exception as error:  # the store still answers through FTS5
                 self._turn_off(error)
                 return None
-            if any(len(tokens) != 1 for tokens in phrases):
-                return None  # a phrase of several tokens needs positions: FTS5 has them
             index, attributes = self._current.index, self._current.attributes
             # A caller's ranking counts only the drawers it may read: the statistics of
             # hidden ones (how many use a word, how long they are) never move its order.
+            limited = where.roles is not None and bool(attributes.readers)
+            if any(len(tokens) != 1 for tokens in phrases):
+                if not limited:
+                    return None  # a phrase of several tokens needs positions: FTS5 has them
+                # FTS5 would rank the phrase with every drawer's statistics: for a caller
+                # hidden some, each of its tokens is a term of its own instead.
+                phrases = _tokens_apart(phrases)
+                if not phrases:
+                    return []
             visible = None
             if where.roles is not None and attributes.readers:
                 visible = attributes.visible(where.roles)
@@ -555,3 +562,16 @@ def _purged(connection: sqlite3.Connection, held: np.ndarray, last: int) -> np.n
         np.int64,
     )
     return held[~np.isin(held, live, assume_unique=True)]
+
+
+def _tokens_apart(phrases: Sequence[Sequence[str]]) -> list[tuple[str]]:
+    """Each token of `phrases` as a phrase of its own, in order; a token a phrase of
+    several repeats (or one already there) once."""
+    out: list[tuple[str]] = []
+    seen: set[str] = set()
+    for tokens in phrases:
+        for token in tokens:
+            if len(tokens) == 1 or token not in seen:
+                out.append((token,))
+            seen.add(token)
+    return out
