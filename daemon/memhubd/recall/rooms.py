@@ -22,10 +22,13 @@ def terms(text: str) -> list[str]:
 
     Composed first (NFC): text pasted from macOS often spells an accented letter as the
     letter and a combining mark, which is no word character and would split the word
-    where FTS5's tokenizer keeps it whole."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFC", text)
-    return _TERM.findall(text.lower())
+    where FTS5's tokenizer keeps it whole. Lower-casing a dotted capital I (Turkish
+    `İ`) gives `i` and a combining dot, which would split the word the same way: FTS5
+    reads it as `i`, and so does this."""
+    if text.isascii():
+        return _TERM.findall(text.lower())
+    lowered = unicodedata.normalize("NFC", text).lower().replace("i\u0307", "i")
+    return _TERM.findall(lowered)
 
 
 def _matches(entry: TaxonomyEntry, words: set[str], joined: str) -> list[str]:

@@ -128,6 +128,16 @@ def test_a_query_spelled_with_combining_marks_finds_the_words_it_spells(
         assert len(result.hits) == 2, (form, [h.drawer.content for h in result.hits])
 
 
+def test_a_word_with_a_dotted_capital_i_is_one_term_as_fts5_reads_it(
+    ingestor: Ingestor, store: DrawerStore, embedder: HashingEmbedder
+) -> None:
+    ingestor.ingest_content("İzmir ofisi yarın kapalı", options(), "note-tr")
+    for query in ("İzmir", "İZMİR", "I\u0307zmir", "izmir"):
+        assert query_terms(query) == ["izmir"]
+        result = search(store, embedder, query, DrawerFilter(), 5, Weights(vector=0))
+        assert [h.drawer.source_file for h in result.hits] == ["note-tr"], query
+
+
 @pytest.mark.parametrize(
     ("name", "body", "wing", "room", "reason"),
     [
