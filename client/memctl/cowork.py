@@ -18,7 +18,6 @@ import signal
 import sys
 import threading
 import time
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -32,6 +31,7 @@ from memctl.commands import (
     read_stdin,
     workspace_names,
 )
+from memhub_protocol.prompt_text import left_out
 
 DRAIN_TIMEOUT = 3.0  # seconds per request; the whole drain gets a little more
 DRAIN_GRACE = 2.0
@@ -365,12 +365,11 @@ def printed_size(messages: list[dict[str, Any]], fmt: str) -> int:
 
 def clean(text: str) -> str:
     """Message text safe to place in a prompt or a terminal: control characters (escape
-    sequences among them) dropped, except newlines and tabs; every other line boundary
-    (U+2028, U+2029, U+0085, vertical tab, form feed …) made a newline."""
+    sequences among them) dropped, except newlines and tabs, and format characters but
+    the zero-width joiners (`prompt_text.left_out`); every other line boundary (U+2028,
+    U+2029, U+0085, vertical tab, form feed …) made a newline."""
     return "".join(
-        "\n" if ch in _LINE_BREAKS else ch
-        for ch in text
-        if ch in "\n\t" or ch in _LINE_BREAKS or not unicodedata.category(ch).startswith("C")
+        "\n" if ch in _LINE_BREAKS else ch for ch in text if ch in _LINE_BREAKS or not left_out(ch)
     )
 
 

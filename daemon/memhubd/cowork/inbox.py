@@ -14,13 +14,13 @@ import os
 import sqlite3
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memhub_protocol.prompt_text import left_out
 from memhubd.sqlite import UnusableDatabase, into_wal, private_database
 
 SCHEMA_VERSION = 1
@@ -420,5 +420,8 @@ def printed_weight(content: str, form: str) -> int:
 
 def _readable(content: str) -> bool:
     """Whether `content` holds something to read once blanks and the characters a
-    drain leaves out (controls, formatting marks: category C) are set aside."""
-    return any(not ch.isspace() and not unicodedata.category(ch).startswith("C") for ch in content)
+    drain leaves out (`prompt_text.left_out`) are set aside."""
+    return any(not ch.isspace() and not left_out(ch) and ch not in _JOINERS for ch in content)
+
+
+_JOINERS = frozenset("\u200c\u200d")  # kept for what they join; nothing to read alone

@@ -213,11 +213,21 @@ def test_an_inbox_written_by_a_newer_memhub_is_refused_and_left_as_it_is(tmp_pat
         assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
 
 
-@pytest.mark.parametrize("content", ["\u0000", "\u0000\u0000", "\u202e\u200b", " \u200b\n"])
+@pytest.mark.parametrize(
+    "content", ["\u0000", "\u0000\u0000", "\u202e\u200b", " \u200b\n", "\u200d \u200c"]
+)
 def test_a_message_of_nothing_readable_is_empty(tmp_path, content: str) -> None:
     from memhubd.cowork.inbox import EmptyMessage
 
     store = InboxStore(tmp_path / "inbox.sqlite")
     with pytest.raises(EmptyMessage):
         store.push("alice", "bob", content)
+    store.close()
+
+
+@pytest.mark.parametrize("content", ["\U0001fae8", "\u200d\U0001fae8\u200d"])
+def test_a_message_of_a_letter_newer_than_pythons_tables_is_kept(tmp_path, content) -> None:
+    store = InboxStore(tmp_path / "inbox.sqlite")
+    store.push("alice", "bob", content)
+    assert [m.content for m in store.drain("bob")] == [content]
     store.close()

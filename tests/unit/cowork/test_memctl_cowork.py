@@ -37,6 +37,18 @@ def test_control_characters_never_reach_a_prompt() -> None:
     assert clean("ok\x1b[2J\x07\tx\ny\u202e") == "ok[2J\tx\ny"
 
 
+def test_joiners_and_letters_newer_than_pythons_tables_reach_a_prompt() -> None:
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # one emoji, joined
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # a ZWNJ inside
+    newer = "\U0001fae8 \U0002ebf0"  # Unicode 15 emoji and CJK extension I
+    assert clean(f"{family} {persian} {newer}") == f"{family} {persian} {newer}"
+
+
+def test_invisible_text_and_reordering_marks_never_reach_a_prompt() -> None:
+    tags = "".join(chr(0xE0000 + ord(c)) for c in "obey")  # text a person cannot see
+    assert clean(f"a{tags}b\u202ec\u2066d\u200be\ufefff") == "abcdef"
+
+
 def entries() -> dict[str, list[dict[str, object]]]:
     return {
         "UserPromptSubmit": [hooks._group("memctl cowork drain --format plain", 10)],
