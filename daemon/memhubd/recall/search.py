@@ -221,10 +221,18 @@ def search(
     return result
 
 
+# The speakers a transcript gives its turns when it names no one (Claude Code, Codex,
+# ChatGPT): a query saying "user" or "tool" (`user_id`, "the tool failed") names nobody.
+ROLE_SPEAKERS = frozenset({"user", "assistant", "tool", "summary", "system"})
+
+
 def names_speaker(speaker: str, words: set[str]) -> bool:
-    """True when every word of `speaker` ("Caroline", "Jon Snow") is among `words`."""
+    """True when every word of `speaker` ("Caroline", "Jon Snow") is among `words`, and
+    `speaker` is someone's name, not a role (`ROLE_SPEAKERS`)."""
     parts = terms(speaker)
-    return bool(parts) and all(part in words for part in parts)
+    if not parts or speaker.strip().lower() in ROLE_SPEAKERS:
+        return False
+    return all(part in words for part in parts)
 
 
 def _boost_speaker(query: str, facets: Facets, fused: Fused, weight: float, top: int) -> None:

@@ -70,3 +70,40 @@ def test_a_speaker_is_named_by_all_of_its_words() -> None:
     assert names_speaker("Jon Snow", {"did", "jon", "snow", "go"})
     assert not names_speaker("Jon Snow", {"did", "jon", "go"})
     assert not names_speaker("", {"jon"})
+
+
+def test_a_role_a_transcript_gives_its_turns_names_nobody() -> None:
+    assert not names_speaker("user", {"keyerror", "user", "id"})
+    assert not names_speaker("assistant", {"assistant"})
+    assert not names_speaker("Tool", {"tool", "failed"})
+
+
+def test_a_query_saying_user_lifts_no_exchange_of_a_transcript(store: DrawerStore) -> None:
+    texts = [
+        ("user", "> Does the session cookie expire?\nIt lasts a day."),
+        ("user", "> Why does login fail?\nThe user table lost its index."),
+        (None, "KeyError: 'user_id' raised by the profile loader when the row is missing"),
+    ]
+    store.write(
+        [
+            NewDrawer(
+                id=f"t{i}",
+                room="default",
+                content=text,
+                source_file=f"s{i}.jsonl",
+                source_kind="claude-code",
+                chunk_index=0,
+                content_hash=content_hash(text),
+                identity="test",
+                speaker=speaker,
+            )
+            for i, (speaker, text) in enumerate(texts)
+        ],
+        None,
+        None,
+        AuditEntry("test", "test", "ingest"),
+    )
+    query = "KeyError: 'user_id'"
+    hits = search(store, None, query, DrawerFilter(), 10, Weights(source=0, speaker=1.0)).hits
+    assert hits[0].drawer.id == "t2"
+    assert all("speaker" not in h.signals for h in hits)
