@@ -28,9 +28,10 @@ _SENTENCE = re.compile(
 )
 _BREAK = re.compile(f"[{_BREAKS}]")
 _WORD = re.compile(r"[^\W_]+")
-_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Atoms that need no quoting; letters and digits of any script, as memdsl allows them.
+_TYPE = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+_NAME = re.compile(r"\w[\w.\-]*")
+_KEY = re.compile(r"[^\W\d]\w*")
 _COMMON = frozenset(
     "a an and are as at be by for from has have in is it its of on or that the this to was "
     "we were will with".split()

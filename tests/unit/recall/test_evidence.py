@@ -119,3 +119,13 @@ def test_what_cannot_be_a_declaration_is_refused(
     with pytest.raises(EvidenceError) as caught:
         declaration_source(kind, name, fields_from_pairs(pairs), "q", "drawer_x", "f")
     assert caught.value.field == field
+
+
+def test_names_and_fields_of_any_script_make_a_declaration_as_memdsl_reads_it() -> None:
+    fields = fields_from_pairs({"subject": "Lieferung", "größe": "groß"})
+    text = declaration_source(
+        "fakt", "café.lieferung_2", fields, "q", "drawer_w_r_1234abcd", "notes.md"
+    )
+    (declaration,) = parse_text(text).declarations
+    assert declaration.id == "fakt:café.lieferung_2"
+    assert declaration.fields["größe"] == "groß"
