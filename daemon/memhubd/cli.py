@@ -129,6 +129,18 @@ def _add_daemon_commands(sub: argparse._SubParsersAction) -> None:
     add_token_commands(sub)
     _add_recall_bench_command(sub)
 
+    p = sub.add_parser(
+        "backup", help="copy the state directory consistently, the daemon running or not"
+    )
+    p.add_argument("destination", type=Path, help="a new (or empty) directory to copy into")
+    p.add_argument(
+        "--state-dir",
+        type=Path,
+        help="state directory (default $MEMHUB_STATE_DIR or ~/.local/share/memhub)",
+    )
+    _json(p, "the report as JSON")
+    p.set_defaults(handler=_backup)
+
 
 def _add_recall_bench_command(sub: argparse._SubParsersAction) -> None:
     # Declared here, not beside the benchmark: importing memhubd.recall to build the parser
@@ -230,6 +242,36 @@ def _log_to_stderr() -> None:
         return
     # sys.stderr as it is at each line, as structlog's default reads sys.stdout.
     structlog.configure(logger_factory=lambda *_args: structlog.PrintLogger(sys.stderr))
+
+
+def _backup(args: argparse.Namespace) -> int:
+    from memhub_protocol import paths
+    from memhubd.runtime.backup import BackupError, Copied, back_up
+
+    def shown(copied: Copied) -> None:
+        print(f"  {copied.path} ({copied.kind}, {copied.bytes:,} bytes)", file=sys.stderr)
+
+    state_dir = args.state_dir or Path(paths.default_state_dir())
+    progress = shown if sys.stderr.isatty() and not args.json else None
+    try:
+        report = back_up(state_dir, args.destination, progress)
+    except (BackupError, OSError) as error:
+        message = str(error) if isinstance(error, BackupError) else f"cannot copy: {error}"
+        if args.json:
+            offline.print_json({"error": {"code": "backup", "message": message, "detail": {}}})
+        print(f"memhubd backup: error: {message}", file=sys.stderr)
+        return 2
+    if args.json:
+        offline.print_json(report.as_dict())
+        return 0
+    databases = sum(c.kind == "sqlite" for c in report.copied)
+    print(
+        f"backed up {report.source} to {report.destination}: {databases} database(s) and "
+        f"{len(report.copied) - databases} other file(s), {report.total_bytes:,} bytes"
+    )
+    for path, why in report.skipped:
+        print(f"left out {path}: {why}")
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
