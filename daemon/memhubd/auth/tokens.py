@@ -421,6 +421,9 @@ class TokenStore:
         secret = _bootstrap_secret(os.environ if environ is None else environ)
         if secret is None:
             return None
+        from memhubd.runtime.logging import remember_secret  # not for token commands
+
+        remember_secret(secret)
         everything = (ANY,)
         record = self._new_record(BOOTSTRAP_NAME, secret, ALL_SCOPES, everything, everything, None)
         with self._locked() as contents:

@@ -29,10 +29,10 @@ REDACTED = "[REDACTED]"
 SECRET_KEYS = frozenset(
     {"secret", "password", "authorization", "api_key", "access_token", "bearer", "cookie"}
 )
-# `token=` usually carries a token's *name* (1-64 characters). A value this long is
-# treated as a secret instead: bootstrap secrets may have any shape but are this long.
-TOKEN_KEY = "token"
-MIN_FREE_SECRET_CHARS = 32
+# `token=` carries a token's *name* (1-64 characters, never shaped like mh_ secrets), so
+# it is logged. A bootstrap secret may have any shape: the daemon names it when it reads
+# it (`remember_secret`), and it is redacted wherever it shows, under any key or in text.
+_KNOWN_SECRETS: set[str] = set()
 _SECRET_PATTERNS = (
     # memhub secrets: mh_<id>_<random>, and any other mh_ string long enough to be one
     (re.compile(r"\bmh_[A-Za-z0-9_-]{8,}"), REDACTED),
@@ -58,7 +58,17 @@ _CHATTY_LOGGERS = (
 )
 
 
+def remember_secret(secret: str) -> None:
+    """Redact `secret` wherever it shows in a log line from now on (a bootstrap secret,
+    whose shape tells it from nothing else)."""
+    if secret:
+        _KNOWN_SECRETS.add(secret)
+
+
 def redact_text(text: str) -> str:
+    for secret in _KNOWN_SECRETS:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
@@ -67,10 +77,7 @@ def redact_text(text: str) -> str:
 def _is_secret_item(key: Any, value: Any) -> bool:
     if not isinstance(key, str) or not value:
         return False
-    key = key.lower()
-    if key == TOKEN_KEY:
-        return isinstance(value, str) and len(value) >= MIN_FREE_SECRET_CHARS
-    return key in SECRET_KEYS
+    return key.lower() in SECRET_KEYS
 
 
 def _redact(value: Any, depth: int = 0) -> Any:
@@ -100,6 +107,8 @@ def _redact_access_value(key: str, value: Any) -> Any:
         return REDACTED
     # Only a string holding one of these can match a secret pattern: skip the regexes.
     if "mh_" in value or "=" in value or "bearer" in value.lower():
+        return redact_text(value)
+    if _KNOWN_SECRETS and any(secret in value for secret in _KNOWN_SECRETS):
         return redact_text(value)
     return value
 

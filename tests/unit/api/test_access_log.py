@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from memhubd.runtime.logging import access_log, configure_logging
+import memhubd.runtime.logging as memhub_logging
+from memhubd.runtime.logging import access_log, configure_logging, remember_secret
 
 FIELDS = {
     "request_id": "0123abcd",
@@ -60,13 +61,23 @@ def test_the_direct_line_is_the_processor_chains_line(restore_logging) -> None:
     assert direct["path"] == "/v1/workspaces/w/files/[REDACTED]"
 
 
-def test_a_long_token_value_is_redacted_as_a_secret(restore_logging) -> None:
+def test_a_long_token_name_is_logged_and_a_bootstrap_secret_never(
+    restore_logging, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memhub_logging, "_KNOWN_SECRETS", set())
     stream = io.StringIO()
     configure_logging("json", "info", stream=stream)
+    name = "ci-deploy-bot-production-eu-west-1-blue"  # 39 characters, a valid name
+    secret = "Zq8" * 12  # a bootstrap secret may have any shape
+    remember_secret(secret)
 
-    access_log.write("request", token="x" * 40)
+    access_log.write("request", token=name)
+    access_log.write("request", token=secret, path=f"/x?{secret}")
 
-    assert lines(stream)[0]["token"] == "[REDACTED]"
+    named, leaked = lines(stream)
+    assert named["token"] == name
+    assert leaked["token"] == "[REDACTED]"
+    assert leaked["path"] == "/x?[REDACTED]"
 
 
 def test_nothing_is_written_below_the_level(restore_logging) -> None:
