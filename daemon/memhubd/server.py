@@ -24,6 +24,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -123,7 +124,11 @@ class UnixListener:
 
 
 def bind_unix(path: str, mode: int, group: str | None) -> UnixListener:
-    os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+    directory = os.path.dirname(path) or "."
+    made = not os.path.isdir(directory)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    if group:
+        _let_group_through(directory, grp.getgrnam(group).gr_gid, group, made)
     _clear_stale_socket(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)
@@ -143,6 +148,27 @@ def bind_unix(path: str, mode: int, group: str | None) -> UnixListener:
     sock.listen(512)
     sock.setblocking(False)
     return UnixListener(sock, path, created.st_dev, created.st_ino)
+
+
+def _let_group_through(directory: str, gid: int, group: str, made: bool) -> None:
+    """`socket_group` reaches the socket only through directories it may search. One
+    made here for the socket gets the group and mode 0710 (search, no listing); one
+    found that stops the group (this one or one above it) is named in a warning, since
+    another's directory is not ours to open."""
+    if made:
+        os.chown(directory, -1, gid)
+        os.chmod(directory, 0o710)
+    for place in (Path(directory).resolve(), *Path(directory).resolve().parents):
+        found = place.stat()
+        if found.st_mode & 0o001 or (found.st_gid == gid and found.st_mode & 0o010):
+            continue
+        log.warning(
+            "socket group cannot reach the socket",
+            group=group,
+            directory=str(place),
+            fix=f"let the group search it (chgrp {group} + chmod g+x), or move the socket",
+        )
+        return
 
 
 def _clear_stale_socket(path: str) -> None:
