@@ -34,7 +34,7 @@ import uvicorn
 from memhubd import __version__
 from memhubd.api import ApiContext, build_app
 from memhubd.api.app import import_route_modules
-from memhubd.api.connection import ConnectionLimits, GuardedHttpToolsProtocol
+from memhubd.api.connection import REFUSED_ROUTE, ConnectionLimits, GuardedHttpToolsProtocol
 from memhubd.auth.tokens import TokenStore
 from memhubd.runtime.cache import ParseCache, discard_prefetched
 from memhubd.runtime.config import ConfigError, DaemonConfig, McpConfig, is_loopback_host
@@ -383,6 +383,7 @@ async def _run(
         max_header_bytes=limits.max_header_bytes,
         max_headers=limits.max_headers,
         read_timeout_s=limits.read_timeout_s,
+        on_refused=lambda status: hub.metrics.requests.inc(REFUSED_ROUTE, str(status)),
     )
     server = _Server(
         uvicorn.Config(

@@ -67,3 +67,19 @@ def test_an_answer_of_the_api_carries_one_of_the_same_form(daemon: LiveDaemon) -
         daemon, b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
     )
     assert status == 200 and REQUEST_ID.fullmatch(headers["x-request-id"])
+
+
+def test_a_refusal_below_the_api_is_counted_in_the_request_metrics(daemon: LiveDaemon) -> None:
+    def refused(status: int) -> float:
+        with daemon.http(daemon.admin_token) as client:
+            text = client.get("/metrics").text
+        wanted = f'memhub_requests_total{{route="refused",status="{status}"}} '
+        line = next((line for line in text.splitlines() if line.startswith(wanted)), None)
+        return float(line.rsplit(" ", 1)[1]) if line else 0.0
+
+    before = {status: refused(status) for status in (400, 431)}
+    exchange(daemon, b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 8000 + b"\r\n\r\n")
+    exchange(daemon, b"NOT HTTP AT ALL\r\n\r\n")
+
+    assert refused(431) == before[431] + 1
+    assert refused(400) == before[400] + 1

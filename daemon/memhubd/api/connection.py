@@ -11,6 +11,7 @@ import asyncio
 import json
 import secrets
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,8 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from memhub_protocol import ErrorCode, error_envelope
 
 log = structlog.get_logger("memhubd.connection")
+# The `route` label of requests refused before they reach the app (400, 408, 431).
+REFUSED_ROUTE = "refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,9 @@ class ConnectionLimits:
     max_header_bytes: int = 32 * 1024
     max_headers: int = 100
     read_timeout_s: float = 10.0
+    # Told the status of each request refused here, before the app (which counts the
+    # rest): the daemon's request metrics count these too.
+    on_refused: Callable[[int], None] | None = None
 
 
 class _Refused(Exception):
@@ -145,6 +151,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def _refuse(self, code: ErrorCode, message: str, *, status: int | None = None) -> None:
         # A request id as the API middleware gives every answer it sends (these never
         # reach it): the answer's `x-request-id` finds this log line.
+        if self.transport.is_closing():  # refused already: one line, one count
+            return
         request_id = secrets.token_hex(8)
         log.info(
             "request refused",
@@ -162,6 +170,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             # A response is already on the wire: another status line would corrupt it.
             self.transport.close()
             return
+        if self.limits.on_refused is not None:
+            self.limits.on_refused(status)
         body = json.dumps(error_envelope(code, message)).encode("ascii")
         head = [
             STATUS_LINE[status],
