@@ -95,6 +95,8 @@ def _names(data: dict[str, Any], field: str, *, filter_: bool = False) -> tuple[
         # string's `room=a,b`, a body's "a,b" and a list's ["a,b"] mean the same at
         # every door (no room, kind, identity or workspace name holds a comma).
         value = [part for item in value for part in item.split(",") if part.strip()]
+        if not value:  # as `?room=` is: a filter naming nothing would match nothing
+            raise _invalid(f"'{field}' names nothing; leave it out to filter nothing", field)
     if len(value) > 100:
         raise _invalid(f"'{field}' has more than 100 items", field)
     return tuple(v.strip() for v in value)

@@ -169,3 +169,23 @@ def test_a_hits_route_names_every_filter_that_held_the_search(
 
     route = _route(name, SearchRequest.from_json({"query": "x", **body}))
     assert (route["wing"], route["room"], route["reason"]) == (wing, room, reason)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"room": ""},
+        {"room": []},
+        {"room": ","},
+        {"source_kind": " "},
+        {"identity": [","]},
+        {"workspaces": []},
+    ],
+)
+def test_a_search_filter_naming_nothing_is_refused_as_its_query_string_is(body) -> None:
+    from memhub_protocol.errors import ProtocolError
+    from memhub_protocol.recall import SearchRequest
+
+    with pytest.raises(ProtocolError) as refused:
+        SearchRequest.from_json({"query": "x", **body})
+    assert refused.value.detail["field"] == next(iter(body))
