@@ -19,8 +19,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from memhubd.recall import rooms as taxonomy_rooms
+from memhubd.recall.context import leave_out, with_day
 from memhubd.recall.ids import DEFAULT_ROOM, LONG_HASH, content_hash, drawer_id
-from memhubd.recall.ingest.chunk import Chunk, chunk, said_on
+from memhubd.recall.ingest.chunk import Chunk, chunk
 from memhubd.recall.ingest.formats import (
     FORMATS,
     FormatError,
@@ -410,7 +411,7 @@ class Ingestor:
             speaker=piece.speaker,
             said_at=piece.said_at,
             readers=options.readers,
-            context="\n".join(part for part in (said_on(piece.said_at), piece.context) if part),
+            context=with_day(piece.said_at, piece.context),
         )
 
     def _store(
@@ -498,8 +499,9 @@ class Ingestor:
         """What to write (see `Plan`). A stored chunk is matched by id before position:
         one still in the source is kept, and moved if its place changed, never retired
         because another chunk now stands at its old place. A kept chunk takes the
-        context it has in the source now, as a first ingest of this text would give it
-        (a dry run writes nothing, so it refreshes nothing)."""
+        context it has in the source now, as a first ingest of this text would give it,
+        less the text of neighbours deleted on purpose (a dry run writes nothing, so it
+        refreshes nothing)."""
         every = self.store.chunks_of_source(report.source) if replace_stale else []
         known = self.store.find([d.id for d in drawers])
         if dry_run is not None:
@@ -537,6 +539,7 @@ class Ingestor:
         # A dry run's earlier files' drawers are found stored, as the real run's would be.
         seen: dict[str, str] = dry_run.written if dry_run is not None else {}
         places: dict[str, NewDrawer] = {}  # each id's first chunk in the source
+        gone: list[NewDrawer] = []  # chunks whose drawer was deleted on purpose
         for drawer in drawers:
             previous = stored.get(drawer.chunk_index)
             if previous is not None and previous.content_hash == drawer.content_hash:
@@ -567,6 +570,7 @@ class Ingestor:
                 report.matched_ids.append(drawer.id)
             elif existing is not None and not existing.retired:
                 report.deleted += 1  # deleted on purpose: re-ingesting must not bring it back
+                gone.append(drawer)
             else:
                 # New, or retired when its source changed (a rewrite cut the file short
                 # before it came back whole): the content is the source's again.
@@ -574,6 +578,11 @@ class Ingestor:
                     revive.append(existing.rowid)
                 seen[drawer.id] = drawer.room
                 new.append(drawer)
+        if gone:
+            # Nor its text, through its neighbours' context (as a delete left them).
+            contexts = _leaving_out(drawers, gone)
+            new = [_with_context(d, contexts) for d in new]
+            places = {i: _with_context(d, contexts) for i, d in places.items()}
         if replace_stale:
             count = len(drawers)
             stale.extend(p.rowid for index, p in stored.items() if index >= count)
@@ -752,6 +761,23 @@ class Ingestor:
             return match
         ranked = self.store.nearest(vector, record, DrawerFilter(roles=roles), len(retiring) + 1)
         return next(((r.rowid, r.score) for r in ranked if r.rowid not in retiring), None)
+
+
+def _leaving_out(drawers: list[NewDrawer], gone: list[NewDrawer]) -> dict[int, str]:
+    """By chunk index, the contexts of the chunks next to a `gone` one, without its text."""
+    at = {d.chunk_index: d for d in drawers}
+    contexts: dict[int, str] = {}
+    for deleted in gone:
+        for index in (deleted.chunk_index - 1, deleted.chunk_index + 1):
+            if (neighbour := at.get(index)) is not None:
+                context = contexts.get(index, neighbour.context)
+                contexts[index] = leave_out(context, neighbour.said_at, deleted.content)
+    return contexts
+
+
+def _with_context(drawer: NewDrawer, contexts: dict[int, str]) -> NewDrawer:
+    context = contexts.get(drawer.chunk_index)
+    return drawer if context is None else replace(drawer, context=context)
 
 
 def _readable(readers: tuple[str, ...] | None, roles: frozenset[str] | None) -> bool:

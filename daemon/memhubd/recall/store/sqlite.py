@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from memhubd.recall.context import leave_out
 from memhubd.recall.store import schema
 from memhubd.recall.store.base import (
     CONTEXT_WEIGHT,
@@ -1046,8 +1047,10 @@ class SQLiteStore(DrawerStore):
             ).fetchone()
             if row is None:
                 return None
+            deleted = _drawer(row)
+            self._leave_out(connection, [deleted], now)
             self._audit(connection, audit)
-        return _drawer(row)
+        return deleted
 
     def purge(self, before: int | None, audit: AuditEntry) -> int:
         with self._transaction() as connection:
@@ -1055,15 +1058,82 @@ class SQLiteStore(DrawerStore):
             limited = before is not None
             condition = "deleted_at IS NOT NULL" + (" AND deleted_at < ?" if limited else "")
             params = (before,) if limited else ()
+            # Drawers deleted before a delete took their text out of their neighbours'
+            # context (`_leave_out`) hold it there still: it goes now, with them.
+            on_purpose = connection.execute(
+                f"SELECT {_COLUMNS} FROM drawers WHERE {condition} AND retired = 0", params
+            ).fetchall()
             connection.execute(
                 f"DELETE FROM vectors WHERE rowid IN (SELECT rowid FROM drawers WHERE {condition})",
                 params,
             )
             purged = connection.execute(f"DELETE FROM drawers WHERE {condition}", params).rowcount
+            # The rows those neighbours leave hold the text too: removed as purged ones are.
+            replaced = self._leave_out(connection, [_drawer(r) for r in on_purpose], _now())
+            for start in range(0, len(replaced), 500):
+                part = replaced[start : start + 500]
+                marks = ",".join("?" * len(part))
+                connection.execute(f"DELETE FROM vectors WHERE rowid IN ({marks})", part)
+                connection.execute(f"DELETE FROM drawers WHERE rowid IN ({marks})", part)
             self._bump_epoch(connection)
             detail = {**dict(audit.detail), "purged": purged}
             self._audit(connection, AuditEntry(audit.identity, audit.door, audit.action, detail))
         return purged
+
+    @staticmethod
+    def _leave_out(
+        connection: sqlite3.Connection, deleted: Sequence[Drawer], now: int
+    ) -> list[int]:
+        """Take each deleted drawer's text out of the context of the live drawers next to
+        it in its source, where ingest put it (`recall.context`); returns the rowids that
+        held it. Such a drawer is stored again as a re-ingest refreshes one: its row retired
+        (giving up its id) and a copy added with the new context and the row's vector, so
+        that FTS5 and both caches follow a row deleted and one added."""
+        retired: list[int] = []
+        for gone in deleted:
+            rows = connection.execute(
+                "SELECT rowid, said_at, context FROM drawers WHERE source_file = ? "
+                "AND chunk_index IN (?, ?) AND deleted_at IS NULL AND context IS NOT NULL",
+                (gone.source_file, gone.chunk_index - 1, gone.chunk_index + 1),
+            ).fetchall()
+            for rowid, said_at, context in rows:
+                left = leave_out(context, said_at, gone.content)
+                if left != context:
+                    SQLiteStore._store_context(connection, rowid, left, now)
+                    retired.append(rowid)
+        return retired
+
+    @staticmethod
+    def _store_context(connection: sqlite3.Connection, rowid: int, context: str, now: int) -> None:
+        """Store live row `rowid` again with `context` (see `_leave_out`)."""
+        (identifier,) = connection.execute(
+            "SELECT id FROM drawers WHERE rowid = ?", (rowid,)
+        ).fetchone()
+        connection.execute(
+            "UPDATE drawers SET deleted_at = ?, updated_at = ?, retired = 1, "
+            "id = id || ':retired:' || rowid WHERE rowid = ?",
+            (now, now, rowid),
+        )
+        (copy,) = connection.execute(
+            "INSERT INTO drawers (id, room, content, source_file, source_kind, chunk_index, "
+            "importance, content_hash, locator, speaker, said_at, created_at, updated_at, "
+            "identity, readers, context) SELECT ?, room, content, source_file, source_kind, "
+            "chunk_index, importance, content_hash, locator, speaker, said_at, created_at, ?, "
+            "identity, readers, ? FROM drawers WHERE rowid = ? RETURNING rowid",
+            (identifier, now, context or None, rowid),
+        ).fetchone()
+        connection.execute(
+            "INSERT INTO drawers_fts (rowid, content, speaker, context) "
+            "SELECT rowid, content, coalesce(speaker, ''), coalesce(context, '') "
+            "FROM drawers WHERE rowid = ?",
+            (copy,),
+        )
+        # A reindex under way has staged the row's new vector, maybe: the copy keeps it.
+        for table in ("vectors", "vectors_next"):
+            connection.execute(
+                f"INSERT INTO {table} (rowid, vector) SELECT ?, vector FROM {table} WHERE rowid = ?",
+                (copy, rowid),
+            )
 
     def reclaim(self) -> int:
         """Give the file's free pages back when they are many (see RECLAIM_MIN_BYTES):
