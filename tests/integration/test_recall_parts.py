@@ -241,3 +241,27 @@ def test_purge_prunes_the_audit_when_asked_and_audits_that(daemon: LiveDaemon) -
     assert (
         refused.status_code == 422 and refused.json()["error"]["detail"]["field"] == "audit_before"
     )
+
+
+def test_parts_sent_to_a_removed_workspace_join_nothing_in_a_new_one_of_its_name(
+    tmp_path: Path,
+) -> None:
+    workspaces = copy_examples(tmp_path / "ws", [TEAM, "writing"])
+    with (
+        start_daemon(tmp_path, {TEAM: workspaces[TEAM]}) as live,
+        live.http(live.admin_token) as http,
+    ):
+        part = {"name": "notes.md", "upload": "u-removed", "parts": 2}
+        old = {**part, "content": "OLDTEAMSECRET the old team decided this. ", "part": 0}
+        body = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"files": [old]}).json()
+        assert body["sources"][0]["status"] == "part_received"
+        assert http.delete(f"/v1/workspaces/{TEAM}").status_code == 200
+        added = http.post("/v1/workspaces", json={"name": TEAM, "path": workspaces["writing"]})
+        assert added.status_code == 201, added.text
+
+        new = {**part, "content": "new team text.", "part": 1}
+        body = http.post(f"/v1/workspaces/{TEAM}/recall/ingest", json={"files": [new]}).json()
+
+        assert body["chunks"] == 0 and "in order" in body["failed"][0]["reason"]
+        found = http.get(f"/v1/workspaces/{TEAM}/recall/search", params={"q": "OLDTEAMSECRET"})
+        assert found.json()["hits"] == []

@@ -49,6 +49,9 @@ class RecallShelf:
         self._stores: dict[str, DrawerStore] = {}
         # Names of removed workspaces: their store is being archived, or was.
         self._retired: set[str] = set()
+        # How many times each name was removed: what belongs to one workspace of a name
+        # (an upload's parts) never joins what is sent to a later one.
+        self._removals: dict[str, int] = {}
         self._lock = threading.Lock()
         self._embedder: Embeds | None = None
         self._embedder_error: str | None = None
@@ -109,10 +112,18 @@ class RecallShelf:
 
     def retire(self, workspace: str) -> None:
         """Close `workspace`'s store and open it no more until `admit(workspace)`: its
-        workspace was removed, and its files are moved out of the recall directory."""
+        workspace was removed, and its files are moved out of the recall directory. The
+        parts of its unfinished uploads are dropped."""
         with self._lock:
             self._retired.add(workspace)
+            self._removals[workspace] = self._removals.get(workspace, 0) + 1
+        self.uploads.drop_all(workspace)
         self.forget(workspace)
+
+    def incarnation(self, workspace: str) -> int:
+        """Which workspace of this name is served: how many times the name was removed."""
+        with self._lock:
+            return self._removals.get(workspace, 0)
 
     def admit(self, workspace: str) -> None:
         """Let `workspace`'s store be opened again (a workspace of that name is added)."""

@@ -86,6 +86,15 @@ class PartAssembler:
             self._arm(now)
             return None
 
+    def drop_all(self, first: str) -> int:
+        """Drop every pending upload whose key starts with `first` (a workspace removed);
+        how many were dropped."""
+        with self._lock:
+            keys = [key for key in self._pending if key and key[0] == first]
+            for key in keys:
+                self._drop(key)
+            return len(keys)
+
     def pending(self) -> int:
         with self._lock:
             return len(self._pending)

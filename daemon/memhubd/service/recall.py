@@ -158,8 +158,9 @@ async def ingest(
                 else:
                     texts[i] = upload.content
                 continue
-            # One caller's upload of one file into one workspace: nobody else adds to it.
-            key = (name, identity.name, upload.upload, upload.name)
+            # One caller's upload of one file into one workspace: nobody else adds to it,
+            # and a part sent before the workspace was removed joins nothing after it.
+            key = (name, str(shelf.incarnation(name)), identity.name, upload.upload, upload.name)
             try:
                 whole = shelf.uploads.add(key, upload.part, upload.parts, upload.content)
             except TooLarge as error:  # as a whole file over the limit is
