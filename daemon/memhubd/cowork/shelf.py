@@ -12,6 +12,7 @@ from pathlib import Path
 
 from memhubd.cowork.activity import ActivityLog
 from memhubd.cowork.inbox import InboxLimits, InboxStore
+from memhubd.sqlite import UnusableDatabase
 
 
 class CoworkShelf:
@@ -22,6 +23,8 @@ class CoworkShelf:
         self.limits = limits or InboxLimits()
         self.activity = ActivityLog()
         self._stores: dict[str, InboxStore] = {}
+        # Names of removed workspaces: their inbox is being archived, or was.
+        self._retired: set[str] = set()
         self._lock = threading.Lock()
 
     def path_of(self, workspace: str) -> Path:
@@ -30,6 +33,10 @@ class CoworkShelf:
 
     def store(self, workspace: str) -> InboxStore:
         with self._lock:
+            if workspace in self._retired:
+                # A request that began before the removal: opening the inbox again
+                # would hold it open while it is moved (the move waits for it in vain).
+                raise UnusableDatabase(self.path_of(workspace), "its workspace was removed")
             store = self._stores.get(workspace)
             if store is None:
                 store = self._stores[workspace] = InboxStore(self.path_of(workspace), self.limits)
@@ -42,6 +49,18 @@ class CoworkShelf:
         if store is not None:
             store.close()
         self.activity.forget_workspace(workspace)
+
+    def retire(self, workspace: str) -> None:
+        """Close `workspace`'s inbox and open it no more until `admit(workspace)`: its
+        workspace was removed, and its files are moved out of the cowork directory."""
+        with self._lock:
+            self._retired.add(workspace)
+        self.forget(workspace)
+
+    def admit(self, workspace: str) -> None:
+        """Let `workspace`'s inbox be opened again (a workspace of that name is added)."""
+        with self._lock:
+            self._retired.discard(workspace)
 
     def close(self) -> None:
         with self._lock:

@@ -545,6 +545,7 @@ class Hub:
             if self._membership is not None:
                 await anyio.to_thread.run_sync(self._membership.add, name, os.path.abspath(root))
             await self._call(self.recall, "admit", name)
+            await self._call(self.cowork, "admit", name)
             host = await self._start(name, root)
         finally:
             self._changing.discard(name)
@@ -598,7 +599,7 @@ class Hub:
         store (not opened again until it is added anew) and cowork inbox, and drop its
         partner-peek activity."""
         await self._call(self.recall, "retire", name)
-        await self._call(self.cowork, "forget", name)
+        await self._call(self.cowork, "retire", name)
 
     async def _call(self, part: Any, method: str, name: str) -> None:
         """`part.method(name)` in a worker thread, if `part` has it (looked up there too:
@@ -619,6 +620,7 @@ class Hub:
     async def _serve_again(self, name: str, root: str, listed: bool) -> WorkspaceHost:
         log.error("workspace served again: its state was not archived", workspace=name)
         await self._call(self.recall, "admit", name)
+        await self._call(self.cowork, "admit", name)
         if listed and self._membership is not None:
             try:
                 await anyio.to_thread.run_sync(self._membership.add, name, root)

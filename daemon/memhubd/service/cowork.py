@@ -70,6 +70,12 @@ class CoworkDesk:
     def forget(self, workspace: str) -> None:
         self.shelf.forget(workspace)
 
+    def retire(self, workspace: str) -> None:
+        self.shelf.retire(workspace)
+
+    def admit(self, workspace: str) -> None:
+        self.shelf.admit(workspace)
+
     def close(self) -> None:
         self.shelf.close()
 

@@ -231,3 +231,22 @@ def test_a_message_of_a_letter_newer_than_pythons_tables_is_kept(tmp_path, conte
     store.push("alice", "bob", content)
     assert [m.content for m in store.drain("bob")] == [content]
     store.close()
+
+
+def test_a_removed_workspaces_inbox_is_not_opened_again_until_it_is_added(tmp_path) -> None:
+    from memhubd.cowork.shelf import CoworkShelf
+    from memhubd.sqlite import UnusableDatabase
+
+    shelf = CoworkShelf(tmp_path)
+    shelf.store("team").push("alice", "bob", "before")
+    shelf.retire("team")
+
+    # A request that began before the removal: answered as unavailable, the file closed.
+    with pytest.raises(UnusableDatabase, match="its workspace was removed"):
+        shelf.store("team")
+    (tmp_path / "team.sqlite").rename(tmp_path / "moved.sqlite")  # the archive's move
+    assert not (tmp_path / "team.sqlite").exists()
+
+    shelf.admit("team")
+    assert shelf.store("team").drain("bob") == []  # a new inbox
+    shelf.close()
