@@ -9,6 +9,7 @@ each signal's rank and score.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,12 @@ RRF_K = 60
 MIN_CANDIDATES = 200  # per retriever; also what fusion and the source boost see
 SOURCE_TOP = 3
 SPEAKER_TOP = 100  # the speaker boost looks at this many of the best candidates
+PHRASE_TOP = 50  # the phrase boost reads the text of this many of the best candidates
+# An identifier: words held together by `_ . / : @ #` (`tenant_id`, `src/quay/cache.py`,
+# `a@b`), or by a hyphen where a digit or a leading dash says it is no English compound
+# (`PROJ-1234`, `rate-limiter-v2`, `--dry-run`; not `self-care`, nor `Caroline's`).
+_JOINED = re.compile(r"\w[_./:@#]+\w")
+_HYPHENATED = re.compile(r"\w-+\w")
 
 # Words that carry no topic: with an OR query they only add noise to BM25.
 STOPWORDS = frozenset(
@@ -67,6 +74,7 @@ class Weights:
     context: float = CONTEXT_WEIGHT  # a context word's BM25 weight, relative to content
     source: float = 0.1  # share of its source's best fused scores a candidate gains
     speaker: float = 0.15  # fused score share gained by a drawer of the speaker asked about
+    phrase: float = 1.0  # RRF weight of holding a phrase of the query (an identifier) whole
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -100,6 +108,27 @@ class SearchResult:
     boosted_rooms: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     signals_used: list[str] = field(default_factory=list)
+
+
+def query_phrases(query: str) -> list[tuple[str, ...]]:
+    """The identifiers a query holds (see `_JOINED`: a name, a path, a version, a flag
+    written as one token), each as its words: `tenant_id` -> (tenant, id). BM25
+    searches their words apart. Plain words and English compounds are none: on LoCoMo
+    dev, holding hyphenated words and quoted titles whole cost turn hits."""
+    pieces = [token for token in query.split() if _identifier(token)]
+    found: list[tuple[str, ...]] = []
+    for piece in pieces:
+        words = tuple(terms(piece))
+        if len(words) >= 2 and words not in found:
+            found.append(words)
+    return found
+
+
+def _identifier(token: str) -> bool:
+    if _JOINED.search(token):
+        return True
+    hyphenated = _HYPHENATED.search(token) is not None
+    return hyphenated and (token.startswith("-") or any(c.isdigit() for c in token))
 
 
 def query_terms(query: str) -> list[str]:
@@ -210,6 +239,9 @@ def search(
         fused.boosted["room"] = lifted
     if weights.speaker > 0:
         _boost_speaker(query, facets, fused, weights.speaker, max(SPEAKER_TOP, limit))
+    phrases = query_phrases(query) if weights.phrase > 0 else []
+    if phrases:
+        _boost_phrases(store, phrases, fused, weights.phrase, max(PHRASE_TOP, limit))
     order = fused.best(len(fused.rowids))
     order = order[np.asarray(facets.stored, bool)[order]][:limit].tolist()
     drawers = store.get(fused.rowids[order].tolist())
@@ -251,6 +283,28 @@ def _boost_speaker(query: str, facets: Facets, fused: Fused, weight: float, top:
     lifted[[i for i in best if speakers[i] == speaker]] = True
     fused.scores[lifted] *= 1 + weight
     fused.boosted["speaker"] = lifted
+
+
+def _boost_phrases(
+    store: DrawerStore, phrases: list[tuple[str, ...]], fused: Fused, weight: float, top: int
+) -> None:
+    """Each of the `top` best candidates whose text holds one of `phrases` whole (its
+    words in a row) gains `weight / (k + 1)`, as if first in a list of that weight: BM25
+    ranks the words of `tenant_id` apart, so exchanges saying "tenant" and "id" here and
+    there would outrank the one that names it. Only candidates' own text is read, never
+    another drawer's, so what the caller may not read plays no part."""
+    best = fused.best(top).tolist()
+    rows = store.get(fused.rowids[best].tolist())
+    wanted = [f" {' '.join(words)} " for words in phrases]
+    lifted = np.zeros(len(fused.rowids), bool)
+    for i in best:
+        drawer = rows.get(int(fused.rowids[i]))
+        if drawer is None:
+            continue
+        said = f" {' '.join(terms(drawer.content))} "
+        lifted[i] = any(phrase in said for phrase in wanted)
+    fused.scores[lifted] += weight / (RRF_K + 1)
+    fused.boosted["phrase"] = lifted
 
 
 def _boost_sources(facets: Facets, fused: Fused, weight: float) -> None:

@@ -1,0 +1,75 @@
+"""An identifier in a query (`tenant_id`, `src/quay/cache.py`, `v0.5.1`) lifts the
+candidates that hold it whole: BM25 searches its words apart, so
+exchanges using the words here and there would outrank the one that names it."""
+
+from __future__ import annotations
+
+import pytest
+
+from memhubd.recall.ids import content_hash
+from memhubd.recall.search import Weights, query_phrases, search
+from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore, NewDrawer
+
+NOISE = [
+    "The tenant asked for the id of their invoice; the card of the tenant was lost.",
+    "Each tenant gets an id. The tenant table keys on id, tenant by tenant.",
+    "Which id does the tenant see? The id of the tenant's plan, per tenant.",
+    "Tenant onboarding: issue an id, then the tenant signs; id checks per tenant.",
+]
+HOLDER = "The loader raised KeyError: 'tenant_id' when the config row was missing."
+
+
+@pytest.mark.parametrize(
+    ("query", "phrases"),
+    [
+        ("KeyError: 'tenant_id'", [("tenant", "id")]),
+        ("where is src/quay/cache.py:142", [("src", "quay", "cache", "py", "142")]),
+        ("upgrade to v0.5.1 with --dry-run", [("v0", "5", "1"), ("dry", "run")]),
+        ("PROJ-1234 and rate-limiter-v2", [("proj", "1234"), ("rate", "limiter", "v2")]),
+        ('what did we say about "session cookie" expiry', []),
+        ("How does Melanie prioritize self-care?", []),
+        ("What did Caroline's kids paint?", []),
+        ("tenant id", []),
+    ],
+)
+def test_identifiers_and_quoted_words_are_phrases(query: str, phrases: list) -> None:
+    assert query_phrases(query) == phrases
+
+
+@pytest.fixture
+def notes(store: DrawerStore) -> DrawerStore:
+    other = [
+        f"Harbour crane {i} moved {i * 7} containers before the shift ended." for i in range(30)
+    ]
+    texts = [*NOISE, HOLDER, *other]
+    store.write(
+        [
+            NewDrawer(
+                id=f"n{i}",
+                room="default",
+                content=text,
+                source_file=f"n{i}.md",
+                source_kind="markdown",
+                chunk_index=0,
+                content_hash=content_hash(text),
+                identity="test",
+            )
+            for i, text in enumerate(texts)
+        ],
+        None,
+        None,
+        AuditEntry("test", "test", "ingest"),
+    )
+    return store
+
+
+def first(store: DrawerStore, query: str, weights: Weights) -> str:
+    return search(store, None, query, DrawerFilter(), 5, weights).hits[0].drawer.content
+
+
+def test_the_drawer_holding_the_identifier_whole_comes_first(notes: DrawerStore) -> None:
+    assert first(notes, "tenant_id", Weights(phrase=0)) != HOLDER  # BM25 alone
+    hits = search(notes, None, "tenant_id", DrawerFilter(), 5, Weights()).hits
+    assert hits[0].drawer.content == HOLDER
+    assert "phrase" in hits[0].signals
+    assert all("phrase" not in h.signals for h in hits[1:])
