@@ -260,3 +260,40 @@ def test_a_re_ingest_takes_the_text_out_of_the_context_an_older_delete_left(
         fts_consistent(path)
     finally:
         store.close()
+
+
+def test_a_delete_leaves_another_writers_copy_of_the_source_as_it_is(tmp_path: Path) -> None:
+    def live_of(identity: str) -> dict[str, tuple[int, str | None]]:
+        with sqlite3.connect(path) as connection:
+            rows = connection.execute(
+                "SELECT id, rowid, context FROM drawers WHERE deleted_at IS NULL AND identity = ?",
+                (identity,),
+            )
+            return {i: (rowid, context) for i, rowid, context in rows.fetchall()}
+
+    # Given the same transcript ingested by alice for leads only, and by bob in his room
+    path = tmp_path / "ws.db"
+    store = open_store(path)
+    assert isinstance(store, SQLiteStore)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(path.with_suffix(".locks")))
+    alice = options(identity="alice", readers=("lead",), room="leads", replaces_others=False)
+    bob = options(identity="bob", room="bobs", replaces_others=False)
+    try:
+        ingestor.ingest_text(SOURCE, transcript(), alice)
+        ingestor.ingest_text(SOURCE, transcript(), bob)
+        alices = live_of("alice")
+        (bobs_secret,) = [
+            d.id
+            for b in store.iter_live(100)
+            for d in b
+            if d.identity == "bob" and SECRET in d.content
+        ]
+        # When bob deletes his copy of the exchange
+        assert store.soft_delete(bobs_secret, DELETE) is not None
+        # Then alice's drawers, which bob may not read, are the same rows as before
+        assert live_of("alice") == alices
+        assert sum(SECRET in (c or "") for _r, c in alices.values()) == 2  # her neighbours
+        # and bob's neighbours lost the text
+        assert not any(SECRET in (c or "") for _r, c in live_of("bob").values())
+    finally:
+        store.close()
