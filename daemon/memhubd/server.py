@@ -150,11 +150,11 @@ def bind_unix(path: str, mode: int, group: str | None) -> UnixListener:
     return UnixListener(sock, path, created.st_dev, created.st_ino)
 
 
-def _let_group_through(directory: str, gid: int, group: str, made: bool) -> None:
+def _let_group_through(directory: str, gid: int, group: str, made: bool) -> Path | None:
     """`socket_group` reaches the socket only through directories it may search. One
     made here for the socket gets the group and mode 0710 (search, no listing); one
     found that stops the group (this one or one above it) is named in a warning, since
-    another's directory is not ours to open."""
+    another's directory is not ours to open, and returned."""
     if made:
         os.chown(directory, -1, gid)
         os.chmod(directory, 0o710)
@@ -168,7 +168,8 @@ def _let_group_through(directory: str, gid: int, group: str, made: bool) -> None
             directory=str(place),
             fix=f"let the group search it (chgrp {group} + chmod g+x), or move the socket",
         )
-        return
+        return place
+    return None
 
 
 def _clear_stale_socket(path: str) -> None:
