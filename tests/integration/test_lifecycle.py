@@ -68,7 +68,14 @@ class Process:
         ]
         for name, path in workspaces.items():
             args += ["--workspace", f"{name}={path}"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # As a shell starts it, whatever this run inherited: the suite run under `nohup`
+        # would start every daemon ignoring SIGHUP (which the nohup test checks apart).
+        self.proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
+        )
         _STARTED.append(self)
 
     def client(self) -> httpx.Client:
