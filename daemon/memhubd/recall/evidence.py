@@ -9,6 +9,7 @@ the drawer's content, so what is agreed can be traced back to what was said.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,15 +24,41 @@ RESERVED_FIELDS = ("evidence",)
 # and a string has no escape for it): a quote never holds one.
 _BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 # A sentence runs to its end mark (and closing quotes), to a line end or to one of those.
-_SENTENCE = re.compile(
-    rf"[^.!?。！？\n{_BREAKS}]+(?:[.!?。！？]+['\")\]]*|[\n{_BREAKS}]|$)"
-)
+_SENTENCE = re.compile(rf"[^.!?。！？\n{_BREAKS}]+(?:[.!?。！？]+['\")\]]*|[\n{_BREAKS}]|$)")
 _BREAK = re.compile(f"[{_BREAKS}]")
 _WORD = re.compile(r"[^\W_]+")
-# Atoms that need no quoting; letters and digits of any script, as memdsl allows them.
-_TYPE = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
-_NAME = re.compile(r"\w[\w.\-]*")
-_KEY = re.compile(r"[^\W\d]\w*")
+
+
+def _word(ch: str) -> bool:
+    """A character of a name: a letter, digit or mark of any script (the vowel signs of
+    Devanagari or Tamil, an accent typed apart) or `_`, as memdsl's atoms allow."""
+    return ch == "_" or ch.isalnum() or unicodedata.category(ch).startswith("M")
+
+
+def _starts_word(ch: str) -> bool:
+    return ch == "_" or (ch.isalpha() and not unicodedata.category(ch).startswith("M"))
+
+
+def _is_key(text: str) -> bool:
+    """A field name: a word that starts with a letter or `_`."""
+    return bool(text) and _starts_word(text[0]) and all(map(_word, text))
+
+
+def _is_type(text: str) -> bool:
+    """A type name: field-name-like words joined by dots (`fact`, `team.rule`)."""
+    return all(_is_key(part) for part in text.split("."))
+
+
+def _is_name(text: str) -> bool:
+    """A declaration name: words, dots and hyphens, starting with a word character."""
+    return (
+        bool(text)
+        and _word(text[0])
+        and not unicodedata.category(text[0]).startswith("M")
+        and all(_word(ch) or ch in ".-" for ch in text)
+    )
+
+
 _COMMON = frozenset(
     "a an and are as at be by for from has have in is it its of on or that the this to was "
     "we were will with".split()
@@ -125,7 +152,7 @@ def fields_from_pairs(pairs: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs.items():
         parts = key.split(".")
-        if not all(_KEY.fullmatch(part) for part in parts):
+        if not all(_is_key(part) for part in parts):
             raise EvidenceError(f"field name {key!r} is not a .mem field name", "fields")
         if parts[0] in RESERVED_FIELDS:
             raise EvidenceError("'evidence' is written from the drawer; do not set it", "fields")
@@ -150,11 +177,11 @@ class _Declaration:
 
 def declaration_name(kind: str, name: str) -> str:
     """`name`, also accepted as `kind:name`; both must be plain `.mem` atoms."""
-    if not _TYPE.fullmatch(kind):
+    if not _is_type(kind):
         raise EvidenceError(f"type {kind!r} is not a .mem type name", "type")
     if name.startswith(kind + ":"):
         name = name[len(kind) + 1 :]
-    if not _NAME.fullmatch(name):
+    if not _is_name(name):
         raise EvidenceError(f"id {name!r} is not a .mem declaration name", "id")
     return name
 

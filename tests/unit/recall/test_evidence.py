@@ -129,3 +129,19 @@ def test_names_and_fields_of_any_script_make_a_declaration_as_memdsl_reads_it() 
     (declaration,) = parse_text(text).declarations
     assert declaration.id == "fakt:café.lieferung_2"
     assert declaration.fields["größe"] == "groß"
+
+
+@pytest.mark.parametrize(
+    "name", ["समीक्षा", "தமிழ்", "cafe\u0301.lieferung", "報告.第1版", "x-1.y_2"]
+)
+def test_a_name_of_letters_and_marks_of_any_script_is_taken(name: str) -> None:
+    text = declaration_source("note", name, {}, "q", "drawer_w_r_1234abcd", "f")
+    (declaration,) = parse_text(text).declarations
+    assert declaration.id == f"note:{name}"
+
+
+@pytest.mark.parametrize("name", ["\u0301cafe", "-x", "a b", "a:b", 'a"b', ".x"])
+def test_a_name_that_is_no_atom_is_refused(name: str) -> None:
+    with pytest.raises(EvidenceError) as caught:
+        declaration_source("note", name, {}, "q", "drawer_x", "f")
+    assert caught.value.field == "id"
