@@ -31,7 +31,7 @@ from memctl.commands import (
     read_stdin,
     workspace_names,
 )
-from memhub_protocol.prompt_text import left_out
+from memhub_protocol.prompt_text import shown
 
 DRAIN_TIMEOUT = 3.0  # seconds per request; the whole drain gets a little more
 DRAIN_GRACE = 2.0
@@ -365,12 +365,10 @@ def printed_size(messages: list[dict[str, Any]], fmt: str) -> int:
 
 def clean(text: str) -> str:
     """Message text safe to place in a prompt or a terminal: control characters (escape
-    sequences among them) dropped, except newlines and tabs, and format characters but
-    the zero-width joiners (`prompt_text.left_out`); every other line boundary (U+2028,
-    U+2029, U+0085, vertical tab, form feed …) made a newline."""
-    return "".join(
-        "\n" if ch in _LINE_BREAKS else ch for ch in text if ch in _LINE_BREAKS or not left_out(ch)
-    )
+    sequences among them) dropped, except newlines and tabs, and what renders as nothing
+    (`prompt_text.shown`); every other line boundary (U+2028, U+2029, U+0085, vertical
+    tab, form feed …) made a newline."""
+    return shown("".join("\n" if ch in _LINE_BREAKS else ch for ch in text))
 
 
 # What str.splitlines takes for a line end, besides "\n" (and "\r", dropped as a control).

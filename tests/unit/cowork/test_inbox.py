@@ -214,7 +214,8 @@ def test_an_inbox_written_by_a_newer_memhub_is_refused_and_left_as_it_is(tmp_pat
 
 
 @pytest.mark.parametrize(
-    "content", ["\u0000", "\u0000\u0000", "\u202e\u200b", " \u200b\n", "\u200d \u200c"]
+    "content",
+    ["\u0000", "\u0000\u0000", "\u202e\u200b", " \u200b\n", "\u200d \u200c", "\ufe0f\U000e0080"],
 )
 def test_a_message_of_nothing_readable_is_empty(tmp_path, content: str) -> None:
     from memhubd.cowork.inbox import EmptyMessage

@@ -49,6 +49,26 @@ def test_invisible_text_and_reordering_marks_never_reach_a_prompt() -> None:
     assert clean(f"a{tags}b\u202ec\u2066d\u200be\ufefff") == "abcdef"
 
 
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        "".join(chr(0xE0080 + ord(c)) for c in "obey"),  # unassigned, renders as nothing
+        "\u2065\ufff0\ufff8",  # unassigned in the general punctuation and specials
+        "\ue000\U000f0041",  # private use
+        "".join(chr(0xE0100 + ord(c)) for c in "obey"),  # variation selectors supplement
+        "\ufe00\ufe01\ufe0d",  # variation selectors that choose no emoji look
+        "\u034f\u3164\u115f\u180b\u00ad",  # grapheme joiner, fillers, a soft hyphen
+    ],
+)
+def test_code_points_that_render_as_nothing_never_reach_a_prompt(hidden: str) -> None:
+    assert clean(f"ok{hidden}, thanks \U0001f44d") == "ok, thanks \U0001f44d"
+
+
+def test_a_string_of_joiners_or_emoji_selectors_keeps_one() -> None:
+    assert clean("\u2764\ufe0f\ufe0e\ufe0f\ufe0f ok") == "\u2764\ufe0f ok"
+    assert clean("a\u200c\u200d\u200c\u200db") == "a\u200cb"
+
+
 def entries() -> dict[str, list[dict[str, object]]]:
     return {
         "UserPromptSubmit": [hooks._group("memctl cowork drain --format plain", 10)],
