@@ -84,23 +84,52 @@ def back_up(
     report = Report(state_dir, destination)
     for relative, why in _walk(state_dir, report):
         source, target = state_dir / relative, destination / relative
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if why == "sqlite":
-            copied = Copied(relative.as_posix(), "sqlite", _copy_database(source, target))
-        else:
-            copied = Copied(relative.as_posix(), "file", _copy_file(source, target))
-        os.chmod(target, stat.S_IMODE(source.stat().st_mode) & 0o700 or 0o600)
+        _private_directories(destination, relative.parent)
+        try:
+            mode = source.stat().st_mode
+            if why == "sqlite":
+                copied = Copied(relative.as_posix(), "sqlite", _copy_database(source, target))
+            else:
+                copied = Copied(relative.as_posix(), "file", _copy_file(source, target))
+        except FileNotFoundError:
+            # Gone while the backup ran (a workspace removed meanwhile, its store moved
+            # under removed/, which is copied when the walk reaches it).
+            target.unlink(missing_ok=True)
+            report.skipped.append((relative.as_posix(), "gone during the backup"))
+            continue
+        os.chmod(target, stat.S_IMODE(mode) & 0o700 or 0o600)
         report.copied.append(copied)
         if progress is not None:
             progress(copied)
     return report
 
 
+def _private_directories(root: Path, relative: Path) -> None:
+    """Make `root / relative` and the directories between, each mode 0700."""
+    place = root
+    for part in relative.parts:
+        place = place / part
+        if not place.is_dir():
+            place.mkdir(mode=0o700)
+            os.chmod(place, 0o700)  # whatever the umask
+
+
 def _walk(root: Path, report: Report) -> Iterator[tuple[Path, str]]:
     """(path relative to `root`, "sqlite" or "file") of what to copy, in name order;
-    what is left out goes to `report.skipped`."""
-    for directory, names, files in os.walk(root):
+    what is left out goes to `report.skipped`. Links are followed, as the daemon
+    follows them (a `recall/` on another disk), each directory once."""
+    seen: set[tuple[int, int]] = set()
+    for directory, names, files in os.walk(root, followlinks=True):
         here = Path(directory)
+        try:
+            found = here.stat()
+        except OSError:
+            continue
+        if (found.st_dev, found.st_ino) in seen:  # a link back to where the walk has been
+            report.skipped.append((here.relative_to(root).as_posix() + "/", "a loop"))
+            names.clear()
+            continue
+        seen.add((found.st_dev, found.st_ino))
         names.sort()
         if here == root:
             for name in [n for n in names if n in REBUILT]:
@@ -111,7 +140,11 @@ def _walk(root: Path, report: Report) -> Iterator[tuple[Path, str]]:
             relative = path.relative_to(root)
             if name in DAEMON_OWN_NAMES or name.endswith(DAEMON_OWN_SUFFIXES):
                 continue  # the daemon's lock, an open database's own files
-            mode = path.lstat().st_mode
+            try:
+                mode = path.stat().st_mode
+            except OSError as error:  # a dangling link, or gone meanwhile
+                report.skipped.append((relative.as_posix(), error.strerror or "unreadable"))
+                continue
             if not stat.S_ISREG(mode):
                 report.skipped.append((relative.as_posix(), "not a regular file"))
                 continue
@@ -129,6 +162,8 @@ def _is_sqlite(path: Path) -> bool:
 def _copy_database(source: Path, target: Path) -> int:
     """SQLite's online backup of `source` into `target`, then a quick check of the copy.
     The source is opened read-only; a writer of it goes on meanwhile."""
+    if not source.exists():
+        raise FileNotFoundError(source)
     try:
         reader = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True, timeout=30)
         try:
@@ -143,6 +178,8 @@ def _copy_database(source: Path, target: Path) -> int:
         finally:
             reader.close()
     except sqlite3.Error as error:
+        if not source.exists():  # moved away while it was read
+            raise FileNotFoundError(source) from None
         raise BackupError(f"{source}: cannot be backed up: {error}") from None
     if verdict != "ok":
         raise BackupError(f"{source}: its copy fails SQLite's check: {verdict}")
