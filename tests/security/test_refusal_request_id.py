@@ -83,3 +83,28 @@ def test_a_refusal_below_the_api_is_counted_in_the_request_metrics(daemon: LiveD
 
     assert refused(431) == before[431] + 1
     assert refused(400) == before[400] + 1
+
+
+def test_a_body_too_slow_is_counted_once_by_the_route_that_began_it(daemon: LiveDaemon) -> None:
+    def counts() -> dict[str, float]:
+        with daemon.http(daemon.admin_token) as client:
+            text = client.get("/metrics").text
+        return {
+            line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("memhub_requests_total{")
+        }
+
+    before = counts()
+    head = (
+        "POST /v1/workspaces/writing/recall/search HTTP/1.1\r\nhost: x\r\n"
+        f"authorization: Bearer {daemon.admin_token}\r\ncontent-type: application/json\r\n"
+        "content-length: 40\r\n\r\n"
+    )
+    status, _headers = exchange(daemon, head.encode() + b'{"query": "x"}')  # 26 bytes short
+
+    assert status == 408
+    after = counts()
+    grown = {key: after[key] - before.get(key, 0.0) for key in after}
+    assert sum(grown.values()) == 2  # this request and the first /metrics read
+    assert not any('route="refused"' in key and grown[key] for key in grown)

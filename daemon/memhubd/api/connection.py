@@ -170,7 +170,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             # A response is already on the wire: another status line would corrupt it.
             self.transport.close()
             return
-        if self.limits.on_refused is not None:
+        begun = self.cycle is not None and not self.cycle.response_complete
+        if self.limits.on_refused is not None and not begun:
+            # A request the app has begun (its body too slow) is counted by the app.
             self.limits.on_refused(status)
         body = json.dumps(error_envelope(code, message)).encode("ascii")
         head = [
