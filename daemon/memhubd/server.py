@@ -22,7 +22,7 @@ import socket
 import stat
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,8 +125,7 @@ class UnixListener:
 
 def bind_unix(path: str, mode: int, group: str | None) -> UnixListener:
     directory = os.path.dirname(path) or "."
-    made = not os.path.isdir(directory)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    made = _make_directories(directory)
     if group:
         _let_group_through(directory, grp.getgrnam(group).gr_gid, group, made)
     _clear_stale_socket(path)
@@ -150,14 +149,31 @@ def bind_unix(path: str, mode: int, group: str | None) -> UnixListener:
     return UnixListener(sock, path, created.st_dev, created.st_ino)
 
 
-def _let_group_through(directory: str, gid: int, group: str, made: bool) -> Path | None:
-    """`socket_group` reaches the socket only through directories it may search. One
-    made here for the socket gets the group and mode 0710 (search, no listing); one
-    found that stops the group (this one or one above it) is named in a warning, since
-    another's directory is not ours to open, and returned."""
-    if made:
-        os.chown(directory, -1, gid)
-        os.chmod(directory, 0o710)
+def _make_directories(directory: str) -> list[Path]:
+    """Make `directory` and those above it that are missing, each mode 0700 whatever the
+    umask; the ones made, outermost first."""
+    missing = []
+    place = Path(directory).absolute()
+    while not place.is_dir():
+        missing.append(place)
+        place = place.parent
+    for made in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by someone else
+            made.mkdir(mode=0o700)
+            os.chmod(made, 0o700)
+    return list(reversed(missing))
+
+
+def _let_group_through(
+    directory: str, gid: int, group: str, made: Sequence[Path] = ()
+) -> Path | None:
+    """`socket_group` reaches the socket only through directories it may search. Those
+    made here for the socket (`made`) get the group and mode 0710 (search, no listing);
+    one found that stops the group (this one or one above it) is named in a warning,
+    since another's directory is not ours to open, and returned."""
+    for place in made:
+        os.chown(place, -1, gid)
+        os.chmod(place, 0o710)
     for place in (Path(directory).resolve(), *Path(directory).resolve().parents):
         found = place.stat()
         if found.st_mode & 0o001 or (found.st_gid == gid and found.st_mode & 0o010):

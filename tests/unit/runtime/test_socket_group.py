@@ -39,14 +39,14 @@ def test_a_directory_made_for_the_socket_lets_its_group_through(open_base: Path)
     made = (open_base / "run").stat()
     assert made.st_gid == os.getgid()
     assert stat.S_IMODE(made.st_mode) == 0o710
-    assert _let_group_through(str(open_base / "run"), os.getgid(), GROUP, False) is None
+    assert _let_group_through(str(open_base / "run"), os.getgid(), GROUP) is None
 
 
 def test_a_directory_that_stops_the_group_is_named(open_base: Path) -> None:
     (open_base / "closed").mkdir(mode=0o700)
     bound(open_base / "closed" / "d.sock", GROUP)
 
-    stopping = _let_group_through(str(open_base / "closed"), os.getgid(), GROUP, False)
+    stopping = _let_group_through(str(open_base / "closed"), os.getgid(), GROUP)
 
     assert stopping == open_base / "closed"
     assert stat.S_IMODE((open_base / "closed").stat().st_mode) == 0o700  # not ours to open
@@ -56,3 +56,23 @@ def test_without_a_group_the_directory_stays_private(open_base: Path) -> None:
     bound(open_base / "run" / "d.sock", None)
 
     assert stat.S_IMODE((open_base / "run").stat().st_mode) == 0o700
+
+
+def test_every_directory_made_for_the_socket_lets_its_group_through(open_base: Path) -> None:
+    old = os.umask(0o077)  # as the bundled systemd unit sets it
+    try:
+        bound(open_base / "a" / "b" / "c" / "d.sock", GROUP)
+    finally:
+        os.umask(old)
+
+    for made in ("a", "a/b", "a/b/c"):
+        found = (open_base / made).stat()
+        assert (found.st_gid, stat.S_IMODE(found.st_mode)) == (os.getgid(), 0o710), made
+    assert _let_group_through(str(open_base / "a" / "b" / "c"), os.getgid(), GROUP) is None
+
+
+def test_without_a_group_every_directory_made_is_private(open_base: Path) -> None:
+    bound(open_base / "a" / "b" / "d.sock", None)
+
+    for made in ("a", "a/b"):
+        assert stat.S_IMODE((open_base / made).stat().st_mode) == 0o700, made
