@@ -35,7 +35,9 @@ RRF_K = 60
 MIN_CANDIDATES = 200  # per retriever; also what fusion and the source boost see
 SOURCE_TOP = 3
 SPEAKER_TOP = 100  # the speaker boost looks at this many of the best candidates
-PHRASE_TOP = 50  # the phrase boost reads the text of this many of the best candidates
+# The phrase boost reads the text of this many of the best candidates, however many hits
+# are asked for (at most 100 at every door), so that the first hits never depend on that.
+PHRASE_TOP = 100
 # An identifier: words held together by `_ . / : @ #` (`tenant_id`, `src/quay/cache.py`,
 # `a@b`), or by a hyphen where a digit or a leading dash says it is no English compound
 # (`PROJ-1234`, `rate-limiter-v2`, `--dry-run`; not `self-care`, nor `Caroline's`).
@@ -241,7 +243,7 @@ def search(
         _boost_speaker(query, facets, fused, weights.speaker, max(SPEAKER_TOP, limit))
     phrases = query_phrases(query) if weights.phrase > 0 else []
     if phrases:
-        _boost_phrases(store, phrases, fused, weights.phrase, max(PHRASE_TOP, limit))
+        _boost_phrases(store, phrases, fused, weights.phrase, PHRASE_TOP)
     order = fused.best(len(fused.rowids))
     order = order[np.asarray(facets.stored, bool)[order]][:limit].tolist()
     drawers = store.get(fused.rowids[order].tolist())

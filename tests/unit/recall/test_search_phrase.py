@@ -32,7 +32,9 @@ HOLDER = "The loader raised KeyError: 'tenant_id' when the config row was missin
         ("tenant id", []),
     ],
 )
-def test_identifiers_and_quoted_words_are_phrases(query: str, phrases: list) -> None:
+def test_identifiers_are_phrases_and_quoted_words_or_compounds_are_not(
+    query: str, phrases: list
+) -> None:
     assert query_phrases(query) == phrases
 
 
@@ -73,3 +75,35 @@ def test_the_drawer_holding_the_identifier_whole_comes_first(notes: DrawerStore)
     assert hits[0].drawer.content == HOLDER
     assert "phrase" in hits[0].signals
     assert all("phrase" not in h.signals for h in hits[1:])
+
+
+def test_the_first_hits_do_not_depend_on_how_many_are_asked_for(store: DrawerStore) -> None:
+    noise = [f"Tenant {i} asked which id the billing run {i} gave them." for i in range(90)]
+    holder = "Setup notes. " * 30 + HOLDER  # long: BM25 ranks it last
+    texts = [*noise, holder]
+    store.write(
+        [
+            NewDrawer(
+                id=f"m{i}",
+                room="default",
+                content=text,
+                source_file=f"m{i}.md",
+                source_kind="markdown",
+                chunk_index=0,
+                content_hash=content_hash(text),
+                identity="test",
+            )
+            for i, text in enumerate(texts)
+        ],
+        None,
+        None,
+        AuditEntry("test", "test", "ingest"),
+    )
+    firsts = {
+        limit: [h.drawer.id for h in search(store, None, "tenant_id", DrawerFilter(), limit).hits][
+            :10
+        ]
+        for limit in (10, 50, 51, 100)
+    }
+    assert firsts[10] == firsts[50] == firsts[51] == firsts[100]
+    assert firsts[10][0] == "m90"
