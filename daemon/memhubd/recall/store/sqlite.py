@@ -1091,21 +1091,14 @@ class SQLiteStore(DrawerStore):
         that FTS5 and both caches follow a row deleted and one added."""
         retired: list[int] = []
         for gone in deleted:
-            # Its neighbours from the same ingest: the same writer and readers. Another
-            # writer's copy of the source (which the deleting caller may not read) keeps
-            # its own copy of the exchange, and its context with it.
-            readers = None if gone.readers is None else json.dumps(list(gone.readers))
+            # Its neighbours of the same writer, who keeps one copy of the source. Another
+            # writer's copy (which the deleting caller may not read) keeps its own copy of
+            # the exchange, and its context with it.
             rows = connection.execute(
                 "SELECT rowid, said_at, context FROM drawers WHERE source_file = ? "
                 "AND chunk_index IN (?, ?) AND deleted_at IS NULL AND context IS NOT NULL "
-                "AND identity = ? AND readers IS ?",
-                (
-                    gone.source_file,
-                    gone.chunk_index - 1,
-                    gone.chunk_index + 1,
-                    gone.identity,
-                    readers,
-                ),
+                "AND identity = ?",
+                (gone.source_file, gone.chunk_index - 1, gone.chunk_index + 1, gone.identity),
             ).fetchall()
             for rowid, said_at, context in rows:
                 left = leave_out(context, said_at, gone.content)
