@@ -157,11 +157,17 @@ def _make_directories(directory: str) -> list[Path]:
     while not place.is_dir():
         missing.append(place)
         place = place.parent
-    for made in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # made meanwhile by someone else
-            made.mkdir(mode=0o700)
-            os.chmod(made, 0o700)
-    return list(reversed(missing))
+    made: list[Path] = []
+    for place in reversed(missing):
+        try:
+            place.mkdir(mode=0o700)
+        except FileExistsError:
+            if not place.is_dir():  # a file in the way: the bind names it
+                raise
+            continue  # made meanwhile by someone else: not ours to open
+        os.chmod(place, 0o700)
+        made.append(place)
+    return made
 
 
 def _let_group_through(

@@ -76,3 +76,13 @@ def test_without_a_group_every_directory_made_is_private(open_base: Path) -> Non
 
     for made in ("a", "a/b"):
         assert stat.S_IMODE((open_base / made).stat().st_mode) == 0o700, made
+
+
+def test_a_file_where_the_socket_directory_should_be_is_left_as_it_is(open_base: Path) -> None:
+    (open_base / "notes.txt").write_text("mine")
+    (open_base / "notes.txt").chmod(0o644)
+
+    with pytest.raises(OSError):
+        bound(open_base / "notes.txt" / "d.sock", GROUP)
+
+    assert stat.S_IMODE((open_base / "notes.txt").stat().st_mode) == 0o644
