@@ -82,7 +82,8 @@ def back_up(
     destination.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(destination, 0o700)
     report = Report(state_dir, destination)
-    for relative, why in _walk(state_dir, report):
+    made = destination.stat()
+    for relative, why in _walk(state_dir, report, (made.st_dev, made.st_ino)):
         source, target = state_dir / relative, destination / relative
         _private_directories(destination, relative.parent)
         try:
@@ -114,11 +115,12 @@ def _private_directories(root: Path, relative: Path) -> None:
             os.chmod(place, 0o700)  # whatever the umask
 
 
-def _walk(root: Path, report: Report) -> Iterator[tuple[Path, str]]:
+def _walk(root: Path, report: Report, skip: tuple[int, int]) -> Iterator[tuple[Path, str]]:
     """(path relative to `root`, "sqlite" or "file") of what to copy, in name order;
     what is left out goes to `report.skipped`. Links are followed, as the daemon
-    follows them (a `recall/` on another disk), each directory once."""
-    seen: set[tuple[int, int]] = set()
+    follows them (a `recall/` on another disk), each directory once; never into `skip`
+    (the copy itself, when a link leads to where it is made)."""
+    seen: set[tuple[int, int]] = {skip}
     for directory, names, files in os.walk(root, followlinks=True):
         here = Path(directory)
         try:
@@ -126,7 +128,8 @@ def _walk(root: Path, report: Report) -> Iterator[tuple[Path, str]]:
         except OSError:
             continue
         if (found.st_dev, found.st_ino) in seen:  # a link back to where the walk has been
-            report.skipped.append((here.relative_to(root).as_posix() + "/", "a loop"))
+            why = "the backup itself" if (found.st_dev, found.st_ino) == skip else "a loop"
+            report.skipped.append((here.relative_to(root).as_posix() + "/", why))
             names.clear()
             continue
         seen.add((found.st_dev, found.st_ino))

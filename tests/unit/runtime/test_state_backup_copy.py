@@ -67,3 +67,15 @@ def test_a_file_gone_during_the_backup_is_noted_not_fatal(tmp_path, monkeypatch)
     assert ("recall/gone.db", "gone during the backup") in report.skipped
     assert [c.path for c in report.copied] == ["recall/kept.db"]
     assert not (tmp_path / "copy" / "recall" / "gone.db").exists()
+
+
+def test_a_copy_made_inside_a_linked_directory_is_not_copied_into_itself(tmp_path) -> None:
+    state, disk = tmp_path / "state", tmp_path / "disk" / "recall"
+    store(disk / "team.db")
+    state.mkdir()
+    (state / "recall").symlink_to(disk)
+
+    report = back_up(state, disk / "backup")
+
+    assert ("recall/backup/", "the backup itself") in report.skipped
+    assert [c.path for c in report.copied] == ["recall/team.db"]
