@@ -66,12 +66,21 @@ def left_out(ch: str) -> bool:
 _INVISIBLE_KEPT = _KEPT_FORMAT | PRESENTATION
 
 
+def _same_kind(ch: str, before: str) -> bool:
+    """Whether `ch` follows one of its kind: a joiner a joiner, a selector a selector (a
+    selector then a joiner is how emoji sequences are spelt: 🏳️‍🌈)."""
+    return (ch in _KEPT_FORMAT and before in _KEPT_FORMAT) or (
+        ch in PRESENTATION and before in PRESENTATION
+    )
+
+
 def shown(text: str) -> str:
-    """`text` without what a prompt leaves out: `left_out` characters, and a joiner or
-    presentation selector that follows another (one such after a character at most)."""
+    """`text` without what a prompt leaves out: `left_out` characters, and a joiner
+    after a joiner or a presentation selector after a selector."""
     out: list[str] = []
     for ch in text:
-        if left_out(ch) or (ch in _INVISIBLE_KEPT and out and out[-1] in _INVISIBLE_KEPT):
+        after = out[-1] if out else ""
+        if left_out(ch) or (ch in _INVISIBLE_KEPT and _same_kind(ch, after)):
             continue
         out.append(ch)
     return "".join(out)

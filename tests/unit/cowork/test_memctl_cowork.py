@@ -153,3 +153,8 @@ def test_a_peek_shows_a_partners_text_without_its_escape_sequences() -> None:
     )  # fmt: skip
     assert "\x1b" not in shown and "\x07" not in shown
     assert "last seen never since the daemon started" in shown
+
+
+def test_emoji_spelt_with_a_selector_then_a_joiner_stay_whole() -> None:
+    flag, fire = "\U0001f3f3\ufe0f\u200d\U0001f308", "\u2764\ufe0f\u200d\U0001f525"
+    assert clean(f"proud {flag} {fire}") == f"proud {flag} {fire}"
