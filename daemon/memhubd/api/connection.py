@@ -170,7 +170,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             # A response is already on the wire: another status line would corrupt it.
             self.transport.close()
             return
-        begun = self.cycle is not None and not self.cycle.response_complete
+        # The request the app runs, refused in its body; a pipelined one's head is not it.
+        begun = self.cycle is not None and not self.cycle.response_complete and not self._in_head
         if self.limits.on_refused is not None and not begun:
             # A request the app has begun (its body too slow) is counted by the app.
             self.limits.on_refused(status)
