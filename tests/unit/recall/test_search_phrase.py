@@ -38,19 +38,15 @@ def test_identifiers_are_phrases_and_quoted_words_or_compounds_are_not(
     assert query_phrases(query) == phrases
 
 
-@pytest.fixture
-def notes(store: DrawerStore) -> DrawerStore:
-    other = [
-        f"Harbour crane {i} moved {i * 7} containers before the shift ended." for i in range(30)
-    ]
-    texts = [*NOISE, HOLDER, *other]
+def write_notes(store: DrawerStore, texts: list[str], prefix: str) -> None:
+    """Each text a Markdown note of its own, `<prefix><n>`."""
     store.write(
         [
             NewDrawer(
-                id=f"n{i}",
+                id=f"{prefix}{i}",
                 room="default",
                 content=text,
-                source_file=f"n{i}.md",
+                source_file=f"{prefix}{i}.md",
                 source_kind="markdown",
                 chunk_index=0,
                 content_hash=content_hash(text),
@@ -62,6 +58,15 @@ def notes(store: DrawerStore) -> DrawerStore:
         None,
         AuditEntry("test", "test", "ingest"),
     )
+
+
+@pytest.fixture
+def notes(store: DrawerStore) -> DrawerStore:
+    other = [
+        f"Harbour crane {i} moved {i * 7} containers before the shift ended." for i in range(30)
+    ]
+    texts = [*NOISE, HOLDER, *other]
+    write_notes(store, texts, "n")
     return store
 
 
@@ -81,24 +86,7 @@ def test_the_first_hits_do_not_depend_on_how_many_are_asked_for(store: DrawerSto
     noise = [f"Tenant {i} asked which id the billing run {i} gave them." for i in range(90)]
     holder = "Setup notes. " * 30 + HOLDER  # long: BM25 ranks it last
     texts = [*noise, holder]
-    store.write(
-        [
-            NewDrawer(
-                id=f"m{i}",
-                room="default",
-                content=text,
-                source_file=f"m{i}.md",
-                source_kind="markdown",
-                chunk_index=0,
-                content_hash=content_hash(text),
-                identity="test",
-            )
-            for i, text in enumerate(texts)
-        ],
-        None,
-        None,
-        AuditEntry("test", "test", "ingest"),
-    )
+    write_notes(store, texts, "m")
     firsts = {
         limit: [h.drawer.id for h in search(store, None, "tenant_id", DrawerFilter(), limit).hits][
             :10
