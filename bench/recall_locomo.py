@@ -35,9 +35,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from memhubd.recall import search as search_module  # noqa: E402
+from memhubd.recall.context import said_on  # noqa: E402
 from memhubd.recall.embed import EmbedderSettings, load_embedder  # noqa: E402
 from memhubd.recall.ids import content_hash, drawer_id  # noqa: E402
-from memhubd.recall.ingest.chunk import said_on  # noqa: E402
 from memhubd.recall.search import Weights, search  # noqa: E402
 from memhubd.recall.store import AuditEntry, DrawerFilter, EmbedderRecord, NewDrawer, open_store  # noqa: E402
 

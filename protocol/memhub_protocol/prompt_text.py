@@ -63,7 +63,8 @@ def left_out(ch: str) -> bool:
     return category in ("Cs", "Co")
 
 
-_INVISIBLE_KEPT = _KEPT_FORMAT | PRESENTATION
+# Kept for what they join or how they show it; nothing to read alone.
+INVISIBLE_KEPT = _KEPT_FORMAT | PRESENTATION
 
 
 def _same_kind(ch: str, before: str) -> bool:
@@ -80,7 +81,7 @@ def shown(text: str) -> str:
     out: list[str] = []
     for ch in text:
         after = out[-1] if out else ""
-        if left_out(ch) or (ch in _INVISIBLE_KEPT and _same_kind(ch, after)):
+        if left_out(ch) or (ch in INVISIBLE_KEPT and _same_kind(ch, after)):
             continue
         out.append(ch)
     return "".join(out)

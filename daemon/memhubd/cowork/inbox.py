@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memhub_protocol.prompt_text import PRESENTATION, left_out
+from memhub_protocol.prompt_text import INVISIBLE_KEPT, left_out
 from memhubd.sqlite import UnusableDatabase, into_wal, private_database
 
 SCHEMA_VERSION = 1
@@ -421,8 +421,6 @@ def printed_weight(content: str, form: str) -> int:
 def _readable(content: str) -> bool:
     """Whether `content` holds something to read once blanks and the characters a
     drain leaves out (`prompt_text.left_out`) are set aside."""
-    return any(not ch.isspace() and not left_out(ch) and ch not in _ALONE for ch in content)
-
-
-# Kept for what they join or how they show it; nothing to read alone.
-_ALONE = frozenset("\u200c\u200d") | PRESENTATION
+    return any(
+        not ch.isspace() and not left_out(ch) and ch not in INVISIBLE_KEPT for ch in content
+    )

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memhubd.recall.context import neighbours
-from memhubd.recall.context import said_on as said_on  # still imported from here (bench/)
 from memhubd.recall.ingest.formats import Conversation, Parsed, Turn, heading_starts
 
 WINDOW = 800
