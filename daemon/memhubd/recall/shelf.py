@@ -49,8 +49,9 @@ class RecallShelf:
         self._stores: dict[str, DrawerStore] = {}
         # Names of removed workspaces: their store is being archived, or was.
         self._retired: set[str] = set()
-        # How many times each name was removed: what belongs to one workspace of a name
-        # (an upload's parts) never joins what is sent to a later one.
+        # Removed names not yet added again, each with how many times it was removed: what
+        # belongs to one workspace of a name (an upload's parts) never joins what is sent
+        # to a later one. Bounded by the names removed and not added back.
         self._removals: dict[str, int] = {}
         self._lock = threading.Lock()
         self._embedder: Embeds | None = None
@@ -121,14 +122,18 @@ class RecallShelf:
         self.forget(workspace)
 
     def incarnation(self, workspace: str) -> int:
-        """Which workspace of this name is served: how many times the name was removed."""
+        """Which workspace of this name a part belongs to: 0 while one is served, the
+        removal's count while the name is removed (a request that began before it)."""
         with self._lock:
             return self._removals.get(workspace, 0)
 
     def admit(self, workspace: str) -> None:
-        """Let `workspace`'s store be opened again (a workspace of that name is added)."""
+        """Let `workspace`'s store be opened again (a workspace of that name is added).
+        Parts sent to the removed one meanwhile are dropped, so its count can go."""
         with self._lock:
             self._retired.discard(workspace)
+            self._removals.pop(workspace, None)
+        self.uploads.drop_all(workspace)
 
     def close(self) -> None:
         with self._lock:
