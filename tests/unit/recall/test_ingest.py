@@ -47,6 +47,35 @@ def test_an_appended_transcript_adds_only_what_is_new(
     assert "Added test_backoff_is_capped_at_ten_minutes" in after[-1].content
 
 
+def test_an_exchange_deleted_while_it_grows_stays_deleted_as_it_grows(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    # Given a session seen mid-exchange, whose partial exchange is deleted on purpose
+    lines = fixture_text(CLAUDE).splitlines(keepends=True)
+    ingestor.ingest_text("s.jsonl", "".join(lines[:6]), options())
+    partial = live(store)[-1]
+    store.soft_delete(partial.id, AuditEntry("tester", "test", "delete"))
+    # When the session appends the rest of that exchange
+    report = ingestor.ingest_text("s.jsonl", "".join(lines), options())
+    # Then the grown exchange is not brought back, nor is any of its text
+    assert (report.chunks, report.deleted) == (0, 1)
+    assert len(live(store)) == 2
+    assert not any(partial.content in d.content for d in live(store))
+    assert not any("test_backoff_is_capped_at_ten_minutes" in d.content for d in live(store))
+    # And a later exchange of the same session is stored as usual
+    more = json.dumps(
+        {
+            "type": "user",
+            "sessionId": "3b1f6c2e-9a41-4d2b-8c77-0e5d2f9a1b34",
+            "timestamp": "2025-06-05T10:00:00Z",
+            "message": {"role": "user", "content": "Ship the backoff change to staging."},
+        }
+    )
+    after = ingestor.ingest_text("s.jsonl", "".join(lines) + more + "\n", options())
+    assert (after.chunks, after.deleted) == (1, 1)
+    assert "Ship the backoff change" in live(store)[-1].content
+
+
 def test_a_bad_file_is_reported_and_nothing_of_it_is_stored(
     ingestor: Ingestor, store: DrawerStore
 ) -> None:

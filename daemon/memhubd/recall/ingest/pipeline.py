@@ -540,6 +540,26 @@ class Ingestor:
         seen: dict[str, str] = dry_run.written if dry_run is not None else {}
         places: dict[str, NewDrawer] = {}  # each id's first chunk in the source
         gone: list[NewDrawer] = []  # chunks whose drawer was deleted on purpose
+        deleted: dict[int, list[str]] | None = None  # read when first needed
+
+        def grown_from_deleted(drawer: NewDrawer) -> bool:
+            """Whether the chunk is one deleted on purpose that has grown since (a
+            watched exchange the session still appends to): its place holds a deleted
+            drawer of the same writer whose text it begins with."""
+            nonlocal deleted
+            if not replace_stale:
+                return False
+            if deleted is None:
+                deleted = {}
+                for index, e, content in self.store.deleted_of_source(report.source):
+                    others = e.identity != options.identity
+                    if content and not (
+                        others
+                        and (not options.replaces_others or not _readable(e.readers, options.roles))
+                    ):
+                        deleted.setdefault(index, []).append(content)
+            return any(drawer.content.startswith(c) for c in deleted.get(drawer.chunk_index, ()))
+
         for drawer in drawers:
             previous = stored.get(drawer.chunk_index)
             if previous is not None and previous.content_hash == drawer.content_hash:
@@ -568,7 +588,7 @@ class Ingestor:
             if drawer.id in seen or (existing is not None and not existing.deleted):
                 report.duplicates += 1
                 report.matched_ids.append(drawer.id)
-            elif existing is not None and not existing.retired:
+            elif (existing is not None and not existing.retired) or grown_from_deleted(drawer):
                 report.deleted += 1  # deleted on purpose: re-ingesting must not bring it back
                 gone.append(drawer)
             else:

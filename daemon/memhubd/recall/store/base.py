@@ -313,6 +313,13 @@ class DrawerStore(abc.ABC):
         same text stored under the ids each may read)."""
 
     @abc.abstractmethod
+    def deleted_of_source(self, source_file: str) -> list[tuple[int, Existing, str]]:
+        """(chunk index, drawer, content) of every drawer of one source deleted on
+        purpose (not retired by its source) and not yet purged, with its writer, room
+        and readers: a chunk still growing in its source (a watched exchange) must stay
+        deleted as it grows."""
+
+    @abc.abstractmethod
     def sources(self) -> set[str]:
         """The source of every drawer row, live, soft-deleted or retired (one deleted may
         be ingested again): what still needs its ingest lock after a purge."""

@@ -548,6 +548,31 @@ class SQLiteStore(DrawerStore):
             for index, rowid, i, digest, context, who, room, readers, importance in rows
         ]
 
+    def deleted_of_source(self, source_file: str) -> list[tuple[int, Existing, str]]:
+        with self._readers.connection() as connection:
+            rows = connection.execute(
+                "SELECT chunk_index, rowid, id, content_hash, identity, room, readers, "
+                "content FROM drawers WHERE source_file = ? AND deleted_at IS NOT NULL "
+                "AND retired = 0 ORDER BY rowid",
+                (source_file,),
+            ).fetchall()
+        return [
+            (
+                index,
+                Existing(
+                    rowid,
+                    i,
+                    digest,
+                    True,
+                    identity=who,
+                    room=room,
+                    readers=tuple(json.loads(readers)) if readers is not None else None,
+                ),
+                content,
+            )
+            for index, rowid, i, digest, who, room, readers, content in rows
+        ]
+
     def sources(self) -> set[str]:
         # Two queries, each on a partial index: `drawers_source` (in source order) for
         # the live rows, `drawers_deleted` for the others.
