@@ -654,6 +654,12 @@ class Hub:
             from memhubd.cowork.inbox import inbox_files
 
             kept += inbox_files(inboxes.path_of(name))
+        if self.state_dir is not None:
+            from memhubd.review.keys import key_file
+
+            keys = key_file(self.state_dir, name)
+            if keys.exists():
+                kept.append(keys)
         return kept
 
     def archive(self, name: str) -> Path | None:

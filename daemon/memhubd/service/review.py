@@ -31,6 +31,7 @@ from memhub_protocol.scopes import READ_SUMMARY, REVIEW, WRITE_CANDIDATE
 from memhubd.auth.identity import Identity
 from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, durable, is_proposal_id
 from memhubd.review.durable import exclusive_lock
+from memhubd.review.keys import KeptAnswer, KeyFile
 from memhubd.review.marking import proposed_declaration
 from memhubd.review.targets import suggest_target
 from memhubd.runtime.hub import Hub, WorkspaceHost
@@ -246,16 +247,24 @@ KEYED_FOR_S = 86400.0
 
 class _Keyed:
     """Keyed proposals' answers of one workspace: (proposer, roles, key) -> (made at, the
-    request's fingerprint, the answer). Copies of one key are made one at a time (each
-    key's lock lives while a request of it runs), so copies sent together make one
-    proposal; other keys go on meanwhile."""
+    request's fingerprint, the answer), kept in `file` too when there is a state
+    directory, so that a restart forgets none (`memhubd.review.keys`). Copies of one key are
+    made one at a time (each key's lock lives while a request of it runs), so copies sent
+    together make one proposal; other keys go on meanwhile."""
 
-    def __init__(self) -> None:
+    def __init__(self, file: KeyFile | None = None) -> None:
         self.answers: OrderedDict[tuple[Any, ...], tuple[float, str, dict[str, Any]]] = (
             OrderedDict()
         )
         # key -> (its lock, how many requests of it hold or wait for the lock)
         self.running: dict[tuple[Any, ...], tuple[anyio.Lock, int]] = {}
+        self.file = file
+        if file is not None:
+            for kept in file.read():
+                mine = (kept.identity, kept.roles, kept.key)
+                self.answers.pop(mine, None)  # a later line of a key is its answer now
+                self.answers[mine] = (kept.made_at, kept.fingerprint, kept.answer)
+            self._trim()
 
     @contextlib.asynccontextmanager
     async def one_at_a_time(self, key: tuple[Any, ...], within_s: float) -> AsyncIterator[None]:
@@ -288,7 +297,8 @@ class _Keyed:
         found = self.answers.get(key)
         if found is None:
             return None
-        if time.monotonic() - found[0] > KEYED_FOR_S:
+        # Wall time: what was kept on disk before a restart is measured the same way.
+        if abs(time.time() - found[0]) > KEYED_FOR_S:
             del self.answers[key]
             return None
         return found[1], found[2]
@@ -296,8 +306,28 @@ class _Keyed:
     def forget(self, key: tuple[Any, ...]) -> None:
         self.answers.pop(key, None)
 
-    def put(self, key: tuple[Any, ...], fingerprint: str, answer: dict[str, Any]) -> None:
-        self.answers[key] = (time.monotonic(), fingerprint, answer)
+    async def put(self, key: tuple[Any, ...], fingerprint: str, answer: dict[str, Any]) -> None:
+        made_at = time.time()
+        self.answers.pop(key, None)
+        self.answers[key] = (made_at, fingerprint, answer)
+        self._trim()
+        file = self.file
+        if file is None:
+            return
+        name, roles, given = key
+        kept = KeptAnswer(name, roles, given, made_at, fingerprint, answer)
+        await anyio.to_thread.run_sync(file.append, kept)
+        if file.lines > 2 * KEYED_KEPT:
+            live = [
+                KeptAnswer(n, r, k, at, sealed, said)
+                for (n, r, k), (at, sealed, said) in self.answers.items()
+            ]
+            await anyio.to_thread.run_sync(file.rewrite, live)
+
+    def _trim(self) -> None:
+        now = time.time()
+        for key in [k for k, (at, _f, _a) in self.answers.items() if abs(now - at) > KEYED_FOR_S]:
+            del self.answers[key]
         while len(self.answers) > KEYED_KEPT:
             self.answers.popitem(last=False)
 
@@ -317,7 +347,11 @@ async def propose(
         return await _propose(hub, identity, name, request)
     require_scope(identity, WRITE_CANDIDATE)
     host = host_for(hub, identity, name)
-    keyed = _KEYED.setdefault(host, _Keyed())
+    keyed = _KEYED.get(host)
+    if keyed is None:
+        state_dir = hub.state_dir
+        file = KeyFile(state_dir, host.name, host.root) if state_dir is not None else None
+        keyed = _KEYED.setdefault(host, await anyio.to_thread.run_sync(_Keyed, file))
     fingerprint = hashlib.sha256(
         json.dumps([request.source, request.reason, request.client, request.supersedes]).encode()
     ).hexdigest()
@@ -344,7 +378,7 @@ async def propose(
         # The wait for a copy of this request and for the review lock share one bound.
         budget_s = durable.LOCK_TIMEOUT_S - (time.monotonic() - started)
         answer = await _propose(hub, identity, name, request, budget_s)
-        keyed.put(mine, fingerprint, answer)
+        await keyed.put(mine, fingerprint, answer)
     return {**answer, "replayed": False}
 
 
