@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import structlog
 from recall_fakes import HashingEmbedder, options
 from test_lexical import assert_same, from_fts
 from test_store import fts_consistent
@@ -175,6 +176,26 @@ def test_a_purge_after_a_delete_leaves_no_row_holding_the_text(tmp_path: Path) -
         assert holding_secret(path, live=False) == []
         assert store.lexical(["hunter2"], DrawerFilter(), 10) == []
         fts_consistent(path)
+    finally:
+        store.close()
+
+
+def test_a_purge_right_after_a_delete_is_followed_without_a_rebuild(tmp_path: Path) -> None:
+    # Given the index in memory, a delete (whose neighbours are stored again) and a purge
+    # before any search catches up with either
+    path = tmp_path / "ws.db"
+    store, _ingestor = opened(path)
+    try:
+        store.settle_lexical()
+        built = store._lexical._current
+        store.soft_delete(secret_drawer(store), DELETE)
+        assert store.purge(None, PURGE) == 3
+        # When a search catches up: the purged rows leave, the neighbours' copies stay
+        with structlog.testing.capture_logs() as logs:
+            assert_ranked_as_fts5(store)
+        # Then the index follows without dropping itself (FTS5 would answer meanwhile)
+        assert store._lexical._current is built
+        assert not [e for e in logs if "disagrees" in e["event"]]
     finally:
         store.close()
 

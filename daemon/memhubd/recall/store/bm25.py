@@ -549,8 +549,10 @@ class LexicalCache:
 
 
 def _purged(connection: sqlite3.Connection, held: np.ndarray, last: int) -> np.ndarray:
-    """The rowids among `held` (live in the index, ascending) that no live drawer up to
-    `last` has any more: purged, or deleted unseen."""
+    """The rowids up to `last` among `held` (live in the index, ascending) that no live
+    drawer has any more: purged, or deleted unseen. Rows after `last` were added by this
+    catch-up, from the drawers as they are now."""
+    held = held[held <= last]
     live = np.fromiter(
         (
             r[0]
