@@ -118,7 +118,7 @@ def parse_time(value: Any, field: str = "time") -> int | None:
                 f"'{field}' {text!r} is ambiguous (a date or epoch seconds?): {AMBIGUOUS_HINT}",
                 field,
             )
-        if text.lstrip("-").isdigit():
+        if text.isascii() and text.lstrip("-").isdigit():  # never '２０２５' (a year)
             try:
                 return _in_years(int(text), field)
             except ValueError:  # digits int() refuses: '²', or thousands of them
@@ -341,13 +341,21 @@ class SearchRequest:
                 raise _invalid(
                     f"'source_kind' must be among {', '.join(SOURCE_KINDS)}", "source_kind"
                 )
+        since, until = (
+            parse_time(data.get("since"), "since"),
+            parse_time(data.get("until"), "until"),
+        )
+        if since is not None and until is not None and since >= until:
+            # `since` counts, `until` does not: such a window holds nothing, and an
+            # answer of no hits would read as "nothing matched".
+            raise _invalid("'since' must be before 'until'", "since")
         return cls(
             query=query,
             limit=_integer(data, "limit", 10, 1, MAX_LIMIT),
             rooms=_names(data, "room", filter_=True),
             source_kinds=kinds,
-            since=parse_time(data.get("since"), "since"),
-            until=parse_time(data.get("until"), "until"),
+            since=since,
+            until=until,
             identities=_names(data, "identity", filter_=True),
             workspaces=_names(data, "workspaces", filter_=True),
         )

@@ -656,3 +656,22 @@ def test_memctl_takes_source_kinds_comma_separated_or_repeated(daemon: LiveDaemo
     assert kinds <= {"markdown", "manual"}
     assert json.loads(together[1])["hits"] == json.loads(apart[1])["hits"]
     assert wrong[0] == 2 and "invalid kind 'pdf'" in wrong[2]
+
+
+def test_a_window_that_holds_nothing_and_a_time_given_twice_are_refused(
+    daemon: LiveDaemon,
+) -> None:
+    path = f"/v1/workspaces/{TEAM}/recall/search"
+    with daemon.http(team_reader(daemon)) as http:
+        twice = http.get(path, params=[("q", QUERY), ("since", "2099-01-01"), ("since", "2000")])
+        backwards = http.get(
+            path, params={"q": QUERY, "since": "2026-01-01", "until": "2025-01-01"}
+        )
+        empty = http.post(path, json={"query": QUERY, "since": 1000, "until": 1000})
+        window = http.post(path, json={"query": QUERY, "since": 1000, "until": 1001})
+    assert twice.status_code == 422
+    assert twice.json()["error"]["message"] == "'since' is given more than once"
+    for refused in (backwards, empty):
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["error"]["message"] == "'since' must be before 'until'"
+    assert window.status_code == 200

@@ -117,3 +117,48 @@ def test_epoch_seconds_are_read_as_digits_or_as_a_number() -> None:
     assert parse_time("-86400", "as_of") == -86400
     assert parse_time("123456789", "as_of") == 123456789
     assert parse_time("020250603", "as_of") == 20250603  # the way to write it as digits
+
+
+# -- a date and a time joined by "T" or a space only; a date alone names no zone --------
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["2025-06-03+05:30", "2025-06-03-08:00", "2025-06-03x10", "2025-06-03_10:00", "2025-06-03T"],
+)
+def test_a_date_with_an_offset_or_an_odd_joint_is_refused_at_every_reader(written: str) -> None:
+    with pytest.raises(ProtocolError):
+        parse_time(written, "since")
+    assert epoch(written) is None
+    assert epoch_of(written) is None
+    with pytest.raises(ProtocolError):
+        _since_us(written)
+    with pytest.raises(TokenError, match="bad expiry"):
+        parse_expiry(written, dt.datetime(2025, 6, 1, tzinfo=dt.UTC))
+
+
+def test_a_date_alone_is_midnight_utc_and_a_space_joins_like_t() -> None:
+    assert parse_time("2025-06-03", "since") == JUNE_3
+    assert parse_time("2025-06-03Z", "since") == JUNE_3
+    assert parse_time("2025-06-03 02:00", "since") == TWO_AM
+    assert parse_time("2025-06-03T07:30+05:30", "since") == TWO_AM
+    assert epoch("2025-06-03 02:00:00-00:00") == TWO_AM
+
+
+# -- ASCII digits only -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "written", ["２０２５", "２０２５０６０３", "١٧٤٨٩٠٨٨٠٠", "２０２５-06-03"]
+)
+def test_digits_of_other_scripts_are_no_time(written: str) -> None:
+    with pytest.raises(ProtocolError):
+        parse_time(written, "as_of")
+    assert epoch(written) is None
+
+
+def test_a_transcripts_seconds_are_read_as_the_doors_read_digits() -> None:
+    assert epoch("1748908800") == JUNE_3
+    assert epoch("1748908800.123456") == JUNE_3  # Slack's ts
+    for loose in ("1_748_908_800", "1.7e9", "+1748908800", "inf", "nan", "0x10"):
+        assert epoch(loose) is None, loose

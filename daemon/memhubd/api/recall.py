@@ -71,8 +71,14 @@ def _search_from_params(request: Request) -> SearchRequest:
         if values:
             data[name] = values
     for name in ("since", "until"):
-        if name in params:  # given empty, it is refused as any malformed time is
-            data[name] = params[name]
+        given = params.getlist(name)
+        if len(given) > 1:
+            # The last would win unseen: `since=2099-01-01&since=2000-01-01`.
+            raise ProtocolError(
+                ErrorCode.INVALID, f"'{name}' is given more than once", {"field": name}
+            )
+        if given:  # given empty, it is refused as any malformed time is
+            data[name] = given[0]
     return SearchRequest.from_json(data)
 
 

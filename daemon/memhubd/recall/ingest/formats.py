@@ -149,6 +149,11 @@ class Parsed:
     reason: str = ""  # why a source that parses to nothing is left out (UNKNOWN_JSON)
 
 
+# Epoch seconds as a transcript writes them: ASCII digits, a fraction at most (as the
+# doors read digits, and Slack writes `ts`).
+_SECONDS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
+
 def epoch(value: Any) -> int | None:
     """Seconds since the epoch from an ISO 8601 string (UTC when it names no zone) or a
     number; None if neither, if digits alone could be a date as well (`2025`,
@@ -160,9 +165,9 @@ def epoch(value: Any) -> int | None:
         seconds = value
     elif isinstance(value, str) and value.strip() and not is_ambiguous_digits(value):
         text = value.strip()
-        try:
+        if _SECONDS.fullmatch(text):  # Slack's "1717400000.123456"; never "1.7e9" or "1_7"
             seconds = float(text)
-        except ValueError:
+        else:
             try:
                 seconds = parse_iso(text).timestamp()
             except (ValueError, OverflowError):
