@@ -41,6 +41,24 @@ def epoch_of(value: Any) -> int | None:
     return int(moment.timestamp())
 
 
+def end_of(value: Any) -> int | None:
+    """Epoch seconds at which a `valid_until` ends the period (exclusive): a date ends
+    with its day, at the next UTC midnight, as memdsl counts a memory expired only once
+    its `valid_until` day is past (lint's stale check); a date-time ends at itself."""
+    end = epoch_of(value)
+    if end is None:
+        return None
+    alone = (
+        not any(joint in value.strip() for joint in "Tt ")
+        if isinstance(value, str)
+        else isinstance(value, date) and not isinstance(value, datetime)
+    )
+    return end + _DAY_S if alone else end
+
+
+_DAY_S = 86400
+
+
 def _facts_of(declaration: Any, superseded: frozenset[str]) -> list[Fact]:
     lifecycle = declaration.lifecycle
     retired = (
@@ -50,7 +68,7 @@ def _facts_of(declaration: Any, superseded: frozenset[str]) -> list[Fact]:
     )
     common = {
         "valid_from": epoch_of(lifecycle.get("as_of")),
-        "valid_to": epoch_of(lifecycle.get("valid_until")),
+        "valid_to": end_of(lifecycle.get("valid_until")),
         "source_declaration": declaration.id,
         "retired": retired,
         "file": declaration.file,

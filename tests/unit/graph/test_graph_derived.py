@@ -4,10 +4,11 @@ cached tuple per workspace that goes away with it."""
 
 from __future__ import annotations
 
+import datetime as dt
 import gc
 
 from memhubd.graph import derived_facts, is_derived_id
-from memhubd.graph.derived import cached_workspaces, epoch_of
+from memhubd.graph.derived import cached_workspaces, end_of, epoch_of
 from memhubd.lang import parse_text
 from memhubd.model import Workspace
 from memhubd.schema import TypeRegistry
@@ -64,9 +65,12 @@ def test_validity_comes_from_the_lifecycle_and_superseded_ones_are_retired() -> 
     facts = derived_facts(workspace())
     redis, nats = facts[0], facts[1]
     assert redis.retired and not redis.valid_at(epoch_of("2026-11-01") or 0)
-    assert (nats.valid_from, nats.valid_to) == (epoch_of("2026-10-28"), epoch_of("2027-01-01"))
+    assert (nats.valid_from, nats.valid_to) == (epoch_of("2026-10-28"), epoch_of("2027-01-02"))
     assert nats.valid_at(epoch_of("2026-10-28") or 0)
-    assert not nats.valid_at(epoch_of("2027-01-01") or 0)  # valid_until is exclusive
+    # A valid_until date is still current on its day, as memdsl's lint reads it (stale
+    # only once the day is past); the period ends at the next midnight, exclusive.
+    assert nats.valid_at(epoch_of("2027-01-01T23:59:59Z") or 0)
+    assert not nats.valid_at(epoch_of("2027-01-02") or 0)
     assert not nats.valid_at(epoch_of("2026-10-27") or 0)
     assert facts[5].valid_from is None and facts[5].valid_at(0)
 
@@ -89,3 +93,13 @@ def test_the_cache_holds_one_entry_per_live_workspace_only() -> None:
     del ws
     gc.collect()
     assert cached_workspaces() == before
+
+
+def test_a_valid_until_date_time_ends_at_itself_and_a_date_with_its_day() -> None:
+    assert end_of("2027-01-01") == epoch_of("2027-01-02")
+    assert end_of("2027-01-01Z") == epoch_of("2027-01-02")
+    assert end_of("2027-01-01T12:00:00Z") == epoch_of("2027-01-01T12:00:00Z")
+    assert end_of("2027-01-01 12:00") == epoch_of("2027-01-01T12:00:00Z")
+    assert end_of(dt.date(2027, 1, 1)) == epoch_of("2027-01-02")
+    assert end_of(dt.datetime(2027, 1, 1, 12, tzinfo=dt.UTC)) == epoch_of("2027-01-01T12:00Z")
+    assert end_of("2026-13-01") is None and end_of(None) is None
