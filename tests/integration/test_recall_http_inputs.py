@@ -126,3 +126,26 @@ def test_search_across_named_workspaces_keeps_its_own_grant_check(daemon: LiveDa
     assert own.status_code == 200 and own.json()["workspaces"] == [TEAM]
     assert other.status_code == 404 and other.json()["error"]["code"] == "workspace_not_found"
     assert every.status_code == 200 and every.json()["workspaces"] == [TEAM]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"room": "ops", "keywords": ["deploy", "k" * 201]}, "keywords"),
+        ({"room": "ops", "keywords": ["deploy"], "display_name": "d" * 201}, "display_name"),
+    ],
+)
+def test_a_taxonomy_keyword_or_label_over_its_bound_is_refused(
+    daemon: LiveDaemon, body: dict[str, Any], field: str
+) -> None:
+    path = f"/v1/workspaces/{TEAM}/recall/taxonomy"
+    with daemon.http(token(daemon, "writer", AGENT, workspaces=[TEAM])) as http:
+        refused = http.post(path, json=body)
+        taken = http.post(
+            path, json={"room": "ops", "keywords": ["k" * 200], "display_name": "d" * 200}
+        )
+        listed = http.get(path).json()
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["detail"]["field"] == field
+    assert taken.status_code == 200, taken.text
+    assert listed == taken.json()

@@ -23,14 +23,21 @@ from memhubd.recall.shelf import RecallShelf
 from memhubd.recall.store import TaxonomyEntry
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import host_for, require_scope
-from memhubd.service.recall import _INGEST, _SEARCH, _audit, _name, _visible, shelf_of
+from memhubd.service.recall import (
+    _INGEST,
+    _SEARCH,
+    MAX_NAME,
+    _audit,
+    _name,
+    _visible,
+    shelf_of,
+)
 
 log = structlog.get_logger("memhubd.service.recall")
 
 REINDEX_BATCH = 256
 # Purges' space reclaiming, one store at a time: a first VACUUM rewrites a whole file.
 _RECLAIM = anyio.CapacityLimiter(1)
-
 
 
 async def delete(
@@ -146,6 +153,16 @@ async def taxonomy_edit(
     require_scope(identity, WRITE_RECALL)
     host_for(hub, identity, name)
     room = _name(request.room, "room") or ""
+    # Each keyword and the label as a room name is bounded: they are read by every
+    # ingest that infers a room and repeated in the audit row of each edit.
+    keywords = tuple(_name(k, "keywords") or "" for k in request.keywords)
+    label = request.display_name
+    if label is not None and len(label) > MAX_NAME:
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            f"'display_name' must be at most {MAX_NAME} characters",
+            {"field": "display_name"},
+        )
     store = shelf_of(hub).store(name)
 
     def work() -> None:
@@ -155,9 +172,7 @@ async def taxonomy_edit(
             ):
                 raise ProtocolError(ErrorCode.NOT_FOUND, f"no taxonomy entry for room '{room}'")
             return
-        entry = TaxonomyEntry(
-            room, tuple(k.strip() for k in request.keywords), request.display_name
-        )
+        entry = TaxonomyEntry(room, keywords, label)
         audit = _audit(identity, door, "taxonomy_edit", room=room, keywords=list(entry.keywords))
         store.set_taxonomy(entry, audit)
 
