@@ -29,9 +29,11 @@ from memctl.commands import (
     add_command,
     non_empty,
     read_stdin,
+    whole_number,
     workspace_names,
 )
 from memhub_protocol.prompt_text import shown
+from memhub_protocol.routes import PEEK_MAX_LIMIT
 
 DRAIN_TIMEOUT = 3.0  # seconds per request; the whole drain gets a little more
 DRAIN_GRACE = 2.0
@@ -91,7 +93,13 @@ def add_cowork_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a.add_argument(
         "partner", nargs="?", type=non_empty, default="auto", help="identity, or auto (default)"
     )
-    a.add_argument("--limit", type=int, default=30, help="most entries (default 30, at most 50)")
+    a.add_argument(
+        "--limit",
+        type=whole_number(1, PEEK_MAX_LIMIT),
+        default=30,
+        metavar="N",
+        help=f"most entries (default 30, at most {PEEK_MAX_LIMIT})",
+    )
     a.add_argument("--since", help="only entries after this RFC 3339 time")
 
 
@@ -149,8 +157,6 @@ def render_status(data: dict[str, Any]) -> str:
 
 
 def cmd_peek(session: Session, args: argparse.Namespace) -> int:
-    if not 1 <= args.limit <= 50:
-        raise CommandFailure("--limit must be 1 to 50")
     params = {"limit": str(args.limit)}
     if args.since is not None:  # given empty: the daemon refuses it, never "all"
         params["since"] = args.since

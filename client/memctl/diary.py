@@ -11,7 +11,8 @@ import argparse
 from functools import partial
 from typing import Any
 
-from memctl.commands import CommandFailure, Session, add_command, read_stdin
+from memctl.commands import CommandFailure, Session, add_command, read_stdin, whole_number
+from memhub_protocol.routes import DIARY_MAX_LIMIT
 
 TYPES = ("OBSERVATION", "LESSON", "PATTERN")
 
@@ -41,7 +42,13 @@ def add_diary_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     a.add_argument("--identity", metavar="NAME", help="whose diary (default: yours)")
     a.add_argument("--type", type=_entry_type, metavar="TYPE", help="only this type")
     a.add_argument("--query", "-q", metavar="TEXT", help="only entries matching, best first")
-    a.add_argument("--limit", type=int, default=20, help="most entries (default 20, at most 100)")
+    a.add_argument(
+        "--limit",
+        type=whole_number(1, DIARY_MAX_LIMIT),
+        default=20,
+        metavar="N",
+        help=f"most entries (default 20, at most {DIARY_MAX_LIMIT})",
+    )
 
 
 def _ws_call(session: Session, name: str, **kwargs: Any) -> Any:
@@ -67,8 +74,6 @@ def cmd_write(session: Session, args: argparse.Namespace) -> int:
 
 
 def cmd_read(session: Session, args: argparse.Namespace) -> int:
-    if not 1 <= args.limit <= 100:
-        raise CommandFailure("--limit must be 1 to 100")
     params = {"limit": str(args.limit)}
     for key, value in (("identity", args.identity), ("type", args.type), ("q", args.query)):
         if value:

@@ -11,7 +11,15 @@ import argparse
 from functools import partial
 from typing import Any
 
-from memctl.commands import CommandFailure, Session, add_command, non_empty, read_text_file
+from memctl.commands import (
+    CommandFailure,
+    Session,
+    add_command,
+    non_empty,
+    read_text_file,
+    whole_number,
+)
+from memhub_protocol.routes import KG_MAX_LIMIT
 
 
 def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -33,7 +41,13 @@ def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     a.add_argument("--object")
     a.add_argument("--as-of", metavar="TIME", help="valid at this instant (ISO or epoch)")
     a.add_argument("--all", action="store_true", help="every period, expired ones included")
-    a.add_argument("--limit", type=int, default=100, help="most triples (default 100)")
+    a.add_argument(
+        "--limit",
+        type=whole_number(1, KG_MAX_LIMIT),
+        default=100,
+        metavar="N",
+        help=f"most triples (default 100, at most {KG_MAX_LIMIT})",
+    )
 
     a = command(actions, "invalidate", cmd_invalidate, "end a triple's validity (never deletes)")
     a.add_argument("triple_id", type=non_empty)

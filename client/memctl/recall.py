@@ -33,6 +33,7 @@ from memhub_protocol.recall import (
     FORMATS,
     HEAD_BYTES,
     MAX_FILES_PER_REQUEST,
+    MAX_LIMIT,
     SOURCE_KINDS,
     UNREADABLE,
     IngestRequest,
@@ -47,6 +48,7 @@ from memhub_protocol.recall import (
     read_text,
     walk_sources,
 )
+from memhub_protocol.routes import WAKE_UP_MAX_LIMIT, WAKE_UP_MIN_BUDGET
 
 # Uploads stay under the daemon's default body limit ([limits] max_body_bytes, 1 MiB).
 BATCH_BYTES = 900 * 1024
@@ -114,12 +116,30 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a.add_argument("--identity", action="append", help="only drawers written by this identity")
     a.add_argument("--since", help="said at or after (ISO date/time or epoch seconds)")
     a.add_argument("--until", help="said before (ISO date/time or epoch seconds)")
-    a.add_argument("--limit", type=int, default=10, help="hits (default 10, at most 100)")
+    a.add_argument(
+        "--limit",
+        type=whole_number(1, MAX_LIMIT),
+        default=10,
+        metavar="N",
+        help=f"hits (default 10, at most {MAX_LIMIT})",
+    )
     a.add_argument("--format", choices=("text", "aaak"), default="text", help="aaak: AAAK only")
 
     a = command(actions, "wake-up", cmd_wake_up, "identity, top drawers, memory map header")
-    a.add_argument("--limit", type=int, default=5, help="drawers (default 5)")
-    a.add_argument("--budget", type=int, default=4000, help="most characters (default 4000)")
+    a.add_argument(
+        "--limit",
+        type=whole_number(1, WAKE_UP_MAX_LIMIT),
+        default=5,
+        metavar="N",
+        help=f"drawers (default 5, at most {WAKE_UP_MAX_LIMIT})",
+    )
+    a.add_argument(
+        "--budget",
+        type=whole_number(WAKE_UP_MIN_BUDGET),
+        default=4000,
+        metavar="CHARS",
+        help=f"most characters (default 4000, at least {WAKE_UP_MIN_BUDGET})",
+    )
     a.add_argument("--format", choices=("text", "aaak"), default="text", help="aaak: one zettel")
     a = command(actions, "compress", cmd_compress, "text as one AAAK zettel (nothing stored)")
     a.add_argument("text", nargs="+", metavar="TEXT", help="the text; '-' reads stdin")
@@ -411,8 +431,6 @@ def _render_ingest(totals: dict[str, Any]) -> str:
 
 
 def cmd_search(session: Session, args: argparse.Namespace) -> int:
-    if not 1 <= args.limit <= 100:
-        raise CommandFailure("--limit must be 1 to 100")
     try:
         since, until = parse_time(args.since, "since"), parse_time(args.until, "until")
     except Exception as error:

@@ -127,6 +127,11 @@ _AAAK = Param("format", choices=("json", "aaak"), description="aaak: add the hit
 RECALL_MAX_LIMIT = 100
 WAKE_UP_MAX_LIMIT = 50
 WAKE_UP_MIN_BUDGET = 200
+# The daemon's bounds of a diary read, a cowork peek and a graph query, named so that
+# memctl refuses a number outside them itself.
+DIARY_MAX_LIMIT = 100
+PEEK_MAX_LIMIT = 50
+KG_MAX_LIMIT = 1000
 _SEVERAL = "; several: repeat it or separate them by commas"
 MAX_LIST_LIMIT = 500  # declarations per page
 MAX_PROPOSALS_LIMIT = 10000
@@ -355,7 +360,7 @@ ROUTES: tuple[Route, ...] = (
             Param("identity", description="whose diary (default: the caller's)"),
             Param("type", choices=("OBSERVATION", "LESSON", "PATTERN")),
             Param("q", description="only entries matching these words, best first"),
-            Param("limit", "integer", 1, 100, description="most entries (default 20)"),
+            Param("limit", "integer", 1, DIARY_MAX_LIMIT, description="most entries (default 20)"),
         ),
     ),
     Route("recall_drawer", "GET", _WS + "/recall/drawers/{drawer_id}", READ_SEARCH, "One drawer."),
@@ -444,7 +449,7 @@ ROUTES: tuple[Route, ...] = (
         READ_SEARCH,
         "A partner's recent activity (`auto`: whoever else acted last), as the caller may see it.",
         params=(
-            Param("limit", "integer", 1, 50, description="most entries (default 30)"),
+            Param("limit", "integer", 1, PEEK_MAX_LIMIT, description="most entries (default 30)"),
             Param("since", description="only entries after this RFC 3339 time"),
         ),
     ),
@@ -469,7 +474,7 @@ ROUTES: tuple[Route, ...] = (
             Param("object", description="exact object"),
             Param("as_of", description="valid at this instant (epoch seconds or ISO 8601)"),
             Param("all", "boolean", description="every period, expired and retired included"),
-            Param("limit", "integer", 1, 1000, description="most triples (default 100)"),
+            Param("limit", "integer", 1, KG_MAX_LIMIT, description="most triples (default 100)"),
         ),
     ),
     Route(

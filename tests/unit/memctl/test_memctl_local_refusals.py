@@ -16,6 +16,14 @@ import pytest
 from memctl.cli import main
 from memhub_protocol.errors import ProtocolError
 from memhub_protocol.models import MAX_BUDGET, MIN_BUDGET_BYTES, QueryRequest
+from memhub_protocol.recall import MAX_LIMIT
+from memhub_protocol.routes import (
+    DIARY_MAX_LIMIT,
+    KG_MAX_LIMIT,
+    PEEK_MAX_LIMIT,
+    WAKE_UP_MAX_LIMIT,
+    WAKE_UP_MIN_BUDGET,
+)
 
 DOWN = "http://127.0.0.1:9"
 AT = ["--url", DOWN, "-w", "team", "--json"]
@@ -76,6 +84,35 @@ def refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[str, s
             ["recall", "ingest", ".", "--request-bytes", "-5"],
             "argument --request-bytes: must be at least 1, not -5",
         ),
+        (["recall", "search", "x", "--limit", "0"], "argument --limit: must be at least 1, not 0"),
+        (
+            ["recall", "search", "x", "--limit", str(MAX_LIMIT + 1)],
+            f"argument --limit: must be at most {MAX_LIMIT}, not {MAX_LIMIT + 1}",
+        ),
+        (["recall", "wake-up", "--limit", "0"], "argument --limit: must be at least 1, not 0"),
+        (
+            ["recall", "wake-up", "--limit", str(WAKE_UP_MAX_LIMIT + 1)],
+            f"argument --limit: must be at most {WAKE_UP_MAX_LIMIT}, not {WAKE_UP_MAX_LIMIT + 1}",
+        ),
+        (
+            ["recall", "wake-up", "--budget", "10"],
+            f"argument --budget: must be at least {WAKE_UP_MIN_BUDGET}, not 10",
+        ),
+        (["diary", "read", "--limit", "0"], "argument --limit: must be at least 1, not 0"),
+        (
+            ["diary", "read", "--limit", str(DIARY_MAX_LIMIT + 1)],
+            f"argument --limit: must be at most {DIARY_MAX_LIMIT}, not {DIARY_MAX_LIMIT + 1}",
+        ),
+        (["cowork", "peek", "--limit", "0"], "argument --limit: must be at least 1, not 0"),
+        (
+            ["cowork", "peek", "--limit", str(PEEK_MAX_LIMIT + 1)],
+            f"argument --limit: must be at most {PEEK_MAX_LIMIT}, not {PEEK_MAX_LIMIT + 1}",
+        ),
+        (["kg", "query", "--limit", "0"], "argument --limit: must be at least 1, not 0"),
+        (
+            ["kg", "query", "--limit", str(KG_MAX_LIMIT + 1)],
+            f"argument --limit: must be at most {KG_MAX_LIMIT}, not {KG_MAX_LIMIT + 1}",
+        ),
     ],
 )
 def test_a_number_out_of_range_is_a_usage_error(
@@ -100,6 +137,13 @@ def test_the_query_bounds_are_the_daemons() -> None:
     ):
         with pytest.raises(ProtocolError):
             QueryRequest.from_json({"query": "x", **bad})
+
+
+def test_the_recall_diary_cowork_and_graph_bounds_are_the_daemons() -> None:
+    from memhubd.service import cowork, diary, graph, recall
+
+    assert (WAKE_UP_MAX_LIMIT, DIARY_MAX_LIMIT) == (recall.WAKE_UP_LIMIT, diary.MAX_READ_LIMIT)
+    assert (PEEK_MAX_LIMIT, KG_MAX_LIMIT) == (cowork.MAX_PEEK_LIMIT, graph.MAX_LIMIT)
 
 
 # -- empty ids and names -------------------------------------------------------------------
