@@ -8,6 +8,7 @@ them. Imports the wire contract and httpx only, never the daemon.
 from __future__ import annotations
 
 import argparse
+import time
 from functools import partial
 from typing import Any
 
@@ -110,9 +111,15 @@ def _triple_line(t: dict[str, Any]) -> str:
         window = "always"
     else:
         start = t["valid_from"] if t["valid_from"] is not None else "always"
-        window = f"{start}..{t['valid_to'] if t['valid_to'] is not None else 'now'}"
+        window = f"{start}..{t['valid_to'] if t['valid_to'] is not None else _open_end(t)}"
     source = f"  from {t['source_declaration']}" if t.get("derived") else ""
     return f"({t['subject']}) --[{t['predicate']}]--> ({t['object']})  [{window}]  id={t['id']}{source}"
+
+
+def _open_end(t: dict[str, Any]) -> str:
+    """A period with no end runs until now, once it has begun; one that starts later
+    is open, not valid yet."""
+    return "open" if t["valid_from"] is not None and t["valid_from"] > time.time() else "now"
 
 
 def _render_triples(answer: dict[str, Any]) -> str:

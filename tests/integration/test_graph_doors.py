@@ -24,6 +24,7 @@ from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
 
 TEAM, WRITING, ASSISTANT = "team-coding", "writing", "assistant"
 T0 = 1_700_000_000
+Y2100 = 4_102_444_800  # 2100-01-01T00:00:00Z
 NATS = "decision:queue.nats_jetstream"
 FORCE_RULE = "teamcode.project_rule:git.no_force_push_main"
 SHARED = """module shared.notes
@@ -175,6 +176,38 @@ def test_a_triple_dated_in_the_future_by_mistake_can_be_withdrawn_and_added_agai
     params = {"subject": "Cai", "as_of": str(future + 10)}
     later = api(daemon, secret, "GET", kg("/triples"), params=params).json()["triples"]
     assert [t["valid_from"] for t in later] == [T0]
+
+
+def test_adding_again_a_triple_that_starts_later_says_it_is_not_valid_yet(
+    daemon: LiveDaemon,
+) -> None:
+    secret = developer(daemon)
+    fact = {"subject": "Dara", "predicate": "chairs", "object": "Board"}
+    added = api(daemon, secret, "POST", kg("/triples"), json={**fact, "valid_from": Y2100})
+    assert added.status_code == 201, added.text
+    ident = added.json()["triples"][0]["id"]
+    # Added again from now: the later start stays, and the answer says it does
+    again = api(daemon, secret, "POST", kg("/triples"), json=fact)
+    assert again.status_code == 200, again.text
+    assert again.json()["created"] is False
+    assert [t["valid_from"] for t in again.json()["triples"]] == [Y2100]
+    assert again.json()["message"] == (
+        "not valid yet: valid from 2100-01-01T00:00:00.000Z; unchanged (to start it earlier, "
+        "invalidate it, which withdraws it, then add it again)"
+    )
+    code, out, err = memctl(daemon, secret, "-w", TEAM, "kg", "add", "Dara", "chairs", "Board")
+    assert (code, out) == (0, f"{again.json()['message']}\n  id: {ident}\n"), err
+    code, out, err = memctl(daemon, secret, "-w", TEAM, "kg", "query", "--subject", "Dara", "--all")
+    assert code == 0 and f"[{Y2100}..open]" in out, err
+    # Withdrawn and added from a start already past: valid until now, and said so
+    withdrawn = api(daemon, secret, "POST", kg(f"/triples/{ident}/invalidate"), json={})
+    assert withdrawn.status_code == 200, withdrawn.text
+    fixed = api(daemon, secret, "POST", kg("/triples"), json={**fact, "valid_from": T0})
+    assert fixed.status_code == 201, fixed.text
+    again = api(daemon, secret, "POST", kg("/triples"), json=fact)
+    assert again.json()["message"] == "already valid; unchanged"
+    code, out, err = memctl(daemon, secret, "-w", TEAM, "kg", "query", "--subject", "Dara")
+    assert code == 0 and f"[{T0}..now]" in out, err
 
 
 def test_a_new_period_never_overlaps_an_ended_one(daemon: LiveDaemon) -> None:

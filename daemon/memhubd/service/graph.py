@@ -46,6 +46,7 @@ from memhubd.recall.store import (
     TripleFilter,
     TripleStats,
 )
+from memhubd.runtime.events import rfc3339
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import (
     View,
@@ -200,8 +201,8 @@ async def kg_add(
     valid_from: Any = None,
     confidence: Any = None,
 ) -> dict[str, Any]:
-    """Add a triple valid from `valid_from` (default now). Adding one that is valid
-    already changes nothing; adding one that was invalidated opens a new period."""
+    """Add a triple valid from `valid_from` (default now). Adding one whose period is
+    open already changes nothing; adding one that was invalidated opens a new period."""
     require_scope(identity, WRITE_RECALL)
     host_for(hub, identity, name)
     s, p, o = _name(subject, "subject"), _name(predicate, "predicate"), _name(obj, "object")
@@ -238,7 +239,7 @@ async def kg_add(
             triple, created = store.add_triple(new, audit)
         except PeriodsOverlap as overlap:
             raise _overlap_refused(store, identity, ident, overlap.periods) from None
-        message = f"added: ({s}) --[{p}]--> ({o})" if created else "already valid; unchanged"
+        message = f"added: ({s}) --[{p}]--> ({o})" if created else _unchanged(triple)
         # The period already valid may cite a drawer hidden from the caller: it is not
         # shown (no drawer, writer, start or confidence). That it holds is said, as check
         # says that a rule the caller cannot read blocks: it binds the caller all the same
@@ -249,6 +250,18 @@ async def kg_add(
         return _answer(name, "add", shown, created=created, message=message)
 
     return await anyio.to_thread.run_sync(work, limiter=_WRITE)
+
+
+def _unchanged(period: Triple) -> str:
+    """What an add answers when the triple's open `period` stays as it is. A period that
+    starts later is not valid yet, and no add moves its start: invalidating it withdraws
+    it, and the triple can then be added from the start meant."""
+    if period.valid_from is None or period.valid_from <= _now():
+        return "already valid; unchanged"
+    return (
+        f"not valid yet: valid from {rfc3339(period.valid_from)}; unchanged (to start it "
+        "earlier, invalidate it, which withdraws it, then add it again)"
+    )
 
 
 def _overlap_refused(
