@@ -178,6 +178,50 @@ def test_a_triple_dated_in_the_future_by_mistake_can_be_withdrawn_and_added_agai
     assert [t["valid_from"] for t in later] == [T0]
 
 
+def test_a_withdrawn_period_counts_as_expired_for_every_caller(daemon: LiveDaemon) -> None:
+    secret = developer(daemon)
+
+    def counts() -> list[tuple[int, int, int]]:
+        out = []
+        for caller in (daemon.admin_token, secret):
+            got = api(daemon, caller, "GET", kg("/stats")).json()["stats"]
+            out.append((got["total"], got["active"], got["expired"]))
+        return out
+
+    before = counts()
+    future = int(time.time()) + 20 * 365 * 86400
+    body = {"subject": "Zed", "predicate": "plans", "object": "Mars2", "valid_from": future}
+    ident = api(daemon, secret, "POST", kg("/triples"), json=body).json()["triples"][0]["id"]
+    withdrawn = api(daemon, secret, "POST", kg(f"/triples/{ident}/invalidate"), json={})
+    assert withdrawn.status_code == 200, withdrawn.text
+    after = counts()
+    # One more in the total and among the expired, for the role-limited caller as for admin
+    for (total, active, expired), (total2, active2, expired2) in zip(before, after, strict=True):
+        assert (total2 - total, active2 - active, expired2 - expired) == (1, 0, 1)
+
+
+def test_two_facts_whose_ids_clash_are_both_kept(daemon: LiveDaemon) -> None:
+    # Their ids' 8 hex digits agree (found by trying objects)
+    secret = developer(daemon)
+    first, second = "Person122548", "Person169710"
+    added = [
+        api(
+            daemon,
+            secret,
+            "POST",
+            kg("/triples"),
+            json={"subject": "Alice", "predicate": "knows", "object": o},
+        )
+        for o in (first, second)
+    ]
+    assert [a.status_code for a in added] == [201, 201], added[1].text
+    one, two = (a.json()["triples"][0] for a in added)
+    assert (one["object"], two["object"]) == (first, second)
+    assert len(two["id"]) == len(one["id"]) + 8 and two["id"].startswith(one["id"])
+    found = api(daemon, secret, "GET", kg("/triples"), params={"object": second}).json()
+    assert [t["id"] for t in found["triples"]] == [two["id"]]
+
+
 def test_adding_again_a_triple_that_starts_later_says_it_is_not_valid_yet(
     daemon: LiveDaemon,
 ) -> None:

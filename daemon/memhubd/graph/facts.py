@@ -20,9 +20,11 @@ def _prefix(text: str) -> str:
     return sanitize(text)[:8] or "x"
 
 
-def triple_id(subject: str, predicate: str, obj: str) -> str:
-    """mempal's id: `triple_{s[:8]}_{p[:8]}_{sha256(s 0 p 0 o)[:8]}` (sanitized parts)."""
-    digest = hashlib.sha256(f"{subject}\0{predicate}\0{obj}".encode()).hexdigest()[:8]
+def triple_id(subject: str, predicate: str, obj: str, digits: int = 8) -> str:
+    """mempal's id: `triple_{s[:8]}_{p[:8]}_{sha256(s 0 p 0 o)[:8]}` (sanitized parts).
+    With `digits=16`, the longer form a fact takes when another holds its id (as a
+    drawer's content does)."""
+    digest = hashlib.sha256(f"{subject}\0{predicate}\0{obj}".encode()).hexdigest()[:digits]
     return f"triple_{_prefix(subject)}_{_prefix(predicate)}_{digest}"
 
 

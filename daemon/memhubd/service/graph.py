@@ -233,12 +233,20 @@ async def kg_add(
                     {"field": "source_drawer", "drawer_id": drawer},
                 )
         ident = triple_id(s, p, o)
-        new = NewTriple(ident, s, p, o, identity.name, start, float(confidence), drawer)
+        # Another fact holding the id (8 hex digits of a hash) makes the store keep
+        # this one under the long form, as a drawer's content does.
+        new = NewTriple(
+            ident, s, p, o, identity.name, start, float(confidence), drawer,
+            long_id=triple_id(s, p, o, 16),
+        )  # fmt: skip
         audit = AuditEntry(identity.name, door, "kg_add", {"triple_id": ident})
         try:
             triple, created = store.add_triple(new, audit)
         except PeriodsOverlap as overlap:
-            raise _overlap_refused(store, identity, ident, overlap.periods) from None
+            # The periods are of the id the store chose (the long one on a clash).
+            raise _overlap_refused(
+                store, identity, overlap.periods[0].id, overlap.periods
+            ) from None
         message = f"added: ({s}) --[{p}]--> ({o})" if created else _unchanged(triple)
         # The period already valid may cite a drawer hidden from the caller: it is not
         # shown (no drawer, writer, start or confidence). That it holds is said, as check
@@ -452,7 +460,15 @@ async def kg_stats(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
                 sum(1 for f in every if f.valid_at(now)),
                 frozenset(v for f in every for v in (f.subject, f.object)),
                 predicates,
-                sum(1 for f in every if f.valid_from is not None and f.valid_from > now),
+                # Upcoming as the store counts it: a period withdrawn before it began
+                # (ending where it starts) is never valid, so it counts as expired.
+                sum(
+                    1
+                    for f in every
+                    if f.valid_from is not None
+                    and f.valid_from > now
+                    and (f.valid_to is None or f.valid_to > f.valid_from)
+                ),
             )
         return _answer(name, "stats", [], stats=stats(counted, _derived(view), now))
 

@@ -92,6 +92,31 @@ def test_adding_a_valid_triple_again_changes_nothing(store: DrawerStore) -> None
     assert [a.action for a in store.audit()] == ["kg"]  # one write, one audit entry
 
 
+# Two facts whose ids' 8 hex digits agree (found by trying objects).
+CLASHING = [("Alice", "knows", "Person122548"), ("Alice", "knows", "Person169710")]
+
+
+def test_two_facts_sharing_an_id_are_both_kept_the_second_under_the_long_id(
+    store: DrawerStore,
+) -> None:
+    (s, p, first), (_s, _p, second) = CLASHING
+    assert triple_id(s, p, first) == triple_id(s, p, second)
+    kept = []
+    for o in (first, second, second):  # the second fact twice: then it is valid already
+        new = NewTriple(triple_id(s, p, o), s, p, o, "tester", T0, long_id=triple_id(s, p, o, 16))
+        kept.append(store.add_triple(new, AuditEntry("t", "test", "kg", {"triple_id": new.id})))
+    (one, made_one), (two, made_two), (again, made_again) = kept
+    assert (made_one, made_two, made_again) == (True, True, False)
+    assert one.id == triple_id(s, p, first) and one.object == first
+    assert two.id == triple_id(s, p, second, 16) and two.object == second
+    assert again.id == two.id and again.object == second
+    assert [f.object for f in facts(store, object=second)] == [second]
+    assert sorted(e.detail["triple_id"] for e in store.audit()) == sorted([one.id, two.id])
+    # Invalidating the second by its id closes it alone
+    assert store.invalidate_triple(two.id, T0 + 5, AUDIT) is not None
+    assert [f.object for f in facts(store, at=T0 + 6)] == [first]
+
+
 def test_timeline_orders_periods_by_time_for_subject_or_object(store: DrawerStore) -> None:
     late = add(store, "Dan", "manages", "Eve", T0 + 50)
     early = add(store, "Eve", "works_at", "Acme", T0 + 10)

@@ -243,6 +243,9 @@ class NewTriple:
     valid_from: int | None = None  # None: now
     confidence: float = 1.0
     source_drawer: str | None = None
+    # The id it is stored under when another fact holds `id` (8 hex digits of a hash
+    # clash): "" for none. `add_triple` answers with the id it used.
+    long_id: str = ""
 
 
 class PeriodsOverlap(Exception):

@@ -1334,6 +1334,20 @@ class SQLiteStore(DrawerStore):
     def add_triple(self, triple: NewTriple, audit: AuditEntry) -> tuple[Triple, bool]:
         now = _now()
         with self._transaction() as connection:
+            fact = (triple.subject, triple.predicate, triple.object)
+            for ident in (triple.id, triple.long_id):
+                held = connection.execute(
+                    "SELECT subject, predicate, object FROM triples WHERE id = ? LIMIT 1",
+                    (ident,),
+                ).fetchone()
+                if ident and (held is None or tuple(held) == fact):
+                    break
+            else:
+                raise ValueError(f"both ids of ({', '.join(fact)}) hold other facts")
+            if ident != triple.id:
+                # Another fact holds the short id: this one is stored under the long.
+                triple = replace(triple, id=ident)
+                audit = replace(audit, detail={**audit.detail, "triple_id": ident})
             row = connection.execute(
                 f"SELECT {_TRIPLE_COLUMNS} FROM triples WHERE id = ? AND valid_to IS NULL",
                 (triple.id,),
