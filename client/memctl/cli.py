@@ -23,12 +23,13 @@ from memhub_protocol.commandline import (
     exit_quietly_on_closed_stdout,
     run_command_line,
 )
-from memhub_protocol.models import MAX_BUDGET, MIN_BUDGET_BYTES
+from memhub_protocol.models import MAX_BUDGET, MAX_QUERY_LIMIT, MIN_BUDGET_BYTES
+from memhub_protocol.routes import MAX_LIST_LIMIT
 from memhub_protocol.scopes import parse_scopes
 
 Handler = Callable[[commands.Session, argparse.Namespace], int]
 REVIEW_STATUSES = ("pending", "approved", "rejected", "all")
-QUERY_LIMIT_MAX = 1000  # the most hits the daemon's QueryRequest takes
+QUERY_LIMIT_MAX = MAX_QUERY_LIMIT  # the most hits the daemon's QueryRequest takes
 non_empty = commands.non_empty
 
 
@@ -163,7 +164,12 @@ def _list(sub: Sub, common: Common) -> None:
     p.add_argument("--type", help="only this memory type")
     p.add_argument("--subject", help="only this subject")
     p.add_argument("--all", action="store_true", help="include inactive declarations")
-    p.add_argument("--limit", type=_positive_int, metavar="N", help="at most N declarations")
+    p.add_argument(
+        "--limit",
+        type=commands.whole_number(1, MAX_LIST_LIMIT),
+        metavar="N",
+        help=f"at most N declarations (at most {MAX_LIST_LIMIT})",
+    )
 
 
 def _query(sub: Sub, common: Common) -> None:

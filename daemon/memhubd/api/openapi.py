@@ -251,7 +251,10 @@ SUCCESS_STATUSES: dict[str, dict[str, str]] = {
     "cowork_push": {"201": "Created: the message waits in the partner's inbox"},
     "recall_ingest": {"201": "Stored", "200": "A dry run, or nothing new stored"},
     "diary_write": {"201": "Stored", "200": "The entry is already in the diary; unchanged"},
-    "kg_add": {"201": "Added", "200": "The triple is valid already; unchanged"},
+    "kg_add": {
+        "201": "Added",
+        "200": "An open period of the triple exists already (valid, or starting later); unchanged",
+    },
     "query": {
         "200": "OK",
         "304": "Not Modified: `If-None-Match` names the answer's current tag; no body",

@@ -31,6 +31,7 @@ from memhub_protocol.recall import (
     IngestRequest,
     SearchRequest,
 )
+from memhub_protocol.routes import WAKE_UP_MIN_BUDGET
 from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, REVIEW, WRITE_RECALL
 from memhubd.auth.identity import Identity
 from memhubd.recall import aaak
@@ -540,9 +541,11 @@ async def wake_up(
         raise ProtocolError(
             ErrorCode.INVALID, f"'limit' must be 1 to {WAKE_UP_LIMIT}", {"field": "limit"}
         )
-    if budget < 200:
+    if budget < WAKE_UP_MIN_BUDGET:
         raise ProtocolError(
-            ErrorCode.INVALID, "'budget' must be at least 200 characters", {"field": "budget"}
+            ErrorCode.INVALID,
+            f"'budget' must be at least {WAKE_UP_MIN_BUDGET} characters",
+            {"field": "budget"},
         )
     shelf = shelf_of(hub)
     header = await _map_header(hub, identity, name)

@@ -108,6 +108,8 @@ def refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[str, s
             ["cowork", "peek", "--limit", str(PEEK_MAX_LIMIT + 1)],
             f"argument --limit: must be at most {PEEK_MAX_LIMIT}, not {PEEK_MAX_LIMIT + 1}",
         ),
+        (["list", "--limit", "0"], "argument --limit: must be at least 1, not 0"),
+        (["list", "--limit", "501"], "argument --limit: must be at most 500, not 501"),
         (["kg", "query", "--limit", "0"], "argument --limit: must be at least 1, not 0"),
         (
             ["kg", "query", "--limit", str(KG_MAX_LIMIT + 1)],
