@@ -23,7 +23,7 @@ from memhubd.recall.store import (
     VectorsUnavailable,
     open_store,
 )
-from memhubd.recall.store.sqlite import fts_query
+from memhubd.recall.store.sqlite import DELETED_OF_SOURCE, fts_query
 
 EMBEDDER = EmbedderRecord("unit", 4)
 AUDIT = AuditEntry("tester", "test", "ingest")
@@ -200,7 +200,7 @@ def test_a_version_1_store_is_migrated_with_its_index_rebuilt(tmp_path: Path) ->
                 (rowid, f"d{rowid}", text, deleted),
             )
     store = open_store(path)
-    assert store.schema_version == CURRENT_VERSION == 6
+    assert store.schema_version == CURRENT_VERSION == 7
     assert [r.rowid for r in store.lexical(["ledger"], DrawerFilter(), 10)] == [1]
     store.write([drawer("plain words", 3, context="the neighbouring zebra")], None, None, AUDIT)
     (hit,) = store.lexical(["zebra"], DrawerFilter(), 10)
@@ -489,3 +489,14 @@ def test_rooms_with_says_which_rooms_a_caller_finds_anything_in(store: DrawerSto
         "alpha",
         "beta",
     }
+
+
+def test_a_sources_deleted_drawers_are_found_through_an_index_not_a_scan(tmp_path: Path) -> None:
+    # A watched source read again at each append asks for them: never a scan of the table
+    store = open_store(tmp_path / "ws.db")
+    store.close()
+    with sqlite3.connect(tmp_path / "ws.db") as connection:
+        plan = connection.execute(
+            f"EXPLAIN QUERY PLAN {DELETED_OF_SOURCE}", ("claude/s.jsonl",)
+        ).fetchall()
+    assert any("USING INDEX drawers_deleted_source" in row[3] for row in plan), plan

@@ -157,6 +157,14 @@ _RETIRED_BEFORE_V5 = [
     )"""
 ]
 
+# v7: the drawers of a source deleted on purpose, found without a scan of the table: a
+# watched source read again at each append asks for them (a grown exchange deleted while
+# it grew stays deleted), and retired rows, one per changed chunk, are left out.
+_DELETED_BY_SOURCE = [
+    """CREATE INDEX drawers_deleted_source ON drawers (source_file, chunk_index)
+        WHERE deleted_at IS NOT NULL AND retired = 0"""
+]
+
 MIGRATIONS: tuple[list[str], ...] = (
     _V1,
     _V2,
@@ -164,5 +172,6 @@ MIGRATIONS: tuple[list[str], ...] = (
     _INDEX_BY_WRITER,
     _RETIRED,
     _RETIRED_BEFORE_V5,
+    _DELETED_BY_SOURCE,
 )
 CURRENT_VERSION = len(MIGRATIONS)

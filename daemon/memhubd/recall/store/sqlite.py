@@ -411,6 +411,14 @@ class _VectorCache:
             self._connection.close()
 
 
+# A source's drawers deleted on purpose, through the index made for it (schema v7).
+DELETED_OF_SOURCE = (
+    "SELECT chunk_index, rowid, id, content_hash, identity, room, readers, content "
+    "FROM drawers WHERE source_file = ? AND deleted_at IS NOT NULL AND retired = 0 "
+    "ORDER BY rowid"
+)
+
+
 class SQLiteStore(DrawerStore):
     """A `DrawerStore` in one SQLite file (plus its `-wal` and `-shm`)."""
 
@@ -550,12 +558,7 @@ class SQLiteStore(DrawerStore):
 
     def deleted_of_source(self, source_file: str) -> list[tuple[int, Existing, str]]:
         with self._readers.connection() as connection:
-            rows = connection.execute(
-                "SELECT chunk_index, rowid, id, content_hash, identity, room, readers, "
-                "content FROM drawers WHERE source_file = ? AND deleted_at IS NOT NULL "
-                "AND retired = 0 ORDER BY rowid",
-                (source_file,),
-            ).fetchall()
+            rows = connection.execute(DELETED_OF_SOURCE, (source_file,)).fetchall()
         return [
             (
                 index,
