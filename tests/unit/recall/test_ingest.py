@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from recall_fakes import HashingEmbedder, fixture_text, options
 
 from memhubd.recall.ingest import Ingestor, SourceLock
@@ -74,6 +75,51 @@ def test_an_exchange_deleted_while_it_grows_stays_deleted_as_it_grows(
     after = ingestor.ingest_text("s.jsonl", "".join(lines) + more + "\n", options())
     assert (after.chunks, after.deleted) == (1, 1)
     assert "Ship the backoff change" in live(store)[-1].content
+
+
+def _session_line(role: str, text: str, minute: int) -> str:
+    message = {
+        "role": role,
+        "content": text if role == "user" else [{"type": "text", "text": text}],
+    }
+    stamp = f"2025-06-03T09:{minute:02d}:00Z"
+    return (
+        json.dumps({"type": role, "sessionId": "s-grow", "timestamp": stamp, "message": message})
+        + "\n"
+    )
+
+
+@pytest.mark.parametrize("partial", [1500, 1900, 3000])
+def test_an_exchange_deleted_while_it_grows_stays_deleted_once_cut_into_windows(
+    ingestor: Ingestor, store: DrawerStore, partial: int
+) -> None:
+    # Given an exchange seen part-written (of `partial` characters), deleted on purpose,
+    # whose reply then grows past one chunk (cut into overlapping windows)
+    reply = " ".join(f"w{n}" for n in range(1300))  # about 6,500 characters
+    head = [
+        _session_line("user", "How do deploys start?", 0),
+        _session_line("assistant", "With the runbook.", 1),
+        _session_line("user", "My token is hunter2, forget it.", 2),
+    ]
+    text = "".join(head)
+    ingestor.ingest_text(
+        "grow.jsonl", text + _session_line("assistant", reply[:partial], 3), options()
+    )
+    (victim,) = [d for d in live(store) if "hunter2" in d.content]
+    tail = victim.content.split()[-1]
+    store.soft_delete(victim.id, AuditEntry("tester", "test", "delete"))
+    report = ingestor.ingest_text(
+        "grow.jsonl", text + _session_line("assistant", reply, 4), options()
+    )
+    # Then none of its windows is stored: neither the deleted words nor its last one
+    assert report.chunks == 0 and report.deleted >= 2
+    rows = (
+        sqlite3.connect(store.path)
+        .execute("SELECT content, coalesce(context, '') FROM drawers WHERE deleted_at IS NULL")
+        .fetchall()
+    )
+    assert len(rows) == 1  # the first exchange
+    assert not any("hunter2" in c or f" {tail} " in f" {c} " for row in rows for c in row)
 
 
 def test_a_bad_file_is_reported_and_nothing_of_it_is_stored(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import posixpath
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -545,7 +546,8 @@ class Ingestor:
         def grown_from_deleted(drawer: NewDrawer) -> bool:
             """Whether the chunk is one deleted on purpose that has grown since (a
             watched exchange the session still appends to): its place holds a deleted
-            drawer of the same writer whose text it begins with."""
+            drawer of the same writer whose text it begins with, or that begins with its
+            text (the exchange grew past one chunk, and this is its first window)."""
             nonlocal deleted
             if not replace_stale:
                 return False
@@ -558,7 +560,16 @@ class Ingestor:
                         and (not options.replaces_others or not _readable(e.readers, options.roles))
                     ):
                         deleted.setdefault(index, []).append(content)
-            return any(drawer.content.startswith(c) for c in deleted.get(drawer.chunk_index, ()))
+            content = drawer.content
+            return any(
+                content.startswith(c) or c.startswith(content)
+                for c in deleted.get(drawer.chunk_index, ())
+            )
+
+        # The exchange (its locator less " part N") of a window found grown from a
+        # deleted drawer: its later windows hold the rest of what grew, and the first of
+        # them the deleted text's end (windows overlap), so they stay deleted with it.
+        grown_exchange: str | None = None
 
         for drawer in drawers:
             previous = stored.get(drawer.chunk_index)
@@ -588,9 +599,16 @@ class Ingestor:
             if drawer.id in seen or (existing is not None and not existing.deleted):
                 report.duplicates += 1
                 report.matched_ids.append(drawer.id)
-            elif (existing is not None and not existing.retired) or grown_from_deleted(drawer):
+            elif (existing is not None and not existing.retired) or (
+                (exchange := _exchange_of(drawer.locator)) is not None
+                and exchange == grown_exchange
+            ):
                 report.deleted += 1  # deleted on purpose: re-ingesting must not bring it back
                 gone.append(drawer)
+            elif grown_from_deleted(drawer):
+                report.deleted += 1
+                gone.append(drawer)
+                grown_exchange = _exchange_of(drawer.locator)
             else:
                 # New, or retired when its source changed (a rewrite cut the file short
                 # before it came back whole): the content is the source's again.
@@ -798,6 +816,16 @@ def _leaving_out(drawers: list[NewDrawer], gone: list[NewDrawer]) -> dict[int, s
 def _with_context(drawer: NewDrawer, contexts: dict[int, str]) -> NewDrawer:
     context = contexts.get(drawer.chunk_index)
     return drawer if context is None else replace(drawer, context=context)
+
+
+_PART = re.compile(r" part [0-9]+\Z")
+
+
+def _exchange_of(locator: str) -> str | None:
+    """The exchange a window of one is cut from (`lines 3-9 part 2` -> `lines 3-9`);
+    None for a chunk that is no window."""
+    found = _PART.search(locator)
+    return locator[: found.start()] if found is not None else None
 
 
 def _readable(readers: tuple[str, ...] | None, roles: frozenset[str] | None) -> bool:
