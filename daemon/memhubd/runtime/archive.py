@@ -54,6 +54,11 @@ def archive(
         return None
     try:
         wait_closed(found, CLOSE_WAIT_S)
+        # Listed again once closed: the last connection to a store checkpoints it and
+        # deletes its -wal and -shm files as it closes.
+        found = kept()
+        if not found:
+            return None
         folder = new_folder(state / REMOVED_DIR, name)
     except OSError as error:
         raise StateNotArchived(name, error) from error

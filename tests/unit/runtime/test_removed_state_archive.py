@@ -4,6 +4,8 @@ not opened again until its name is admitted."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,34 @@ def test_files_move_under_removed_at_their_places(tmp_path: Path) -> None:
     files = state_of(tmp_path, "team")
     again = archive(tmp_path, "team", lambda: [f for f in files if f.exists()])
     assert again is not None and again != folder and (again / "recall" / "team.db").is_file()
+
+
+def test_a_wal_file_its_last_connection_deletes_while_waited_for_is_not_missed(
+    tmp_path: Path,
+) -> None:
+    # Given a store whose -wal file is listed while a connection still holds the store:
+    # closing, SQLite checkpoints and deletes the -wal
+    files = state_of(tmp_path, "team")
+    wal = tmp_path / "recall" / "team.db-wal"
+    wal.write_text("pages")
+    held = open(files[0], "rb")  # noqa: SIM115 - closed by the timer below
+
+    def close_and_checkpoint() -> None:
+        time.sleep(0.1)
+        held.close()
+        wal.unlink()
+
+    closer = threading.Thread(target=close_and_checkpoint)
+    closer.start()
+
+    def kept() -> list[Path]:
+        return [f for f in (*files, wal) if f.exists()]
+
+    # When the state is archived: then what is there once closed is moved, no failure
+    folder = archive(tmp_path, "team", kept)
+    closer.join()
+    assert folder is not None and (folder / "recall" / "team.db").is_file()
+    assert not (folder / "recall" / "team.db-wal").exists() and not files[0].exists()
 
 
 def test_nothing_kept_makes_no_folder(tmp_path: Path) -> None:
