@@ -78,6 +78,50 @@ def archive(
     return folder
 
 
+# A removal under way leaves a marker here, named for the workspace, from before the
+# workspace list forgets the name until its state is archived: a removal cut short (a
+# crash, a kill) is finished at the next start, before any store is opened, so that a
+# store is never left under a name no longer served.
+REMOVING_DIR = "removing"
+
+
+def mark_removing(state: Path, name: str) -> None:
+    """Record, durably, that `name`'s removal has begun."""
+    folder = state / REMOVING_DIR
+    folder.mkdir(mode=0o700, exist_ok=True)
+    descriptor = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    _sync_folder(folder)
+
+
+def unmark_removing(state: Path, name: str) -> None:
+    """`name`'s removal is over (done, or undone: the workspace served again)."""
+    try:
+        os.unlink(state / REMOVING_DIR / name)
+    except FileNotFoundError:
+        return
+    _sync_folder(state / REMOVING_DIR)
+
+
+def pending_removals(state: Path) -> list[str]:
+    """The names whose removal began and never ended, in name order."""
+    try:
+        return sorted(entry.name for entry in os.scandir(state / REMOVING_DIR) if entry.is_file())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _sync_folder(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 def held_open(paths: Iterable[Path]) -> list[str]:
     """Which of `paths` (files, or folders and what is in them) this process holds
     open; empty where `/proc/self/fd` cannot tell."""

@@ -23,7 +23,13 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from memhubd.runtime.archive import archive
+from memhubd.runtime.archive import (
+    StateNotArchived,
+    archive,
+    mark_removing,
+    pending_removals,
+    unmark_removing,
+)
 from memhubd.runtime.events import EventBus
 from memhubd.runtime.heap import settle_long_lived, settled
 from memhubd.runtime.metrics import Metrics
@@ -354,6 +360,8 @@ class Hub:
     async def running(self, workspaces: dict[str, str]) -> AsyncIterator[Hub]:
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            if self.state_dir is not None:
+                await anyio.to_thread.run_sync(self._finish_removals, self.state_dir)
             for name, root in workspaces.items():
                 await self._start(name, root)
             tg.start_soon(self._sweep_cache, [host.root for host in self.hosts.values()])
@@ -565,11 +573,21 @@ class Hub:
         store must never be left where a later workspace of that name would open it."""
         if name not in self.hosts or name in self._changing:
             return False
+        state = self.state_dir
+        if state is not None:
+            # Before the list forgets the name: a removal cut short is finished at the
+            # next start (`_finish_removals`).
+            await anyio.to_thread.run_sync(mark_removing, state, name)
         listed = False
         if self._membership is not None:
             # Saved first, as `add` does: a list that cannot be written leaves the
             # workspace served, not gone until a restart brings it back.
-            listed = await anyio.to_thread.run_sync(self._membership.remove, name)
+            try:
+                listed = await anyio.to_thread.run_sync(self._membership.remove, name)
+            except BaseException:
+                if state is not None:
+                    await anyio.to_thread.run_sync(unmark_removing, state, name)
+                raise
         host = self.hosts.pop(name, None)
         if host is None:  # removed by a concurrent request meanwhile
             return False
@@ -586,6 +604,8 @@ class Hub:
             await self._forget_parse_cache(host.root)
         finally:
             self._changing.discard(name)
+            if state is not None:
+                await anyio.to_thread.run_sync(unmark_removing, state, name)
         if folder is not None:
             log.info("removed workspace state archived", workspace=name, folder=str(folder))
         # Its snapshot's cycles were frozen with it; a full collection takes them back
@@ -593,6 +613,24 @@ class Hub:
         await anyio.to_thread.run_sync(settle_long_lived)
         self.events.publish("workspace_removed", workspace=name)
         return True
+
+    def _finish_removals(self, state: Path) -> None:
+        """Archive the state of each workspace whose removal was cut short (the daemon
+        stopped between forgetting its name and moving its state), before any store is
+        opened: a workspace given the name later must start empty. A state that cannot
+        be moved keeps its marker, to be tried again at the next start."""
+        for name in pending_removals(state):
+            try:
+                folder = self.archive(name)
+            except (StateNotArchived, OSError):
+                log.error("interrupted removal not finished: state not archived", workspace=name)
+                continue
+            unmark_removing(state, name)
+            log.warning(
+                "interrupted removal finished: workspace state archived",
+                workspace=name,
+                folder=str(folder) if folder is not None else None,
+            )
 
     async def _release(self, name: str) -> None:
         """Close what the daemon holds open for `name` beside its snapshot: its recall
