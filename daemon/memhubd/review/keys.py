@@ -90,14 +90,18 @@ class KeyFile:
             log.warning("proposal key lines skipped", path=str(self.path), lines=skipped)
 
     def append(self, kept: KeptAnswer) -> None:
-        line = _line(kept, self.root)
+        line = _line(kept, self.root).encode()
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(descriptor, "r+b", buffering=0) as file:
+                size = os.fstat(descriptor).st_size
+                if size and os.pread(descriptor, 1, size - 1) != b"\n":
+                    # A line cut short by a crash: this one starts on a line of its own,
+                    # or it would be skipped with the torn one.
+                    line = b"\n" + line
                 file.write(line)
-                file.flush()
-                os.fsync(file.fileno())
+                os.fsync(descriptor)
         except OSError as error:
             log.warning("proposal key not kept on disk", path=str(self.path), error=str(error))
             return

@@ -259,6 +259,9 @@ class _Keyed:
         # key -> (its lock, how many requests of it hold or wait for the lock)
         self.running: dict[tuple[Any, ...], tuple[anyio.Lock, int]] = {}
         self.file = file
+        # One write of the file at a time: two compactions at once could each replace
+        # the file, the older list of answers last.
+        self.writing = anyio.Lock()
         if file is not None:
             for kept in file.read():
                 mine = (kept.identity, kept.roles, kept.key)
@@ -316,13 +319,14 @@ class _Keyed:
             return
         name, roles, given = key
         kept = KeptAnswer(name, roles, given, made_at, fingerprint, answer)
-        await anyio.to_thread.run_sync(file.append, kept)
-        if file.lines > 2 * KEYED_KEPT:
-            live = [
-                KeptAnswer(n, r, k, at, sealed, said)
-                for (n, r, k), (at, sealed, said) in self.answers.items()
-            ]
-            await anyio.to_thread.run_sync(file.rewrite, live)
+        async with self.writing:
+            await anyio.to_thread.run_sync(file.append, kept)
+            if file.lines > 2 * KEYED_KEPT:
+                live = [
+                    KeptAnswer(n, r, k, at, sealed, said)
+                    for (n, r, k), (at, sealed, said) in self.answers.items()
+                ]
+                await anyio.to_thread.run_sync(file.rewrite, live)
 
     def _trim(self) -> None:
         now = time.time()

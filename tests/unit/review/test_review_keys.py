@@ -65,3 +65,45 @@ def test_a_file_that_cannot_be_written_leaves_the_keys_in_memory(tmp_path: Path)
     key = ("bot", frozenset(), "k")
     anyio.run(keyed.put, key, "f", answer(1))
     assert keyed.get(key) == ("f", answer(1))
+
+
+def test_a_line_torn_by_a_crash_costs_that_line_only(tmp_path: Path) -> None:
+    # Given a file whose last line a crash cut in the middle (no newline after it)
+    keyed = keyed_with(tmp_path)
+    anyio.run(keyed.put, ("bot", frozenset(), "k1"), "f1", answer(1))
+    path = key_file(tmp_path, "team")
+    line = path.read_text(encoding="utf-8")
+    path.write_text(line[: len(line) // 2], encoding="utf-8")
+    # When the next daemon keeps another answer
+    after = keyed_with(tmp_path)
+    anyio.run(after.put, ("bot", frozenset(), "k2"), "f2", answer(2))
+    # Then that one is read back by the one after it
+    assert keyed_with(tmp_path).get(("bot", frozenset(), "k2")) == ("f2", answer(2))
+
+
+def test_compactions_at_once_leave_the_latest_answers_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(review, "KEYED_KEPT", 2)
+    keyed = keyed_with(tmp_path)
+    rewrite = KeyFile.rewrite
+    slow = iter([0.3, 0.0])  # the first compaction's disk is slower than the second's
+
+    def slowly(self: KeyFile, live: list[object]) -> None:
+        time.sleep(next(slow, 0.0))
+        rewrite(self, live)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(KeyFile, "rewrite", slowly)
+
+    async def make() -> None:
+        for n in range(4):  # four lines: the next one over twice the kept count compacts
+            await keyed.put(("bot", frozenset(), f"k{n}"), "f", answer(n))
+        async with anyio.create_task_group() as group:
+            group.start_soon(keyed.put, ("bot", frozenset(), "k4"), "f", answer(4))
+            await anyio.sleep(0.05)
+            group.start_soon(keyed.put, ("bot", frozenset(), "k5"), "f", answer(5))
+
+    anyio.run(make)
+    again = keyed_with(tmp_path)
+    assert again.get(("bot", frozenset(), "k5")) == ("f", answer(5))
+    assert again.get(("bot", frozenset(), "k4")) == ("f", answer(4))
