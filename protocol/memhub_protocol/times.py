@@ -38,7 +38,10 @@ def parse_iso(text: str) -> datetime:
         day = date.fromisoformat(body)
         return datetime(day.year, day.month, day.day, tzinfo=UTC)
     day = date.fromisoformat(body[: joined.start()])
-    clock = time.fromisoformat(body[joined.end() :] + ("+00:00" if zulu else ""))
+    written = body[joined.end() :]
+    if written[:1] in ("T", "t", " "):  # Python's reader takes a "T" before a time: one joint
+        raise ValueError(f"not an ISO 8601 date/time: {text!r}")
+    clock = time.fromisoformat(written + ("+00:00" if zulu else ""))
     moment = datetime.combine(day, clock)
     # A moment with no zone is UTC, never the process's own zone.
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

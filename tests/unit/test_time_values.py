@@ -124,7 +124,17 @@ def test_epoch_seconds_are_read_as_digits_or_as_a_number() -> None:
 
 @pytest.mark.parametrize(
     "written",
-    ["2025-06-03+05:30", "2025-06-03-08:00", "2025-06-03x10", "2025-06-03_10:00", "2025-06-03T"],
+    [
+        "2025-06-03+05:30",
+        "2025-06-03-08:00",
+        "2025-06-03x10",
+        "2025-06-03_10:00",
+        "2025-06-03T",
+        "2025-06-03 T10:00",
+        "2025-06-03TT10:00",
+        "2025-06-03tT10:00Z",
+        "2025-06-03  10:00",
+    ],
 )
 def test_a_date_with_an_offset_or_an_odd_joint_is_refused_at_every_reader(written: str) -> None:
     with pytest.raises(ProtocolError):
