@@ -149,3 +149,27 @@ def test_a_taxonomy_keyword_or_label_over_its_bound_is_refused(
     assert refused.json()["error"]["detail"]["field"] == field
     assert taken.status_code == 200, taken.text
     assert listed == taken.json()
+
+
+def test_a_writer_that_may_not_read_the_taxonomy_is_answered_with_its_edit(
+    daemon: LiveDaemon,
+) -> None:
+    path = f"/v1/workspaces/{TEAM}/recall/taxonomy"
+    writer = token(daemon, "tax-writer", "write:recall", workspaces=[TEAM])
+    with daemon.http(daemon.admin_token) as http:
+        assert http.post(path, json={"room": "theirs", "keywords": ["private"]}).status_code == 200
+    with daemon.http(writer) as http:
+        edited = http.post(path, json={"room": "mine", "keywords": ["mango"], "display_name": "M"})
+        listed = http.get(path)
+        removed = http.post(path, json={"room": "mine", "remove": True})
+    # The edit is done and said so, with what it wrote only; reading the list stays refused
+    assert edited.status_code == 200, edited.text
+    assert edited.json() == {
+        "workspace": TEAM,
+        "entries": [{"room": "mine", "display_name": "M", "keywords": ["mango"]}],
+    }
+    assert listed.status_code == 403
+    assert removed.status_code == 200 and removed.json() == {"workspace": TEAM, "entries": []}
+    with daemon.http(daemon.admin_token) as http:
+        rooms = [e["room"] for e in http.get(path).json()["entries"]]
+    assert "mine" not in rooms and "theirs" in rooms

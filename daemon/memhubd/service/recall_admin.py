@@ -177,7 +177,12 @@ async def taxonomy_edit(
         store.set_taxonomy(entry, audit)
 
     await anyio.to_thread.run_sync(work, limiter=_INGEST)
-    return await taxonomy(hub, identity, name)
+    if identity.has_scope(READ_SUMMARY):
+        return await taxonomy(hub, identity, name)
+    # A writer that may not read the taxonomy is answered with what it wrote only: the
+    # edit is done, and the others' rooms are not its to read.
+    entry = TaxonomyEntry(room, keywords, label)
+    return {"workspace": name, "entries": [] if request.remove else [entry.as_dict()]}
 
 
 async def reindex(
