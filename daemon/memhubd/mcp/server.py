@@ -20,7 +20,14 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, InputRequiredResult, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    TextContent,
+)
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
@@ -114,6 +121,22 @@ class MemhubMCP(MCPServer):
                 "the tools with a smaller limit or filters)"
             )
         return contents
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> GetPromptResult | InputRequiredResult:
+        # The SDK answers an unknown prompt or argument as an internal error (and logs
+        # a traceback); the caller is told which name is wrong, as for a resource.
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})
+        takes = [argument.name for argument in prompt.arguments or ()]
+        unknown = sorted(set(arguments or {}) - set(takes))
+        if unknown:
+            listed = ", ".join(repr(key) for key in unknown)
+            message = f"Unknown argument of prompt {name}: {listed} (it takes: {', '.join(takes)})"
+            raise MCPError(INVALID_PARAMS, message, {"name": name, "arguments": unknown})
+        return await super().get_prompt(name, arguments, context)
 
     def _show_memdsl(self) -> bool:
         names = visible_names(self.hub)

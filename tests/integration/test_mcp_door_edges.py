@@ -1,0 +1,85 @@
+"""MCP edges where a caller is told what it got wrong, or warned before a loss: an
+unknown prompt or prompt argument is invalid params naming it, memhub's own arguments
+are taken as strictly as the JSON API takes them, `memdsl://file/` takes a path with
+its directories, errors name arguments by the tool's names, and the tools that take
+away what no door gives back say they are destructive."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+from tests.integration.test_mcp import (
+    TEAM,
+    mcp_client,
+    mcp_mounted,
+    team_reader,
+)
+
+pytestmark = pytest.mark.anyio
+
+LEGACY_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2025-06-18",
+}
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    root = tmp_path_factory.mktemp("mcp-edges")
+    workspaces = copy_examples(root / "ws", [TEAM, "writing"])
+    with mcp_mounted(), start_daemon(root, workspaces) as live:
+        yield live
+
+
+def legacy_post(daemon: LiveDaemon, secret: str, method: str, params: Any) -> dict[str, Any]:
+    """One JSON-RPC request on the 2025-06-18 wire, as clients before 2026 send it."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    with daemon.http(secret) as http:
+        response = http.post("/mcp", json=message, headers=LEGACY_HEADERS)
+    assert response.status_code in (200, 400), response.text
+    return dict(response.json())
+
+
+# --- prompts ------------------------------------------------------------------------------
+
+
+async def test_an_unknown_prompt_is_invalid_params_naming_it(daemon) -> None:
+    # Given a prompt name with a typo
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        # When it is asked for
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt("memdsl_task_breif", {"task": "x"})
+    legacy = legacy_post(daemon, team_reader(daemon), "prompts/get", {"name": "memdsl_task_breif"})
+
+    # Then the caller is told which name is unknown, as for an unknown resource
+    assert refused.value.error.code == INVALID_PARAMS
+    assert "memdsl_task_breif" in refused.value.error.message
+    assert legacy["error"]["code"] == INVALID_PARAMS
+    assert "memdsl_task_breif" in legacy["error"]["message"]
+
+
+async def test_an_unknown_prompt_argument_is_invalid_params_naming_it(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt("memdsl_task_brief", {"taks": "x"})
+        # The argument it does take still renders the prompt.
+        brief = await client.get_prompt("memdsl_task_brief", {"task": "ship 2.0"})
+    legacy = legacy_post(
+        daemon,
+        team_reader(daemon),
+        "prompts/get",
+        {"name": "memdsl_write_declaration", "arguments": {"facts": "x"}},
+    )
+
+    message = refused.value.error.message
+    assert refused.value.error.code == INVALID_PARAMS
+    assert "'taks'" in message and "task" in message and "memdsl_task_brief" in message
+    assert legacy["error"]["code"] == INVALID_PARAMS and "'facts'" in legacy["error"]["message"]
+    assert brief.messages[0].content.text.endswith("Task: ship 2.0")
