@@ -16,9 +16,11 @@ from mcp_types import INVALID_PARAMS
 from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
 from tests.integration.test_mcp import (
     TEAM,
+    call,
     mcp_client,
     mcp_mounted,
     team_reader,
+    tool_error,
 )
 
 pytestmark = pytest.mark.anyio
@@ -83,3 +85,27 @@ async def test_an_unknown_prompt_argument_is_invalid_params_naming_it(daemon) ->
     assert "'taks'" in message and "task" in message and "memdsl_task_brief" in message
     assert legacy["error"]["code"] == INVALID_PARAMS and "'facts'" in legacy["error"]["message"]
     assert brief.messages[0].content.text.endswith("Task: ship 2.0")
+
+
+# --- memhub's own arguments, strictly -----------------------------------------------------
+
+
+@pytest.mark.parametrize("argument", ["max_must", "max_bytes"])
+@pytest.mark.parametrize("value", [True, "2", 2.0], ids=["true", "string", "float"])
+async def test_query_budgets_take_integers_only_as_the_json_api_does(
+    daemon, argument: str, value: Any
+) -> None:
+    arguments = {"query": "force push main", argument: value}
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        refused = await tool_error(client, "memory_query", arguments)
+    with daemon.http(team_reader(daemon)) as http:
+        api = http.post(f"/v1/workspaces/{TEAM}/query", json=arguments)
+
+    assert api.status_code == 422, api.text
+    assert argument in refused
+
+
+async def test_memdsls_own_query_arguments_keep_memdsls_reading(daemon) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        payload = await call(client, "memory_query", {"query": "force push main", "limit": "2"})
+    assert payload["ok"] is True

@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, Strict
 
 from memhub_protocol import CheckRequest, ErrorCode, ProtocolError, QueryRequest
 from memhub_protocol.models import ProposeRequest
@@ -212,10 +212,16 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
         subject: Annotated[str, Field(description="only this subject symbol")] = "",
         limit: int = 8,
         workspace: WorkspaceArg = "",
+        # memhub's own arguments, taken strictly as the JSON API takes them (memdsl's
+        # above keep memdsl's lax reading).
         max_bytes: Annotated[
-            int | None, Field(description="cut MUST to fit this many bytes of pack JSON")
+            int | None,
+            Strict(),
+            Field(description="cut MUST to fit this many bytes of pack JSON"),
         ] = None,
-        max_must: Annotated[int | None, Field(description="show at most this many MUST")] = None,
+        max_must: Annotated[
+            int | None, Strict(), Field(description="show at most this many MUST")
+        ] = None,
     ) -> CallToolResult:
         async def work(identity: Identity, name: str) -> Payload | CallToolResult:
             text_ = query.strip()
