@@ -20,6 +20,7 @@ from tests.integration.test_mcp import (
     mcp_client,
     mcp_mounted,
     team_reader,
+    token,
     tool_error,
 )
 
@@ -38,6 +39,11 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
     workspaces = copy_examples(root / "ws", [TEAM, "writing"])
     with mcp_mounted(), start_daemon(root, workspaces) as live:
         yield live
+
+
+def writer(daemon: LiveDaemon) -> str:
+    scopes = "read:summary,read:search,write:recall,write:candidate"
+    return token(daemon, "edges-writer", scopes, workspaces=[TEAM])
 
 
 def legacy_post(daemon: LiveDaemon, secret: str, method: str, params: Any) -> dict[str, Any]:
@@ -109,3 +115,23 @@ async def test_memdsls_own_query_arguments_keep_memdsls_reading(daemon) -> None:
     async with mcp_client(daemon, team_reader(daemon)) as client:
         payload = await call(client, "memory_query", {"query": "force push main", "limit": "2"})
     assert payload["ok"] is True
+
+
+async def test_times_are_a_string_or_an_integer_in_the_schema_and_the_refusal(daemon) -> None:
+    async with mcp_client(daemon, writer(daemon)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        listed = [
+            tools["memory_kg"].input_schema["properties"]["as_of"],
+            tools["memory_fact_check"].input_schema["properties"]["now"],
+        ]
+        as_of = await tool_error(client, "memory_kg", {"action": "query", "as_of": ["a"]})
+        fraction = await tool_error(client, "memory_kg", {"action": "query", "as_of": 1.5})
+        now = await tool_error(client, "memory_fact_check", {"text": "x", "now": 1800000000.0})
+        whole = await call(client, "memory_kg", {"action": "query", "as_of": 1800000000})
+
+    for schema in listed:
+        assert {branch["type"] for branch in schema["anyOf"]} == {"string", "integer", "null"}
+    assert as_of.startswith("invalid: 'as_of' must be") and as_of.count("as_of") == 1
+    assert fraction == as_of
+    assert now.startswith("invalid: 'now' must be") and now.count("now") == 1
+    assert whole["workspace"] == TEAM

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp_types import CallToolResult
-from pydantic import Field, Strict, StrictFloat, StrictInt, StrictStr
+from pydantic import Field, PlainValidator, Strict, StrictInt, StrictStr
+from pydantic_core import PydanticCustomError
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SEARCH, WRITE_RECALL
@@ -29,9 +30,26 @@ WING = (
     "you may use several."
 )
 
-# Times as the JSON API takes them: a string, or epoch seconds as a number.
 AS_OF = "query: valid at this instant (RFC 3339 / ISO 8601, or epoch seconds)"
 NOW = "check as of this instant (RFC 3339 / ISO 8601, or epoch seconds)"
+
+
+def _instant(value: object) -> str | int | None:
+    """A time as the JSON API takes it: a string, or whole epoch seconds (no float, no
+    boolean). One check rather than a union of strict types, whose refusal names the
+    argument once per member ('as_of.str', 'as_of.int')."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    # The JSON API's words for a time it cannot read.
+    raise PydanticCustomError("instant_type", "must be epoch seconds or ISO 8601")
+
+
+Instant = Annotated[
+    StrictStr | StrictInt | None,
+    PlainValidator(_instant, json_schema_input_type=StrictStr | StrictInt | None),
+]
 
 DESCRIBE = {
     "memory_kg": (
@@ -95,9 +113,7 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
             bool, Strict(), Field(description="query: valid triples only")
         ] = True,
         source_drawer: Annotated[str, Field(description="add: the drawer it rests on")] = "",
-        as_of: Annotated[
-            StrictStr | StrictInt | StrictFloat | None, Field(description=AS_OF)
-        ] = None,
+        as_of: Annotated[Instant, Field(description=AS_OF)] = None,
         limit: Annotated[int, Strict(), Field(description="query: most triples (1-1000)")] = 100,
         wing: Annotated[str, Field(description=WING)] = "",
         workspace: Annotated[str, Field(description="same as wing")] = "",
@@ -157,7 +173,7 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         text: Annotated[str, Field(description="the draft to check")],
         wing: Annotated[str, Field(description=WING)] = "",
         room: Annotated[str, Field(description="only drawers of this room count")] = "",
-        now: Annotated[StrictStr | StrictInt | StrictFloat | None, Field(description=NOW)] = None,
+        now: Annotated[Instant, Field(description=NOW)] = None,
         workspace: Annotated[str, Field(description="same as wing")] = "",
     ) -> CallToolResult:
         requested = wing_or_workspace(wing, workspace)
