@@ -233,7 +233,7 @@ async def test_one_workspace_caller_also_sees_memdsl_resources(daemon) -> None:
         "memdsl://files",
     }
     assert "memhub://{workspace}/file/{+file_id}" in templates
-    assert "memdsl://file/{file_id}" in templates
+    assert "memdsl://file/{+file_id}" in templates
     assert prompts == {"memdsl_task_brief", "memdsl_write_declaration"}
 
 

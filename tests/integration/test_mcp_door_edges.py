@@ -26,6 +26,7 @@ from tests.integration.test_mcp import (
 
 pytestmark = pytest.mark.anyio
 
+NOTES = 'module teamcode.subnotes\n\nentity Person.Ada {\n  canonical_name: "Ada"\n}\n'
 LEGACY_HEADERS = {
     "Content-Type": "application/json",
     "Accept": "application/json, text/event-stream",
@@ -37,6 +38,8 @@ LEGACY_HEADERS = {
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
     root = tmp_path_factory.mktemp("mcp-edges")
     workspaces = copy_examples(root / "ws", [TEAM, "writing"])
+    (root / "ws" / TEAM / "sub").mkdir()
+    (root / "ws" / TEAM / "sub" / "notes.mem").write_text(NOTES, encoding="utf-8")
     with mcp_mounted(), start_daemon(root, workspaces) as live:
         yield live
 
@@ -135,3 +138,32 @@ async def test_times_are_a_string_or_an_integer_in_the_schema_and_the_refusal(da
     assert fraction == as_of
     assert now.startswith("invalid: 'now' must be") and now.count("now") == 1
     assert whole["workspace"] == TEAM
+
+
+# --- memdsl://file/ with directories ------------------------------------------------------
+
+
+async def test_memdsl_file_takes_a_path_in_a_subdirectory(daemon) -> None:
+    # Given a one-workspace caller and a file in a subdirectory of the workspace
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        # When it reads the file by its relative path, slashes as they are or encoded
+        plain = (await client.read_resource("memdsl://file/sub/notes.mem")).contents[0].text
+        encoded = (await client.read_resource("memdsl://file/sub%2Fnotes.mem")).contents[0].text
+    # Then both are the file's source
+    assert plain == encoded == NOTES
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "memdsl://file/../writing/voice.mem",
+        "memdsl://file/sub/../../writing/voice.mem",
+        "memdsl://file/%2E%2E/writing/voice.mem",
+        "memdsl://file//etc/passwd",
+    ],
+)
+async def test_memdsl_file_refuses_a_path_out_of_the_workspace(daemon, uri: str) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(uri)
+    assert refused.value.error.code == INVALID_PARAMS

@@ -152,8 +152,9 @@ def _register_memdsl(server: MCPServer, hub: Hub) -> None:
             f"memdsl://{key}", name=f"memdsl_{key}", mime_type=JSON, description=description
         )(one(work))
 
+    # `{+file_id}` (as memhub's) takes a path with its slashes: `memdsl://file/sub/a.mem`.
     @server.resource(
-        "memdsl://file/{file_id}", mime_type=MEM_SOURCE, description="Raw .mem source."
+        "memdsl://file/{+file_id}", mime_type=MEM_SOURCE, description="Raw .mem source."
     )
     async def memdsl_file(file_id: str) -> str:
         async def work(who: Identity) -> str:
