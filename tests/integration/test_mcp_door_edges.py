@@ -167,3 +167,13 @@ async def test_memdsl_file_refuses_a_path_out_of_the_workspace(daemon, uri: str)
         with pytest.raises(MCPError) as refused:
             await client.read_resource(uri)
     assert refused.value.error.code == INVALID_PARAMS
+
+
+# --- argument names -----------------------------------------------------------------------
+
+
+async def test_peek_partner_names_its_partner_argument_tool(daemon) -> None:
+    async with mcp_client(daemon, writer(daemon)) as client:
+        refused = await tool_error(client, "memory_peek_partner", {"tool": "x" * 201})
+    assert "'tool' must be at most 200 characters" in refused
+    assert "'partner'" not in refused

@@ -100,7 +100,10 @@ def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
         workspace: Annotated[str, Field(description=WORKSPACE)] = "",
     ) -> CallToolResult:
         async def work(identity: Any, name: str) -> dict[str, Any]:
-            data = await cowork.peek(hub, identity, name, tool, limit, since)
+            try:
+                data = await cowork.peek(hub, identity, name, tool, limit, since)
+            except ProtocolError as error:
+                raise _peek_named_here(error) from None
             return {"partner_tool": data["partner"], **data}
 
         return reply(await run_tool(hub, cowork.PEEK_SCHEMA, READ_SEARCH, workspace, work))
@@ -110,3 +113,14 @@ def _as_named_here(error: ProtocolError) -> ProtocolError:
     """`error` naming the partner as this tool's argument does (`target_tool`), where the
     service names the API's field (`to`)."""
     return named_as_argument(error, "to", "target_tool")
+
+
+def _peek_named_here(error: ProtocolError) -> ProtocolError:
+    """`error` naming the partner as this tool's argument does (`tool`), where the
+    service's message calls it `'partner'`."""
+    detail = dict(error.detail or {})
+    if detail.get("field") not in ("partner", "tool"):
+        return error
+    detail["field"] = "tool"
+    message = error.message.replace("'partner'", "'tool'", 1)
+    return ProtocolError(error.code, message, detail)
