@@ -177,3 +177,19 @@ async def test_peek_partner_names_its_partner_argument_tool(daemon) -> None:
         refused = await tool_error(client, "memory_peek_partner", {"tool": "x" * 201})
     assert "'tool' must be at most 200 characters" in refused
     assert "'partner'" not in refused
+
+
+# --- annotations --------------------------------------------------------------------------
+
+
+async def test_tools_that_take_away_what_no_door_gives_back_are_destructive(daemon) -> None:
+    async with mcp_client(daemon, daemon.admin_token) as client:
+        tools = (await client.list_tools()).tools
+    destructive = {t.name for t in tools if t.annotations and t.annotations.destructive_hint}
+    read_only = {t.name for t in tools if t.annotations and t.annotations.read_only_hint}
+
+    assert destructive == {"memory_delete", "memory_taxonomy"}
+    # Every other write only adds: a drawer, a proposal, a message, a diary entry, a
+    # triple or the end of one's validity (still read with as_of).
+    assert all(t.annotations is not None for t in tools)
+    assert {"memory_ingest", "memory_kg", "memory_propose"}.isdisjoint(destructive | read_only)

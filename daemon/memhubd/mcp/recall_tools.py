@@ -19,7 +19,7 @@ from memhub_protocol.recall import IngestRequest, SearchRequest, TaxonomyEditReq
 from memhub_protocol.scopes import READ_SUMMARY, WRITE_RECALL
 from memhubd.mcp import text
 from memhubd.mcp.caller import current_caller, note_workspace, wing_or_workspace
-from memhubd.mcp.tools import READ_ONLY, WRITE, reply, run_tool, tool_error
+from memhubd.mcp.tools import DESTRUCTIVE, READ_ONLY, WRITE, reply, run_tool, tool_error
 from memhubd.recall.aaak import dialect_text
 from memhubd.runtime.hub import Hub
 from memhubd.service import access as service
@@ -124,7 +124,7 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
             await run_tool(hub, None, WRITE_RECALL, wing_or_workspace(wing, workspace), work)
         )
 
-    @server.tool(description=DESCRIBE["memory_delete"], annotations=WRITE)
+    @server.tool(description=DESCRIBE["memory_delete"], annotations=DESTRUCTIVE)
     async def memory_delete(
         drawer_id: Annotated[str, Field(description="the drawer to soft-delete")],
         wing: Annotated[str, Field(description=WING_ONE)] = "",
@@ -148,7 +148,7 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
             await run_tool(hub, None, WRITE_RECALL, wing_or_workspace(wing, workspace), work)
         )
 
-    @server.tool(description=DESCRIBE["memory_taxonomy"], annotations=WRITE)
+    @server.tool(description=DESCRIBE["memory_taxonomy"], annotations=DESTRUCTIVE)
     async def memory_taxonomy(
         action: Annotated[str, Field(description="list or edit")] = "list",
         wing: Annotated[str, Field(description=WING_ONE)] = "",

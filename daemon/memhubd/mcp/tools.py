@@ -42,6 +42,9 @@ Outcome = TypeVar("Outcome")
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+# A write that takes away what no door gives back (a deleted drawer, a room's keywords
+# replaced): clients may ask the user before it runs.
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
 
 def reply(payload: Payload, *, error: bool = False) -> CallToolResult:
