@@ -13,6 +13,7 @@ import re
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -203,18 +204,39 @@ def _stamp(info: os.stat_result) -> _Stamp:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
+@dataclass(slots=True)
+class _Kept:
+    """What ProposalFiles keeps of one file: its stamp when parsed, whether it had been
+    still for RACY_NS by then, its status and proposer (None: unreadable or malformed),
+    and the parsed proposal, let go for decided ones beyond FULL_DECIDED."""
+
+    stamp: _Stamp
+    settled: bool
+    status: str | None
+    proposal: Proposal | None
+
+
+# Decided proposals whose parsed file is kept whole; the others keep their status only
+# and are parsed again when read, so a long history costs the daemon little memory.
+FULL_DECIDED = 256
+
+
 class ProposalFiles:
     """The parsed proposal files of one directory, by file name.
 
     A file is parsed again when its device, inode, size, mtime or ctime differ from the
     ones it was parsed at, or when it had changed less than RACY_NS before; an entry
-    whose file is gone is dropped. Safe to share between threads; Proposals are frozen.
+    whose file is gone is dropped. Pending proposals are kept whole, decided ones whole
+    for the FULL_DECIDED read last and by status only beyond. Safe to share between
+    threads; Proposals are frozen.
     """
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self._lock = threading.Lock()
-        self._parsed: dict[str, tuple[_Stamp, bool, Proposal | None]] = {}
+        self._parsed: dict[str, _Kept] = {}
+        self._whole: OrderedDict[str, None] = OrderedDict()  # decided, kept whole
+        self._swept: float | None = None
 
     def read(self, name: str) -> Proposal | None:
         """The proposal in file `name`; None when it is missing, unreadable or malformed."""
@@ -226,22 +248,86 @@ class ProposalFiles:
             return read_proposal(path)
         with self._lock:
             kept = self._parsed.get(name)
-        if kept is not None and kept[1] and kept[0] == now_stamp:
-            return kept[2]
+            if (
+                kept is not None
+                and kept.settled
+                and kept.stamp == now_stamp
+                and (kept.proposal is not None or kept.status is None)
+            ):
+                if name in self._whole:
+                    self._whole.move_to_end(name)
+                return kept.proposal
         started = time.time_ns()
         info, proposal = _read_stat(path)
         if info is None:
             self._forget(name)
             return proposal
         settled = started - max(info.st_mtime_ns, info.st_ctime_ns) > RACY_NS
+        status = proposal.status if proposal is not None else None
         with self._lock:
-            self._parsed[name] = (_stamp(info), settled, proposal)
+            self._parsed[name] = _Kept(_stamp(info), settled, status, proposal)
+            if status is None or status == "pending":
+                self._whole.pop(name, None)
+            else:
+                self._whole[name] = None
+                self._whole.move_to_end(name)
+                while len(self._whole) > FULL_DECIDED:
+                    oldest, _ = self._whole.popitem(last=False)
+                    let_go = self._parsed.get(oldest)
+                    if let_go is not None:
+                        let_go.proposal = None
         return proposal
+
+    def status(self, name: str) -> str | None:
+        """The status in file `name` (None: missing, unreadable or malformed), from
+        memory while its stat is unchanged, even for a decided one no longer kept whole."""
+        try:
+            now_stamp = _stamp(os.stat(os.path.join(self.directory, name)))
+        except OSError:
+            self._forget(name)
+            return None
+        with self._lock:
+            kept = self._parsed.get(name)
+            if kept is not None and kept.settled and kept.stamp == now_stamp:
+                return kept.status
+        proposal = self.read(name)
+        return proposal.status if proposal is not None else None
+
+    def undecided(self, names: Iterable[str]) -> list[str]:
+        """`names` less the files read decided (not pending) and still when last read.
+
+        Answered from memory without looking at the files: no tool makes a decided
+        proposal pending again, so counting pending proposals can skip the history."""
+        with self._lock:
+            parsed = self._parsed
+            return [
+                name
+                for name in names
+                if (kept := parsed.get(name)) is None
+                or not kept.settled
+                or kept.status is None
+                or kept.status == "pending"
+            ]
+
+    def sweep_due(self, every_s: float) -> bool:
+        """True at most once every `every_s` seconds: time to look for a killed
+        writer's temp files again."""
+        now = time.monotonic()
+        with self._lock:
+            if self._swept is not None and now - self._swept < every_s:
+                return False
+            self._swept = now
+            return True
 
     def __len__(self) -> int:
         """How many files are kept."""
         with self._lock:
             return len(self._parsed)
+
+    def whole(self) -> int:
+        """How many decided proposals are kept whole."""
+        with self._lock:
+            return len(self._whole)
 
     def keep_only(self, names: Iterable[str]) -> None:
         """Drop the files not among `names` (the directory's listing)."""
@@ -249,10 +335,12 @@ class ProposalFiles:
         with self._lock:
             for name in [name for name in self._parsed if name not in present]:
                 del self._parsed[name]
+                self._whole.pop(name, None)
 
     def _forget(self, name: str) -> None:
         with self._lock:
             self._parsed.pop(name, None)
+            self._whole.pop(name, None)
 
 
 def approval_marker(proposal_id: str) -> str:

@@ -31,6 +31,7 @@ from memhubd.review.audit import (
 )
 from memhubd.review.diffs import approval_change, unified_diff
 from memhubd.review.durable import (
+    ORPHAN_AGE_SECONDS,
     atomic_write,
     exclusive_lock,
     file_mode,
@@ -164,7 +165,7 @@ class ReviewStore:
         with exclusive_lock(self.lock_path):
             if max_pending is not None:
                 # Counted under the lock, so racing proposals cannot pass it together.
-                mine = sum(1 for p in self.list("pending") if p.proposer == draft.proposer)
+                mine = self._pending_of(draft.proposer)
                 if mine >= max_pending:
                     problem = Issue(
                         "too_many_pending",
@@ -184,7 +185,11 @@ class ReviewStore:
 
     def _store_new(self, draft: Proposal) -> Proposal:
         os.makedirs(self.proposals_dir, exist_ok=True)
-        sweep_orphans(self.proposals_dir)
+        files = self._reader()
+        # A killed writer's temp file is removed once a minute old: looking each
+        # minute is enough, and spares each proposal a listing of the whole history.
+        if not isinstance(files, ProposalFiles) or files.sweep_due(ORPHAN_AGE_SECONDS):
+            sweep_orphans(self.proposals_dir)
         while True:
             proposal_id = new_proposal_id()
             path = self._path(proposal_id)
@@ -214,6 +219,12 @@ class ReviewStore:
         for name in names:
             if not name.endswith(PROPOSAL_SUFFIX):
                 continue
+            if isinstance(files, ProposalFiles) and status != "all":
+                # Filtered on the status kept in memory: a decided proposal left out
+                # costs a stat, not a parse.
+                in_file = files.status(name)
+                if in_file not in (None, "pending", status):
+                    continue  # the audit only ever decides a pending proposal
             proposal = self._read(name[: -len(PROPOSAL_SUFFIX)], files)
             if proposal is None:
                 # Left out of every list, but never without a word in the log.
@@ -229,6 +240,29 @@ class ReviewStore:
             if status in ("all", proposal.status):
                 found.append(proposal)
         return found
+
+    def _pending_of(self, proposer: str) -> int:
+        """How many pending proposals `proposer` has: `list("pending")` counted, except
+        that a cached store does not look again at files it read decided (see
+        ProposalFiles.decided), so a proposal costs the pending ones, not the history."""
+        files = self._reader()
+        if not isinstance(files, ProposalFiles):
+            return sum(1 for p in self.list("pending") if p.proposer == proposer)
+        try:
+            names = sorted(os.listdir(self.proposals_dir))
+        except (FileNotFoundError, NotADirectoryError):
+            return 0
+        files.keep_only(names)
+        audited = self._audited()
+        mine = 0
+        for name in files.undecided(n for n in names if n.endswith(PROPOSAL_SUFFIX)):
+            proposal = self._read(name[: -len(PROPOSAL_SUFFIX)], files)
+            if proposal is None or proposal.status != "pending":
+                continue
+            own = audited.entries_for(proposal.id)
+            proposal = _as_audited(attributed(proposal, own), own)
+            mine += proposal.status == "pending" and proposal.proposer == proposer
+        return mine
 
     def get(self, proposal_id: str) -> Proposal | None:
         """The proposal with this id; None for an unknown, unreadable or malformed id."""

@@ -230,11 +230,14 @@ def exact_timestamps(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("exact_timestamps")
+@pytest.mark.parametrize("whole", [256, 1])
 @pytest.mark.parametrize("seed", range(12))
 def test_cached_reads_match_fresh_reads_whatever_changes_the_files(
-    tmp_path: Path, seed: int
+    tmp_path: Path, seed: int, whole: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a store whose files other writers change between its own operations
+    # Given a store whose files other writers change between its own operations,
+    # keeping decided proposals whole or (whole=1) almost all by status only
+    monkeypatch.setattr(proposal_module, "FULL_DECIDED", whole)
     world = World(make_workspace(tmp_path / "ws"), seed)
     names, weights = list(OPERATIONS), list(OPERATIONS.values())
     for _ in range(STEPS):
@@ -402,3 +405,74 @@ def test_threads_reading_while_others_decide_see_what_a_fresh_read_sees(
     fresh = ReviewStore(str(root), cached=False)
     assert store.list("all") == fresh.list("all")
     assert [p.status for p in store.list("all")] == ["rejected"] * len(ids)
+
+
+@pytest.mark.usefixtures("exact_timestamps")
+def test_a_long_history_is_kept_by_status_and_read_again_when_asked_for(
+    store: ReviewStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a cache that keeps at most four decided proposals whole
+    monkeypatch.setattr(proposal_module, "FULL_DECIDED", 4)
+    workspace = load(root)
+    ids = [
+        store.propose(workspace, fact_source(f"db.h{i}"), proposer="a").proposal_id
+        for i in range(10)
+    ]
+    for pid in ids[:8]:
+        store.reject(pid, reviewer="b", reason="no")
+
+    # When every list and every proposal is read through it
+    fresh = ReviewStore(str(root), cached=False)
+    for status in LIST_STATUSES:
+        assert store.list(status) == fresh.list(status)
+    assert [store.get(pid) for pid in ids] == [fresh.get(pid) for pid in ids]
+
+    # Then the history is kept by status only beyond four whole decided proposals,
+    # while every file is still known
+    files, _ = kept_reads(store.proposals_dir, store.audit_path)
+    assert files.whole() == 4
+    assert len(files) == 10
+    assert store.list("pending") == fresh.list("pending")
+
+
+@pytest.mark.usefixtures("exact_timestamps")
+def test_a_proposal_looks_at_the_pending_files_not_at_the_decided_history(
+    store: ReviewStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given thirty decided proposals and two pending ones, listed once
+    workspace = load(root)
+    ids = [
+        store.propose(workspace, fact_source(f"db.d{i}"), proposer="a").proposal_id
+        for i in range(32)
+    ]
+    for pid in ids[:30]:
+        store.reject(pid, reviewer="b", reason="no")
+    assert len(store.list("pending")) == 2
+
+    # When "a" proposes again under a bound of three pending proposals
+    looked_at: list[str] = []
+    real_stat, real_open = os.stat, open
+
+    def counting_stat(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(path).endswith(".mem.proposal"):
+            looked_at.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    def counting_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(path).endswith(".mem.proposal"):
+            looked_at.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    monkeypatch.setattr("builtins.open", counting_open)
+    third = store.propose(workspace, fact_source("db.third"), proposer="a", max_pending=3)
+
+    # Then it is made, having looked at the pending files only
+    assert third.ok
+    assert not any(pid in path for pid in ids[:30] for path in looked_at)
+
+    # And the bound still counts every pending proposal
+    monkeypatch.undo()
+    fourth = store.propose(workspace, fact_source("db.fourth"), proposer="a", max_pending=3)
+    assert fourth.status == "too_many"
+    assert ReviewStore(str(root), cached=False).list("pending") == store.list("pending")
