@@ -79,3 +79,28 @@ def test_a_removal_is_marked_before_the_list_forgets_and_unmarked_when_it_ends(
         marks = daemon.state_dir / REMOVING_DIR
         assert not marks.exists() or list(marks.iterdir()) == []
     assert marked_when_saved == [True]
+
+
+def test_a_removal_cut_short_before_the_list_forgot_the_name_never_happened(
+    tmp_path: Path,
+) -> None:
+    first = copy_examples(tmp_path / "one", [EXAMPLE])[EXAMPLE]
+    base = copy_examples(tmp_path / "ws", [EXAMPLE])
+    with start_daemon(tmp_path, base) as daemon:
+        add(daemon, "kept", first)
+        with daemon.http(daemon.admin_token) as http:
+            stored = http.post("/v1/workspaces/kept/recall/ingest", json={"content": SECRET})
+        assert stored.status_code == 201, stored.text
+        state = daemon.state_dir
+    # Given what a removal killed before the list was saved leaves: its marker, the
+    # name still listed
+    (state / REMOVING_DIR).mkdir(mode=0o700, exist_ok=True)
+    (state / REMOVING_DIR / "kept").touch()
+
+    # When the daemon starts again
+    TokenStore(state).revoke("admin")
+    with start_daemon(tmp_path, base) as daemon:
+        # Then the workspace is served with everything it held, and the marker is gone
+        assert found(daemon, "kept") == [SECRET]
+    assert not (state / "removed").exists() or list((state / "removed").iterdir()) == []
+    assert list((state / REMOVING_DIR).iterdir()) == []

@@ -361,7 +361,7 @@ class Hub:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             if self.state_dir is not None:
-                await anyio.to_thread.run_sync(self._finish_removals, self.state_dir)
+                await anyio.to_thread.run_sync(self._finish_removals, self.state_dir, workspaces)
             for name, root in workspaces.items():
                 await self._start(name, root)
             tg.start_soon(self._sweep_cache, [host.root for host in self.hosts.values()])
@@ -614,12 +614,24 @@ class Hub:
         self.events.publish("workspace_removed", workspace=name)
         return True
 
-    def _finish_removals(self, state: Path) -> None:
+    def _finish_removals(self, state: Path, served: dict[str, str]) -> None:
         """Archive the state of each workspace whose removal was cut short (the daemon
         stopped between forgetting its name and moving its state), before any store is
         opened: a workspace given the name later must start empty. A state that cannot
-        be moved keeps its marker, to be tried again at the next start."""
+        be moved keeps its marker, to be tried again at the next start.
+
+        A removal cut short before the list forgot the name never happened: the
+        workspace is still listed (or configured), so its state stays and is served."""
+        listed = set(served)
+        if self._membership is not None:
+            listed.update(self._membership.load())
         for name in pending_removals(state):
+            if name in listed:
+                unmark_removing(state, name)
+                log.warning(
+                    "interrupted removal abandoned: the workspace is still listed", workspace=name
+                )
+                continue
             try:
                 folder = self.archive(name)
             except (StateNotArchived, OSError):
