@@ -6,6 +6,7 @@ away what no door gives back say they are destructive."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -100,18 +101,24 @@ async def test_an_unknown_prompt_argument_is_invalid_params_naming_it(daemon) ->
 
 
 @pytest.mark.parametrize("argument", ["max_must", "max_bytes"])
-@pytest.mark.parametrize("value", [True, "2", 2.0], ids=["true", "string", "float"])
+@pytest.mark.parametrize("value", [True, "2", 2.0, -1], ids=["true", "string", "float", "neg"])
 async def test_query_budgets_take_integers_only_as_the_json_api_does(
     daemon, argument: str, value: Any
 ) -> None:
     arguments = {"query": "force push main", argument: value}
     async with mcp_client(daemon, team_reader(daemon)) as client:
-        refused = await tool_error(client, "memory_query", arguments)
+        refused = await call(client, "memory_query", arguments)
+        schema = {t.name: t for t in (await client.list_tools()).tools}["memory_query"]
     with daemon.http(team_reader(daemon)) as http:
         api = http.post(f"/v1/workspaces/{TEAM}/query", json=arguments)
 
+    # A value the caller can fix is an ok:false answer, in the JSON API's words,
+    # whatever is wrong with it
     assert api.status_code == 422, api.text
-    assert argument in refused
+    assert refused["ok"] is False and refused["status"] == "invalid", refused
+    assert api.json()["error"]["message"] in json.dumps(refused), (refused, api.json())
+    # And the schema still asks for an integer
+    assert {"type": "integer"} in schema.input_schema["properties"][argument]["anyOf"]
 
 
 async def test_memdsls_own_query_arguments_keep_memdsls_reading(daemon) -> None:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, Strict
+from pydantic import Field, PlainValidator
 
 from memhub_protocol import CheckRequest, ErrorCode, ProtocolError, QueryRequest
 from memhub_protocol.models import ProposeRequest
@@ -206,6 +206,15 @@ def _register_summaries(server: MCPServer, hub: Hub) -> None:
         return reply(await run_tool(hub, payloads.MCP_LINT, READ_SUMMARY, workspace, work))
 
 
+def _as_sent(value: object) -> object:
+    return value
+
+
+# An integer argument the JSON API's request model checks, whatever was sent: its
+# schema says integer, and a boolean, float or text is refused as `-1` is.
+AsSent = Annotated[int | None, PlainValidator(_as_sent, json_schema_input_type=int | None)]
+
+
 def _register_searches(server: MCPServer, hub: Hub) -> None:
     @server.tool(description=text.DESCRIBE["memory_query"], annotations=READ_ONLY)
     async def memory_query(
@@ -215,16 +224,12 @@ def _register_searches(server: MCPServer, hub: Hub) -> None:
         subject: Annotated[str, Field(description="only this subject symbol")] = "",
         limit: int = 8,
         workspace: WorkspaceArg = "",
-        # memhub's own arguments, taken strictly as the JSON API takes them (memdsl's
-        # above keep memdsl's lax reading).
+        # memhub's own arguments, read by the JSON API's request (memdsl's above keep
+        # memdsl's lax reading): a wrong value is refused in its words, as `-1` is.
         max_bytes: Annotated[
-            int | None,
-            Strict(),
-            Field(description="cut MUST to fit this many bytes of pack JSON"),
+            AsSent, Field(description="cut MUST to fit this many bytes of pack JSON")
         ] = None,
-        max_must: Annotated[
-            int | None, Strict(), Field(description="show at most this many MUST")
-        ] = None,
+        max_must: Annotated[AsSent, Field(description="show at most this many MUST")] = None,
     ) -> CallToolResult:
         async def work(identity: Identity, name: str) -> Payload | CallToolResult:
             text_ = query.strip()
