@@ -265,8 +265,16 @@ def check_tokens_readable(tokens: TokenStore) -> None:
 
     try:
         tokens.list()
+        impostors = tokens.impostors()
     except TokenError as error:
         raise StateFileError(f"{error}; restore it from a backup, or move it aside") from None
+    for name in impostors:
+        log.warning(
+            "token refused: its name is reserved",
+            token=name,
+            reason="the admin audit records the operator under this name; revoke it "
+            "(memhubd token revoke NAME) and create one under another name",
+        )
 
 
 def check_addresses_free(config: DaemonConfig) -> None:

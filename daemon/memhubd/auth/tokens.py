@@ -38,6 +38,9 @@ BOOTSTRAP_NAME = "bootstrap"
 # Identities the admin audit records for the Unix socket's operator, a bootstrap
 # registration and the bootstrap token: never names of tokens created by hand.
 RESERVED_NAMES = frozenset({"local-operator", "environment", BOOTSTRAP_NAME})
+# Of those, the ones no stored token may ever carry (`bootstrap` is the bootstrap
+# token's own): such a token, made before they were reserved, is refused.
+IMPOSTOR_NAMES = RESERVED_NAMES - {BOOTSTRAP_NAME}
 _SECRET_SHAPE = re.compile(r"mh_[0-9a-f]{12}_")
 BOOTSTRAP_ENV = "MEMHUB_BOOTSTRAP_TOKEN"
 BOOTSTRAP_FILE_ENV = "MEMHUB_BOOTSTRAP_TOKEN_FILE"
@@ -358,9 +361,14 @@ class TokenStore:
             if len(self._verified) >= _VERIFIED_SECRETS:
                 self._verified.clear()
             self._verified[secret] = (contents, found, identity)
-        if found.is_expired(self._clock()):
+        if found.is_expired(self._clock()) or found.name in IMPOSTOR_NAMES:
             return None
         return identity
+
+    def impostors(self) -> list[str]:
+        """Stored tokens named as the audit names the operator or the environment
+        (made before those names were reserved): `verify` refuses them."""
+        return sorted({r.name for r in self._read().records if r.name in IMPOSTOR_NAMES})
 
     # ---- writing ---------------------------------------------------------
 

@@ -362,3 +362,46 @@ def test_bootstrap_refuses_weak_or_ambiguous_secrets(store: TokenStore, environ)
     with pytest.raises(TokenError):
         store.bootstrap_from_env(environ)
     assert not store.has_tokens()
+
+
+@pytest.mark.parametrize("reserved", ["local-operator", "environment"])
+def test_a_stored_token_named_as_the_operator_is_refused_until_revoked(
+    store: TokenStore, state_dir: Path, reserved: str
+) -> None:
+    # Given a token file written before those names were reserved: a token renamed so
+    _, secret = store.create("impostor", "admin")
+    _, kept = store.create("ci-bot", "read:search")
+    path = state_dir / "tokens.json"
+    path.write_text(path.read_text().replace('"impostor"', f'"{reserved}"'))
+    # Then it is listed (so that it can be revoked) and named, but never verifies,
+    # while the other tokens still do
+    assert reserved in [record.name for record in store.list()]
+    assert store.impostors() == [reserved]
+    assert store.verify(secret) is None
+    assert store.verify(kept) is not None
+    assert store.revoke(reserved) is True
+    assert store.impostors() == []
+
+
+def test_the_bootstrap_token_keeps_verifying(state_dir: Path) -> None:
+    store = TokenStore(state_dir, clock=Clock())
+    secret = "s" * 40
+    assert store.bootstrap_from_env({"MEMHUB_BOOTSTRAP_TOKEN": secret}) is not None
+    assert store.verify(secret) is not None
+    assert store.impostors() == []
+
+
+def test_a_start_names_each_token_refused_for_its_name(
+    store: TokenStore, state_dir: Path
+) -> None:
+    from structlog.testing import capture_logs
+
+    from memhubd.server import check_tokens_readable
+
+    store.create("impostor", "admin")
+    path = state_dir / "tokens.json"
+    path.write_text(path.read_text().replace('"impostor"', '"local-operator"'))
+    with capture_logs() as logs:
+        check_tokens_readable(store)
+    [warning] = [entry for entry in logs if entry["event"] == "token refused: its name is reserved"]
+    assert warning["token"] == "local-operator" and "revoke" in warning["reason"]
