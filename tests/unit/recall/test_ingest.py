@@ -207,6 +207,42 @@ def test_manual_content_is_one_drawer_and_repeats_answer_its_id(ingestor: Ingest
     assert again.status == "unchanged" and again.drawer_ids == first.drawer_ids
 
 
+def test_content_sent_again_after_a_taxonomy_change_stays_in_its_room(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    note = "The release train leaves every second Tuesday."
+    taxonomy = AuditEntry("tester", "test", "taxonomy")
+    first = ingestor.ingest_content(note, options(), "notes/release-train.txt")
+    deleted = ingestor.ingest_content("An old release note.", options(), None)
+    store.soft_delete(deleted.drawer_ids[0], AuditEntry("tester", "test", "delete"))
+    # Given a taxonomy that now routes both texts to another room
+    store.set_taxonomy(TaxonomyEntry("releases", ("release", "train")), taxonomy)
+
+    # When they are sent again without a room
+    again = ingestor.ingest_content(note, options(), "notes/release-train.txt")
+    gone = ingestor.ingest_content("An old release note.", options(), None)
+
+    # Then the stored one answers unchanged with its id, the deleted one stays deleted
+    assert (first.room, again.room) == ("default", "default")
+    assert again.status == "unchanged" and again.drawer_ids == first.drawer_ids
+    assert gone.room == "default" and gone.status != "ingested"
+    assert [d.content for batch in store.iter_live(100) for d in batch] == [note]
+    # And a new text still goes where the taxonomy says
+    assert ingestor.ingest_content("A release note.", options(), None).room == "releases"
+
+
+def test_a_room_inferred_again_never_follows_a_drawer_the_caller_cannot_read(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    note = "The release train leaves every second Tuesday."
+    hidden = ingestor.ingest_content(note, options(identity="lead", readers=("leads",)), None)
+    store.set_taxonomy(
+        TaxonomyEntry("releases", ("release", "train")), AuditEntry("t", "test", "taxonomy")
+    )
+    mine = ingestor.ingest_content(note, options(identity="dev", roles=frozenset({"devs"})), None)
+    assert hidden.room == "default" and mine.room == "releases" and mine.status == "ingested"
+
+
 def test_a_near_duplicate_is_reported_with_the_similar_drawer(ingestor: Ingestor) -> None:
     ingestor.ingest_content("we deploy billing on monday after the migration", options(), None)
     report = ingestor.ingest_content(

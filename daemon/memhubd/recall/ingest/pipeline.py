@@ -21,7 +21,7 @@ import numpy as np
 
 from memhubd.recall import rooms as taxonomy_rooms
 from memhubd.recall.context import leave_out, with_day
-from memhubd.recall.ids import DEFAULT_ROOM, LONG_HASH, content_hash, drawer_id
+from memhubd.recall.ids import DEFAULT_ROOM, LONG_HASH, SHORT_HASH, content_hash, drawer_id
 from memhubd.recall.ingest.chunk import Chunk, chunk
 from memhubd.recall.ingest.formats import (
     FORMATS,
@@ -342,7 +342,12 @@ class Ingestor:
         self, content: str, options: IngestOptions, source: str | None
     ) -> SourceReport:
         """mempal's manual ingest: `content` becomes one drawer, verbatim."""
-        room = options.room or self._taxonomy_room(content) or DEFAULT_ROOM
+        room = (
+            options.room
+            or self._stored_room(content, options)
+            or self._taxonomy_room(content)
+            or DEFAULT_ROOM
+        )
         identifier = drawer_id(options.workspace, room, content)
         # A blank source is none (mempal): the drawer cites itself.
         citation = source if source and source.strip() else f"{SELF_CITATION}{identifier}"
@@ -370,6 +375,38 @@ class Ingestor:
     def _failed(report: SourceReport, reason: str) -> SourceReport:
         report.status, report.reason = "failed", reason
         return report
+
+    def _stored_room(self, content: str, options: IngestOptions) -> str | None:
+        """The room of the drawer `content` already is, among those a room inferred for
+        it could have given (the default room and the taxonomy's): sent again without a
+        room after the taxonomy changed, it stays there rather than being stored twice.
+        Only a drawer the caller may read counts (another's hidden one must not tell its
+        room), and only one stored on purpose (live, or deleted so that it stays so)."""
+        if options.same_entry is not None:
+            return None  # a diary entry names its room
+        rooms = {DEFAULT_ROOM, *(entry.room for entry in self.store.taxonomy())}
+        ids = [
+            drawer_id(options.workspace, room, content, digits=digits)
+            for room in sorted(rooms)
+            for digits in (SHORT_HASH, LONG_HASH)
+        ]
+        wanted = content_hash(content)
+        found = [
+            e
+            for e in self.store.find(ids).values()
+            if e.content_hash == wanted and not e.retired and e.room in rooms
+        ]
+        if not found:
+            return None
+        drawers = self.store.get([e.rowid for e in found])
+        readable = [
+            d
+            for d in drawers.values()
+            if d.identity == options.identity or _readable(d.readers, options.roles)
+        ]
+        # A live drawer before a deleted one, then by room: the same answer every time.
+        readable.sort(key=lambda d: (d.deleted_at is not None, d.room or ""))
+        return readable[0].room if readable else None
 
     def _taxonomy_room(self, text: str) -> str | None:
         taxonomy = self.store.taxonomy()
