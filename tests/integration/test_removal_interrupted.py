@@ -30,16 +30,21 @@ def found(daemon: LiveDaemon, name: str) -> list[str]:
     return [hit["content"] for hit in answer.json()["hits"]]
 
 
+def added_with_a_drawer(tmp_path: Path, base: dict[str, str], name: str, path: str) -> Path:
+    """A daemon's state dir once it added workspace `name` and stored SECRET in it."""
+    with start_daemon(tmp_path, base) as daemon:
+        add(daemon, name, path)
+        with daemon.http(daemon.admin_token) as http:
+            stored = http.post(f"/v1/workspaces/{name}/recall/ingest", json={"content": SECRET})
+        assert stored.status_code == 201, stored.text
+        return daemon.state_dir
+
+
 def test_a_removal_cut_short_is_finished_at_the_next_start(tmp_path: Path) -> None:
     first = copy_examples(tmp_path / "one", [EXAMPLE])[EXAMPLE]
     second = copy_examples(tmp_path / "two", [EXAMPLE])[EXAMPLE]
     base = copy_examples(tmp_path / "ws", [EXAMPLE])
-    with start_daemon(tmp_path, base) as daemon:
-        add(daemon, "cut", first)
-        with daemon.http(daemon.admin_token) as http:
-            stored = http.post("/v1/workspaces/cut/recall/ingest", json={"content": SECRET})
-        assert stored.status_code == 201, stored.text
-        state = daemon.state_dir
+    state = added_with_a_drawer(tmp_path, base, "cut", first)
     # Given what a removal killed half-way leaves: the name gone from the list, its
     # marker there, its store still in place
     listed = WorkspaceList(state / "workspaces.json", state / "workspaces.json.lock")
@@ -86,12 +91,7 @@ def test_a_removal_cut_short_before_the_list_forgot_the_name_never_happened(
 ) -> None:
     first = copy_examples(tmp_path / "one", [EXAMPLE])[EXAMPLE]
     base = copy_examples(tmp_path / "ws", [EXAMPLE])
-    with start_daemon(tmp_path, base) as daemon:
-        add(daemon, "kept", first)
-        with daemon.http(daemon.admin_token) as http:
-            stored = http.post("/v1/workspaces/kept/recall/ingest", json={"content": SECRET})
-        assert stored.status_code == 201, stored.text
-        state = daemon.state_dir
+    state = added_with_a_drawer(tmp_path, base, "kept", first)
     # Given what a removal killed before the list was saved leaves: its marker, the
     # name still listed
     (state / REMOVING_DIR).mkdir(mode=0o700, exist_ok=True)

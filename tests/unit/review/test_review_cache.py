@@ -451,20 +451,17 @@ def test_a_proposal_looks_at_the_pending_files_not_at_the_decided_history(
 
     # When "a" proposes again under a bound of three pending proposals
     looked_at: list[str] = []
-    real_stat, real_open = os.stat, open
 
-    def counting_stat(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if str(path).endswith(".mem.proposal"):
-            looked_at.append(str(path))
-        return real_stat(path, *args, **kwargs)
+    def noting(real):  # type: ignore[no-untyped-def]
+        def call(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if str(path).endswith(".mem.proposal"):
+                looked_at.append(str(path))
+            return real(path, *args, **kwargs)
 
-    def counting_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if str(path).endswith(".mem.proposal"):
-            looked_at.append(str(path))
-        return real_open(path, *args, **kwargs)
+        return call
 
-    monkeypatch.setattr(os, "stat", counting_stat)
-    monkeypatch.setattr("builtins.open", counting_open)
+    monkeypatch.setattr(os, "stat", noting(os.stat))
+    monkeypatch.setattr("builtins.open", noting(open))
     third = store.propose(workspace, fact_source("db.third"), proposer="a", max_pending=3)
 
     # Then it is made, having looked at the pending files only
