@@ -407,19 +407,25 @@ def test_threads_reading_while_others_decide_see_what_a_fresh_read_sees(
     assert [p.status for p in store.list("all")] == ["rejected"] * len(ids)
 
 
+def proposed_and_rejected(store: ReviewStore, root: Path, *, made: int, rejected: int) -> list[str]:
+    """The ids of `made` proposals by "a", the first `rejected` of them rejected."""
+    workspace = load(root)
+    ids = [
+        store.propose(workspace, fact_source(f"db.h{i}"), proposer="a").proposal_id
+        for i in range(made)
+    ]
+    for pid in ids[:rejected]:
+        store.reject(pid, reviewer="b", reason="no")
+    return ids
+
+
 @pytest.mark.usefixtures("exact_timestamps")
 def test_a_long_history_is_kept_by_status_and_read_again_when_asked_for(
     store: ReviewStore, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a cache that keeps at most four decided proposals whole
     monkeypatch.setattr(proposal_module, "FULL_DECIDED", 4)
-    workspace = load(root)
-    ids = [
-        store.propose(workspace, fact_source(f"db.h{i}"), proposer="a").proposal_id
-        for i in range(10)
-    ]
-    for pid in ids[:8]:
-        store.reject(pid, reviewer="b", reason="no")
+    ids = proposed_and_rejected(store, root, made=10, rejected=8)
 
     # When every list and every proposal is read through it
     fresh = ReviewStore(str(root), cached=False)
@@ -441,12 +447,7 @@ def test_a_proposal_looks_at_the_pending_files_not_at_the_decided_history(
 ) -> None:
     # Given thirty decided proposals and two pending ones, listed once
     workspace = load(root)
-    ids = [
-        store.propose(workspace, fact_source(f"db.d{i}"), proposer="a").proposal_id
-        for i in range(32)
-    ]
-    for pid in ids[:30]:
-        store.reject(pid, reviewer="b", reason="no")
+    ids = proposed_and_rejected(store, root, made=32, rejected=30)
     assert len(store.list("pending")) == 2
 
     # When "a" proposes again under a bound of three pending proposals
