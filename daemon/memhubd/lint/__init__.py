@@ -5,7 +5,7 @@ Reports problems in memory sources; it never edits them.
 
 from memhubd.lint.declaration_checks import STALE_STATE_DAYS
 from memhubd.lint.diagnostics import Diagnostic, has_errors
-from memhubd.lint.linter import MODULE_MAX_DECLARATIONS, LintReuse, lint, lint_files
+from memhubd.lint.linter import MODULE_MAX_DECLARATIONS, LintReuse, lint, lint_files, lint_today
 
 __all__ = [
     "MODULE_MAX_DECLARATIONS",
@@ -15,4 +15,5 @@ __all__ = [
     "has_errors",
     "lint",
     "lint_files",
+    "lint_today",
 ]

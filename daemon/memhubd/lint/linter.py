@@ -75,6 +75,12 @@ class _Recording:
         return found
 
 
+def lint_today() -> dt.date:
+    """The day lint judges staleness on when none is given: the local date, as memdsl's
+    lint takes it (a served lint made on another day is made again)."""
+    return dt.date.today()
+
+
 def lint_files(
     ws: Workspace,
     files: Sequence[Sequence[Declaration]],
@@ -87,7 +93,7 @@ def lint_files(
     the same day its diagnostics when every name it looked up resolves as it did then.
     """
     if today is None:
-        today = dt.date.today()
+        today = lint_today()
     runs = _distinct(files)
     keys = [id(run) for run in runs]
     before = previous.files if previous is not None else {}

@@ -11,6 +11,7 @@ removed at run time leaves what agents said in it (recall store, cowork inbox) u
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -365,6 +366,7 @@ class Hub:
             for name, root in workspaces.items():
                 await self._start(name, root)
             tg.start_soon(self._sweep_cache, [host.root for host in self.hosts.values()])
+            tg.start_soon(self._lint_each_day)
             try:
                 yield self
             finally:
@@ -532,6 +534,29 @@ class Hub:
                 await anyio.to_thread.run_sync(cache.sweep, roots)
         except Exception:
             log.exception("parse cache sweep failed")
+
+    async def _lint_each_day(self) -> None:
+        """Lint each served snapshot again just after local midnight: lint judges
+        staleness on the day it is asked (`Snapshot.diagnostics`), and the first status
+        or lint of a new day should not wait for it."""
+        while True:
+            now = datetime.datetime.now()
+            midnight = datetime.datetime.combine(
+                now.date() + datetime.timedelta(days=1), datetime.time()
+            )
+            # Woken each hour at most: a clock set back or forward is followed.
+            await anyio.sleep(min((midnight - now).total_seconds() + 1.0, 3600.0))
+            if datetime.date.today() == now.date():
+                continue
+            for host in list(self.hosts.values()):
+                snapshot = host.snapshot
+                if snapshot is None:
+                    continue
+                try:
+                    async with self.lint_limiter:
+                        await anyio.to_thread.run_sync(snapshot.diagnostics)
+                except Exception:
+                    log.exception("lint of a new day failed", workspace=host.name)
 
     # --- membership -------------------------------------------------------------------
 

@@ -141,19 +141,28 @@ class Snapshot:
         return "degraded" if self.degraded else "healthy"
 
     def diagnostics(self) -> list[Any]:
-        """Lint diagnostics of the served sources, computed once per snapshot."""
-        if not self._lint_cache:
-            with self._lint_lock:
-                if not self._lint_cache:
-                    from memhubd.lint import lint_files
+        """Lint diagnostics of the served sources, computed once per snapshot and day:
+        staleness is judged on the day it is asked, as memdsl's lint judges it, so a
+        snapshot served past midnight is linted again (its per-file facts reused)."""
+        from memhubd.lint import lint_today
 
-                    runs = [f.typed for f in self.files if f.typed]
-                    before = self._lint_from[0] if self._lint_from else None
-                    found, reuse = lint_files(self.workspace, runs, previous=before)
-                    self._lint_reuse.append(reuse)
-                    self._lint_from.clear()
-                    self._lint_cache.append(found)
-        return self._lint_cache[0]
+        today = lint_today()
+        kept = self._lint_cache[0] if self._lint_cache else None
+        if kept is not None and kept[0] == today:
+            return kept[1]  # type: ignore[no-any-return]
+        with self._lint_lock:
+            kept = self._lint_cache[0] if self._lint_cache else None
+            if kept is None or kept[0] != today:
+                from memhubd.lint import lint_files
+
+                runs = [f.typed for f in self.files if f.typed]
+                before = self.lint_reuse()
+                found, reuse = lint_files(self.workspace, runs, today=today, previous=before)
+                self._lint_reuse[:] = [reuse]
+                self._lint_from.clear()
+                kept = (today, found)
+                self._lint_cache[:] = [kept]
+        return kept[1]  # type: ignore[no-any-return]
 
     def lint_reuse(self) -> Any:
         """What the next snapshot's lint may reuse: this one's results, or (not linted

@@ -142,6 +142,8 @@ class _Cut:
         self.twin = twin
         self._lock = threading.Lock()
         self._diagnostics: list[Any] | None = None
+        self._lint_day: Any = None  # the day `_diagnostics` judged staleness on
+        self._lint_reuse: Any = None  # what its lint leaves a lint of another day
         self.hidden_must: int | None = None  # `hidden_must_rules`, once counted
         # (run of the whole workspace, positions in it left out) for each run with any.
         self.left: list[tuple[Any, tuple[int, ...]]] = []
@@ -160,19 +162,25 @@ class _Cut:
     def diagnostics(self) -> list[Any]:
         """Lint of the view, reusing the role set's previous view's per-file results for
         the runs it kept (`lint_files`): a reload costs the edited files here too."""
-        from memhubd.lint import lint_files
+        from memhubd.lint import lint_files, lint_today
         from memhubd.model.workspace import file_runs
 
         if self.twin is not None:
             return self.twin.diagnostics()
+        today = lint_today()
         with self._lock:
-            if self._diagnostics is None:
+            if self._diagnostics is None or self._lint_day != today:
                 key = self.earlier
-                with _EARLIER_LOCK:
-                    entry = _EARLIER.get(key) if key is not None else None
-                    before = entry.lint if entry is not None else None
+                before = self._lint_reuse  # a lint of this view on another day
+                if before is None:
+                    with _EARLIER_LOCK:
+                        entry = _EARLIER.get(key) if key is not None else None
+                        before = entry.lint if entry is not None else None
                 runs = file_runs(self.workspace.declarations)
-                self._diagnostics, reuse = lint_files(self.workspace, runs, previous=before)
+                self._diagnostics, reuse = lint_files(
+                    self.workspace, runs, today=today, previous=before
+                )
+                self._lint_day, self._lint_reuse = today, reuse
                 if key is not None:
                     with _EARLIER_LOCK:
                         _remember_earlier(key).lint = reuse
