@@ -8,6 +8,8 @@ no I/O, no knowledge of HTTP.
 
 from __future__ import annotations
 
+import bisect
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,6 +23,8 @@ else:
     _D = TypeVar("_D")
 
 HIDDEN_MARKER = "# [1 declaration hidden by access policy]"
+# The comment an approval writes above the declaration it appends (memdsl's marker).
+_APPROVAL_LINE = re.compile(r"[ \t]*# approved from proposal \S+ at [^\n]*")
 
 # (start line, start column, end line, end column), 1-based; the end is the closing `}`.
 SourceSpan = tuple[int, int, int, int]
@@ -115,7 +119,9 @@ def redact_source(text: str, hidden: Sequence[SourceSpan]) -> str:
     if not hidden:
         return text
     line_starts = _line_starts(text)
-    spans = sorted(_offsets(text, line_starts, span) for span in hidden)
+    spans = sorted(
+        _with_approval(text, line_starts, _offsets(text, line_starts, span)) for span in hidden
+    )
     pieces: list[str] = []
     position = 0
     for start, end in spans:
@@ -131,6 +137,18 @@ def redact_source(text: str, hidden: Sequence[SourceSpan]) -> str:
             position = end + len(rest) - len(rest.lstrip())
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+def _with_approval(text: str, line_starts: list[int], span: tuple[int, int]) -> tuple[int, int]:
+    """`span` widened to the approval comment review wrote on the line just above the
+    declaration it begins (`# approved from proposal <id> at <time>`): the proposal is
+    hidden with its declaration, so its id and time must go with it."""
+    start, end = span
+    line = bisect.bisect_right(line_starts, start) - 1
+    if line < 1 or text[line_starts[line] : start].strip():
+        return span
+    above = text[line_starts[line - 1] : line_starts[line] - 1]
+    return (line_starts[line - 1], end) if _APPROVAL_LINE.fullmatch(above) else span
 
 
 def _line_starts(text: str) -> list[int]:

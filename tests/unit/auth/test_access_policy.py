@@ -163,3 +163,39 @@ def test_no_hidden_spans_leaves_the_text_untouched() -> None:
 def test_bad_spans_are_refused_rather_than_leaking_text(spans) -> None:
     with pytest.raises(ValueError):
         redact_source(RAW, spans)
+
+
+APPROVED = """module team
+fact open { claim: "visible" }
+
+# approved from proposal p-20261204-131026-8cfc57 at 2026-12-04T13:10:26+00:00
+fact dev_only {
+  claim: "secret"
+  access_policy { readers: [developer] }
+}
+
+# approved from proposal p-20261204-131100-aaaaaa at 2026-12-04T13:11:00+00:00
+fact shown { claim: "visible too" }
+"""
+
+
+def test_the_approval_comment_of_a_hidden_declaration_is_hidden_with_it() -> None:
+    redacted = redact_source(APPROVED, [(5, 1, 8, 1)])
+    assert "8cfc57" not in redacted and "13:10:26" not in redacted
+    assert redacted.splitlines() == [
+        "module team",
+        'fact open { claim: "visible" }',
+        "",
+        HIDDEN_MARKER,
+        "",
+        "# approved from proposal p-20261204-131100-aaaaaa at 2026-12-04T13:11:00+00:00",
+        'fact shown { claim: "visible too" }',
+    ]
+    names = [decl.name for decl in parse_text(redacted, "team.mem").declarations]
+    assert names == ["open", "shown"]
+
+
+def test_a_comment_not_right_above_a_hidden_declaration_stays() -> None:
+    text = APPROVED.replace("13:10:26+00:00\nfact dev_only", "13:10:26+00:00\n\nfact dev_only")
+    redacted = redact_source(text, [(6, 1, 9, 1)])
+    assert "8cfc57" in redacted and "secret" not in redacted
