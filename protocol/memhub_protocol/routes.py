@@ -338,7 +338,8 @@ ROUTES: tuple[Route, ...] = (
         _WS + "/recall/drawers/{drawer_id}/propose",
         WRITE_CANDIDATE,
         "Propose a declaration whose evidence quotes this drawer verbatim; body "
-        "`{type, id, fields, quote?, reason?}`. Reviewed like any proposal.",
+        "`{type, id, fields, quote?, reason?}`. Reviewed like any proposal. Needs "
+        "read:search too (it reads the drawer).",
         request_model="DrawerProposeRequest",
     ),
     Route(
