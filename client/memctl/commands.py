@@ -83,7 +83,17 @@ class Session:
         return self._workspace
 
     def _only_workspace(self) -> str:
-        names = workspace_names(self.client.workspaces())
+        try:
+            listed = self.client.workspaces()
+        except ServerError as error:
+            if error.code != ErrorCode.FORBIDDEN:
+                raise
+            # Finding the caller's only workspace lists them, which read:summary allows.
+            raise CommandFailure(
+                "no workspace given, and this token may not list its workspaces (that "
+                "needs read:summary); choose one with -w NAME or MEMHUB_WORKSPACE"
+            ) from None
+        names = workspace_names(listed)
         if len(names) == 1:
             return names[0]
         if not names:

@@ -88,13 +88,16 @@ class Relay:
 def open_client(target: Target, token: str | None) -> httpx.Client:
     import httpx  # here, not at the top: every memctl command imports this module
 
-    headers = {
+    headers: dict[str, str | bytes] = {
         "User-Agent": f"memctl/{__version__} (mcp bridge)",
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
     }
     if token:
-        headers["Authorization"] = f"Bearer {token}"
+        # As bytes: a token of any header-safe character (up to U+00FF, as the other
+        # commands send it) reaches the daemon, which refuses it with a JSON-RPC error,
+        # where httpx would raise on a text value that is not ASCII.
+        headers["Authorization"] = f"Bearer {token}".encode("latin-1")
     transport = httpx.HTTPTransport(uds=target.socket_path) if target.socket_path else None
     return httpx.Client(
         base_url=target.base_url,

@@ -98,8 +98,12 @@ PING = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
-def test_a_rejected_token_becomes_a_json_rpc_error(daemon) -> None:
-    replies, stderr = run_lines(daemon.url, "mh_wrong_000000000000000000000000000", PING)
+@pytest.mark.parametrize(
+    "secret", ["mh_wrong_000000000000000000000000000", "mh_t\u00f6ken_00000000000000000000000"]
+)
+def test_a_rejected_token_becomes_a_json_rpc_error(daemon, secret: str) -> None:
+    # A token of any character memctl sends in a header (up to U+00FF) is refused alike
+    replies, stderr = run_lines(daemon.url, secret, PING)
     assert [reply["id"] for reply in replies] == [7]
     error = replies[0]["error"]
     assert "401" in error["message"] and error["data"]["error"]["code"] == "unauthorized"

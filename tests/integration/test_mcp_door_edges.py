@@ -200,3 +200,48 @@ async def test_tools_that_take_away_what_no_door_gives_back_are_destructive(daem
     # triple or the end of one's validity (still read with as_of).
     assert all(t.annotations is not None for t in tools)
     assert {"memory_ingest", "memory_kg", "memory_propose"}.isdisjoint(destructive | read_only)
+
+
+# --- nothing is sent unasked ------------------------------------------------------------
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "edge", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def modern_post(daemon: LiveDaemon, secret: str, method: str, params: Any) -> dict[str, Any]:
+    """One JSON-RPC request on the 2026-07-28 wire (a per-request envelope), read whole
+    within a few seconds: a stream held open would fail it."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": method,
+        "params": {**params, "_meta": MODERN_META},
+    }
+    headers = {
+        **LEGACY_HEADERS,
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": method,
+    }
+    with daemon.http(secret) as http:
+        response = http.post("/mcp", json=message, headers=headers, timeout=5.0)
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    return dict(json.loads(text))
+
+
+def test_a_listen_stream_is_refused_and_no_list_change_is_announced(daemon) -> None:
+    secret = team_reader(daemon)
+    discovered = modern_post(daemon, secret, "server/discover", {})
+    capabilities = discovered["result"]["capabilities"]
+    assert capabilities["tools"].get("listChanged") in (None, False), capabilities
+    assert capabilities["resources"].get("subscribe") in (None, False), capabilities
+    assert capabilities["prompts"].get("listChanged") in (None, False), capabilities
+
+    listened = modern_post(
+        daemon, secret, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+    )
+    assert listened["error"]["code"] == -32601, listened

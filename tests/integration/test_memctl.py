@@ -265,6 +265,17 @@ def test_a_workspace_without_a_grant_lists_the_granted_ones(shared_daemon: Any) 
     assert err.endswith("; workspaces you may use: writing (choose one with -w NAME)\n")
 
 
+def test_no_workspace_given_to_a_token_that_may_not_list_them_says_to_give_one(
+    shared_daemon: Any,
+) -> None:
+    secret = shared_daemon.add_token("ingest-only", "write:recall", workspaces=["writing"])
+    code, _, err = memctl(
+        "--url", shared_daemon.url, "--token", secret, "recall", "delete", "drawer_writing_x_1"
+    )
+    assert code == 2, err  # a usage problem, as "several workspaces" is
+    assert "needs read:summary" in err and "-w NAME" in err, err
+
+
 def test_an_unknown_workspace_lists_the_existing_ones(shared_daemon: Any) -> None:
     code, _, err = memctl("--url", shared_daemon.socket_url, "-w", "team-codng", "map")
     assert code == 1

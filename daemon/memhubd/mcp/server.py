@@ -69,7 +69,13 @@ class MemhubMCP(MCPServer):
     and whose answers never exceed `limits.max_result_bytes` (as on the JSON API)."""
 
     def __init__(self, hub: Hub) -> None:
-        super().__init__("memhub", instructions=text.INSTRUCTIONS, version=__version__)
+        # No `subscriptions/listen` (protocol 2026-07-28): this server sends nothing
+        # unasked, so a listen stream would only hold a connection open, unbounded and
+        # past its token's revocation, as the GET stream refused below would; without
+        # it, `server/discover` says no list changes are ever announced.
+        super().__init__(
+            "memhub", instructions=text.INSTRUCTIONS, version=__version__, subscriptions=False
+        )
         self.hub = hub
 
     def _result_limit(self) -> int:
