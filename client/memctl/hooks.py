@@ -29,7 +29,7 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 from memhub_protocol.recall import IngestRequest, UploadedFile
 
@@ -58,9 +58,13 @@ class Agent:
     prompt_event: str
     end_event: str
     drain_format: str
+    # Whether the end hook ingests in the background: Claude Code gives all of a
+    # session's SessionEnd hooks 1.5 s together (unless the user raises it), less than
+    # a long transcript's upload takes.
+    end_in_background: bool = False
 
 
-CLAUDE_CODE = Agent("claude-code", "UserPromptSubmit", "SessionEnd", "plain")
+CLAUDE_CODE = Agent("claude-code", "UserPromptSubmit", "SessionEnd", "plain", True)
 # Codex has no session-end event: Stop runs after every turn, and re-ingesting an
 # unchanged transcript costs a comparison, a grown one replaces its drawers.
 CODEX = Agent("codex", "UserPromptSubmit", "Stop", "hook-json")
@@ -95,6 +99,12 @@ def add_hooks_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         help=summary,
         description=summary,
         epilog=f"--timeout defaults to {SESSION_END_TIMEOUT:g} seconds here.",
+    )
+    a.add_argument(
+        "--background",
+        action="store_true",
+        help="read the event, then ingest in a detached process and exit at once "
+        f"(its summary goes to {_log_hint()})",
     )
     a.set_defaults(local_handler=cmd_session_end)
 
@@ -136,7 +146,7 @@ def hook_commands(agent: Agent, args: argparse.Namespace) -> tuple[str, str]:
             # `-dash`) would otherwise be read as an option, and the hook exit 2.
             options += " " + shlex.quote(f"{flag}={value}")
     drain = f"{base} {DRAIN_MARK} --format {agent.drain_format}{options}"
-    end = f"{base} {END_MARK}{options}"
+    end = f"{base} {END_MARK}{options}" + (" --background" if agent.end_in_background else "")
     return drain, end
 
 
@@ -509,13 +519,26 @@ class _Stop(Exception):
 
 def cmd_session_end(args: argparse.Namespace) -> int:
     """Always 0: a failing end hook would only bother the agent's user. With --json,
-    `{"transcript", "chunks"}` or the error envelope on stdout."""
+    `{"transcript", "chunks"}` or the error envelope on stdout (with --background,
+    `{"transcript", "background": true, "log"}` once the ingest is handed over)."""
     from memctl.cowork import deadline, failure_code, failure_reason
 
     as_json = bool(getattr(args, "json", False))
     try:
         with deadline(float(getattr(args, "timeout", None) or SESSION_END_TIMEOUT)):
-            citation, chunks = _session_end(args)
+            path, citation = _transcript_named(args)
+            if getattr(args, "background", False) and hasattr(os, "fork"):
+                log = _in_background(args, path, citation)
+                print(
+                    f"memctl hooks session-end: {citation}: ingesting in the background "
+                    f"(log: {log})",
+                    file=sys.stderr,
+                )
+                if as_json:
+                    answer = {"transcript": citation, "background": True, "log": str(log)}
+                    print(json.dumps(answer, indent=2, ensure_ascii=False), flush=True)
+                return 0
+            chunks = _ingest_transcript(args, path, citation)
         print(f"memctl hooks session-end: {citation}: {chunks} new chunk(s)", file=sys.stderr)
         if as_json:
             answer = {"transcript": citation, "chunks": chunks}
@@ -531,12 +554,9 @@ def cmd_session_end(args: argparse.Namespace) -> int:
     return 0
 
 
-def _session_end(args: argparse.Namespace) -> tuple[str, int]:
-    """Ingest the transcript the hook names: (its citation, new chunks)."""
-    from memctl.client import MemhubClient
-    from memctl.commands import STDIN_CLOSED, Session
-    from memctl.config import resolve_settings
-    from memctl.recall import part_kept
+def _transcript_named(args: argparse.Namespace) -> tuple[Path, str]:
+    """The transcript the hook's event names, checked, and its citation."""
+    from memctl.commands import STDIN_CLOSED
 
     if sys.stdin is None:  # started with stdin closed: no hook input to read
         raise _Stop(STDIN_CLOSED)
@@ -556,7 +576,16 @@ def _session_end(args: argparse.Namespace) -> tuple[str, int]:
         raise _Stop(f"{path} is not a regular file")
     if status.st_size > MAX_TRANSCRIPT_BYTES:
         raise _Stop(f"{path} is too large to ingest")
-    citation = f"{path.parent.name}/{path.name}"
+    return path, f"{path.parent.name}/{path.name}"
+
+
+def _ingest_transcript(args: argparse.Namespace, path: Path, citation: str) -> int:
+    """Ingest the transcript at `path`: the new chunks."""
+    from memctl.client import MemhubClient
+    from memctl.commands import Session
+    from memctl.config import resolve_settings
+    from memctl.recall import part_kept
+
     settings = resolve_settings(
         url=getattr(args, "url", None),
         token=getattr(args, "token", None),
@@ -577,4 +606,66 @@ def _session_end(args: argparse.Namespace) -> tuple[str, int]:
                 # skipped or failed is said as such, not as "0 new chunk(s)".
                 reason = (refused or [{}])[0].get("reason", "a part was refused")
                 raise _Stop(f"{citation}: {reason}")
-    return citation, chunks
+    return chunks
+
+
+# The detached ingest's log: kept under LOG_BYTES, the one before as `<log>.1`.
+LOG_NAME = "session-end.log"
+LOG_BYTES = 256 * 1024
+
+
+def session_end_log() -> Path:
+    """`$XDG_STATE_HOME/memctl/session-end.log` (default `~/.local/state/...`)."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(state) / "memctl" / LOG_NAME
+
+
+def _log_hint() -> str:
+    return "$XDG_STATE_HOME/memctl/" + LOG_NAME
+
+
+def _in_background(args: argparse.Namespace, path: Path, citation: str) -> Path:
+    """Fork a process of its own session that ingests `path`, its summary or error
+    appended to the log; answer the log's path.
+
+    Its own session: an agent that stops the hook (Claude Code's SessionEnd budget)
+    signals the hook's process group, not it."""
+    log = session_end_log()
+    log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(OSError):
+        if log.stat().st_size > LOG_BYTES:
+            os.replace(log, log.with_name(LOG_NAME + ".1"))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() == 0:
+        _ingest_detached(args, path, citation, log)
+    return log
+
+
+def _ingest_detached(args: argparse.Namespace, path: Path, citation: str, log: Path) -> NoReturn:
+    """The forked process: ingest, append one line to `log`, exit (never back into the
+    parent's code path)."""
+    import time
+
+    from memctl.cowork import deadline, failure_reason
+
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.dup2(output, 2)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        try:
+            # A fork keeps no timer: the detached ingest gets the hook's deadline anew.
+            with deadline(float(getattr(args, "timeout", None) or SESSION_END_TIMEOUT)):
+                chunks = _ingest_transcript(args, path, citation)
+            line = f"{stamp} {citation}: {chunks} new chunk(s)"
+        except BaseException as error:  # noqa: BLE001 - logged, never raised
+            line = f"{stamp} {citation}: {failure_reason(error)}"
+        os.write(output, (line + "\n").encode("utf-8", "replace"))
+    finally:
+        os._exit(0)

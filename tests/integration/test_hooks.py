@@ -6,11 +6,14 @@ session's transcript into recall."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,7 +91,7 @@ def test_claude_code_install_merges_keeps_a_backup_and_is_idempotent(tmp_path: P
         "echo branch",
         "memctl cowork drain --format plain",
     ]
-    assert commands(settings, "SessionEnd") == ["memctl hooks session-end"]
+    assert commands(settings, "SessionEnd") == ["memctl hooks session-end --background"]
     assert json.loads((project / ".claude" / "settings.json.bak").read_text()) == original
     written = settings_file.read_bytes()
 
@@ -223,7 +226,11 @@ def test_the_end_hook_ingests_the_session_transcript(daemon: LiveDaemon, tmp_pat
     project_dir.mkdir(parents=True)
     transcript = project_dir / TRANSCRIPT.name
     shutil.copy(TRANSCRIPT, transcript)
-    (end,) = commands(installed(tmp_path, "--claude-code"), "SessionEnd")
+    (installed_end,) = commands(installed(tmp_path, "--claude-code"), "SessionEnd")
+    # Claude Code's is detached (its SessionEnd hooks get 1.5 s in all): the same
+    # command in the foreground says what it did
+    assert installed_end.endswith(" --background")
+    end = installed_end.removesuffix(" --background")
     env = clean_env(tmp_path, MEMHUB_URL=daemon.url, MEMHUB_TOKEN=writer)
     event = {"hook_event_name": "SessionEnd", "transcript_path": str(transcript), "reason": "exit"}
     result = run_hook(end, event, env)
@@ -244,3 +251,50 @@ def test_the_end_hook_ingests_the_session_transcript(daemon: LiveDaemon, tmp_pat
     )
     assert garbled.returncode == 0 and garbled.stdout == ""
     assert "the hook input is not JSON" in garbled.stderr
+
+
+def test_the_claude_code_end_hook_ingests_in_a_detached_process_and_logs(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    writer = daemon.tokens.get("hook-writer") or daemon.add_token(
+        "hook-writer", AGENT, workspaces=[TEAM]
+    )
+    transcript = tmp_path / "t" / "-home-bo-src-api" / TRANSCRIPT.name
+    transcript.parent.mkdir(parents=True)
+    # Words of its own, so that its exchanges are not the other test's duplicates
+    transcript.write_text(TRANSCRIPT.read_text().replace("invoice", "invoyce"))
+    (end,) = commands(installed(tmp_path, "--claude-code"), "SessionEnd")
+    env = clean_env(tmp_path, MEMHUB_URL=daemon.url, MEMHUB_TOKEN=writer)
+    event = {"hook_event_name": "SessionEnd", "transcript_path": str(transcript), "reason": "exit"}
+    log = tmp_path / ".local" / "state" / "memctl" / "session-end.log"
+
+    # When the agent runs the hook in a process group of its own and stops that group
+    # as soon as the hook returns (as a SessionEnd budget that ran out would)
+    hook = subprocess.Popen(
+        ["/bin/sh", "-c", end],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    out, err = hook.communicate(json.dumps(event), timeout=60)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(hook.pid, signal.SIGKILL)
+
+    # Then the hook said where its summary goes, and the detached ingest wrote it there
+    assert hook.returncode == 0 and out == "", err
+    assert "ingesting in the background" in err and str(log) in err
+    deadline = time.monotonic() + 30
+    while "new chunk(s)" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, log.read_text() if log.exists() else "no log"
+        time.sleep(0.1)
+    assert f"-home-bo-src-api/{TRANSCRIPT.name}: " in log.read_text()
+    assert oct(log.stat().st_mode & 0o777) == oct(0o600)
+    with daemon.http(writer) as http:
+        hits = http.post(
+            f"/v1/workspaces/{TEAM}/recall/search",
+            json={"query": "invoyce webhook worker retries Stripe"},
+        ).json()["hits"]
+    assert f"-home-bo-src-api/{TRANSCRIPT.name}" in {h["source_file"] for h in hits}
