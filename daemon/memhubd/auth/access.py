@@ -140,15 +140,23 @@ def redact_source(text: str, hidden: Sequence[SourceSpan]) -> str:
 
 
 def _with_approval(text: str, line_starts: list[int], span: tuple[int, int]) -> tuple[int, int]:
-    """`span` widened to the approval comment review wrote on the line just above the
-    declaration it begins (`# approved from proposal <id> at <time>`): the proposal is
-    hidden with its declaration, so its id and time must go with it."""
+    """`span` widened to the approval comment review wrote above the declaration it
+    begins (`# approved from proposal <id> at <time>`), with the comment lines between
+    them that the approved source began with: the proposal is hidden with its
+    declaration, so its id, time and text must go with it."""
     start, end = span
     line = bisect.bisect_right(line_starts, start) - 1
     if line < 1 or text[line_starts[line] : start].strip():
         return span
-    above = text[line_starts[line - 1] : line_starts[line] - 1]
-    return (line_starts[line - 1], end) if _APPROVAL_LINE.fullmatch(above) else span
+    # Up past the comment lines the approved source began with, to the approval's.
+    while line >= 1:
+        above = text[line_starts[line - 1] : line_starts[line] - 1]
+        if _APPROVAL_LINE.fullmatch(above):
+            return line_starts[line - 1], end
+        if not above.lstrip().startswith("#"):
+            return span
+        line -= 1
+    return span
 
 
 def _line_starts(text: str) -> list[int]:

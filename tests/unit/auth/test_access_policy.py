@@ -199,3 +199,19 @@ def test_a_comment_not_right_above_a_hidden_declaration_stays() -> None:
     text = APPROVED.replace("13:10:26+00:00\nfact dev_only", "13:10:26+00:00\n\nfact dev_only")
     redacted = redact_source(text, [(6, 1, 9, 1)])
     assert "8cfc57" in redacted and "secret" not in redacted
+
+
+def test_a_hidden_proposal_that_began_with_comments_is_hidden_to_its_approval_line() -> None:
+    text = APPROVED.replace(
+        "13:10:26+00:00\nfact dev_only",
+        "13:10:26+00:00\n# Context: the incident review\nfact dev_only",
+    )
+    redacted = redact_source(text, [(6, 1, 9, 1)])
+    assert "8cfc57" not in redacted and "incident review" not in redacted
+    assert redacted.splitlines()[2:4] == ["", HIDDEN_MARKER]
+    # A comment block with no approval line above it stays as it is
+    plain = text.replace(
+        "# approved from proposal p-20261204-131026-8cfc57 at 2026-12-04T13:10:26+00:00\n", ""
+    )
+    kept = redact_source(plain, [(5, 1, 8, 1)])
+    assert "# Context: the incident review" in kept and "secret" not in kept
