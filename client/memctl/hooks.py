@@ -631,10 +631,11 @@ def _in_background(args: argparse.Namespace, path: Path, citation: str) -> Path:
     appended to the log; answer the log's path.
 
     Its own session: an agent that stops the hook (Claude Code's SessionEnd budget)
-    signals the hook's process group, not it."""
+    signals the hook's process group, not it. A log that cannot be written loses the
+    summary, never the ingest."""
     log = session_end_log()
-    log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with contextlib.suppress(OSError):
+        log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if log.stat().st_size > LOG_BYTES:
             os.replace(log, log.with_name(LOG_NAME + ".1"))
     sys.stdout.flush()
@@ -654,7 +655,10 @@ def _ingest_detached(args: argparse.Namespace, path: Path, citation: str, log: P
     try:
         os.setsid()
         null = os.open(os.devnull, os.O_RDWR)
-        output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError:
+            output = null  # no log: the ingest still runs, its summary is lost
         os.dup2(null, 0)
         os.dup2(null, 1)
         os.dup2(output, 2)

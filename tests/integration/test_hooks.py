@@ -298,3 +298,35 @@ def test_the_claude_code_end_hook_ingests_in_a_detached_process_and_logs(
             json={"query": "invoyce webhook worker retries Stripe"},
         ).json()["hits"]
     assert f"-home-bo-src-api/{TRANSCRIPT.name}" in {h["source_file"] for h in hits}
+
+
+def test_a_background_end_hook_ingests_even_where_it_cannot_log(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    writer = daemon.tokens.get("hook-writer") or daemon.add_token(
+        "hook-writer", AGENT, workspaces=[TEAM]
+    )
+    transcript = tmp_path / "t" / "-home-cy-src-web" / TRANSCRIPT.name
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text(TRANSCRIPT.read_text().replace("invoice", "invoize"))
+    # Given a state directory that cannot hold the log (a file stands where it would go)
+    blocked = tmp_path / "state-is-a-file"
+    blocked.write_text("")
+    (end,) = commands(installed(tmp_path, "--claude-code"), "SessionEnd")
+    env = clean_env(
+        tmp_path, MEMHUB_URL=daemon.url, MEMHUB_TOKEN=writer, XDG_STATE_HOME=str(blocked)
+    )
+    event = {"hook_event_name": "SessionEnd", "transcript_path": str(transcript)}
+    result = run_hook(end, event, env)
+    assert result.returncode == 0 and "ingesting in the background" in result.stderr
+    # Then the transcript is ingested all the same
+    deadline = time.monotonic() + 30
+    while True:
+        with daemon.http(writer) as http:
+            hits = http.post(
+                f"/v1/workspaces/{TEAM}/recall/search", json={"query": "invoize webhook worker"}
+            ).json()["hits"]
+        if f"-home-cy-src-web/{TRANSCRIPT.name}" in {h["source_file"] for h in hits}:
+            break
+        assert time.monotonic() < deadline, hits
+        time.sleep(0.2)
