@@ -380,3 +380,29 @@ def test_a_reject_that_finishes_a_cut_short_approval_announces_and_records_it(
     assert seen[-1]["proposal_id"] == first and seen[-1]["served_generation"] is not None
     approved = [e for e in audit(daemon) if e["action"] == "approve"]
     assert len(approved) == 1 and approved[0]["generation"] == seen[-1]["served_generation"]
+
+
+def test_a_proposal_while_the_workspace_directory_is_gone_is_refused_and_creates_nothing(
+    daemon: LiveDaemon,
+) -> None:
+    root = root_of(daemon)
+    assert propose(daemon, fact("tidewater.before")).status_code == 201
+    # Given the workspace directory moved away (a restore under way), still served
+    moved = root.with_name(root.name + ".moved")
+    root.rename(moved)
+    try:
+        # When an agent proposes
+        refused = propose(daemon, fact("tidewater.meanwhile"))
+        # Then it is told the workspace cannot take it now, and no stub directory is
+        # made where the restore will put the workspace back
+        assert refused.status_code == 503, refused.text
+        assert error_of(refused)["code"] == "workspace_unavailable"
+        assert "cannot be written" in error_of(refused)["message"]
+        assert not root.exists()
+    finally:
+        moved.rename(root)
+    # And once it is back, proposals go through again, the earlier one kept
+    assert propose(daemon, fact("tidewater.after")).status_code == 201
+    with daemon.http(daemon.tokens["alice"]) as client:
+        listed = client.get(f"{BASE}/proposals").json()["proposals"]
+    assert len(listed) == 2

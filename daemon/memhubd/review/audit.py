@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from memhubd.review.durable import ensure_dir
 from memhubd.review.proposal import Proposal, now_iso, one_line
 
 DECISIONS = ("approve", "reject")
@@ -44,7 +45,7 @@ class AuditLog:
         entry: AuditEntry = {"ts": ts or now_iso(), "action": action, "proposal_id": proposal_id}
         entry.update({key: value for key, value in details.items() if value not in ("", None)})
         line = json.dumps(entry, ensure_ascii=False).encode("utf-8") + b"\n"
-        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        ensure_dir(os.path.dirname(self.path) or ".")
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             size = os.fstat(fd).st_size

@@ -62,6 +62,14 @@ def file_mode(path: str) -> int | None:
         return None
 
 
+def ensure_dir(path: str) -> None:
+    """Make directory `path` unless it exists, never its parents: the staging directory
+    of a workspace whose own directory is gone (moved away, not restored yet) must not
+    bring that directory back as an empty stub, where the restore would land inside."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path)
+
+
 @contextlib.contextmanager
 def exclusive_lock(path: str, timeout_s: float | None = None) -> Iterator[None]:
     """Hold memdsl's `review.lock` exclusively: excludes other threads, processes and memdsl.
@@ -71,7 +79,7 @@ def exclusive_lock(path: str, timeout_s: float | None = None) -> Iterator[None]:
     `flock` locks belong to the open file description, so each caller opens its own
     handle; two threads of one process then exclude each other as two processes do.
     """
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    ensure_dir(os.path.dirname(path) or ".")
     with open(path, "a+b") as handle:
         handle.seek(0, os.SEEK_END)
         if handle.tell() == 0:

@@ -33,6 +33,7 @@ from memhubd.review.diffs import approval_change, unified_diff
 from memhubd.review.durable import (
     ORPHAN_AGE_SECONDS,
     atomic_write,
+    ensure_dir,
     exclusive_lock,
     file_mode,
     read_bytes,
@@ -184,7 +185,7 @@ class ReviewStore:
         )
 
     def _store_new(self, draft: Proposal) -> Proposal:
-        os.makedirs(self.proposals_dir, exist_ok=True)
+        ensure_dir(self.proposals_dir)
         files = self._reader()
         # A killed writer's temp file is removed once a minute old: looking each
         # minute is enough, and spares each proposal a listing of the whole history.

@@ -840,8 +840,30 @@ async def run_review(name: str, function: Any, *args: Any, budget_s: float | Non
         )
     except durable.LockHeld as error:
         raise review_lock_held(name, error.waited_s) from error
+    except OSError as error:
+        raise _review_unwritable(name, error) from error
     finally:
         limiter.release()
+
+
+def _review_unwritable(name: str, error: OSError) -> ProtocolError:
+    """What a caller is told of review work of `name` that could not write its files (a
+    full disk, a read-only or missing workspace directory): the workspace is unavailable
+    for review until that is fixed, and nothing was written (review writes are atomic)."""
+    import structlog
+
+    reason = error.strerror or type(error).__name__
+    where = os.path.basename(str(error.filename or "")) or "a review file"
+    structlog.get_logger("memhubd.service").warning(
+        "review files cannot be written", workspace=name, path=error.filename, reason=reason
+    )
+    return ProtocolError(
+        ErrorCode.WORKSPACE_UNAVAILABLE,
+        f"review files cannot be written ({where}: {reason}); retry once the workspace "
+        "directory is there and writable (an approval cut short is finished by approving "
+        "it again)",
+        {"workspace": name, "status": "unwritable", "reason": reason},
+    )
 
 
 def _review_work(
