@@ -267,7 +267,8 @@ def check_tokens_readable(tokens: TokenStore) -> None:
         tokens.list()
         impostors = tokens.impostors()
     except TokenError as error:
-        raise StateFileError(f"{error}; restore it from a backup, or move it aside") from None
+        remedy = getattr(error, "remedy", "restore it from a backup, or move it aside")
+        raise StateFileError(f"{error}; {remedy}") from None
     for name in impostors:
         log.warning(
             "token refused: its name is reserved",

@@ -4,6 +4,7 @@ refuses an open bind without tokens."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -326,6 +327,31 @@ def test_a_broken_token_file_answers_the_operator_naming_it(tmp_path: Path) -> N
     for answer in (listed, revoked, pushed):
         assert answer.status_code == 500, answer.text
         assert answer.json()["error"]["message"].startswith(f"{tokens}: unreadable token file")
+        assert answer.json()["error"]["message"].endswith("or move it aside")
     lines = (daemon.state / "audit" / "admin.jsonl").read_text().splitlines()
     assert [json.loads(line)["outcome"] for line in lines[-2:]] == ["failed", "failed"]
+    assert daemon.stop() == 0
+
+
+def test_a_token_file_that_cannot_be_written_is_not_called_damaged(tmp_path: Path) -> None:
+    daemon = Process(tmp_path, copy_examples(tmp_path / "ws", ["writing"]))
+    daemon.wait_ready()
+    tokens = daemon.state / "tokens.json"
+    before = tokens.read_bytes() if tokens.exists() else None
+    # Given a state dir where the token file's lock cannot be taken (as on a read-only
+    # or full disk; a directory stands in its place, which even root cannot open)
+    lock = daemon.state / "tokens.lock"
+    with contextlib.suppress(FileNotFoundError):
+        lock.unlink()
+    lock.mkdir()
+    with daemon.client() as client:
+        made = client.post(
+            "/v1/tokens", json={"name": "ci", "scopes": ["read:summary"], "workspaces": ["*"]}
+        )
+    # Then the operator is told the file is unchanged, not to restore or move it aside
+    assert made.status_code == 500, made.text
+    message = made.json()["error"]["message"]
+    assert "it is unchanged" in message and "move it aside" not in message, message
+    assert (tokens.read_bytes() if tokens.exists() else None) == before
+    lock.rmdir()
     assert daemon.stop() == 0

@@ -66,6 +66,19 @@ class TokenError(ValueError):
 class TokenFileError(TokenError):
     """The token file exists but cannot be read or understood (the message names it)."""
 
+    @property
+    def remedy(self) -> str:
+        """What the operator should do about it."""
+        return "check the state directory's permissions and disk"
+
+
+class TokenFileDamaged(TokenFileError):
+    """The token file was read but is not a token file memhub can understand."""
+
+    @property
+    def remedy(self) -> str:
+        return "restore it from a backup, or move it aside"
+
 
 class TokenRefused(TokenError):
     """The caller may not create or revoke this token: its grants exceed the caller's."""
@@ -262,7 +275,7 @@ def _decode(path: Path, raw: bytes, signature: FileSignature | None) -> _Content
         for record in records:
             _check_stored(record)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise TokenFileError(f"{path}: unreadable token file ({error})") from None
+        raise TokenFileDamaged(f"{path}: unreadable token file ({error})") from None
     return _Contents.of(signature, records, retired)
 
 

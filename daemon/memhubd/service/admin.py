@@ -283,9 +283,15 @@ def _token_file_failures() -> Iterator[None]:
 def _token_file_failure(error: Exception) -> ProtocolError:
     """A token file that cannot be read or written, said as such (naming it) rather
     than as an unexplained internal error; audited as a failure."""
-    message = str(error) if isinstance(error, TokenFileError) else f"token file: {error}"
+    if isinstance(error, TokenFileError):
+        return ProtocolError(ErrorCode.INTERNAL, f"{error}; {error.remedy}")
+    # A write that failed (a full disk, a read-only state dir): the file is as it was.
+    where = getattr(error, "filename", None) or "the token file"
+    reason = getattr(error, "strerror", None) or str(error)
     return ProtocolError(
-        ErrorCode.INTERNAL, f"{message}; restore it from a backup, or move it aside"
+        ErrorCode.INTERNAL,
+        f"token file not written ({where}: {reason}); it is unchanged: check the state "
+        "directory's permissions and disk, then retry",
     )
 
 

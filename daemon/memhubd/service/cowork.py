@@ -89,9 +89,7 @@ def open_cowork(directory: str | Path, tokens: Any) -> CoworkDesk:
         try:
             record = tokens.get(name)
         except TokenFileError as error:  # said as such, not as an unexplained failure
-            raise ProtocolError(
-                ErrorCode.INTERNAL, f"{error}; restore it from a backup, or move it aside"
-            ) from error
+            raise ProtocolError(ErrorCode.INTERNAL, f"{error}; {error.remedy}") from error
         if record is None or record.is_expired(dt.datetime.now(dt.UTC)):
             return None
         return record.identity()  # type: ignore[no-any-return]
