@@ -14,6 +14,7 @@ import json
 import logging
 import re
 import sys
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -212,6 +213,36 @@ def _renderer(json_output: bool, colors: bool) -> list[Processor]:
     ]
 
 
+class _AcceptFailures(logging.Filter):
+    """At most one asyncio "socket.accept() out of system resource" line per
+    `every_s`, saying how many were left out: out of file descriptors, asyncio logs one
+    with its traceback for each connection waiting in the backlog, thousands a second,
+    and the log (and the CPU writing it) would grow without bound."""
+
+    PREFIX = "socket.accept() out of system resource"
+
+    def __init__(self, every_s: float = 10.0) -> None:
+        super().__init__()
+        self.every_s = every_s
+        self.last: float | None = None
+        self.left_out = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(self.PREFIX):
+            return True
+        now = time.monotonic()
+        if self.last is not None and now - self.last < self.every_s:
+            self.left_out += 1
+            return False
+        if self.left_out:
+            record.msg = f"{record.msg}\n({self.left_out} more like it in {self.every_s:g} s)"
+        self.last, self.left_out = now, 0
+        return True
+
+
+_ACCEPT_FAILURES = _AcceptFailures()
+
+
 def configure_logging(
     format: str = "auto", level: str = "info", *, stream: TextIO | None = None
 ) -> None:
@@ -264,6 +295,9 @@ def configure_logging(
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+    asyncio_logger = logging.getLogger("asyncio")
+    if _ACCEPT_FAILURES not in asyncio_logger.filters:
+        asyncio_logger.addFilter(_ACCEPT_FAILURES)
     quiet = "DEBUG" if level.lower() == "debug" else "WARNING"
     for name in _CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(quiet)

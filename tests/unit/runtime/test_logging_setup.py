@@ -140,3 +140,30 @@ def test_unknown_format_or_level_is_refused() -> None:
         configure_logging("xml", "info")
     with pytest.raises(ValueError, match="log level"):
         configure_logging("json", "loud")
+
+
+def test_asyncio_accept_failures_out_of_descriptors_are_one_line_per_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given asyncio failing to accept connections for want of file descriptors: one
+    # error per connection waiting in the backlog, thousands a second
+    stream = io.StringIO()
+    configure_logging("json", "info", stream=stream)
+    clock = [1000.0]
+    monkeypatch.setattr(memhub_logging.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(memhub_logging._ACCEPT_FAILURES, "last", None)
+    monkeypatch.setattr(memhub_logging._ACCEPT_FAILURES, "left_out", 0)
+    failing = logging.getLogger("asyncio")
+    for second in range(25):
+        clock[0] = 1000.0 + second
+        for _ in range(100):
+            failing.error("socket.accept() out of system resource\nsocket: <fd=7>")
+    failing.error("Task exception was never retrieved")
+
+    # Then the log holds one such line every 10 s, each saying how many it stands for,
+    # and asyncio's other errors as they come
+    lines = [line["event"] for line in json_lines(stream)]
+    accepts = [line for line in lines if line.startswith("socket.accept()")]
+    assert len(accepts) == 3
+    assert "(999 more like it in 10 s)" in accepts[1]
+    assert lines[-1] == "Task exception was never retrieved"
