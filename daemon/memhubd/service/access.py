@@ -8,6 +8,7 @@ are bounded and never keep a snapshot alive.
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import threading
@@ -928,6 +929,11 @@ def review_lock_held(name: str, waited_s: float) -> ProtocolError:
     )
 
 
+_ENVIRONMENT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EMFILE}
+)
+
+
 def state_database_failure(error: BaseException) -> ProtocolError | None:
     """What a caller is told of a state-dir database that failed under its request (a
     recall store or cowork inbox not SQLite, cut short, from a newer memhub, or a
@@ -942,6 +948,12 @@ def state_database_failure(error: BaseException) -> ProtocolError | None:
         message, path = f"{str(error).rstrip('.')}; see the daemon log", str(error.path)
     elif isinstance(error, sqlite3.DatabaseError):
         message, path = f"a state database failed: {error}; see the daemon log", None
+    elif isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS:
+        # A state file that cannot be made or written (an ingest lock, a full disk, a
+        # read-only state dir): the machine's doing, not the request's.
+        path = str(error.filename) if error.filename else None
+        named = os.sep.join(path.split(os.sep)[-2:]) if path else "a state file"
+        message = f"{named}: {error.strerror}; see the daemon log"
     else:
         return None
     import structlog

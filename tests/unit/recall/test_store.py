@@ -3,7 +3,9 @@ drawers, soft delete and purge, embedder records, schema versions, role hiding."
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -500,3 +502,18 @@ def test_a_sources_deleted_drawers_are_found_through_an_index_not_a_scan(tmp_pat
             f"EXPLAIN QUERY PLAN {DELETED_OF_SOURCE}", ("claude/s.jsonl",)
         ).fetchall()
     assert any("USING INDEX drawers_deleted_source" in row[3] for row in plan), plan
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EACCES])
+def test_a_state_file_the_machine_refuses_is_an_unavailable_store_naming_it(code: int) -> None:
+    from memhub_protocol import ErrorCode
+    from memhubd.service.access import state_database_failure
+
+    # Given an ingest lock file the system will not make (a full or read-only disk)
+    refused = OSError(code, os.strerror(code), "/srv/state/recall/locks/team/629ad8eda750.lock")
+    said = state_database_failure(refused)
+    # Then the doors answer the workspace unavailable, naming the file and the reason
+    assert said is not None and said.code == ErrorCode.WORKSPACE_UNAVAILABLE
+    assert said.message.startswith(f"team/629ad8eda750.lock: {os.strerror(code)}")
+    # And an error of the request's own is not taken for the machine's
+    assert state_database_failure(FileNotFoundError(errno.ENOENT, "gone", "x")) is None
