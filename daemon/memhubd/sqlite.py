@@ -18,7 +18,28 @@ class UnusableDatabase(RuntimeError):
 
     def __init__(self, path: str | Path, problem: str) -> None:
         self.path = Path(path)
-        super().__init__(f"{self.path.parent.name}/{self.path.name}: {problem}")
+        note = _full_disk_note(self.path)
+        super().__init__(f"{self.path.parent.name}/{self.path.name}: {problem}{note}")
+
+
+# Less free space than this where a database lives: SQLite's "disk I/O error" or
+# "database or disk is full" then most likely means the disk, not a damaged file.
+FULL_DISK_BYTES = 1024 * 1024
+
+
+def _full_disk_note(path: Path) -> str:
+    """A word on the disk when the one holding `path` is (nearly) full: the file may be
+    intact, and should not be moved aside for the error SQLite gave."""
+    try:
+        info = os.statvfs(path.parent)
+    except OSError:
+        return ""
+    if info.f_bavail * info.f_frsize >= FULL_DISK_BYTES:
+        return ""
+    return (
+        " (the disk holding it is full, so the file may well be intact: free space and "
+        "retry, no restart needed, before moving anything aside)"
+    )
 
 
 # A database and its -wal and -shm files: they hold the same data (the log holds the

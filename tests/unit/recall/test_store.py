@@ -517,3 +517,23 @@ def test_a_state_file_the_machine_refuses_is_an_unavailable_store_naming_it(code
     assert said.message.startswith(f"team/629ad8eda750.lock: {os.strerror(code)}")
     # And an error of the request's own is not taken for the machine's
     assert state_database_failure(FileNotFoundError(errno.ENOENT, "gone", "x")) is None
+
+
+def test_a_store_refused_on_a_full_disk_says_the_disk_is_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memhubd import sqlite as state_sqlite
+    from memhubd.recall.store.base import UnusableStore
+
+    class Full:
+        f_bavail, f_frsize = 3, 4096
+
+    # Given the disk holding an intact store is full
+    monkeypatch.setattr(state_sqlite.os, "statvfs", lambda _path: Full())
+    said = str(UnusableStore(tmp_path / "recall" / "team.db", "not a usable recall store: x"))
+    # Then the store is not called unusable without a word on the disk
+    assert said.startswith("recall/team.db: not a usable recall store: x (the disk")
+    assert "may well be intact" in said and "before moving anything aside" in said
+    # And with room on the disk the message is as it was
+    monkeypatch.undo()
+    assert str(UnusableStore(tmp_path / "team.db", "p")) == f"{tmp_path.name}/team.db: p"
