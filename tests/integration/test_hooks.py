@@ -253,16 +253,23 @@ def test_the_end_hook_ingests_the_session_transcript(daemon: LiveDaemon, tmp_pat
     assert "the hook input is not JSON" in garbled.stderr
 
 
-def test_the_claude_code_end_hook_ingests_in_a_detached_process_and_logs(
-    daemon: LiveDaemon, tmp_path: Path
-) -> None:
+def writer_and_transcript(daemon: LiveDaemon, project: Path, word: str) -> tuple[str, Path]:
+    """A token that may ingest, and a copy of the Claude Code transcript in `project`
+    whose "invoice" reads `word`: words of its own, so that its exchanges are not
+    another test's duplicates."""
     writer = daemon.tokens.get("hook-writer") or daemon.add_token(
         "hook-writer", AGENT, workspaces=[TEAM]
     )
-    transcript = tmp_path / "t" / "-home-bo-src-api" / TRANSCRIPT.name
-    transcript.parent.mkdir(parents=True)
-    # Words of its own, so that its exchanges are not the other test's duplicates
-    transcript.write_text(TRANSCRIPT.read_text().replace("invoice", "invoyce"))
+    transcript = project / TRANSCRIPT.name
+    project.mkdir(parents=True)
+    transcript.write_text(TRANSCRIPT.read_text().replace("invoice", word))
+    return writer, transcript
+
+
+def test_the_claude_code_end_hook_ingests_in_a_detached_process_and_logs(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    writer, transcript = writer_and_transcript(daemon, tmp_path / "-home-bo-src-api", "invoyce")
     (end,) = commands(installed(tmp_path, "--claude-code"), "SessionEnd")
     env = clean_env(tmp_path, MEMHUB_URL=daemon.url, MEMHUB_TOKEN=writer)
     event = {"hook_event_name": "SessionEnd", "transcript_path": str(transcript), "reason": "exit"}
@@ -303,12 +310,7 @@ def test_the_claude_code_end_hook_ingests_in_a_detached_process_and_logs(
 def test_a_background_end_hook_ingests_even_where_it_cannot_log(
     daemon: LiveDaemon, tmp_path: Path
 ) -> None:
-    writer = daemon.tokens.get("hook-writer") or daemon.add_token(
-        "hook-writer", AGENT, workspaces=[TEAM]
-    )
-    transcript = tmp_path / "t" / "-home-cy-src-web" / TRANSCRIPT.name
-    transcript.parent.mkdir(parents=True)
-    transcript.write_text(TRANSCRIPT.read_text().replace("invoice", "invoize"))
+    writer, transcript = writer_and_transcript(daemon, tmp_path / "-home-cy-src-web", "invoize")
     # Given a state directory that cannot hold the log (a file stands where it would go)
     blocked = tmp_path / "state-is-a-file"
     blocked.write_text("")
