@@ -207,8 +207,8 @@ def _stamp(info: os.stat_result) -> _Stamp:
 @dataclass(slots=True)
 class _Kept:
     """What ProposalFiles keeps of one file: its stamp when parsed, whether it had been
-    still for RACY_NS by then, its status and proposer (None: unreadable or malformed),
-    and the parsed proposal, let go for decided ones beyond FULL_DECIDED."""
+    still for RACY_NS by then, its status (None: unreadable or malformed), and the
+    parsed proposal, let go for decided ones beyond FULL_DECIDED."""
 
     stamp: _Stamp
     settled: bool

@@ -245,7 +245,7 @@ class ReviewStore:
     def _pending_of(self, proposer: str) -> int:
         """How many pending proposals `proposer` has: `list("pending")` counted, except
         that a cached store does not look again at files it read decided (see
-        ProposalFiles.decided), so a proposal costs the pending ones, not the history."""
+        ProposalFiles.undecided), so a proposal costs the pending ones, not the history."""
         files = self._reader()
         if not isinstance(files, ProposalFiles):
             return sum(1 for p in self.list("pending") if p.proposer == proposer)

@@ -850,7 +850,8 @@ async def run_review(name: str, function: Any, *args: Any, budget_s: float | Non
 def _review_unwritable(name: str, error: OSError) -> ProtocolError:
     """What a caller is told of review work of `name` that could not write its files (a
     full disk, a read-only or missing workspace directory): the workspace is unavailable
-    for review until that is fixed, and nothing was written (review writes are atomic)."""
+    for review until that is fixed. Each review file is written whole or not at all; an
+    approval stopped between its files is finished by approving it again."""
     import structlog
 
     reason = error.strerror or type(error).__name__
