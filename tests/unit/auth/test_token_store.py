@@ -392,16 +392,22 @@ def test_the_bootstrap_token_keeps_verifying(state_dir: Path) -> None:
 
 
 def test_a_start_names_each_token_refused_for_its_name(
-    store: TokenStore, state_dir: Path
+    store: TokenStore, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from structlog.testing import capture_logs
-
-    from memhubd.server import check_tokens_readable
+    import memhubd.server as server
 
     store.create("impostor", "admin")
     path = state_dir / "tokens.json"
     path.write_text(path.read_text().replace('"impostor"', '"local-operator"'))
-    with capture_logs() as logs:
-        check_tokens_readable(store)
+    # The module's own logger, recorded: structlog's capture_logs misses a logger that
+    # an earlier test of the same process already bound and cached.
+    logs: list[dict[str, object]] = []
+
+    class Recorder:
+        def warning(self, event: str, **fields: object) -> None:
+            logs.append({"event": event, **fields})
+
+    monkeypatch.setattr(server, "log", Recorder())
+    server.check_tokens_readable(store)
     [warning] = [entry for entry in logs if entry["event"] == "token refused: its name is reserved"]
     assert warning["token"] == "local-operator" and "revoke" in warning["reason"]
