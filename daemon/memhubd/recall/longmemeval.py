@@ -25,6 +25,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -169,9 +170,19 @@ def corpus(entry: dict[str, Any], granularity: str) -> list[Item]:
         else:
             items.extend(
                 Item(f"{session_id}_turn_{n}", str(session_id), text, str(date))
-                for n, text in enumerate(turns, 1)
+                for n, text in enumerate(turns)
             )
     return items
+
+
+def answer_text(answer: Any) -> str:
+    """An answer as mempal writes it: text as it is, `true`/`false`, and numbers in their
+    shortest plain decimal form (`3` for 3.0, no exponent)."""
+    if isinstance(answer, bool):
+        return "true" if answer else "false"
+    if isinstance(answer, float) and math.isfinite(answer):
+        return format(Decimal(repr(answer)).normalize(), "f")
+    return str(answer)
 
 
 def retrieval_text(item: Item, mode: str) -> str:
@@ -259,13 +270,12 @@ def run(
             continue
         order = rank(entry, items, mode, top_k, embedder)
         answers = {str(s) for s in entry.get("answer_session_ids") or []}
-        turn_rel = [int(items[i].session_id in answers) for i in order]
-        sessions = list(dict.fromkeys(items[i].session_id for i in order))
-        levels = {"session": [int(s in answers) for s in sessions], "turn": turn_rel}
+        # mempal's levels: each ranked item stands for its session (session level) and
+        # for itself, relevant when its session is an answer's (turn level). Items are
+        # never merged by session, so at turn granularity both levels read alike.
+        relevance = [int(items[i].session_id in answers) for i in order]
         metrics: dict[str, dict[str, float]] = {"session": {}, "turn": {}}
-        for level, relevance in levels.items():
-            # Turn level: every item of an answer session is relevant; session level
-            # ranks each session once, where its first item ranks.
+        for level in ("session", "turn"):
             for k in ks:
                 recall = float(any(relevance[:k]))
                 metrics[level][f"recall_any@{k}"] = recall
@@ -290,7 +300,7 @@ def run(
                 "question_id": entry.get("question_id"),
                 "question_type": kind,
                 "question": entry.get("question"),
-                "answer": str(entry.get("answer")),
+                "answer": answer_text(entry.get("answer")),
                 "retrieval_results": {
                     "query": entry.get("question"),
                     "ranked_items": ranked_items,

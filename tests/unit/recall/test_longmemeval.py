@@ -9,7 +9,7 @@ import pytest
 from recall_fakes import HashingEmbedder
 
 from memhubd.cli import main
-from memhubd.recall.longmemeval import corpus, ndcg, retrieval_text, run
+from memhubd.recall.longmemeval import answer_text, corpus, ndcg, retrieval_text, run
 
 
 def question(index: int, topic: str) -> dict:
@@ -39,7 +39,8 @@ def test_the_corpus_holds_user_turns_per_session_or_per_turn() -> None:
     sessions = corpus(DATA[0], "session")
     assert [i.corpus_id for i in sessions] == ["s1a", "s1b"]
     turns = corpus(DATA[0], "turn")
-    assert [i.corpus_id for i in turns] == ["s1a_turn_1", "s1b_turn_1"]
+    # mempal counts a session's user turns from 0.
+    assert [i.corpus_id for i in turns] == ["s1a_turn_0", "s1b_turn_0"]
 
 
 def test_ndcg_uses_the_retrieved_relevances_as_ideal() -> None:
@@ -86,3 +87,38 @@ def test_aaak_mode_stores_and_searches_each_items_aaak_document() -> None:
     assert header == "V1|longmemeval|benchmark|2023/05/02|s1b"
     assert '"My sister is learning pottery at the community college."' in zettel
     assert retrieval_text(item, "raw") == retrieval_text(item, "rooms") == item.text
+
+
+def test_at_turn_granularity_each_ranked_turn_stands_for_its_session(tmp_path: Path) -> None:
+    """mempal never merges ranked turns by session: three turns of another session ranked
+    first put the answer session fourth at session level too (R@3 0, NDCG@5 1/log2(5))."""
+    entry = {
+        "question_id": "q",
+        "question_type": "single-session-user",
+        "question": "Where is the blue bicycle kept?",
+        "answer": "the shed",
+        "haystack_sessions": [
+            [{"role": "user", "content": "The blue bicycle needs a new blue bicycle bell."},
+             {"role": "user", "content": "I painted the blue bicycle frame blue again."},
+             {"role": "user", "content": "Is a blue bicycle faster than a red bicycle?"}],
+            [{"role": "user", "content": "It lives in the garden shed now."}],
+        ],
+        "haystack_session_ids": ["s1", "s2"],
+        "haystack_dates": ["2023/05/01", "2023/05/02"],
+        "answer_session_ids": ["s2"],
+    }  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    with out.open("w") as handle:
+        report = run([entry], mode="raw", granularity="turn", top_k=5, embedder=None, out=handle)
+    ranked = json.loads(out.read_text())["retrieval_results"]["ranked_items"]
+    assert [r["corpus_id"] for r in ranked][3] == "s2_turn_0"
+    assert report["session"]["recall_any@3"] == 0.0
+    assert report["session"]["recall_any@5"] == 1.0
+    assert report["session"]["ndcg_any@5"] == pytest.approx(1 / 2.321928094887362, abs=1e-4)
+    assert report["session"] == report["turn"]
+
+
+def test_answers_are_written_as_mempal_writes_them() -> None:
+    assert [answer_text(a) for a in ("3", 3, 3.0, 2.5, 1e-07, True, False)] == [
+        "3", "3", "3", "2.5", "0.0000001", "true", "false",
+    ]  # fmt: skip
