@@ -147,3 +147,24 @@ def test_a_slack_export_root_stores_its_channel_days_and_its_profiles_only_if_as
 
     assert (asked.status, asked.format) == ("ingested", "text")
     assert store.chunks_of_source("slack/users.json")
+
+
+def test_claude_lines_whose_content_is_an_object_of_parts_are_read() -> None:
+    """mempal's Claude JSONL takes a top-level `content` of `{parts: [strings]}` as well as
+    a string or a list of strings: a file of such lines is a conversation, and such a line
+    among real-shape lines is not dropped."""
+    parts = (
+        '{"type":"user","content":{"parts":["Which queue holds the retries?"]}}\n'
+        '{"type":"assistant","content":{"parts":["The retry queue is ledger-retry.", 7]}}\n'
+    )
+    assert detect(parts, "upload.txt") == "claude-code"
+    texts = [c.content for c in chunk(parse(parts, "claude-code"))]
+    assert texts == ["> Which queue holds the retries?\nThe retry queue is ledger-retry."]
+    mixed = (
+        '{"type":"user","message":{"role":"user","content":"Where do retries go?"},'
+        '"timestamp":"2025-05-20T10:00:00.000Z"}\n'
+        '{"type":"assistant","message":{"role":"assistant","content":"To ledger-retry."},'
+        '"timestamp":"2025-05-20T10:00:01.000Z"}\n' + parts
+    )
+    joined = "\n".join(c.content for c in chunk(parse(mixed, "claude-code")))
+    assert "Which queue holds the retries?" in joined and "ledger-retry." in joined

@@ -478,6 +478,8 @@ def _claude_message(value: dict[str, Any]) -> tuple[str, Any] | None:
     if isinstance(message, str):  # the simplified {"type":"human","message":"hi"} shape
         return str(value.get("type")), message
     content = value.get("content")
+    if isinstance(content, dict) and isinstance(content.get("parts"), list):
+        content = [part for part in content["parts"] if isinstance(part, str)]
     if isinstance(content, str | list):
         return str(value.get("type")), content
     return None
