@@ -40,8 +40,9 @@ def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     a.add_argument("--subject")
     a.add_argument("--predicate")
     a.add_argument("--object")
-    a.add_argument("--as-of", metavar="TIME", help="valid at this instant (ISO or epoch)")
-    a.add_argument("--all", action="store_true", help="every period, expired ones included")
+    when = a.add_mutually_exclusive_group()
+    when.add_argument("--as-of", metavar="TIME", help="valid at this instant (ISO or epoch)")
+    when.add_argument("--all", action="store_true", help="every period, expired ones included")
     a.add_argument(
         "--limit",
         type=whole_number(1, KG_MAX_LIMIT),

@@ -525,6 +525,11 @@ def test_times_out_of_range_or_malformed_are_clear_errors(daemon: LiveDaemon) ->
         assert added.json()["error"]["detail"]["field"] == "valid_from"
     asked = api(daemon, secret, "GET", kg("/triples"), params={"as_of": "9" * 40})
     assert asked.status_code == 422 and asked.json()["error"]["detail"]["field"] == "as_of"
+    # One instant or every period: asking both is refused, never one of them silently.
+    both = api(daemon, secret, "GET", kg("/triples"), params={"as_of": "2025-01-01", "all": "1"})
+    assert both.status_code == 422 and both.json()["error"]["detail"]["field"] == "as_of"
+    code, _, err = memctl(daemon, secret, "kg", "query", "-w", TEAM, "--as-of", "1", "--all")
+    assert code == 2 and "not allowed with" in err
     nothing = api(daemon, secret, "GET", kg("/timeline"))
     assert nothing.status_code == 422 and nothing.json()["error"]["detail"]["field"] == "entity"
     unknown = api(daemon, secret, "POST", kg("/triples"), json={**body, "colour": "red"})

@@ -320,6 +320,14 @@ async def kg_query(
         "object": _optional_name(obj, "object"),
     }
     at = _time(as_of, "as_of")
+    if at is not None and not active_only:
+        # Every period, or those valid at one instant: two questions, never one silently.
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            "'as_of' asks for the triples valid at one instant and 'all' (active_only=false)"
+            " for every period: give one of them",
+            {"field": "as_of"},
+        )
     if at is None and active_only:
         at = _now()
     count = _limit(limit)
