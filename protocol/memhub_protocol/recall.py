@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memhub_protocol.errors import ErrorCode, ProtocolError
+from memhub_protocol.models import MAX_PATH
 from memhub_protocol.times import (
     AMBIGUOUS_HINT,
     EARLIEST_TIME,
@@ -27,6 +28,10 @@ SOURCE_KINDS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text", 
 MAX_LIMIT = 100
 MAX_FILES_PER_REQUEST = 1000
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
+# A file's `name` and an ingest's `source` are citations, stored with each drawer and
+# echoed with every hit: bounded as a path is, so that no writer's drawers can swell
+# every reader's search answer past its limit.
+MAX_CITATION = MAX_PATH
 # Directories never ingested: version control, dependencies, build output, caches.
 SKIP_DIRS = frozenset(
     {
@@ -49,7 +54,9 @@ def _object(data: Any, allowed: Sequence[str]) -> dict[str, Any]:
     return data
 
 
-def _string(data: dict[str, Any], field: str, *, required: bool = False) -> str | None:
+def _string(
+    data: dict[str, Any], field: str, *, required: bool = False, limit: int | None = None
+) -> str | None:
     value = data.get(field)
     if value is None or value == "":
         if required:
@@ -57,6 +64,8 @@ def _string(data: dict[str, Any], field: str, *, required: bool = False) -> str 
         return None
     if not isinstance(value, str):
         raise _invalid(f"'{field}' must be a string", field)
+    if limit is not None and len(value) > limit:
+        raise _invalid(f"'{field}' must be at most {limit} characters", field)
     return value
 
 
@@ -168,7 +177,7 @@ _UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 def _uploaded(item: Any) -> UploadedFile:
     if not isinstance(item, dict):
         raise _invalid("each file must be an object {name, content}", "files")
-    name = _string(item, "name", required=True)
+    name = _string(item, "name", required=True, limit=MAX_CITATION)
     text = item.get("content")
     if not isinstance(text, str):
         raise _invalid("each file needs a string 'content'", "files")
@@ -208,7 +217,7 @@ class IngestRequest:
             "required": ["name", "content"],
             "additionalProperties": False,
             "properties": {
-                "name": {"type": "string", "minLength": 1},
+                "name": {"type": "string", "minLength": 1, "maxLength": MAX_CITATION},
                 "content": {"type": "string"},
                 "upload": {"type": "string", "pattern": "^[A-Za-z0-9_-]{8,64}$"},
                 "part": {"type": "integer", "minimum": 0, "maximum": MAX_PARTS - 1},
@@ -225,7 +234,7 @@ class IngestRequest:
                 "content": {"type": ["string", "null"]},
                 "files": {"type": "array", "items": file, "maxItems": MAX_FILES_PER_REQUEST},
                 "room": {"type": ["string", "null"]},
-                "source": {"type": ["string", "null"]},
+                "source": {"type": ["string", "null"], "maxLength": MAX_CITATION},
                 "importance": {
                     "type": ["integer", "null"],
                     "minimum": 0,
@@ -265,7 +274,7 @@ class IngestRequest:
             content=content,
             files=tuple(files),
             room=_string(data, "room"),
-            source=_string(data, "source"),
+            source=_string(data, "source", limit=MAX_CITATION),
             importance=_optional_integer(data, "importance", 0, 5),
             format=_choice(data, "format", FORMATS, "auto"),
             dry_run=dry_run,

@@ -186,6 +186,17 @@ async def test_peek_partner_names_its_partner_argument_tool(daemon) -> None:
     assert "'partner'" not in refused
 
 
+async def test_ingest_refuses_a_source_longer_than_a_path(daemon) -> None:
+    # Given a citation as long as the API refuses for `source`
+    async with mcp_client(daemon, writer(daemon)) as client:
+        # When memory_ingest is given it
+        refused = await tool_error(
+            client, "memory_ingest", {"content": "deploy checklist", "source": "s" * 4097}
+        )
+    # Then it is refused as the JSON API refuses it, naming the argument
+    assert "'source' must be at most 4096 characters" in refused
+
+
 # --- annotations --------------------------------------------------------------------------
 
 

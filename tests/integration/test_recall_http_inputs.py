@@ -173,3 +173,24 @@ def test_a_writer_that_may_not_read_the_taxonomy_is_answered_with_its_edit(
     with daemon.http(daemon.admin_token) as http:
         rooms = [e["room"] for e in http.get(path).json()["entries"]]
     assert "mine" not in rooms and "theirs" in rooms
+
+
+def citing(field: str, length: int) -> dict[str, Any]:
+    """An ingest whose file `name` or whose `source` is `length` characters long."""
+    content = f"deploy checklist cited by a {field} of {length} characters"
+    if field == "name":
+        return {"files": [{"name": "n" * length, "content": content}]}
+    return {"content": content, "source": "s" * length}
+
+
+@pytest.mark.parametrize("field", ["name", "source"])
+def test_an_ingest_citation_over_4096_characters_is_refused(daemon: LiveDaemon, field: str) -> None:
+    # Given a file name or a source long enough to swell every search answer citing it
+    path = f"/v1/workspaces/{TEAM}/recall/ingest"
+    with daemon.http(token(daemon, "writer", AGENT, workspaces=[TEAM])) as http:
+        # When it is ingested, and one at the bound is ingested too
+        refused = http.post(path, json=citing(field, 4097))
+        taken = http.post(path, json=citing(field, 4096))
+    # Then the long one is refused naming its field; the one at the bound is stored
+    assert refused_field(refused) == field
+    assert taken.status_code == 201, taken.text[:200]
