@@ -415,6 +415,7 @@ async def _run(
         max_header_bytes=limits.max_header_bytes,
         max_headers=limits.max_headers,
         read_timeout_s=limits.read_timeout_s,
+        write_timeout_s=limits.write_timeout_s,
         on_refused=lambda status: hub.metrics.requests.inc(REFUSED_ROUTE, str(status)),
     )
     server = _Server(

@@ -239,6 +239,23 @@ def test_an_idle_keep_alive_connection_is_closed(daemon: LiveDaemon) -> None:
         assert read_until_closed(sock) == b""  # closed by the daemon after the idle timeout
 
 
+def test_a_refusal_of_a_kept_alive_connections_next_request_is_answered(
+    daemon: LiveDaemon,
+) -> None:
+    """The last request's finished answer is no answer in progress: the next request's
+    refusal is written, not replaced by a bare close."""
+    with connect(daemon) as sock:
+        sock.sendall(request("/healthz"))
+        assert parse(read_response(sock))[0] == 200
+        sock.sendall(request("/healthz", b"x-big: " + b"a" * (4 * MAX_HEADER_BYTES)))
+        assert_refused(read_until_closed(sock), 431, "headers_too_large")
+    with connect(daemon) as sock:
+        sock.sendall(request("/healthz"))
+        assert parse(read_response(sock))[0] == 200
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n")  # never finished
+        assert_refused(read_until_closed(sock), 408, "request_timeout")
+
+
 def test_a_prompt_keep_alive_client_is_served_many_requests(daemon: LiveDaemon) -> None:
     with daemon.http() as client:
         for _ in range(5):

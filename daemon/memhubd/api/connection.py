@@ -32,6 +32,9 @@ class ConnectionLimits:
     max_header_bytes: int = 32 * 1024
     max_headers: int = 100
     read_timeout_s: float = 10.0
+    # Writing paused this long (the client reads nothing of its answer) drops the
+    # connection and the unsent rest of the answer with it.
+    write_timeout_s: float = 30.0
     # Told the status of each request refused here, before the app (which counts the
     # rest): the daemon's request metrics count these too.
     on_refused: Callable[[int], None] | None = None
@@ -64,6 +67,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._field_bytes = 0
         self._header_count = 0
         self._deadline: asyncio.TimerHandle | None = None
+        self._write_deadline: asyncio.TimerHandle | None = None
         self._one_send: OneSendTransport | None = None
 
     @classmethod
@@ -80,7 +84,38 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_deadline()
+        self._cancel_write_deadline()
         super().connection_lost(exc)
+
+    # -- flow control: an answer nobody reads -----------------------------------------------
+
+    def pause_writing(self) -> None:
+        # The transport holds more than its high-water mark: the client is not reading.
+        super().pause_writing()
+        if self._write_deadline is None:
+            self._write_deadline = self.loop.call_later(
+                self.limits.write_timeout_s, self._write_deadline_passed
+            )
+
+    def resume_writing(self) -> None:
+        self._cancel_write_deadline()
+        super().resume_writing()
+
+    def _cancel_write_deadline(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _write_deadline_passed(self) -> None:
+        self._write_deadline = None
+        log.info(
+            "answer not read",
+            client=self.client,
+            unsent_bytes=self.transport.get_write_buffer_size(),
+            seconds=self.limits.write_timeout_s,
+        )
+        # abort, not close: close would keep the unsent bytes until they are read.
+        self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         if self._in_head:
@@ -166,7 +201,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def _write_error(self, status: int, code: ErrorCode, message: str, request_id: str) -> None:
         if self.transport.is_closing():
             return
-        if self.cycle is not None and self.cycle.response_started:
+        cycle = self.cycle  # on a kept-alive connection, maybe the last request's, done
+        if cycle is not None and cycle.response_started and not cycle.response_complete:
             # A response is already on the wire: another status line would corrupt it.
             self.transport.close()
             return

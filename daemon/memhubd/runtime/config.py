@@ -52,6 +52,9 @@ class Limits:
     max_headers: int = 100
     read_timeout_s: int = 10
     keep_alive_timeout_s: int = 5
+    # An answer the client stops reading is dropped after this long: until then the
+    # connection holds what is left of it in memory.
+    write_timeout_s: int = 30
     # Answers kept for repeated queries of one snapshot (LRU by encoded size).
     response_cache_bytes: int = 64 * 1024 * 1024
     # Open `/v1/events` streams: each holds a connection (a file descriptor) for as
