@@ -227,6 +227,26 @@ def test_approval_outside_the_workspace_is_refused_and_nothing_changes(
     assert set(root_of(daemon).parent.iterdir()) == outside
 
 
+@pytest.mark.parametrize("into", ["a" * 300 + ".mem", "rules.mem/x.mem"])
+def test_a_target_no_file_can_have_is_invalid_for_diff_and_approval(
+    daemon: LiveDaemon, into: str
+) -> None:
+    # Given a target whose name is too long for the file system, or whose parent is a file
+    proposal_id = propose(daemon, NATS).json()["proposal_id"]
+    before = tree(root_of(daemon))
+
+    # When the reviewer asks for its diff, then approves into it
+    with daemon.http(daemon.tokens["alice"]) as client:
+        diffed = client.get(f"{BASE}/proposals/{proposal_id}", params={"into": into})
+    approved = approve(daemon, proposal_id, into)
+
+    # Then both answer the caller's mistake (422), not a fault of the daemon or the disk
+    for response in (diffed, approved):
+        assert response.status_code == 422, response.text
+        assert error_of(response)["detail"]["errors"][0]["code"] == "target_invalid"
+    assert tree(root_of(daemon)) == before
+
+
 def test_unknown_and_malformed_proposal_ids(daemon: LiveDaemon) -> None:
     with daemon.http(daemon.tokens["alice"]) as client:
         unknown = client.get(f"{BASE}/proposals/p-20260101-000000-abcdef")

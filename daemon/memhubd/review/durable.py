@@ -46,12 +46,20 @@ def sha256_hex(data: bytes | None) -> str | None:
 
 
 def read_bytes(path: str) -> bytes | None:
-    """The file's bytes, or None when it does not exist."""
+    """The file's bytes, or None when it does not exist.
+
+    A path that no file can have (a name too long, or a parent that is a file) does not
+    exist either: such a path comes from a caller, and is no fault of the disk's.
+    """
     try:
         with open(path, "rb") as handle:
             return handle.read()
     except FileNotFoundError:
         return None
+    except OSError as error:
+        if error.errno in (errno.ENAMETOOLONG, errno.ENOTDIR):
+            return None
+        raise
 
 
 def file_mode(path: str) -> int | None:

@@ -41,7 +41,40 @@ def resolve_target(root: str, staging: str, into: object) -> str | Issue:
         return Issue("target_not_mem", f"approval target {into!r} must be a .mem file")
     if os.path.lexists(real) and not os.path.isfile(real):
         return Issue("target_not_file", f"approval target {into!r} exists and is not a file")
+    unusable = _unmakeable(real, root)
+    if unusable is not None:
+        return Issue("target_invalid", f"approval target {into!r} cannot be a file: {unusable}")
     return real
+
+
+def _unmakeable(real: str, root: str) -> str | None:
+    """Why no file can ever be at `real` below `root`, or None when one can.
+
+    Decided here rather than left to the write: the reason is the caller's `into`,
+    which the write would report as a workspace it cannot write to.
+    """
+    name_max, path_max = _limits(root)
+    if len(os.fsencode(real)) >= path_max:
+        return f"the path is longer than {path_max - 1} bytes"
+    for part in os.path.relpath(real, root).split(os.sep):
+        if len(os.fsencode(part)) > name_max:
+            return f"a name in it is longer than {name_max} bytes"
+    # The nearest ancestor that exists is where the write makes its directories from.
+    parent = os.path.dirname(real)
+    while parent != root and not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if os.path.lexists(parent) and not os.path.isdir(parent):
+        return f"{os.path.relpath(parent, root)} is a file, not a directory"
+    return None
+
+
+def _limits(root: str) -> tuple[int, int]:
+    """The file system's longest name and path in bytes (POSIX's 255 and 4096 when it
+    does not say, as for a root gone missing)."""
+    try:
+        return os.pathconf(root, "PC_NAME_MAX"), os.pathconf(root, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        return 255, 4096
 
 
 def _inside(path: str, directory: str) -> bool:

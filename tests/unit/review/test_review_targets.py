@@ -9,6 +9,7 @@ import pytest
 from review_helpers import fact_source, load, snapshot_files
 
 from memhubd.review import ReviewStore
+from memhubd.review.durable import read_bytes
 
 
 @pytest.fixture
@@ -86,6 +87,36 @@ def test_directory_named_like_a_mem_file_is_refused(
     (root / "folder.mem").mkdir()
 
     assert_refused(store, root, pid, "folder.mem", "target_not_file", root.parent)
+
+
+@pytest.mark.parametrize(
+    "into",
+    [
+        "a" * 300 + ".mem",
+        "new/" + "a" * 300 + ".mem",
+        "b" * 300 + "/x.mem",
+        "base.mem/x.mem",
+        "base.mem/sub/x.mem",
+    ],
+    ids=["long-name", "long-name-in-new-dir", "long-dir", "through-a-file", "deep-through-a-file"],
+)
+def test_a_target_no_file_can_have_is_invalid_for_diff_and_approval(
+    store: ReviewStore, root: Path, pid: str, into: str
+) -> None:
+    # Given a target whose name is longer than the file system allows, or whose parent
+    # is a file: the caller's mistake, never the disk's
+    # When it is diffed, and approved
+    diff = store.diff(pid, into)
+
+    # Then both refuse it as invalid, and nothing is written
+    assert (diff.ok, diff.status) == (False, "invalid")
+    assert [e.code for e in diff.errors] == ["target_invalid"]
+    assert_refused(store, root, pid, into, "target_invalid", root.parent)
+
+
+def test_reading_a_path_no_file_can_have_finds_no_file(root: Path) -> None:
+    assert read_bytes(str(root / "base.mem" / "x.mem")) is None
+    assert read_bytes(str(root / ("a" * 300 + ".mem"))) is None
 
 
 def test_symlink_inside_the_workspace_writes_through_to_its_file(
