@@ -318,6 +318,28 @@ def test_a_file_in_a_folder_is_still_served_by_its_path(tmp_path: Path) -> None:
     assert hint == f"{BASE}/files/more/deeper/extra.mem"
 
 
+def test_a_file_named_outside_latin_1_is_served_with_its_id_percent_encoded(
+    tmp_path: Path,
+) -> None:
+    # Given a source file named in Japanese, beside one with a space in its name
+    workspaces = copy_examples(tmp_path / "ws", [WS])
+    folder = Path(workspaces[WS]) / "メモ"
+    folder.mkdir()
+    (folder / "ノート 1.mem").write_text(FACT, encoding="utf-8")
+    encoded = "%E3%83%A1%E3%83%A2/%E3%83%8E%E3%83%BC%E3%83%88%201.mem"
+    with start_daemon(tmp_path / "d", workspaces) as live, admin(live) as client:
+        # When it is read as text, as JSON, and its head alone
+        text = client.get(f"{BASE}/files/{encoded}")
+        head = client.head(f"{BASE}/files/{encoded}")
+        as_json = client.get(f"{BASE}/files/{encoded}", headers={"accept": "application/json"})
+    # Then every form is served, the header naming the id as the URL does
+    assert text.status_code == 200, text.text[:300]
+    assert "tidewater.uses_nats" in text.text
+    assert text.headers["x-memhub-file-id"] == encoded
+    assert head.status_code == 200 and head.headers["x-memhub-file-id"] == encoded
+    assert as_json.status_code == 200 and as_json.json()["file_id"] == "メモ/ノート 1.mem"
+
+
 @pytest.mark.parametrize("token", [True, False])
 def test_a_method_the_path_does_not_serve_is_405_with_allow(
     daemon: LiveDaemon, token: bool

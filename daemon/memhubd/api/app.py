@@ -12,6 +12,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import structlog
@@ -367,7 +368,9 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
         )
         if wants_text(request) or "application/json" not in request.headers.get("accept", ""):
             response = PlainTextResponse(data["content"])
-            response.headers["x-memhub-file-id"] = data["file_id"]
+            # Percent-encoded as in the file's URL: a header carries Latin-1 only, and a
+            # file may be named in any script.
+            response.headers["x-memhub-file-id"] = quote(data["file_id"], safe="/")
             response.headers["x-memhub-stale"] = "true" if data["stale"] else "false"
             return response
         return _result(context, data)
