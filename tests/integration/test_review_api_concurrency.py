@@ -169,3 +169,33 @@ def test_an_approval_during_an_in_place_save_keeps_the_save(daemon: LiveDaemon) 
     assert approved.status_code == 200, approved.text
     text = target.read_text()
     assert text.startswith(saved) and approval_marker(proposal_id) in text
+
+
+def test_a_declaration_written_elsewhere_after_the_read_and_before_the_lock_is_seen(
+    daemon: LiveDaemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process (memdsl, a second daemon) may approve a declaration of the same id
+    into another file after this approval read the sources and before it took the review
+    lock: the approval sees that the sources changed, reads them again, and refuses the
+    duplicate instead of writing the id into a second file."""
+    import memhubd.service.review as review
+
+    [proposal_id] = propose_all(daemon, ["ledger.twice"])
+    elsewhere = Path(daemon.workspaces[WS]) / "elsewhere.mem"
+    original = review.awaited_view_for
+    written: list[bool] = []
+
+    async def read_then_written_elsewhere(*args: Any, **kwargs: Any) -> Any:
+        view = await original(*args, **kwargs)  # after the reload the approval validates on
+        if not written:
+            written.append(True)
+            elsewhere.write_text(fact("ledger.twice"))  # as the other process's approval
+        return view
+
+    monkeypatch.setattr(review, "awaited_view_for", read_then_written_elsewhere)
+    with daemon.http(daemon.tokens["alice"], timeout=60) as client:
+        answer = client.post(f"{BASE}/proposals/{proposal_id}/approve", json={"into": "decisions.mem"})
+    assert written
+    assert answer.status_code == 409, answer.text
+    decisions = (Path(daemon.workspaces[WS]) / "decisions.mem").read_text()
+    assert "ledger.twice" not in decisions

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,11 @@ MAX_ATTEMPTS = 8  # re-reads of a target that keeps changing before giving up
 QUIET_POLL_S = 0.02  # how often a target that looks mid-save is looked at again
 STALE_HINT = "fix the workspace or re-propose"
 CACHED_STAGINGS = 64  # staging directories whose reads are kept, least recently used out
+
+
+class SourcesChanged(Exception):
+    """The workspace's sources changed between the read an approval validates against and
+    the moment it held the review lock: nothing was written; read them again."""
 
 
 class ReviewStore:
@@ -317,11 +323,16 @@ class ReviewStore:
         *,
         reviewer: str,
         generation: int | None = None,
+        unchanged: Callable[[str], bool] | None = None,
     ) -> Decision:
         """Revalidate against `workspace` and the target as it is now, then append atomically.
 
         Idempotent: a retry after a crash finishes the interrupted approval (memdsl's
         marker, then the audit, then the proposal) instead of writing twice.
+        `unchanged(target)`, asked once the review lock is held: whether the sources other
+        than the target (read again under the lock anyway) are still those `workspace`
+        was read from; if not, `SourcesChanged` is raised and nothing is written (another
+        process approved or saved meanwhile: validate again).
         """
         problem = (
             proposal_id_problem(proposal_id)
@@ -332,6 +343,8 @@ class ReviewStore:
         if isinstance(target, Issue):
             return _refused(proposal_id, target)
         with exclusive_lock(self.lock_path):
+            if unchanged is not None and not unchanged(target):
+                raise SourcesChanged(self.root)
             return self._approve_locked(
                 proposal_id, workspace, target, one_line(reviewer), generation
             )

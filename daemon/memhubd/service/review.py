@@ -11,6 +11,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -33,9 +34,11 @@ from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, durable, is_pro
 from memhubd.review.durable import exclusive_lock
 from memhubd.review.keys import KeptAnswer, KeyFile
 from memhubd.review.marking import proposed_declaration
+from memhubd.review.store import SourcesChanged
 from memhubd.review.targets import suggest_target
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
+from memhubd.runtime.watcher import workspace_signature
 from memhubd.service.access import (
     View,
     awaited_view_for,
@@ -65,6 +68,8 @@ _REFUSAL_CODES = {
     "conflict": ErrorCode.CONFLICT,
     "too_many": ErrorCode.TOO_MANY,
 }
+# Validations an approval makes before giving up on sources that keep changing under it.
+APPROVE_TRIES = 3
 WITHHELD = "details withheld: they concern a declaration hidden from this caller"
 # A target that does not parse is quoted by the parser; its text may be hidden content.
 TARGET_WITHHELD = (
@@ -585,13 +590,44 @@ async def approve_proposal(
     """
     host = review_host(hub, identity, name, REVIEW)
     store = _review_store(hub, host)
+    started = time.monotonic()
+    for tries_left in reversed(range(APPROVE_TRIES)):
+        try:
+            return await _approve_once(hub, host, store, identity, name, proposal_id, into, started)
+        except SourcesChanged:
+            # Another process (memdsl, a second daemon, an editor) wrote a source after
+            # this approval read them and before it held the lock: validate again.
+            if not tries_left:
+                raise ProtocolError(
+                    ErrorCode.CONFLICT,
+                    "the workspace's files kept changing while the approval was validated;"
+                    " nothing was written: retry",
+                    {"proposal_id": proposal_id},
+                ) from None
+    raise AssertionError("unreachable")
+
+
+async def _approve_once(
+    hub: Hub,
+    host: WorkspaceHost,
+    store: ReviewStore,
+    identity: Identity,
+    name: str,
+    proposal_id: str,
+    into: str,
+    started: float,
+) -> dict[str, Any]:
     # Wait for the review lock before holding off reloads: a lock held elsewhere then
     # costs this approval its wait, not the workspace its reloads. The wait to write has
     # only what is left of the bound, so the two waits together stay within it.
-    started = time.monotonic()
-    await run_review(name, _lock_free, store.lock_path)
-    budget_s = durable.LOCK_TIMEOUT_S - (time.monotonic() - started)
+    await run_review(name, _lock_free, store.lock_path, budget_s=_left(started))
+    budget_s = _left(started)
     async with host.reloads_held():
+        # The sources' stat keys before they are read: if they are the same once the
+        # lock is held, the snapshot validated against is what the disk holds (save for
+        # files held back mid-save, served as they were).
+        root = Path(host.root)
+        before = await anyio.to_thread.run_sync(workspace_signature, root)
         # Validate against the sources as served now: a file caught half-way through a
         # save elsewhere stays held back, its declarations still served and counted.
         await host.reload_held()
@@ -623,6 +659,8 @@ async def approve_proposal(
                 into,
                 reviewer=identity.name,
                 generation=expected,
+                unchanged=lambda target: _others(workspace_signature(root), root, target)
+                == _others(before, root, target),
             )
 
         decision = await run_review(name, work, budget_s=budget_s)
@@ -675,6 +713,19 @@ async def _announce_recovered(
         file_id=os.path.relpath(decision.merged_into, store.root),
         served_generation=_served_generation(after, decision.declaration_id, decision.merged_into),
     )
+
+
+def _others(signature: Any, root: Path, target: str) -> list[Any] | None:
+    """A workspace signature without the entry of `target` (an absolute real path)."""
+    if signature is None:
+        return None
+    names = {os.path.relpath(target, root), os.path.relpath(target, os.path.realpath(root))}
+    return [entry for entry in signature if entry[0] not in names]
+
+
+def _left(started: float) -> float:
+    """What is left of the review lock's wait bound for a request begun at `started`."""
+    return durable.LOCK_TIMEOUT_S - (time.monotonic() - started)
 
 
 def _lock_free(lock_path: str) -> None:
