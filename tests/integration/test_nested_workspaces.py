@@ -118,3 +118,50 @@ def test_a_runtime_workspace_left_out_for_overlapping_can_be_forgotten(tmp_path:
         assert again.status_code == 404
         kept = json.loads((state / "workspaces.json").read_text())["workspaces"]
         assert "inner" not in kept
+
+
+def test_adds_sent_together_are_checked_against_each_other(
+    daemon: LiveDaemon, tmp_path: Path
+) -> None:
+    """Each add is checked against those served before it, so adds sent at once cannot
+    all pass the checks before any of them is served: one directory, or one inside it,
+    is served once."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    # A workspace with files: serving it takes a while, as adds do in real use.
+    shared = Path(copy_examples(tmp_path / "shared", ["team-coding"])["team-coding"])
+    (shared / "inside").mkdir()
+    asked = [("one", shared), ("two", shared), ("three", shared / "inside"), ("four", shared)]
+    together = threading.Barrier(len(asked))
+
+    def add_together(name: str, path: Path) -> httpx.Response:
+        with daemon.http(daemon.admin_token, timeout=60) as client:
+            together.wait()
+            return client.post("/v1/workspaces", json={"name": name, "path": str(path)})
+
+    with ThreadPoolExecutor(len(asked)) as pool:
+        answers = list(pool.map(lambda item: add_together(*item), asked))
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses == [201, 409, 409, 409], [a.text for a in answers]
+    assert len(served(daemon)) == 2
+
+
+def test_two_runtime_workspaces_that_overlap_are_not_both_served(tmp_path: Path) -> None:
+    """A list that holds two run-time workspaces that overlap (written before adds were
+    checked against each other) serves the first of them only."""
+    import json
+
+    outer = copy_examples(tmp_path / "ws", [EXAMPLE])[EXAMPLE]
+    inner = Path(outer) / "inner"
+    inner.mkdir()
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    listed = {
+        "format": "memhub.workspaces.v1",
+        "workspaces": {"outer": str(outer), "inner": str(inner)},
+    }
+    (state / "workspaces.json").write_text(json.dumps(listed))
+    other = copy_examples(tmp_path / "other", ["team-coding"])
+    with start_daemon(tmp_path, other) as live:
+        assert served(live) == ["outer", "team-coding"]

@@ -291,17 +291,20 @@ def merge_workspaces(configured: Mapping[str, str], added: Mapping[str, str]) ->
     merged = dict(configured)
     for name, path in added.items():
         if name not in merged:
-            clash = overlapping({**configured, name: path}, only=name)
+            # Against every workspace kept so far, run-time ones too: a list written by
+            # an older version may hold two that overlap.
+            clash = overlapping({**merged, name: path}, only=name)
             if clash is None:
                 merged[name] = path
             else:  # the configuration changed since it was added: the file wins again
-                configured_name, configured_path = clash[0] if clash[0][0] != name else clash[1]
+                other_name, other_path = clash[0] if clash[0][0] != name else clash[1]
                 log.warning(
                     "runtime_workspace_overlaps",
                     workspace=name,
                     path=path,
-                    configured=configured_name,
-                    configured_path=configured_path,
+                    served=other_name,
+                    served_path=other_path,
+                    configured=other_name in configured,
                     fix=f"memctl workspaces remove {name} forgets it",
                 )
         elif os.path.normpath(merged[name]) != os.path.normpath(path):

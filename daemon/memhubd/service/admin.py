@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -105,9 +106,12 @@ async def add_workspace(
         _require_all_workspaces(identity, "add workspaces")
         root = os.path.abspath(os.path.expanduser(request.path))
         details["path"] = root
-        _check_addable(hub, request.name, root)
         try:
-            host = await hub.add(request.name, root)
+            # One add at a time: each is checked against those added before it (the
+            # name, the limit, overlapping directories) once they are served.
+            async with _adding(hub):
+                _check_addable(hub, request.name, root)
+                host = await hub.add(request.name, root)
         except (WorkspaceConflict, ValueError) as error:
             raise ProtocolError(
                 ErrorCode.CONFLICT, str(error), {"workspace": request.name}
@@ -120,6 +124,17 @@ async def add_workspace(
 async def _summary(host: Any, identity: Identity) -> dict[str, Any]:
     # Summaries may lint the snapshot the first time: off the event loop.
     return await anyio.to_thread.run_sync(lambda: workspace_summary(host, identity))
+
+
+_ADDING: weakref.WeakKeyDictionary[Hub, anyio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _adding(hub: Hub) -> anyio.Lock:
+    """The lock that serialises workspace adds to `hub`."""
+    lock = _ADDING.get(hub)
+    if lock is None:
+        lock = _ADDING[hub] = anyio.Lock()
+    return lock
 
 
 def _check_addable(hub: Hub, name: str, root: str) -> None:
