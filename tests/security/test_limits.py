@@ -300,6 +300,28 @@ def test_small_answers_are_served_under_the_same_bound(daemon: LiveDaemon) -> No
     assert len(response.content) <= MAX_RESULT_BYTES
 
 
+@pytest.mark.parametrize("expect", [False, True], ids=["sent", "expect-100-continue"])
+def test_a_body_declared_over_max_body_bytes_is_refused_before_it_is_read(
+    daemon: LiveDaemon, expect: bool
+) -> None:
+    # Given a request whose Content-Length is far over the limit, with a few bytes of
+    # body sent, or none while it waits for a `100 Continue`
+    token = b"authorization: Bearer " + daemon.admin_token.encode()
+    headers = [token, b"content-length: 50000000", b"content-type: application/json"]
+    if expect:
+        headers.append(b"expect: 100-continue")
+    head = request(f"/v1/workspaces/{WS}/query", *headers, method=b"POST")
+    with connect(daemon) as sock:
+        # When it is sent
+        sock.sendall(head + (b"" if expect else b'{"query":"x"}'))
+        started = time.monotonic()
+        answer = read_until_closed(sock)
+    # Then it is refused at once with 413 (not invited, not waited out to a 408), and the
+    # connection is closed rather than made to take in the rest
+    assert_refused(answer, 413, "too_large")
+    assert time.monotonic() - started < 0.9  # LIMITS' read timeout is 1 s
+
+
 def test_bodies_over_max_body_bytes_are_refused_with_413(daemon: LiveDaemon) -> None:
     body = json.dumps({"query": "x" * (300 * 1024)})
     with daemon.http(daemon.admin_token) as client:

@@ -38,13 +38,25 @@ def bearer_token(scope: Scope) -> str | None:
     return None
 
 
-async def send_error(send: Any, code: ErrorCode, message: str, request_id: str) -> None:
+def declared_length(scope: Scope) -> int:
+    """The request's Content-Length, or 0 when it gives none (or none that is a number)."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            return int(value) if value.isdigit() else 0
+    return 0
+
+
+async def send_error(
+    send: Any, code: ErrorCode, message: str, request_id: str, *, close: bool = False
+) -> None:
     body = json.dumps(error_envelope(code, message)).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
         (b"x-request-id", request_id.encode()),
     ]
+    if close:
+        headers.append((b"connection", b"close"))
     if code is ErrorCode.UNAUTHORIZED:
         headers.append((b"www-authenticate", b'Bearer realm="memhub"'))
     await send({"type": "http.response.start", "status": code.http_status, "headers": headers})
@@ -90,7 +102,14 @@ class ApiMiddleware:
 
         limited_receive = self._limit_body(scope, receive)
         direct = self.direct.match(scope) if self.direct is not None else None
+        limit = self.context.max_body_bytes
         try:
+            # A body declared over the limit is refused before any of it is read (so no
+            # `100 Continue` invites it) and the connection closed rather than made to
+            # take it in. A caller without credentials is told 401 first, by its route,
+            # which reads no body either, as at /mcp.
+            if isinstance(identity, Identity) and declared_length(scope) > limit:
+                raise BodyTooLarge(limit, declared=True)
             if direct is None:
                 await self.app(scope, limited_receive, send_wrapper)
             else:
@@ -100,13 +119,14 @@ class ApiMiddleware:
             # an error while rendering an error) so no caller gets a bare text 500.
             if status_holder["started"]:
                 raise
+            close = False
             if isinstance(error, BodyTooLarge):
-                code, message = ErrorCode.TOO_LARGE, str(error)
+                code, message, close = ErrorCode.TOO_LARGE, str(error), error.declared
             else:
                 log.exception("unhandled error", request_id=request_id, path=scope.get("path"))
                 code, message = ErrorCode.INTERNAL, "internal error; see the daemon log"
             status_holder["status"] = code.http_status
-            await send_error(send, code, message, request_id)
+            await send_error(send, code, message, request_id, close=close)
         finally:
             self._record(scope, status_holder["status"], time.perf_counter() - started)
 
@@ -148,6 +168,9 @@ class ApiMiddleware:
 
 
 class BodyTooLarge(Exception):
-    def __init__(self, limit: int) -> None:
+    """A body over `limit` bytes: as received, or as its Content-Length `declared` it."""
+
+    def __init__(self, limit: int, *, declared: bool = False) -> None:
         super().__init__(f"request body is larger than {limit} bytes")
         self.limit = limit
+        self.declared = declared

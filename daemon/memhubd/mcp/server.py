@@ -36,7 +36,7 @@ from starlette.routing import Route
 from memhub_protocol import ErrorCode, error_envelope
 from memhubd import __version__
 from memhubd.api.app import ApiContext
-from memhubd.api.middleware import BodyTooLarge, over_unix_socket
+from memhubd.api.middleware import BodyTooLarge, declared_length, over_unix_socket
 from memhubd.mcp import payloads, text
 from memhubd.mcp.caller import (
     reset_caller,
@@ -260,7 +260,7 @@ class McpEndpoint:
             message = f"{reason}; send Authorization: Bearer <token>"
             await _refuse(scope, receive, send, ErrorCode.UNAUTHORIZED, message)
             return
-        if self.max_body_bytes is not None and _declared_length(scope) > self.max_body_bytes:
+        if self.max_body_bytes is not None and declared_length(scope) > self.max_body_bytes:
             # Refused here in the daemon's error envelope, as the JSON API refuses it
             # (the SDK would answer a bare text line).
             message = str(BodyTooLarge(self.max_body_bytes))
@@ -280,14 +280,6 @@ class McpEndpoint:
             await _refuse(scope, receive, send, ErrorCode.TOO_LARGE, str(error))
         finally:
             reset_caller(token)
-
-
-def _declared_length(scope: dict[str, Any]) -> int:
-    """The request's Content-Length, or 0 when it gives none (or none that is a number)."""
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            return int(value) if value.isdigit() else 0
-    return 0
 
 
 async def _refuse(scope: Any, receive: Any, send: Any, code: ErrorCode, message: str) -> None:
