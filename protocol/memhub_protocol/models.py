@@ -27,6 +27,9 @@ MAX_ITEMS = 100  # items of a list of strings (`types`, `exceptions`, `scopes`, 
 MAX_QUERY_LIMIT = 1000  # a query's `limit`, either sign
 MAX_WORKSPACE_NAME = 64
 MAX_EXPIRES = 64  # a token's `expires`
+# A workspace name: ASCII letters, digits, '-', '_' and '.' (runtime.config's
+# WORKSPACE_NAME, which the daemon checks again), at least one letter or digit.
+_WORKSPACE_NAME = re.compile(r"[A-Za-z0-9_.-]*[A-Za-z0-9][A-Za-z0-9_.-]*")
 # The bounds `_text` and `_strings` enforce, as the OpenAPI document gives them.
 _QUERY_TEXT = "at most the daemon's limits.max_query_chars characters (413 beyond)"
 _NAME_OR_NULL = {"type": ["string", "null"], "maxLength": MAX_NAME}
@@ -338,8 +341,14 @@ class WorkspaceAddRequest(_Model):
         data = _object(data)
         _unknown_keys(data, cls)
         name = _text(data, "name", required=True, limit=MAX_WORKSPACE_NAME)
-        if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            raise _invalid("'name' may use letters, digits, '-', '_' and '.' only", "name")
+        # ASCII only, as the daemon's state requires: isalnum() alone takes any script's
+        # letters, which the daemon then refused as a conflict rather than as input.
+        if not _WORKSPACE_NAME.fullmatch(name):
+            raise _invalid(
+                "'name' may use ASCII letters, digits, '-', '_' and '.' only, "
+                "and needs a letter or digit",
+                "name",
+            )
         return cls(name=name, path=_text(data, "path", required=True, limit=MAX_PATH))
 
     @staticmethod
@@ -349,7 +358,12 @@ class WorkspaceAddRequest(_Model):
             "required": ["name", "path"],
             "additionalProperties": False,
             "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": MAX_WORKSPACE_NAME},
+                "name": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_WORKSPACE_NAME,
+                    "pattern": f"^{_WORKSPACE_NAME.pattern}$",
+                },
                 "path": {"type": "string", "minLength": 1, "maxLength": MAX_PATH},
             },
         }

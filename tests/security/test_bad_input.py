@@ -340,6 +340,19 @@ def test_a_file_named_outside_latin_1_is_served_with_its_id_percent_encoded(
     assert as_json.status_code == 200 and as_json.json()["file_id"] == "メモ/ノート 1.mem"
 
 
+@pytest.mark.parametrize("name", ["ex\u0430", "\uff57s", "na\u00efve", "\u00b2", "..", "-"])
+def test_a_workspace_name_outside_its_ascii_letters_is_invalid_not_a_conflict(
+    daemon: LiveDaemon, tmp_path: Path, name: str
+) -> None:
+    # Given a name with a Cyrillic, full-width or accented letter, or no letter at all
+    # When a workspace is added under it
+    with admin(daemon) as client:
+        response = client.post("/v1/workspaces", json={"name": name, "path": str(tmp_path)})
+    # Then the input is refused, naming the field: no state was in the way
+    error = assert_envelope(response, 422, "invalid")
+    assert error["detail"]["field"] == "name"
+
+
 @pytest.mark.parametrize("token", [True, False])
 def test_a_method_the_path_does_not_serve_is_405_with_allow(
     daemon: LiveDaemon, token: bool
