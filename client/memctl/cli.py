@@ -71,6 +71,15 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
+def _workspace_list(text: str) -> tuple[str, ...]:
+    """`--workspaces`: an empty list (`""` from an unset variable, or `,`) is refused,
+    not widened to every workspace; `*` is said when all are meant."""
+    names = _names(text)
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one workspace, or * for all")
+    return names
+
+
 def _global_options() -> argparse.ArgumentParser:
     """Options accepted before and after the command. SUPPRESS keeps a value given
     before the command from being reset by the command's own parser."""
@@ -143,7 +152,9 @@ def _token(sub: Sub, common: Common) -> None:
     c = _command(actions, common, "create", commands.cmd_token_create, "create a token")
     c.add_argument("name", type=non_empty, help="identity recorded on every write")
     c.add_argument("--scopes", type=_scopes, required=True, help="comma-separated scopes, or 'all'")
-    c.add_argument("--workspaces", type=_names, help="comma-separated names (default: all)")
+    c.add_argument(
+        "--workspaces", type=_workspace_list, help="comma-separated names (default: all)"
+    )
     c.add_argument("--roles", type=_names, help="comma-separated access-policy roles")
     c.add_argument("--expires", help="ISO date/time or a duration such as 30d")
     _command(actions, common, "list", commands.cmd_token_list, "list tokens (no secrets)")

@@ -125,7 +125,6 @@ def non_empty(text: str) -> str:
     return text
 
 
-
 def workspace_names(payload: Any) -> list[str]:
     items = payload.get("workspaces", []) if isinstance(payload, dict) else payload
     if not isinstance(items, list):
@@ -322,7 +321,8 @@ def cmd_token_create(session: Session, args: argparse.Namespace) -> int:
     request = TokenCreateRequest(
         name=args.name,
         scopes=args.scopes,
-        workspaces=args.workspaces or ("*",),
+        # Every workspace only when --workspaces is not given: cli.py refuses an empty list.
+        workspaces=("*",) if args.workspaces is None else args.workspaces,
         roles=args.roles or (),
         expires=args.expires,
     )

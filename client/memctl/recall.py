@@ -84,7 +84,9 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     )
     a.add_argument("--format", choices=FORMATS, default="auto", help="default: by content")
     a.add_argument("--dry-run", action="store_true", help="count, store nothing")
-    a.add_argument("--readers", help="comma-separated roles that may see these drawers")
+    a.add_argument(
+        "--readers", type=_roles, help="comma-separated roles that may see these drawers"
+    )
     a.add_argument("--source", help="citation for stdin (default 'stdin')")
     a.add_argument(
         "--max-file-bytes",
@@ -316,6 +318,15 @@ def _one_each(walked: list[SourceFile]) -> list[SourceFile]:
     return kept
 
 
+def _roles(value: str) -> tuple[str, ...]:
+    """`--readers`' roles: an empty list (`""` from an unset variable, or `,`) is refused,
+    not taken for "no readers", which would let every caller see the drawers."""
+    roles = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not roles:
+        raise argparse.ArgumentTypeError("name at least one role")
+    return roles
+
+
 def _source_kinds(value: str) -> tuple[str, ...]:
     """`--source-kind`'s value: one kind, or several separated by commas (as the API
     takes them), each one of SOURCE_KINDS."""
@@ -329,9 +340,6 @@ def _source_kinds(value: str) -> tuple[str, ...]:
 
 
 def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
-    readers = (
-        tuple(r.strip() for r in args.readers.split(",") if r.strip()) if args.readers else None
-    )
     # The daemon's answers summed into one of the same shape (a large ingest takes
     # several requests), every source's report kept.
     totals: dict[str, Any] = {
@@ -354,7 +362,7 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
             importance=args.importance,
             format=args.format,
             dry_run=args.dry_run,
-            readers=readers,
+            readers=args.readers,
         )
         try:
             answer = _ws_call(session, "recall_ingest", body=request.to_json())

@@ -457,6 +457,8 @@ def test_token_create_shows_the_secret_once_and_revoke_names_the_token(
     assert out.splitlines()[-1] == "mh_secret"
     assert "not shown again" in err
     assert fake_daemon.seen[0].body["workspaces"] == ["team"]
+    assert run(capsys, *argv)[0] == 0
+    assert fake_daemon.seen[1].body["workspaces"] == ["*"]  # not given: every workspace
     assert run(capsys, "--url", fake_daemon.url, "token", "revoke", "ci") == (
         0,
         "revoked token ci\n",

@@ -219,3 +219,24 @@ def test_an_empty_stdin_to_fact_check_is_refused_locally(
         "local",
         "the draft is empty: nothing to check",
     )
+
+
+# -- empty lists ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["", ",", " , "], ids=["empty", "comma", "blank"])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["token", "create", "ci", "--scopes", "read:search", "--workspaces"],
+            "argument --workspaces: name at least one workspace, or * for all",
+        ),
+        (["recall", "ingest", "-", "--readers"], "argument --readers: name at least one role"),
+    ],
+    ids=["token-workspaces", "ingest-readers"],
+)
+def test_an_empty_list_is_a_usage_error_not_every_workspace_or_reader(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str, value: str
+) -> None:
+    assert refused(capsys, [*argv, value])[:2] == ("usage", message)
