@@ -251,6 +251,18 @@ def test_the_memory_bounds_in_operations_md_are_the_codes() -> None:
     assert f"at most {access.MAX_CUTS_PER_SNAPSHOT} a snapshot" in " ".join(section.split())
 
 
+def test_the_recall_ingest_bounds_in_api_md_are_the_codes() -> None:
+    from memhub_protocol.recall import MAX_CITATION, MAX_FILES_PER_REQUEST
+
+    # The errors table's row of 422 bounds, and the ingest route's row
+    rows = [line for line in read("api.md").splitlines() if line.startswith("| ")]
+    bounds = next(row for row in rows if "over its fixed bound" in row and "| 422 |" in row)
+    ingest = next(row for row in rows if "/recall/ingest`" in row)
+    assert f"more than {MAX_FILES_PER_REQUEST:,} for a recall ingest's `files`" in bounds
+    assert f"at most {MAX_FILES_PER_REQUEST:,} files a request" in ingest
+    assert f"file `name` or `source` over {MAX_CITATION} characters" in bounds
+
+
 def daemon_config_blocks() -> list[tuple[str, int, str]]:
     """(file, line, text) of each TOML block of the documents about the daemon's config."""
     blocks = []
