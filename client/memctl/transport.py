@@ -98,6 +98,12 @@ def parse_target(text: str) -> Target:
     if not parts.hostname:
         raise InvalidTarget(f"daemon url {text!r} has no host")
     try:
+        # As the resolver will be handed it: an empty or over-long label (a..b) fails here
+        # as a UnicodeError, which no connection failure handling would catch.
+        parts.hostname.encode("idna")
+    except UnicodeError:
+        raise InvalidTarget(f"daemon url {text!r} has an invalid host name") from None
+    try:
         parts.port  # noqa: B018 - validates the port number
     except ValueError as error:
         raise InvalidTarget(f"daemon url {text!r} has a bad port: {error}") from error

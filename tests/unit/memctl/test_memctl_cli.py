@@ -189,6 +189,18 @@ def test_a_malformed_url_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[st
     assert err.splitlines() == ["memctl: daemon url 'http://[::1' is malformed: Invalid IPv6 URL"]
 
 
+@pytest.mark.parametrize("url", ["http://a..b:8377", "http://" + "a" * 70 + ".example:8377"])
+def test_a_url_with_an_invalid_host_name_is_a_usage_error_not_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    for given in (["--url", url], []):
+        monkeypatch.setenv("MEMHUB_URL", url)
+        code, out, err = run(capsys, *given, "--json", "status")
+        assert code == 2
+        assert err == f"memctl: daemon url {url!r} has an invalid host name\n"
+        assert json.loads(out)["error"]["code"] == "usage"
+
+
 def test_a_url_with_a_password_is_refused_without_echoing_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

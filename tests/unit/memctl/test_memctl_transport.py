@@ -45,6 +45,8 @@ def test_unix_url_connects_through_the_socket_with_a_fixed_host() -> None:
         ("127.0.0.1:8377", "unsupported"),
         ("http://", "no host"),
         ("http://host:notaport", "bad port"),
+        ("http://a..b:8377", "invalid host name"),
+        ("https://" + "a" * 64 + ".example", "invalid host name"),
         ("http://host:8377/?x=1", "query"),
         ("unix://relative/memhubd.sock", "absolute"),
         ("unix:/run/memhubd.sock", "unix:///"),
