@@ -349,6 +349,19 @@ def test_peek_never_crosses_into_a_workspace_without_a_grant(daemon: LiveDaemon)
         assert http.get(f"/v1/workspaces/{OTHER}/cowork/peek/wide").status_code == 404
 
 
+def test_a_refused_peek_names_the_routes_identity(daemon: LiveDaemon) -> None:
+    # Given a partner name over 200 characters, and the caller's own name
+    secret = token(daemon, "self-peeker")
+    # When each is peeked at over the JSON API
+    too_long = call(daemon, secret, "GET", "peek/" + "x" * 201)
+    own = call(daemon, secret, "GET", "peek/self-peeker")
+    # Then the refusal names the route's parameter, not the MCP tool's argument
+    for answer in (too_long, own):
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["error"]["detail"]["field"] == "identity"
+    assert "'identity' must be at most 200 characters" in too_long.json()["error"]["message"]
+
+
 @pytest.mark.anyio
 async def test_mcp_peek_partner_takes_mempals_arguments(daemon: LiveDaemon) -> None:
     (alice, a_secret), (bob, b_secret) = pair(daemon, "mcppeek")

@@ -117,10 +117,5 @@ def _as_named_here(error: ProtocolError) -> ProtocolError:
 
 def _peek_named_here(error: ProtocolError) -> ProtocolError:
     """`error` naming the partner as this tool's argument does (`tool`), where the
-    service's message calls it `'partner'`."""
-    detail = dict(error.detail or {})
-    if detail.get("field") not in ("partner", "tool"):
-        return error
-    detail["field"] = "tool"
-    message = error.message.replace("'partner'", "'tool'", 1)
-    return ProtocolError(error.code, message, detail)
+    service names the API route's (`identity`)."""
+    return named_as_argument(error, "identity", "tool")

@@ -443,9 +443,12 @@ async def peek(
     after = _since_us(since)
     log_ = desk_of(hub).shelf.activity
     partner = partner.strip()
+    # Named as the JSON API's route names the partner (`{identity}`); MCP renames it.
     if len(partner) > MAX_NAME:
         raise ProtocolError(
-            ErrorCode.INVALID, f"'partner' must be at most {MAX_NAME} characters", {"field": "tool"}
+            ErrorCode.INVALID,
+            f"'identity' must be at most {MAX_NAME} characters",
+            {"field": "identity"},
         )
     if not partner or partner.lower() == AUTO:
         found = log_.most_recent_other(name, identity.name)
@@ -456,7 +459,7 @@ async def peek(
         raise ProtocolError(
             ErrorCode.INVALID,
             "cannot peek your own activity: name a partner, or pass auto",
-            {"field": "tool"},
+            {"field": "identity"},
         )
     entries = log_.entries(name, partner)
     if after is not None:
