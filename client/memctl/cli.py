@@ -86,15 +86,25 @@ def _global_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("connection and output")
     keep = argparse.SUPPRESS
+    # type=non_empty: a blank value (-w "$UNSET") is a usage error, never a fall back to
+    # the environment, client.toml or the only workspace, which may not be the one meant.
     group.add_argument(
         "--url",
+        type=non_empty,
         default=keep,
         help="daemon address: http://HOST:PORT, https://HOST or unix:///PATH.sock "
         "(env MEMHUB_URL; default: the local socket)",
     )
-    group.add_argument("--token", default=keep, help="bearer token (env MEMHUB_TOKEN)")
     group.add_argument(
-        "-w", "--workspace", default=keep, metavar="NAME", help="workspace (env MEMHUB_WORKSPACE)"
+        "--token", type=non_empty, default=keep, help="bearer token (env MEMHUB_TOKEN)"
+    )
+    group.add_argument(
+        "-w",
+        "--workspace",
+        type=non_empty,
+        default=keep,
+        metavar="NAME",
+        help="workspace (env MEMHUB_WORKSPACE)",
     )
     group.add_argument("--json", action="store_true", default=keep, help="JSON output")
     group.add_argument(
@@ -267,6 +277,7 @@ def _propose(sub: Sub, common: Common) -> None:
     p.add_argument("--supersedes", metavar="ID", help="the type:name id this one corrects")
     p.add_argument(
         "--idempotency-key",
+        type=non_empty,
         metavar="KEY",
         help="sent again with the same proposal (a retry after a timeout), answers the "
         "proposal already made instead of making a second one (kept a day by the daemon)",

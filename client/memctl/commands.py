@@ -407,7 +407,7 @@ def cmd_propose(session: Session, args: argparse.Namespace) -> int:
         reason=args.reason,
         client="memctl",
         supersedes=args.supersedes,
-        idempotency_key=args.idempotency_key or None,
+        idempotency_key=args.idempotency_key,
     )
     workspace = session.workspace()
     payload = _with_issues(lambda: session.client.propose(workspace, request))

@@ -240,3 +240,45 @@ def test_an_empty_list_is_a_usage_error_not_every_workspace_or_reader(
     capsys: pytest.CaptureFixture[str], argv: list[str], message: str, value: str
 ) -> None:
     assert refused(capsys, [*argv, value])[:2] == ("usage", message)
+
+
+# -- blank flag values ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "argument"),
+    [
+        (["-w", "{}", "recall", "status"], "-w/--workspace"),
+        (["recall", "status", "--workspace", "{}"], "-w/--workspace"),
+        (["--token", "{}", "status"], "--token"),
+        (["--url", "{}", "status"], "--url"),
+        (["propose", "--idempotency-key", "{}", "-"], "--idempotency-key"),
+    ],
+)
+@pytest.mark.parametrize("value", ["", "  "], ids=["empty", "blank"])
+def test_a_blank_flag_value_is_a_usage_error_not_the_next_setting(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    argument: str,
+    value: str,
+) -> None:
+    # Given settings a blank flag would otherwise fall back to
+    monkeypatch.setenv("MEMHUB_WORKSPACE", "writing")
+    monkeypatch.setenv("MEMHUB_TOKEN", "mh_env")
+    monkeypatch.setenv("MEMHUB_URL", DOWN)
+    code, said = refused_as_given(capsys, [value if word == "{}" else word for word in argv])
+    kind = "empty" if not value else "blank"
+    assert (code, said) == ("usage", f"argument {argument}: must not be {kind}")
+
+
+def refused_as_given(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[str, str]:
+    """As `refused`, with only `--json` added to `argv`."""
+    try:
+        code = main(["--json", *argv])
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    envelope = json.loads(out)["error"]
+    return envelope["code"], envelope["message"]
