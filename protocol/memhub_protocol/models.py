@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from itertools import accumulate
 
 from memhub_protocol.errors import ErrorCode, ProtocolError
@@ -84,8 +85,13 @@ def decode_json_body(raw: bytes) -> Any:
         )
     try:
         data = json.loads(text)
-    except ValueError as error:  # includes integers too long to convert
+    except json.JSONDecodeError as error:
         raise ProtocolError(ErrorCode.INVALID, f"request body is not JSON: {error}") from None
+    except ValueError:  # an integer with more digits than Python converts
+        raise ProtocolError(
+            ErrorCode.INVALID,
+            f"request body holds a number of more than {sys.get_int_max_str_digits()} digits",
+        ) from None
     if _SURROGATE_ESCAPE.search(text) and _holds_surrogate(data):
         raise ProtocolError(
             ErrorCode.INVALID,

@@ -216,3 +216,15 @@ def test_the_daemon_still_serves_after_all_of_it(daemon: LiveDaemon) -> None:
     with daemon.http(daemon.admin_token) as http:
         assert http.get("/healthz").status_code == 200
         assert http.post(f"{WS}/recall/search", json={"query": "heron"}).json()["hits"]
+
+
+def test_a_number_too_long_to_read_is_named_in_the_daemons_words(daemon: LiveDaemon) -> None:
+    with daemon.http(daemon.admin_token) as http:
+        answer = http.post(
+            f"{WS}/recall/search",
+            content=b'{"query": "heron", "limit": ' + HUGE.encode() + b"}",
+            headers={"content-type": "application/json"},
+        )
+    assert answer.status_code == 422, answer.text
+    message = answer.json()["error"]["message"]
+    assert "more than 4300 digits" in message and "sys." not in message
