@@ -7,6 +7,7 @@ or build URLs (that is `cli.py` and `client.py`).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -21,9 +22,12 @@ from memhub_protocol.models import ProposeRequest
 
 TYPE_CHECKING = False  # typing itself is not imported: every command would pay for it
 if TYPE_CHECKING:
-    from typing import Any, TextIO
+    from typing import Any, BinaryIO, TextIO
 
 STDIN_CLOSED = "standard input is closed"
+# The most a file or stdin given to a command is read: far above what the daemon takes
+# in one request (1 MiB by default), and a bound on what /dev/zero or `yes |` can cost.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
 
 # memdsl's check exit codes.
 VERDICT_EXIT = {"allow": 0, "block": 1, "needs_review": 2}
@@ -222,11 +226,7 @@ def cmd_query(session: Session, args: argparse.Namespace) -> int:
 def _candidate_text(args: argparse.Namespace) -> str:
     if args.candidate_file is None:
         return str(args.candidate)
-    try:
-        with open(args.candidate_file, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise CommandFailure(f"cannot read candidate: {error}") from error
+    return read_text_file(args.candidate_file, what="candidate")
 
 
 def cmd_check(session: Session, args: argparse.Namespace) -> int:
@@ -364,25 +364,42 @@ def read_stdin() -> str:
         raise CommandFailure(f"cannot read standard input: {error}") from None
 
 
-def read_stdin_bytes() -> bytes:
-    """Standard input whole, as bytes; a closed or unreadable one is one line, exit 2."""
+def read_stdin_bytes(limit: int = MAX_INPUT_BYTES) -> bytes:
+    """Standard input whole, as bytes; a closed or unreadable one, or one longer than
+    `limit` bytes, is one line, exit 2."""
     if sys.stdin is None:
         raise CommandFailure(STDIN_CLOSED)
     try:
-        return sys.stdin.buffer.read()
+        return read_at_most(sys.stdin.buffer, limit, "standard input")
     except OSError as error:
         raise CommandFailure(f"cannot read standard input: {error}") from None
 
 
-def read_text_file(path: str) -> str:
-    """The UTF-8 text of `path`, or of standard input for `-`; else one line, exit 2."""
+def read_at_most(handle: BinaryIO, limit: int, name: str) -> bytes:
+    """What `handle` holds, if that is at most `limit` bytes; one byte more is enough to
+    know it is not, so an endless input (/dev/zero, `yes |`) costs `limit` at most."""
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise CommandFailure(f"{name} is larger than {_size(limit)}: refused, not read whole")
+    return data
+
+
+def _size(count: int) -> str:
+    return f"{count // 1024 // 1024} MiB" if count % (1024 * 1024) == 0 else f"{count} bytes"
+
+
+def read_text_file(path: str, *, what: str | None = None) -> str:
+    """The UTF-8 text of `path`, or of standard input for `-`, at most MAX_INPUT_BYTES
+    of it; else one line (`cannot read WHAT: ...`, WHAT being `path` unless given), exit 2."""
     if path == "-":
         return read_stdin()
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
+        with open(path, "rb") as handle:
+            data = read_at_most(handle, MAX_INPUT_BYTES, path)
+        # Decoded as a text-mode open() would: the same errors, newlines made \n.
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
     except (OSError, UnicodeDecodeError) as error:
-        raise CommandFailure(f"cannot read {path}: {error}") from error
+        raise CommandFailure(f"cannot read {what or path}: {error}") from error
 
 
 def _with_issues(call: Callable[[], Any]) -> Any:

@@ -179,7 +179,7 @@ def _sources(
     if "-" in args.paths:
         name = args.source or "stdin"
         try:
-            data = read_stdin_bytes()
+            data = read_stdin_bytes(args.max_file_bytes)
         except CommandFailure as failure:  # one source failed, not the whole batch
             yield SourceFile("-", name, f"{UNREADABLE}: {failure.message}"), None
         else:

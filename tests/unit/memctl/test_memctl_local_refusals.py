@@ -282,3 +282,65 @@ def refused_as_given(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tup
     assert code == 2, err
     envelope = json.loads(out)["error"]
     return envelope["code"], envelope["message"]
+
+
+# -- inputs too large to read whole --------------------------------------------------------
+
+
+@pytest.fixture
+def too_large(tmp_path: Path) -> Path:
+    """A file one byte over what memctl reads (sparse: it costs no disk)."""
+    from memctl.commands import MAX_INPUT_BYTES
+
+    path = tmp_path / "huge.mem"
+    with open(path, "wb") as handle:
+        handle.truncate(MAX_INPUT_BYTES + 1)
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "-t", "deploy", "--candidate-file", "{}"],
+        ["propose", "{}"],
+        ["fact-check", "{}"],
+    ],
+    ids=["check", "propose", "fact-check"],
+)
+def test_a_file_over_the_input_bound_is_refused_before_it_is_read_whole(
+    capsys: pytest.CaptureFixture[str], too_large: Path, argv: list[str]
+) -> None:
+    code, said, _ = refused(capsys, [str(too_large) if word == "{}" else word for word in argv])
+    assert (code, said) == ("local", f"{too_large} is larger than 16 MiB: refused, not read whole")
+
+
+@pytest.mark.parametrize(
+    "argv", [["propose", "-"], ["fact-check", "-"], ["diary", "write", "LESSON", "-"]]
+)
+def test_a_stdin_over_the_input_bound_is_refused_before_it_is_read_whole(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    from memctl.commands import MAX_INPUT_BYTES
+
+    endless = io.BytesIO(b"y\n" * (MAX_INPUT_BYTES // 2 + 1))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(endless))
+    assert refused(capsys, argv)[:2] == (
+        "local",
+        "standard input is larger than 16 MiB: refused, not read whole",
+    )
+    assert endless.tell() == MAX_INPUT_BYTES + 1  # and no further
+
+
+def test_an_ingested_stdin_over_max_file_bytes_fails_as_its_source(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"y\n" * 100)))
+    code = main([*AT, "recall", "ingest", "-", "--max-file-bytes", "10"])
+    out, _ = capsys.readouterr()
+    assert code == 1  # a failed source, as a stdin that cannot be read; nothing was sent
+    assert json.loads(out)["failed"] == [
+        {
+            "source": "stdin",
+            "reason": "unreadable: standard input is larger than 10 bytes: refused, not read whole",
+        }
+    ]
