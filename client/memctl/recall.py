@@ -8,6 +8,7 @@ Imports the wire contract and httpx only, never the daemon.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import secrets
@@ -87,7 +88,12 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a.add_argument(
         "--readers", type=_roles, help="comma-separated roles that may see these drawers"
     )
-    a.add_argument("--source", help="citation for stdin (default 'stdin')")
+    a.add_argument(
+        "--source",
+        type=non_empty,
+        help="citation for stdin (default 'stdin:' and 12 hex digits of its SHA-256); "
+        "a later stdin ingest with the same citation replaces this one",
+    )
     a.add_argument(
         "--max-file-bytes",
         type=whole_number(1),
@@ -177,12 +183,12 @@ def _sources(
     judged as the daemon's watcher judges them: binary for a NUL or more than one bad
     character in a hundred, else text with its bytes that are not UTF-8 read as U+FFFD."""
     if "-" in args.paths:
-        name = args.source or "stdin"
         try:
             data = read_stdin_bytes(args.max_file_bytes)
         except CommandFailure as failure:  # one source failed, not the whole batch
-            yield SourceFile("-", name, f"{UNREADABLE}: {failure.message}"), None
+            yield SourceFile("-", args.source or "stdin", f"{UNREADABLE}: {failure.message}"), None
         else:
+            name = args.source or stdin_citation(data)
             if looks_binary(data[:HEAD_BYTES]):
                 yield SourceFile("-", name, BINARY), None
             else:
@@ -196,6 +202,13 @@ def _sources(
                 yield source, read_text(handle.read())
         except OSError as error:
             yield SourceFile(source.path, source.name, f"{UNREADABLE}: {error}"), None
+
+
+def stdin_citation(data: bytes) -> str:
+    """Stdin's citation without --source: `stdin:` and the start of the bytes' SHA-256.
+    An ingest retires the stored chunks of its source that it no longer holds, so one
+    name for every stdin would let each unrelated text retire the one before it."""
+    return f"stdin:{hashlib.sha256(data).hexdigest()[:12]}"
 
 
 def _batches(

@@ -173,6 +173,7 @@ def test_the_recall_diary_cowork_and_graph_bounds_are_the_daemons() -> None:
         (["token", "create", "{}", "--scopes", "all"], "name"),
         (["token", "revoke", "{}"], "name"),
         (["propose", "--from-drawer", "{}", "--type", "fact", "--id", "f"], "--from-drawer"),
+        (["recall", "ingest", "-", "--source", "{}"], "--source"),
     ],
 )
 @pytest.mark.parametrize("value", ["", "  "], ids=["empty", "blank"])
