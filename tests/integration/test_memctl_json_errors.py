@@ -130,4 +130,8 @@ def test_memhubd_token_refusal(tmp_path: Path) -> None:
     argv = ["token", "revoke", "nobody", "--state-dir", str(tmp_path), "--json"]
     code, answer, err = run("memhubd.cli", *argv)
     assert code == 2 and "no token named 'nobody'" in err
-    assert error_of(answer) == ("invalid", "no token named 'nobody'")
+    assert error_of(answer) == (
+        "invalid",
+        f"no token named 'nobody' in {tmp_path} (which holds no tokens.json: is --state-dir / "
+        "MEMHUB_STATE_DIR the daemon's?)",
+    )

@@ -183,7 +183,8 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    records = _store(args).list()
+    store = _store(args)
+    records = store.list()
     now = utc_now()
     if args.json:
         _print_json({"tokens": [_listed(record, now) for record in records]})
@@ -191,12 +192,25 @@ def _list(args: argparse.Namespace) -> int:
     lines = [
         f"{r.name}{' (EXPIRED)' if r.is_expired(now) else ''}: {_describe(r)}" for r in records
     ]
-    _emit("\n".join(lines) or "no tokens")
+    _emit("\n".join(lines) or f"no tokens in {_where(store)}")
     return 0
+
+
+def _where(store: TokenStore) -> str:
+    """The state directory searched, and a hint when it holds no token file at all: the
+    usual cause is a command run without the daemon's --state-dir or MEMHUB_STATE_DIR."""
+    where = str(store.state_dir.absolute())
+    if store.path.exists():
+        return where
+    return f"{where} (which holds no tokens.json: is --state-dir / {STATE_DIR_ENV} the daemon's?)"
 
 
 def _revoke(args: argparse.Namespace) -> int:
     store = _store(args)
+    if not store.path.exists():
+        # Nothing to revoke: neither the lock nor the audit may create a state directory
+        # where the operator only mistyped one (or forgot the daemon's).
+        raise TokenError(f"no token named {args.name!r} in {_where(store)}")
     try:
         revoked = store.revoke(args.name)
     except (TokenError, OSError) as error:
@@ -205,7 +219,7 @@ def _revoke(args: argparse.Namespace) -> int:
         raise
     if not revoked:
         _audit(store, "token.revoke", REFUSED, token={"name": args.name}, reason="no such token")
-        raise TokenError(f"no token named {args.name!r}")
+        raise TokenError(f"no token named {args.name!r} in {_where(store)}")
     _audit(store, "token.revoke", OK, token={"name": args.name})
     if args.json:
         _print_json({"revoked": args.name})

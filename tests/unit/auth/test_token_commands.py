@@ -68,9 +68,12 @@ def test_list_shows_tokens_but_never_secrets_or_hashes(state: str, capsys) -> No
         assert secret not in shown and record.secret_hash not in shown
 
 
-def test_list_of_an_empty_store_says_so(state: str, capsys) -> None:
+def test_list_of_an_empty_store_says_so_and_where(state: str, capsys) -> None:
+    run("create", "alice", "--scopes", "review", "--state-dir", state)
+    run("revoke", "alice", "--state-dir", state)
+    capsys.readouterr()
     assert run("list", "--state-dir", state) == 0
-    assert capsys.readouterr().out == "no tokens\n"
+    assert capsys.readouterr().out == f"no tokens in {state}\n"
 
 
 def test_revoke_removes_the_token(state: str, capsys) -> None:
@@ -251,3 +254,30 @@ def test_an_open_state_dir_is_warned_about_once_per_mode(
     store.create("later", "read:summary")
     warned = [fields["mode"] for event, fields in logs if event == "state_dir_not_private"]
     assert warned == ["0o755", "0o750"]
+
+
+def test_list_and_revoke_on_a_state_dir_without_tokens_name_it_and_create_nothing(
+    tmp_path: Path, capsys
+) -> None:
+    # given a state directory that is not there (a typo, or not the daemon's)
+    typo = tmp_path / "typo"
+    hint = f"{typo} (which holds no tokens.json: is --state-dir / MEMHUB_STATE_DIR the daemon's?)"
+    # when a token is revoked there, then the refusal names the directory searched
+    assert run("revoke", "leaked-bot", "--state-dir", str(typo)) == 2
+    assert capsys.readouterr().err == (
+        f"memhubd token: error: no token named 'leaked-bot' in {hint}\n"
+    )
+    # and a list says where it found none
+    assert run("list", "--state-dir", str(typo)) == 0
+    assert capsys.readouterr().out == f"no tokens in {hint}\n"
+    # and neither made the directory
+    assert not typo.exists()
+
+
+def test_revoke_of_an_unknown_name_names_the_state_dir(state: str, capsys) -> None:
+    run("create", "alice", "--scopes", "review", "--state-dir", state)
+    capsys.readouterr()
+    assert run("revoke", "ghost", "--state-dir", state) == 2
+    assert capsys.readouterr().err == (
+        f"memhubd token: error: no token named 'ghost' in {Path(state).absolute()}\n"
+    )
