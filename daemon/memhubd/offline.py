@@ -7,12 +7,19 @@ Each handler loads the workspace, calls the engine and renders; nothing else.
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
+import stat
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from memhub_protocol import LINT_SCHEMA, MAP_SCHEMA, TYPES_SCHEMA
+
+# The most of a candidate file read: far beyond any text worth checking, and a bound on
+# what /dev/zero or an endless FIFO can cost.
+MAX_CANDIDATE_BYTES = 16 * 1024 * 1024
 
 
 class CommandFailure(Exception):
@@ -35,6 +42,8 @@ def load_workspace(paths: Sequence[str]) -> Any:
     from memhubd.model import Workspace
     from memhubd.schema import SchemaError
 
+    for path in paths:
+        _check_load_path(path)
     try:
         return Workspace.load(list(paths))
     except ParseError as error:
@@ -144,12 +153,36 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_load_path(path: str) -> None:
+    """A load path must be a file or a directory: a device or a FIFO is read whole and
+    may never end (/dev/zero), which would take all memory before failing. A missing
+    path is left to the load, which names it as memdsl does."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        message = f"{path} is not a regular file or directory"
+        raise CommandFailure(
+            f"cannot read input: {message}",
+            {"code": "cannot_read", "message": message, "detail": {}},
+        )
+
+
 def _candidate_text(args: argparse.Namespace) -> str:
     if not args.candidate_file:
         return str(args.candidate)
     try:
-        with open(args.candidate_file, encoding="utf-8") as handle:
-            return handle.read()
+        with open(args.candidate_file, "rb") as handle:
+            data = handle.read(MAX_CANDIDATE_BYTES + 1)  # one byte more tells it is too long
+        if len(data) > MAX_CANDIDATE_BYTES:
+            message = f"{args.candidate_file} is larger than 16 MiB"
+            raise CommandFailure(
+                f"cannot read candidate: {message}",
+                {"code": "cannot_read", "message": message, "detail": {}},
+            )
+        # Decoded as a text-mode open() would: the same errors, newlines made \n.
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
     except (OSError, UnicodeDecodeError) as error:
         raise CommandFailure(
             f"cannot read candidate: {error}",
