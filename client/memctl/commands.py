@@ -413,9 +413,25 @@ def _with_issues(call: Callable[[], Any]) -> Any:
         raise
 
 
+# The options of a proposal from a recall drawer, and where argparse keeps them.
+_FROM_DRAWER_ONLY = (
+    ("--type", "decl_type"),
+    ("--id", "decl_name"),
+    ("--field", "fields"),
+    ("--quote", "quote"),
+)
+
+
 def cmd_propose(session: Session, args: argparse.Namespace) -> int:
     if getattr(args, "from_drawer", None):
         return _propose_from_drawer(session, args)
+    given = [name for name, key in _FROM_DRAWER_ONLY if getattr(args, key) not in (None, [])]
+    if given:
+        # Not ignored: the proposal would then be read from stdin, or wait on a terminal.
+        raise CommandFailure(
+            f"{', '.join(given)}: only with --from-drawer ID (a proposal from a recall drawer)",
+            code=render.USAGE,
+        )
     source = read_text_file(args.file)
     if not source.strip():
         raise CommandFailure("the proposal is empty: give one .mem declaration")

@@ -345,3 +345,25 @@ def test_an_ingested_stdin_over_max_file_bytes_fails_as_its_source(
             "reason": "unreadable: standard input is larger than 10 bytes: refused, not read whole",
         }
     ]
+
+
+# -- options of another form of a command --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--type", "fact", "--id", "f"], "--type, --id"),
+        (["--field", "claim=x"], "--field"),
+        (["--quote", "said"], "--quote"),
+    ],
+)
+def test_propose_options_of_a_drawer_without_from_drawer_are_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str], named: str
+) -> None:
+    # given a stdin that a proposal read from it would find
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"fact a.b {\n}\n")))
+    assert refused(capsys, ["propose", *argv])[:2] == (
+        "usage",
+        f"{named}: only with --from-drawer ID (a proposal from a recall drawer)",
+    )
