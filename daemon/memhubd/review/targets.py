@@ -30,6 +30,10 @@ def resolve_target(root: str, staging: str, into: object) -> str | Issue:
         real = os.path.realpath(path)
     except (ValueError, OSError) as exc:  # e.g. an embedded NUL byte
         return Issue("target_invalid", f"approval target {into!r} is not a usable path: {exc}")
+    if real == root:
+        return Issue(
+            "target_not_mem", f"approval target {into!r} is the workspace root, not a .mem file"
+        )
     if not _inside(real, root):
         return Issue(
             "target_outside_workspace",

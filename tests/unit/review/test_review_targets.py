@@ -42,6 +42,8 @@ def assert_refused(
         ("", "target_required"),
         (".memdsl/proposals/x.mem", "target_in_staging"),
         ("bad\0name.mem", "target_invalid"),
+        (".", "target_not_mem"),
+        ("sub/..", "target_not_mem"),
     ],
 )
 def test_relative_targets_outside_or_not_mem_are_refused(
