@@ -540,7 +540,13 @@ def _bootstrap_secret(environ: Mapping[str, str]) -> str | None:
         raise TokenError(f"set only one of {BOOTSTRAP_ENV} and {BOOTSTRAP_FILE_ENV}")
     if path:
         try:
-            value = Path(path).read_text(encoding="ascii")
+            # A secret is short: reading at most a little past the longest one keeps a
+            # wrong path (/dev/zero, a large file) from taking the start's memory.
+            with open(path, "rb") as handle:
+                raw = handle.read(_MAX_SECRET_LENGTH + 64)
+            if len(raw) > _MAX_SECRET_LENGTH + 63:
+                raise TokenError(f"{BOOTSTRAP_FILE_ENV}: {path} is far longer than a secret")
+            value = raw.decode("ascii")
         except OSError as error:
             raise TokenError(
                 f"{BOOTSTRAP_FILE_ENV}: cannot read {path}: {error.strerror}"

@@ -326,6 +326,15 @@ def test_bootstrap_reads_a_secret_file_with_a_trailing_newline(
     assert store.verify(secret[:-1] + "X") is None
 
 
+def test_a_bootstrap_file_that_never_ends_is_refused_after_a_few_hundred_bytes(
+    store: TokenStore,
+) -> None:
+    # /dev/zero was read whole: all of the start's memory, then a MemoryError.
+    with pytest.raises(TokenError, match="far longer than a secret"):
+        store.bootstrap_from_env({BOOTSTRAP_FILE_ENV: "/dev/zero"})
+    assert not store.has_tokens()
+
+
 def test_bootstrap_keeps_an_existing_bootstrap_token(store: TokenStore) -> None:
     store.bootstrap_from_env({BOOTSTRAP_ENV: STRONG_SECRET})
     other = "mh_boot02_" + "T" * 43
