@@ -165,3 +165,14 @@ def test_two_runtime_workspaces_that_overlap_are_not_both_served(tmp_path: Path)
     other = copy_examples(tmp_path / "other", ["team-coding"])
     with start_daemon(tmp_path, other) as live:
         assert served(live) == ["outer", "team-coding"]
+
+
+def test_a_path_that_is_not_absolute_is_invalid(daemon: LiveDaemon) -> None:
+    """Relative to the daemon's directory or home, which are not the caller's: a
+    directory that happens to exist there (this test's daemon runs in the checkout) is
+    not served."""
+    assert Path("examples/writing").is_dir()
+    answer = add(daemon, "rel", Path("examples/writing"))
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"]["detail"]["field"] == "path"
+    assert served(daemon) == ["a"]

@@ -104,7 +104,16 @@ async def add_workspace(
     require_scope(identity, ADMIN)
     async with audited(audit, identity, "workspace.add", workspace=request.name) as details:
         _require_all_workspaces(identity, "add workspaces")
-        root = os.path.abspath(os.path.expanduser(request.path))
+        if not os.path.isabs(request.path):
+            # Relative to what? The daemon's directory and home are not the caller's
+            # (memctl makes a path absolute where it runs).
+            raise ProtocolError(
+                ErrorCode.INVALID,
+                f"'path' must be absolute (a directory on the daemon's machine): "
+                f"{request.path!r}",
+                {"field": "path"},
+            )
+        root = os.path.abspath(request.path)
         details["path"] = root
         try:
             # One add at a time: each is checked against those added before it (the
