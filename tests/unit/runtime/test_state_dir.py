@@ -182,7 +182,7 @@ def test_the_overlap_warning_names_the_configured_workspace(caplog, monkeypatch)
     seen: list[dict] = []
     monkeypatch.setattr(state_module.log, "warning", lambda event, **fields: seen.append(fields))
     merge_workspaces({"outer": "/srv/a"}, {"inner": "/srv/a/sub", "aaa": "/srv/a"})
-    assert {(f["workspace"], f["configured"]) for f in seen} == {
-        ("inner", "outer"),
-        ("aaa", "outer"),
+    assert {(f["workspace"], f["served"], f["configured"]) for f in seen} == {
+        ("inner", "outer", True),
+        ("aaa", "outer", True),
     }
