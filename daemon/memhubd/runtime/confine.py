@@ -13,6 +13,7 @@ import stat as stat_mode
 
 OUTSIDE_MESSAGE = "leads outside the workspace (symbolic link or '..'); not read"
 NOT_REGULAR_MESSAGE = "not a regular file; not read"
+NOT_UTF8_NAME_MESSAGE = "its name is not valid UTF-8: rename it to serve its declarations"
 
 
 class Refused(Exception):
@@ -90,10 +91,23 @@ def read_confined(path: str, real_root: str) -> tuple[bytes, StatKey] | None:
     return b"".join(chunks), stat_tuple(after)
 
 
+def shown_path(path: str) -> str:
+    """`path` as answers may carry it: a name that is not UTF-8 (its bytes kept as lone
+    surrogates by the file system calls) with those bytes written as `\\xNN`."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
+
+
 def observe(path: str, real_root: str) -> tuple[StatKey | None, str | None]:
     """`path`'s stat key (`stat_tuple`) now (None: missing), and its real path if it is
-    a symbolic link. Raises Refused for a link leading outside or a non-regular file.
+    a symbolic link. Raises Refused for a link leading outside, a non-regular file, or
+    a path that is not UTF-8 (no answer could name it, nor its declarations' file).
     """
+    if shown_path(path) is not path:
+        raise Refused("read_error", NOT_UTF8_NAME_MESSAGE)
     try:
         info = os.lstat(path)
         real = None

@@ -31,7 +31,7 @@ from typing import Any
 
 from memhubd.model import Workspace
 from memhubd.model.workspace import Declarations, cyclic_gc_paused
-from memhubd.runtime.confine import Refused, StatKey, observe
+from memhubd.runtime.confine import Refused, StatKey, observe, shown_path
 from memhubd.runtime.parse_pool import pooled
 from memhubd.runtime.registry import (
     RegistryState,
@@ -426,7 +426,7 @@ def _serve_walked(
                     continue
             loaded = serve_file(path, before, stat, rules, real_root, saved)
         except Refused as refusal:
-            refused.append(SourceProblem(refusal.kind, path, 0, 0, refusal.message))
+            refused.append(SourceProblem(refusal.kind, shown_path(path), 0, 0, refusal.message))
             continue
         if loaded is None:
             continue

@@ -39,6 +39,8 @@ MAX_LINK_HOPS = 40
 # How often the event loop wakes without events to check the root is still the same
 # directory, and how often a vanished root is looked for again.
 ROOT_CHECK_S = 0.5
+# The longest pause between tries of a watch that keeps failing.
+WATCH_RETRY_MAX_S = 60.0
 # Quiet time that ends a batch (watchfiles' `step`); `debounce_ms` caps a batch's length.
 # watchfiles hands a batch over one to two steps after its last change (28 ms median
 # from an atomic save to the batch at 10 ms, 44 ms at 20); an idle wake-up every step
@@ -325,6 +327,7 @@ class _WorkspaceWatch:
     # ----------------------------------------------------------------- events
 
     async def follow_events(self, debounce_ms: int, force_polling: bool) -> None:
+        failures = 0  # watches in a row that failed
         while True:
             identity = await self._wait_for_root()
             # A root that appeared or came back, or a watch that failed: events were lost.
@@ -334,10 +337,24 @@ class _WorkspaceWatch:
                 await self._watch_root(identity, debounce_ms, force_polling, rescan_first)
             except FileNotFoundError:
                 pass  # the root vanished as watching started
-            except OSError as error:
-                # e.g. the inotify watch limit: the re-scan keeps working; retry later.
-                log.error("workspace_watch_failed", root=str(self.root), error=str(error))
-                await anyio.sleep(ROOT_CHECK_S * 4)
+            except Exception as error:
+                # e.g. the inotify watch limit, or a file name that is not UTF-8 (which
+                # the events library cannot decode, each time it looks): the re-scan
+                # keeps working, and so do the other workspaces' watches; retry later,
+                # less often while it keeps failing.
+                failures += 1
+                pause = min(ROOT_CHECK_S * 4 * 2 ** (failures - 1), WATCH_RETRY_MAX_S)
+                if failures == 1 or pause == WATCH_RETRY_MAX_S:
+                    log.error(
+                        "workspace_watch_failed",
+                        root=str(self.root),
+                        error=_first_error(error),
+                        failures=failures,
+                        retry_in_s=pause,
+                    )
+                await anyio.sleep(pause)
+            else:
+                failures = 0
             if self.stop_event.is_set():
                 return
             # The root went away or was replaced (its inode number may even be reused):
@@ -414,3 +431,11 @@ class _WorkspaceWatch:
             if linked and path in linked:
                 paths.update(linked[path])
         return paths, full, made
+
+
+def _first_error(error: BaseException) -> str:
+    """One line for a failed watch: the first error of a group (the events library runs
+    in a task group of its own), its type and message."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"[:500]
