@@ -8,9 +8,11 @@ Transport only: nothing here knows routes, tokens or workspaces.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import secrets
 import sys
+import termios
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,12 +34,16 @@ class ConnectionLimits:
     max_header_bytes: int = 32 * 1024
     max_headers: int = 100
     read_timeout_s: float = 10.0
-    # Writing paused this long (the client reads nothing of its answer) drops the
-    # connection and the unsent rest of the answer with it.
+    # Writing paused and less than MIN_WRITE_PROGRESS bytes read in this long (the
+    # client reads nothing of its answer) drops the connection and the unsent rest.
     write_timeout_s: float = 30.0
     # Told the status of each request refused here, before the app (which counts the
     # rest): the daemon's request metrics count these too.
     on_refused: Callable[[int], None] | None = None
+
+
+# What a client must read of its answer in each `write_timeout_s` to keep it coming.
+MIN_WRITE_PROGRESS = 4096
 
 
 class _Refused(Exception):
@@ -68,6 +74,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._header_count = 0
         self._deadline: asyncio.TimerHandle | None = None
         self._write_deadline: asyncio.TimerHandle | None = None
+        self._unsent = 0  # the unsent bytes when the write deadline was last armed
         self._one_send: OneSendTransport | None = None
 
     @classmethod
@@ -90,12 +97,17 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     # -- flow control: an answer nobody reads -----------------------------------------------
 
     def pause_writing(self) -> None:
-        # The transport holds more than its high-water mark: the client is not reading.
+        # The transport holds more than its high-water mark: the client reads slowly,
+        # or not at all.
         super().pause_writing()
         if self._write_deadline is None:
-            self._write_deadline = self.loop.call_later(
-                self.limits.write_timeout_s, self._write_deadline_passed
-            )
+            self._arm_write_deadline()
+
+    def _arm_write_deadline(self) -> None:
+        self._unsent = self._unsent_bytes()
+        self._write_deadline = self.loop.call_later(
+            self.limits.write_timeout_s, self._write_deadline_passed
+        )
 
     def resume_writing(self) -> None:
         self._cancel_write_deadline()
@@ -106,8 +118,23 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._write_deadline.cancel()
             self._write_deadline = None
 
+    def _unsent_bytes(self) -> int:
+        """What the client has yet to take of what was written: the transport's buffer,
+        and the socket's send queue (several MB on a fast link, which a slow reader
+        drains long before the transport's buffer moves)."""
+        unsent = self.transport.get_write_buffer_size()
+        sock = self.transport.get_extra_info("socket")
+        try:
+            queued = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+        except (AttributeError, OSError, ValueError):  # no such query here, or closed
+            return unsent
+        return unsent + int.from_bytes(queued, sys.byteorder, signed=True)
+
     def _write_deadline_passed(self) -> None:
         self._write_deadline = None
+        if self._unsent - self._unsent_bytes() >= MIN_WRITE_PROGRESS:
+            self._arm_write_deadline()  # read slowly, but read: another period
+            return
         log.info(
             "answer not read",
             client=self.client,
