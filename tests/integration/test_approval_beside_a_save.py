@@ -81,3 +81,27 @@ def test_an_approval_does_not_serve_another_files_unfinished_save(daemon: LiveDa
     assert duplicate.status_code == 422, duplicate.text
     assert duplicate.json()["error"]["detail"]["errors"][0]["code"] == "declaration_exists"
     assert time.monotonic() - began < SETTLE_MS / 1000, "too slow to test a save in progress"
+
+
+def test_an_approval_waits_for_a_save_elsewhere_that_declares_its_id(daemon: LiveDaemon) -> None:
+    # given a pending proposal, and another file saved whole a moment ago, one of its
+    # declarations renamed to the proposal's id: held back while it settles, so the
+    # text served for it lacks the id
+    proposal = propose(daemon, fact("two.c", "A third."))
+    assert proposal.status_code == 201, proposal.text
+    saving = Path(daemon.workspaces[WS]) / "twostep.mem"
+    written = saving.with_name("twostep.tmp")
+    written.write_text(FIRST_ONLY + "\n" + fact("two.c", "Renamed from two.b."), "utf-8")
+    written.replace(saving)
+
+    # when the proposal is approved into another file
+    with daemon.http(daemon.tokens["alice"], timeout=30) as client:
+        approved = client.post(
+            f"{BASE}/proposals/{proposal.json()['proposal_id']}/approve",
+            json={"into": "tools.mem"},
+        )
+
+    # then the approval waited for the save, and refused the id it now declares
+    assert approved.status_code == 409, approved.text
+    assert "two.c" not in (Path(daemon.workspaces[WS]) / "tools.mem").read_text("utf-8")
+    assert served(daemon, "fact:two.c")

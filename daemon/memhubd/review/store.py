@@ -83,7 +83,12 @@ CACHED_STAGINGS = 64  # staging directories whose reads are kept, least recently
 
 class SourcesChanged(Exception):
     """The workspace's sources changed between the read an approval validates against and
-    the moment it held the review lock: nothing was written; read them again."""
+    the moment it held the review lock: nothing was written; read them again.
+    `settling`: a source is still being saved (held back), so read them again shortly."""
+
+    def __init__(self, root: str, *, settling: bool = False) -> None:
+        super().__init__(root)
+        self.settling = settling
 
 
 class ReviewStore:

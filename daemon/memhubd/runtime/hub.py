@@ -156,6 +156,12 @@ class WorkspaceHost:
         """Hold off every other reload, e.g. across a write to the sources and its reload."""
         return self._reload_lock
 
+    @property
+    def held_back(self) -> Mapping[str, Any]:
+        """The files the last build held back while their saves settle (their served
+        text is the one before the save), by path."""
+        return self._pending
+
     async def reload_held(self, written: Iterable[str] = ()) -> Snapshot | None:
         """`reload()` of every file, for a caller that already holds `reloads_held()`.
 

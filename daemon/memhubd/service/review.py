@@ -10,7 +10,7 @@ import re
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +30,13 @@ from memhub_protocol.models import (
 )
 from memhub_protocol.scopes import READ_SUMMARY, REVIEW, WRITE_CANDIDATE
 from memhubd.auth.identity import Identity
+from memhubd.lang import ParseError, parse_text
 from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, durable, is_proposal_id
 from memhubd.review.durable import exclusive_lock
 from memhubd.review.keys import KeptAnswer, KeyFile
 from memhubd.review.marking import proposed_declaration
 from memhubd.review.store import SourcesChanged
-from memhubd.review.targets import suggest_target
+from memhubd.review.targets import resolve_target, suggest_target
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
 from memhubd.runtime.watcher import workspace_signature
@@ -70,6 +71,8 @@ _REFUSAL_CODES = {
 }
 # Validations an approval makes before giving up on sources that keep changing under it.
 APPROVE_TRIES = 3
+# How long an approval waits before looking again at a save elsewhere still settling.
+SETTLE_PAUSE_S = 0.05
 WITHHELD = "details withheld: they concern a declaration hidden from this caller"
 # A target that does not parse is quoted by the parser; its text may be hidden content.
 TARGET_WITHHELD = (
@@ -591,20 +594,25 @@ async def approve_proposal(
     host = review_host(hub, identity, name, REVIEW)
     store = _review_store(hub, host)
     started = time.monotonic()
-    for tries_left in reversed(range(APPROVE_TRIES)):
+    changed = 0
+    while True:
         try:
             return await _approve_once(hub, host, store, identity, name, proposal_id, into, started)
-        except SourcesChanged:
+        except SourcesChanged as error:
             # Another process (memdsl, a second daemon, an editor) wrote a source after
-            # this approval read them and before it held the lock: validate again.
-            if not tries_left:
+            # this approval read them and before it held the lock: validate again; a
+            # save still settling is waited for, within the lock's wait bound.
+            if error.settling and _left(started) > SETTLE_PAUSE_S:
+                await anyio.sleep(SETTLE_PAUSE_S)
+                continue
+            changed += 1
+            if changed >= APPROVE_TRIES or _left(started) <= 0:
                 raise ProtocolError(
                     ErrorCode.CONFLICT,
                     "the workspace's files kept changing while the approval was validated;"
                     " nothing was written: retry",
-                    {"proposal_id": proposal_id},
+                    {"proposal_id": proposal_id, "status": "sources_changed"},
                 ) from None
-    raise AssertionError("unreachable")
 
 
 async def _approve_once(
@@ -633,11 +641,20 @@ async def _approve_once(
         await host.reload_held()
         view = await awaited_view_for(hub, identity, name, REVIEW)
         current = view.snapshot
+        held = dict(host.held_back)
 
         def work() -> Any:
             proposal = _visible_proposal(store, view, identity, proposal_id)
             if proposal is None and is_proposal_id(proposal_id):
                 raise _not_found(proposal_id, name)
+            if (
+                proposal is not None
+                and proposal.status == "pending"
+                and _held_back_declaring(held, store, into, proposal.declaration)
+            ):
+                # A save elsewhere, held back as it settles, declares this id on disk: the
+                # served text it stands in for does not, so wait for the save to count.
+                raise SourcesChanged(store.root, settling=True)
             if (
                 proposal is not None
                 and proposal.status == "pending"
@@ -713,6 +730,34 @@ async def _announce_recovered(
         file_id=os.path.relpath(decision.merged_into, store.root),
         served_generation=_served_generation(after, decision.declaration_id, decision.merged_into),
     )
+
+
+def _held_back_declaring(
+    held: Mapping[str, Any], store: ReviewStore, into: str, declaration_id: str
+) -> bool:
+    """Whether a source other than the target, held back while its save settles (`held`:
+    its served text is the one before the save), declares `declaration_id` on disk now,
+    or cannot be read well enough to tell."""
+    if not held:
+        return False
+    target = resolve_target(store.root, store.staging_dir, into)
+    for path in list(held):
+        if isinstance(target, str) and os.path.realpath(path) == target:
+            continue  # read again under the lock anyway
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            continue  # gone: its declarations are no longer anyone's
+        except (OSError, UnicodeDecodeError):
+            return True
+        try:
+            document = parse_text(text, path)
+        except ParseError:
+            return True  # half-written, most likely: it settles soon
+        if any(d.id == declaration_id for d in document.declarations):
+            return True
+    return False
 
 
 def _others(signature: Any, root: Path, target: str) -> list[Any] | None:
