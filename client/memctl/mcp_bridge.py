@@ -37,6 +37,8 @@ MCP_PATH = "/mcp"
 READ_TIMEOUT = 300.0  # a tool call may take long; the client has its own timeouts
 WORKERS = 8
 INPUT_CHUNK = 64 * 1024
+# The longest line relayed: far above any body the daemon accepts (`max_body_bytes`).
+MAX_LINE_BYTES = 64 * 1024 * 1024
 PARSE_ERROR = -32700
 DAEMON_UNREACHABLE = -32000
 DAEMON_REFUSED = -32001
@@ -294,9 +296,15 @@ def _input_lines(source: BinaryIO, relay: Relay) -> Iterator[bytes]:
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: no descriptor
         fd = None
     if fd is None or not hasattr(select, "poll"):
-        for raw in iter(source.readline, b""):
+        dropping = False
+        for raw in iter(lambda: source.readline(MAX_LINE_BYTES + 1), b""):
             if relay.stopped:
                 return
+            if dropping or len(raw) > MAX_LINE_BYTES:
+                if not dropping:
+                    _too_long(relay)
+                dropping = not raw.endswith(b"\n")
+                continue
             yield raw
         return
     wake_read, wake_write = os.pipe()
@@ -307,25 +315,45 @@ def _input_lines(source: BinaryIO, relay: Relay) -> Iterator[bytes]:
         poller.register(fd, select.POLLIN)
         poller.register(wake_read, select.POLLIN)
         pending = bytearray()
+        dropping = False  # the rest of a line too long to relay, up to its newline
         while not relay.stopped:
             if any(ready == wake_read for ready, _ in poller.poll()):
                 return
             chunk = os.read(fd, INPUT_CHUNK)
             if not chunk:
                 break
+            if dropping:
+                if b"\n" not in chunk:
+                    continue
+                chunk = chunk.split(b"\n", 1)[1]
+                dropping = False
             pending += chunk
             if b"\n" in chunk:
                 *lines, rest = bytes(pending).split(b"\n")
                 pending = bytearray(rest)
                 for line in lines:
+                    if len(line) > MAX_LINE_BYTES:
+                        _too_long(relay)
+                        continue
                     yield line + b"\n"
-        if pending and not relay.stopped:
+            if len(pending) > MAX_LINE_BYTES:
+                _too_long(relay)
+                pending.clear()
+                dropping = True
+        if pending and not dropping and not relay.stopped:
             yield bytes(pending)
     finally:
         with relay.lock:  # no write may reach the pipe's descriptor once it is closed
             relay.wake_fd = None
         os.close(wake_read)
         os.close(wake_write)
+
+
+def _too_long(relay: Relay) -> None:
+    """Answer a line too long to relay (the daemon refuses far shorter bodies) instead
+    of holding it: a JSON-RPC parse error, as its id cannot be known."""
+    message = f"message longer than {MAX_LINE_BYTES} bytes; not sent"
+    relay.write({"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": message}})
 
 
 def _forward_safely(relay: Relay, raw: bytes) -> None:

@@ -103,3 +103,27 @@ def test_event_stream_replies_are_split_into_messages():
 
 def test_accepted_notification_has_no_reply():
     assert replies_from(httpx.Response(202)) == []
+
+
+def test_a_line_too_long_to_relay_is_refused_and_not_held(monkeypatch, tmp_path):
+    """A line over the bound is answered with a parse error and dropped as it comes, from a
+    descriptor read in chunks (as stdin) and from a plain stream; the next line is relayed."""
+    import memctl.mcp_bridge as bridge
+
+    monkeypatch.setattr(bridge, "MAX_LINE_BYTES", 100_000)
+    url = f"http://127.0.0.1:{closed_port()}"
+    raw = b'{"jsonrpc": "2.0", "id": 7, "method": "' + b"x" * 300_000 + b'"}\n' + lines(PING)
+    answers = []
+    replies, _ = relay_lines(url, raw)
+    answers.append(replies)
+    fed = tmp_path / "stdin"
+    fed.write_bytes(raw)
+    stdout, stderr = io.BytesIO(), io.StringIO()
+    with open(fed, "rb") as stdin:  # a real descriptor: read in chunks
+        assert run_bridge(url, "t", stdin=stdin, stdout=stdout, stderr=stderr) == 0
+    answers.append([json.loads(line) for line in stdout.getvalue().splitlines()])
+    for replies in answers:
+        refused = [r for r in replies if r["id"] is None]
+        assert len(refused) == 1 and refused[0]["error"]["code"] == PARSE_ERROR
+        assert "longer than 100000 bytes" in refused[0]["error"]["message"]
+        assert [r["id"] for r in replies if r["id"] is not None] == [1]  # the ping, relayed
