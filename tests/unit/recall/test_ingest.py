@@ -366,3 +366,33 @@ def test_manual_notes_share_a_bounded_set_of_lock_files(tmp_path: Path) -> None:
         assert store.status().drawer_count == 600
     finally:
         store.close()
+
+
+def test_two_chunks_of_one_ingest_whose_short_ids_clash_are_both_stored(
+    ingestor: Ingestor, store: DrawerStore
+) -> None:
+    """Two exchanges whose texts' SHA-256 begin with the same 8 hex digits (86270692):
+    the second takes the 16-digit form instead of being counted as the first again, on
+    the first ingest as on the next."""
+
+    def exchange(n: int) -> str:
+        user = {
+            "type": "user",
+            "message": {"role": "user", "content": f"Which shelf holds ledger box {n}?"},
+        }
+        said = f"Ledger box {n} sits on the top shelf."
+        assistant = {"type": "assistant", "message": {"role": "assistant", "content": said}}
+        return json.dumps(user) + "\n" + json.dumps(assistant) + "\n"
+
+    text = exchange(9690) + exchange(52041)
+    first = ingestor.ingest_text("clash.jsonl", text, options())
+    stored = live(store)
+    assert (first.chunks, first.duplicates) == (2, 0)
+    assert sorted(len(d.id.rsplit("_", 1)[1]) for d in stored) == [8, 16]
+    assert {d.content.splitlines()[0] for d in stored} == {
+        "> Which shelf holds ledger box 9690?",
+        "> Which shelf holds ledger box 52041?",
+    }
+    again = ingestor.ingest_text("clash.jsonl", text, options())
+    assert (again.status, again.chunks, again.duplicates) == ("unchanged", 0, 2)
+    assert len(live(store)) == 2

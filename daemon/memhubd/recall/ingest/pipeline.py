@@ -577,6 +577,7 @@ class Ingestor:
         # A dry run's earlier files' drawers are found stored, as the real run's would be.
         seen: dict[str, str] = dry_run.written if dry_run is not None else {}
         places: dict[str, NewDrawer] = {}  # each id's first chunk in the source
+        hashes: dict[str, str] = {}  # each id's content in this ingest, to tell clashes
         gone: list[NewDrawer] = []  # chunks whose drawer was deleted on purpose
         deleted: dict[int, list[str]] | None = None  # read when first needed
 
@@ -630,6 +631,12 @@ class Ingestor:
                 # alike: the real run would find it stored and take the long form.
                 drawer = _with_id(drawer, _long_id(drawer))
                 existing = self.store.find([drawer.id]).get(drawer.id)
+            if hashes.setdefault(drawer.id, drawer.content_hash) != drawer.content_hash:
+                # Another chunk of this ingest holds the short id with other text (the
+                # first 8 hex digits of both hashes alike): this one takes the long form.
+                drawer = _with_id(drawer, _long_id(drawer))
+                existing = self.store.find([drawer.id]).get(drawer.id)
+                hashes.setdefault(drawer.id, drawer.content_hash)
             places.setdefault(drawer.id, drawer)
             if previous is not None:
                 stale.append(previous.rowid)
