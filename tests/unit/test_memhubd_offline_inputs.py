@@ -61,3 +61,21 @@ def test_a_candidate_file_within_the_bound_is_checked_as_before(
     candidate.write_bytes(b"deploy from a laptop\r\n")
     code = cli.main(["check", str(workspace), "-t", "deploy", "--candidate-file", str(candidate)])
     assert code == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("odd", ["fifo", "device link"])
+def test_a_source_inside_a_directory_that_is_no_regular_file_is_refused_unread(
+    workspace: Path, capsys: pytest.CaptureFixture[str], odd: str
+) -> None:
+    """A FIFO named `*.mem` (opening it waited for a writer) or a link to a device: the
+    load fails in one line instead of waiting, or reading, without end."""
+    import os
+
+    if odd == "fifo":
+        os.mkfifo(workspace / "pipe.mem")
+    else:
+        (workspace / "null.mem").symlink_to(DEVICE)
+    code = cli.main(["lint", str(workspace)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.startswith("cannot read input:") and "not a regular file" in err

@@ -6,6 +6,9 @@ Grammar and error messages are memdsl 0.5.1's (spec §1.2). Nesting is bounded
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import sys
 from array import array
 from typing import Any
@@ -208,8 +211,18 @@ def parse_text(text: str, file: str = "<text>", *, keep_text: bool = True) -> Do
 
 def parse_file(path: str) -> Document:
     """Parse a `.mem` file read as UTF-8; its label in errors is `path` as given. A file
-    that is not UTF-8 raises UnicodeDecodeError naming `path`."""
-    with open(path, encoding="utf-8") as handle:
+    that is not UTF-8 raises UnicodeDecodeError naming `path`; one that is no regular
+    file (a FIFO, a device, or a link to one, which may never end) raises OSError."""
+    # Opened without waiting: opening a FIFO for reading waits for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, encoding="utf-8") as handle:
         try:
             text = handle.read()
         except UnicodeDecodeError as error:
