@@ -167,7 +167,15 @@ def cmd_workspace_remove(session: Session, args: argparse.Namespace) -> int:
 
 
 def cmd_events(session: Session, args: argparse.Namespace) -> int:
-    for seen, (event, data) in enumerate(session.client.events(), start=1):
+    only = session.settings.workspace  # -w (or its setting): that workspace's events
+    events = session.client.events()
+    if only is not None:
+        events = (
+            (event, data)
+            for event, data in events
+            if not isinstance(data, dict) or data.get("workspace") in (None, only)
+        )
+    for seen, (event, data) in enumerate(events, start=1):
         if session.as_json:
             line = json.dumps({"event": event, "data": data}, ensure_ascii=False)
         else:

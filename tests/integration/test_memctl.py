@@ -3,6 +3,7 @@ text and exit codes as the offline `memhubd` commands on the same workspace."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -251,6 +252,35 @@ def test_events_report_a_reload_after_an_edit(live_daemon: Any) -> None:
     assert follower.returncode == 0, err
     event, _, data = out.strip().partition(" ")
     assert event and data.startswith("{")
+
+
+def test_events_with_a_workspace_report_only_its_events(live_daemon: Any) -> None:
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "memctl", "--url", live_daemon.socket_url, "-w", "writing"]
+        + ["events", "--count", "1", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Edits of another workspace first, long enough for the stream to be open: none
+        # of their events ends the follower.
+        rules = Path(live_daemon.workspaces[WS]) / "rules.mem"
+        for _ in range(6):
+            rules.write_text(rules.read_text("utf-8") + "\n# touched\n", "utf-8")
+            time.sleep(0.5)
+        assert follower.poll() is None, follower.communicate()
+        notes = next(Path(live_daemon.workspaces["writing"]).glob("*.mem"))
+        deadline = time.monotonic() + 30
+        while follower.poll() is None and time.monotonic() < deadline:
+            notes.write_text(notes.read_text("utf-8") + "\n# touched\n", "utf-8")
+            time.sleep(0.5)
+        out, err = follower.communicate(timeout=20)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    assert follower.returncode == 0, err
+    assert json.loads(out)["data"]["workspace"] == "writing"
 
 
 # -- errors that say what the caller may do ------------------------------------------------
