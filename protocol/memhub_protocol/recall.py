@@ -7,8 +7,10 @@ directories); depends on nothing of the daemon.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -508,6 +510,7 @@ class SourceFile:
 # leave a file out on purpose.
 MISSING = "no such file or directory"
 UNREADABLE = "unreadable"
+NOT_REGULAR = "not a regular file"
 NAME_NOT_UTF8 = "file name is not UTF-8"
 BINARY = "binary file"
 
@@ -550,11 +553,11 @@ def walk_sources(
 def _walk_one(given: str, max_file_bytes: int) -> Iterator[SourceFile]:
     root = os.path.abspath(os.path.expanduser(given))
     if os.path.isfile(root):
-        yield _check_file(root, os.path.basename(root), max_file_bytes)
+        yield _check_file(root, os.path.basename(root), max_file_bytes, follow=True)
         return
     if not os.path.isdir(root):
         # Reading a FIFO would wait for a writer, and /dev/zero never ends.
-        reason = "not a regular file" if os.path.exists(root) else MISSING
+        reason = NOT_REGULAR if os.path.exists(root) else MISSING
         yield SourceFile(root, given, reason)
         return
     for directory, dirs, files in os.walk(root):
@@ -565,20 +568,64 @@ def _walk_one(given: str, max_file_bytes: int) -> Iterator[SourceFile]:
             if name.startswith("."):
                 yield SourceFile(path, relative, "hidden file")
             elif os.path.islink(path) or not os.path.isfile(path):
-                yield SourceFile(path, relative, "not a regular file")
+                yield SourceFile(path, relative, NOT_REGULAR)
             else:
                 yield _check_file(path, relative, max_file_bytes)
 
 
-def _check_file(path: str, name: str, max_file_bytes: int) -> SourceFile:
+def _check_file(path: str, name: str, max_file_bytes: int, follow: bool = False) -> SourceFile:
     try:
-        size = os.path.getsize(path)
-        if size > max_file_bytes:
-            return SourceFile(path, name, f"larger than {max_file_bytes} bytes ({size})")
-        with open(path, "rb") as handle:
-            head = handle.read(HEAD_BYTES)
+        head = read_regular(path, max_file_bytes, HEAD_BYTES, follow=follow)
+    except NotRegular as error:
+        return SourceFile(path, name, error.reason)
     except OSError as error:
         return SourceFile(path, name, f"{UNREADABLE}: {error.strerror or error}")
     if looks_binary(head):
         return SourceFile(path, name, BINARY)
     return SourceFile(path, name)
+
+
+class NotRegular(Exception):
+    """A path that is no regular file to read (a FIFO, a device, a socket, a symlink not
+    to be followed) or one too large; `reason` is its skip reason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def read_regular(
+    path: str, max_file_bytes: int, limit: int | None = None, follow: bool = False
+) -> bytes:
+    """The bytes of the regular file at `path` (its first `limit` when given), judged and
+    read through one descriptor: what was checked is what is read, whatever is renamed
+    over the path meanwhile. Raises `NotRegular` for what is no regular file or holds
+    more than `max_file_bytes`, and OSError when it cannot be read.
+
+    Opened without waiting: a FIFO would block `open` until a writer came, and a
+    symlink is refused unless `follow` (a file named directly, not one walked)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    if not follow:
+        flags |= os.O_NOFOLLOW
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        if error.errno == errno.ELOOP and not follow and os.path.islink(path):
+            raise NotRegular(NOT_REGULAR) from None
+        raise
+    with open(descriptor, "rb", closefd=True) as handle:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular(NOT_REGULAR)
+        if info.st_size > max_file_bytes:
+            raise NotRegular(_too_large(max_file_bytes, info.st_size))
+        os.set_blocking(descriptor, True)
+        # One byte past the bound tells a file that grew past it since the fstat.
+        data = handle.read(max_file_bytes + 1 if limit is None else limit)
+        if len(data) > max_file_bytes:
+            raise NotRegular(_too_large(max_file_bytes, os.fstat(descriptor).st_size))
+    return data
+
+
+def _too_large(max_file_bytes: int, size: int) -> str:
+    return f"larger than {max_file_bytes} bytes ({size})"

@@ -27,9 +27,15 @@ import structlog
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import (
+    BINARY,
+    HEAD_BYTES,
     SKIP_DIRS,
     IngestRequest,
+    NotRegular,
     SearchRequest,
+    looks_binary,
+    read_regular,
+    read_text,
 )
 from memhub_protocol.routes import WAKE_UP_MIN_BUDGET
 from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, REVIEW, WRITE_RECALL
@@ -771,16 +777,24 @@ def ingest_watched(
         citation = f"{base.name}/{relative.as_posix()}"
         seen = _seen(source.path)
         try:
-            # As the session-end hook reads a transcript: a byte that is not UTF-8 (or
-            # a character cut by a write in progress) is read as U+FFFD, not refused.
-            raw = Path(source.path).read_text(encoding="utf-8", errors="replace")
+            # Judged again on what is read: the file may have been replaced (by a FIFO,
+            # whose open would wait for a writer) or have grown since the walk.
+            data = read_regular(source.path, shelf.settings.max_file_bytes)
+        except NotRegular as skipped:
+            _skipped_once(source.path, skipped.reason)
+            continue
         except FileNotFoundError:
             continue  # gone since the walk: nothing to ingest, nothing to try again
         except OSError as error:
             report = SourceReport(citation, "failed", f"unreadable: {error}")
             files.append(WatchedFile(source.path, report, seen, passing=True))
             continue
-        text = _complete_lines(raw)
+        if looks_binary(data[:HEAD_BYTES]):
+            _skipped_once(source.path, BINARY)
+            continue
+        # As the session-end hook reads a transcript: a byte that is not UTF-8 (or a
+        # character cut by a write in progress) is read as U+FFFD, not refused.
+        text = _complete_lines(read_text(data))
         if not text.strip():
             continue
         report, passing = _ingest_file(ingestor, citation, text, options)

@@ -5,13 +5,20 @@ daemon's watcher and the session-end hook take it."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
+
+import pytest
 
 from memhub_protocol.recall import (
     BINARY,
     NAME_NOT_UTF8,
+    NOT_REGULAR,
+    NotRegular,
+    SourceFile,
     is_failure,
     looks_binary,
+    read_regular,
     read_text,
     walk_sources,
 )
@@ -71,3 +78,38 @@ def test_a_walked_text_with_a_stray_byte_is_not_skipped(tmp_path: Path) -> None:
     (tmp_path / "blob.bin").write_bytes(b"\xe9\xff" * 100)
     walked = {source.name: source.skip for source in walk_sources([str(tmp_path)])}
     assert walked == {"blob.bin": BINARY, "notes.txt": None}
+
+
+def test_a_fifo_that_took_a_files_name_after_its_check_is_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a FIFO in a walked directory, which the walk took for a regular file (it was
+    # one when looked at, and was renamed over before being opened)
+    fifo = tmp_path / "racy.jsonl"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(os.path, "isfile", lambda path: path == str(fifo))
+    # when the directory is walked
+    walked: list[SourceFile] = []
+    worker = threading.Thread(target=lambda: walked.extend(walk_sources([str(tmp_path)])))
+    worker.daemon = True
+    worker.start()
+    worker.join(5)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # let the walk go
+        pytest.fail("the walk waited for a writer to the FIFO")
+    # then the FIFO is skipped as no regular file, never read
+    assert [(s.name, s.skip) for s in walked] == [("racy.jsonl", NOT_REGULAR)]
+
+
+def test_a_regular_file_is_read_through_one_descriptor_and_a_link_only_when_followed(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.md").write_bytes(LINE)
+    (tmp_path / "link.md").symlink_to(tmp_path / "a.md")
+    os.mkfifo(tmp_path / "pipe")
+    assert read_regular(str(tmp_path / "a.md"), 1000) == LINE
+    assert read_regular(str(tmp_path / "link.md"), 1000, follow=True) == LINE
+    for path, reason in (("link.md", NOT_REGULAR), ("pipe", NOT_REGULAR), ("a.md", "larger")):
+        with pytest.raises(NotRegular) as refused:
+            read_regular(str(tmp_path / path), 10)
+        assert refused.value.reason.startswith(reason)

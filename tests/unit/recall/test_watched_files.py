@@ -1,0 +1,95 @@
+"""What the watcher does with the files of a watched directory that are not plain
+transcripts: a FIFO renamed over a transcript's name, links, files it cannot read or
+does not know, a store closed under a batch. None may hold the ingest slot or flood
+the log."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import memhub_protocol.recall as protocol_recall
+from memhub_protocol.recall import SourceFile
+from memhubd.recall.shelf import RecallShelf
+from memhubd.service import recall
+
+WS = "team"
+EXCHANGE = (
+    '{"type":"user","message":{"role":"user","content":"Where does the quince export run?"}}\n'
+    '{"type":"assistant","message":{"role":"assistant","content":"On batch-3, nightly."}}\n'
+)
+
+
+@pytest.fixture
+def shelf(tmp_path: Path) -> Iterator[RecallShelf]:
+    shelf = RecallShelf(tmp_path / "recall")
+    yield shelf
+    shelf.close()
+
+
+@pytest.fixture
+def logged(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, dict[str, Any]]]:
+    lines: list[tuple[str, str, dict[str, Any]]] = []
+    for level in ("info", "warning", "error"):
+        monkeypatch.setattr(
+            recall.log, level, lambda event, _l=level, **fields: lines.append((_l, event, fields))
+        )
+    monkeypatch.setattr(recall, "_SKIPS_LOGGED", {})
+    return lines
+
+
+def within(seconds: float, work: Callable[[], Any], release: Callable[[], None]) -> Any:
+    """`work()`'s result, or a failed test when it has not returned after `seconds`
+    (then `release` lets it go, so that no thread is left waiting)."""
+    outcome: list[Any] = []
+    thread = threading.Thread(target=lambda: outcome.append(work()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        release()
+        thread.join(5)
+        pytest.fail(f"still waiting after {seconds} s")
+    return outcome[0]
+
+
+def _open_for_writing(fifo: Path) -> None:
+    with contextlib.suppress(OSError):  # no reader: nothing waits
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_a_fifo_renamed_over_a_walked_transcript_is_skipped_without_waiting_for_a_writer(
+    shelf: RecallShelf,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    logged: list[tuple[str, str, dict[str, Any]]],
+) -> None:
+    # Given a watched directory where a FIFO took a transcript's name after the walk
+    # saw a regular file there
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    fifo = watched / "racy.jsonl"
+    os.mkfifo(fifo)
+
+    def walked_before_the_rename(paths: Any, *_args: Any, **_kwargs: Any) -> Any:
+        yield SourceFile(str(fifo), "racy.jsonl")
+
+    monkeypatch.setattr(protocol_recall, "walk_sources", walked_before_the_rename)
+    # When the watcher ingests it
+    files = within(
+        5,
+        lambda: recall.ingest_watched(shelf, WS, str(watched), None),
+        lambda: _open_for_writing(fifo),
+    )
+    # Then it is skipped at once, as the walk skips a FIFO, and said so
+    assert files == []
+    assert (
+        "info",
+        "watched file skipped",
+        {"path": str(fifo), "reason": "not a regular file"},
+    ) in logged
