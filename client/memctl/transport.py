@@ -14,6 +14,7 @@ import json as jsonlib
 import os
 import select
 import socket
+import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -46,6 +47,8 @@ class DaemonUnreachable(Exception):
 
     def __init__(self, target: Target, reason: str) -> None:
         self.target = target
+        if reason == "connection refused" and target.socket_path is not None:
+            reason = _not_a_socket(target.socket_path) or reason
         self.reason = reason
         self.timed_out = reason.startswith(_NO_ANSWER)
         if self.timed_out:
@@ -57,6 +60,18 @@ class DaemonUnreachable(Exception):
         else:
             self.line = f"memctl: cannot reach memhubd at {target.url} ({reason}); {_HINT}"
         super().__init__(self.line)
+
+
+def _not_a_socket(path: str) -> str | None:
+    """Why a socket path refused a connection when it is no socket at all (a directory
+    or file given by mistake), else None (a socket nobody listens on)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISSOCK(mode):
+        return None
+    return "a directory, not a socket" if stat.S_ISDIR(mode) else "not a socket"
 
 
 class Target(Record):

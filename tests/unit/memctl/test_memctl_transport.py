@@ -99,6 +99,23 @@ def test_a_missing_socket_file_is_unreachable_with_no_such_socket(short_tmp: str
     assert f"at {url} (no such socket)" in caught.value.line
 
 
+@pytest.mark.parametrize(
+    ("made", "reason"), [("directory", "a directory, not a socket"), ("file", "not a socket")]
+)
+def test_a_socket_path_that_is_no_socket_says_so(short_tmp: str, made: str, reason: str) -> None:
+    path = os.path.join(short_tmp, "d.sock")
+    if made == "directory":
+        os.mkdir(path)
+    else:
+        open(path, "w").close()
+    with (
+        Transport(parse_target(f"unix://{path}")) as transport,
+        pytest.raises(DaemonUnreachable) as caught,
+    ):
+        transport.request("GET", "/v1/status")
+    assert caught.value.reason == reason
+
+
 def test_a_stale_socket_file_nobody_listens_on_is_connection_refused(short_tmp: str) -> None:
     import socket
 
