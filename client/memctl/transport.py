@@ -124,6 +124,12 @@ def parse_target(text: str) -> Target:
         raise InvalidTarget(f"daemon url {text!r} has a bad port: {error}") from error
     if parts.query or parts.fragment:
         raise InvalidTarget(f"daemon url {text!r} must not carry a query or fragment")
+    if "/v1/" in parts.path + "/":
+        # A route pasted from the docs: every request would go to /v1/v1/..., not found.
+        raise InvalidTarget(
+            f"daemon url {text!r} names a route: give the daemon's address without /v1 "
+            "(memctl adds the routes)"
+        )
     return Target(url=text, base_url=text.rstrip("/"))
 
 

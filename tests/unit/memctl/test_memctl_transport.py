@@ -48,6 +48,8 @@ def test_unix_url_connects_through_the_socket_with_a_fixed_host() -> None:
         ("http://a..b:8377", "invalid host name"),
         ("https://" + "a" * 64 + ".example", "invalid host name"),
         ("http://host:8377/?x=1", "query"),
+        ("http://127.0.0.1:8377/v1", "without /v1"),
+        ("https://proxy.example/memhub/v1/status", "without /v1"),
         ("unix://relative/memhubd.sock", "absolute"),
         ("unix:/run/memhubd.sock", "unix:///"),
         ("unix:///run/memhub/", "directory"),
