@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import anyio
@@ -29,10 +29,12 @@ from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import (
     BINARY,
     HEAD_BYTES,
+    NOT_REGULAR,
     SKIP_DIRS,
     IngestRequest,
     NotRegular,
     SearchRequest,
+    SourceFile,
     looks_binary,
     read_regular,
     read_text,
@@ -746,8 +748,6 @@ def ingest_watched(
     retry would not change (the file refused for its content) is logged here; one that
     may pass is left to the caller, which tries the file again.
     """
-    from memhub_protocol.recall import walk_sources
-
     base = Path(root)
     options = IngestOptions(
         workspace=name,
@@ -755,24 +755,16 @@ def ingest_watched(
         door="watch",
         near_duplicate=shelf.settings.near_duplicate,
     )
-    from watchfiles import Change
-
-    keep = _WatchFilter(root)
-    # Files changed, and directories moved or copied in whole (walked like the root).
-    targets = [root] if paths is None else [p for p in paths if os.path.exists(p)]
+    scope = _WatchScope(root)
     ingestor = shelf.ingestor(name)
     files = []
-    for source in walk_sources(targets, shelf.settings.max_file_bytes):
-        if not keep(Change.added, source.path):
+    for source in _watched_sources(root, paths, scope, shelf.settings.max_file_bytes):
+        # Where it is decides first: nothing outside `root` or hidden is read or logged.
+        relative = scope.relative(source.path)
+        if relative is None:
             continue
         if source.skip:  # a binary file too: the walk reads a stray byte as text already
             _skipped_once(source.path, source.skip)
-            continue
-        try:
-            relative = Path(source.path).resolve().relative_to(base.resolve())
-        except ValueError:
-            continue
-        if any(part.startswith(".") for part in relative.parts):
             continue
         citation = f"{base.name}/{relative.as_posix()}"
         seen = _seen(source.path)
@@ -802,6 +794,54 @@ def ingest_watched(
             log.warning("watched file not ingested", source=citation, reason=report.reason)
         files.append(WatchedFile(source.path, report, seen, passing))
     return files
+
+
+class _WatchScope:
+    """Whether a path is one the watch of `root` follows: below `root`'s real path by
+    its directories (a link found there is judged where it is, not where it points),
+    not hidden, and kept by `_WatchFilter`."""
+
+    def __init__(self, root: str) -> None:
+        from watchfiles import Change
+
+        self.added = Change.added
+        self.real_root = Path(os.path.realpath(root))
+        self.keep = _WatchFilter(root)
+
+    def relative(self, path: str) -> PurePosixPath | None:
+        """`path` below the root, or None when the watch does not follow it."""
+        if not self.keep(self.added, path):
+            return None
+        where = Path(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+        try:
+            relative = where.relative_to(self.real_root)
+        except ValueError:
+            return None
+        if any(part.startswith(".") for part in relative.parts):
+            return None
+        return PurePosixPath(*relative.parts)
+
+
+def _watched_sources(
+    root: str, paths: list[str] | None, scope: _WatchScope, max_file_bytes: int
+) -> Iterator[SourceFile]:
+    """The files of `root` (all of it when `paths` is None), or those changed and the
+    directories moved or copied in whole, walked as the start's scan walks `root`: a
+    symlink is never followed (one to a directory is not entered, one to anything else
+    is no regular file), and nothing is walked that the watch does not follow."""
+    from memhub_protocol.recall import walk_sources
+
+    if paths is None:
+        yield from walk_sources([root], max_file_bytes)
+        return
+    for path in paths:
+        if scope.relative(path) is None:
+            continue
+        if os.path.islink(path):
+            if not os.path.isdir(path):
+                yield SourceFile(path, os.path.basename(path), NOT_REGULAR)
+        elif os.path.exists(path):
+            yield from walk_sources([path], max_file_bytes)
 
 
 def _ingest_file(

@@ -93,3 +93,48 @@ def test_a_fifo_renamed_over_a_walked_transcript_is_skipped_without_waiting_for_
         "watched file skipped",
         {"path": str(fifo), "reason": "not a regular file"},
     ) in logged
+
+
+def test_links_made_while_watching_are_followed_exactly_as_the_start_scan_follows_them(
+    shelf: RecallShelf,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    logged: list[tuple[str, str, dict[str, Any]]],
+) -> None:
+    # Given a watched directory with a transcript, and a directory elsewhere full of files
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    (watched / "normal.jsonl").write_text(EXCHANGE)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "bin").mkdir(parents=True)
+    for n in range(50):
+        (elsewhere / "bin" / f"tool{n}").write_bytes(b"\x7fELF\x00" * 10)
+    (elsewhere / "other.jsonl").write_text(EXCHANGE)
+    recall.ingest_watched(shelf, WS, str(watched), None)
+    read: list[str] = []
+
+    def reading(path: str, *args: Any, **kwargs: Any) -> bytes:
+        read.append(path)
+        return protocol_read(path, *args, **kwargs)
+
+    protocol_read = protocol_recall.read_regular
+    monkeypatch.setattr(protocol_recall, "read_regular", reading)
+    monkeypatch.setattr(recall, "read_regular", reading)
+    # When links to that directory and to the transcript are made while it is watched
+    (watched / "usrlink").symlink_to(elsewhere)
+    (watched / "alias.jsonl").symlink_to(watched / "normal.jsonl")
+    links = [str(watched / p) for p in ("alias.jsonl", "usrlink", "usrlink/bin/tool3")]
+    on_events = recall.ingest_watched(shelf, WS, str(watched), links)
+    events_logged = list(logged)
+    # Then nothing through them is read or ingested, and only the link to a file is
+    # logged, as no regular file: what a scan from the start does too
+    assert on_events == []
+    assert read == []
+    assert [(e, f["path"], f["reason"]) for _l, e, f in events_logged] == [
+        ("watched file skipped", str(watched / "alias.jsonl"), "not a regular file")
+    ]
+    monkeypatch.setattr(recall, "_SKIPS_LOGGED", {})
+    logged.clear()
+    recall.ingest_watched(shelf, WS, str(watched), None)
+    assert logged == events_logged
+    assert read == [str(watched / "normal.jsonl")] * 2  # its head, then all of it
