@@ -29,8 +29,10 @@ from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import (
     BINARY,
     HEAD_BYTES,
+    MISSING,
     NOT_REGULAR,
     SKIP_DIRS,
+    UNREADABLE,
     IngestRequest,
     NotRegular,
     SearchRequest,
@@ -763,11 +765,18 @@ def ingest_watched(
         relative = scope.relative(source.path)
         if relative is None:
             continue
+        citation = f"{base.name}/{relative.as_posix()}"
+        seen = _seen(source.path)
+        if source.skip and source.skip.startswith(UNREADABLE):
+            # e.g. its mode not yet set by its writer: that may pass, so it is tried again.
+            report = SourceReport(citation, "failed", source.skip)
+            files.append(WatchedFile(source.path, report, seen, passing=True))
+            continue
+        if source.skip == MISSING:
+            continue  # gone since the event: nothing to ingest, nothing to try again
         if source.skip:  # a binary file too: the walk reads a stray byte as text already
             _skipped_once(source.path, source.skip)
             continue
-        citation = f"{base.name}/{relative.as_posix()}"
-        seen = _seen(source.path)
         try:
             # Judged again on what is read: the file may have been replaced (by a FIFO,
             # whose open would wait for a writer) or have grown since the walk.
@@ -778,7 +787,7 @@ def ingest_watched(
         except FileNotFoundError:
             continue  # gone since the walk: nothing to ingest, nothing to try again
         except OSError as error:
-            report = SourceReport(citation, "failed", f"unreadable: {error}")
+            report = SourceReport(citation, "failed", f"{UNREADABLE}: {error.strerror or error}")
             files.append(WatchedFile(source.path, report, seen, passing=True))
             continue
         if looks_binary(data[:HEAD_BYTES]):
@@ -792,6 +801,8 @@ def ingest_watched(
         report, passing = _ingest_file(ingestor, citation, text, options)
         if report.status == "failed" and not passing:
             log.warning("watched file not ingested", source=citation, reason=report.reason)
+        elif report.status == "skipped":  # e.g. JSON in no format it knows, logged as a binary is
+            _skipped_once(source.path, report.reason)
         files.append(WatchedFile(source.path, report, seen, passing))
     return files
 

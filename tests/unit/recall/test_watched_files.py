@@ -138,3 +138,61 @@ def test_links_made_while_watching_are_followed_exactly_as_the_start_scan_follow
     recall.ingest_watched(shelf, WS, str(watched), None)
     assert logged == events_logged
     assert read == [str(watched / "normal.jsonl")] * 2  # its head, then all of it
+
+
+def test_a_watched_file_that_cannot_be_read_is_tried_again_not_skipped(
+    shelf: RecallShelf,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    logged: list[tuple[str, str, dict[str, Any]]],
+) -> None:
+    # Given a watched transcript that cannot be read yet (its mode not set by its writer)
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    locked = watched / "locked.jsonl"
+    locked.write_text(EXCHANGE)
+    protocol_read = protocol_recall.read_regular
+
+    def refused(path: str, *args: Any, **kwargs: Any) -> bytes:
+        if path == str(locked) and refusing:
+            raise PermissionError(13, "Permission denied", path)
+        return protocol_read(path, *args, **kwargs)
+
+    refusing = True
+    monkeypatch.setattr(protocol_recall, "read_regular", refused)
+    monkeypatch.setattr(recall, "read_regular", refused)
+    retries = recall._Retries(WS, str(watched))  # noqa: SLF001
+    # When the watcher ingests it
+    (file,) = recall.ingest_watched(shelf, WS, str(watched), None)
+    assert retries.settle(None, [file], now=0.0)
+    # Then it failed for a reason that may pass, with a warning, and is due again in 1 s
+    assert (file.report.status, file.report.reason, file.passing) == (
+        "failed",
+        "unreadable: Permission denied",
+        True,
+    )
+    assert [(level, event) for level, event, _f in logged] == [
+        ("warning", "watched file not ingested, tried again later")
+    ]
+    assert retries.due(recall.WATCH_ROOT_CHECK_S) == [str(locked)]
+    # and once it can be read, the try again ingests it
+    refusing = False
+    (file,) = recall.ingest_watched(shelf, WS, str(watched), [str(locked)])
+    assert (file.report.status, file.report.chunks) == ("ingested", 1)
+
+
+def test_a_watched_json_file_in_no_known_format_is_logged_once_as_skipped(
+    shelf: RecallShelf, tmp_path: Path, logged: list[tuple[str, str, dict[str, Any]]]
+) -> None:
+    # Given a watched JSONL file of a shape no importer knows
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    unknown = watched / "events.jsonl"
+    unknown.write_text('{"kind": "tick", "n": 1}\n{"kind": "tick", "n": 2}\n')
+    # When the watcher ingests it twice, unchanged
+    recall.ingest_watched(shelf, WS, str(watched), None)
+    recall.ingest_watched(shelf, WS, str(watched), [str(unknown)])
+    # Then it is logged once as skipped, with the reason, as a binary file would be
+    skips = [f for _l, event, f in logged if event == "watched file skipped"]
+    assert [f["path"] for f in skips] == [str(unknown)]
+    assert "JSON" in skips[0]["reason"]
