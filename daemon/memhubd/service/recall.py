@@ -748,7 +748,8 @@ def ingest_watched(
     Sources are cited as `<root's name>/<path below root>`; an unchanged file costs a
     read and a comparison, so this is safe to repeat on every event. A failure that a
     retry would not change (the file refused for its content) is logged here; one that
-    may pass is left to the caller, which tries the file again.
+    may pass is left to the caller, which tries the file again. Raises `StoreClosed`
+    when the store is closed under it: the rest is not tried.
     """
     base = Path(root)
     options = IngestOptions(
@@ -855,17 +856,25 @@ def _watched_sources(
             yield from walk_sources([path], max_file_bytes)
 
 
+class StoreClosed(Exception):
+    """The store a watched batch writes to was closed under it: its workspace removed,
+    or the daemon stopping (SQLite's ProgrammingError, a closed connection)."""
+
+
 def _ingest_file(
     ingestor: Any, citation: str, text: str, options: IngestOptions
 ) -> tuple[SourceReport, bool]:
     """One watched file's ingest: its report, and whether its failure may pass (see
-    `WatchedFile`). Never raises: a failure is reported, as `ingest` reports it."""
+    `WatchedFile`). A failure is reported, as `ingest` reports it; raises only
+    `StoreClosed`, for which every later file of the batch would fail alike."""
     import sqlite3
 
     from memhubd.sqlite import UnusableDatabase
 
     try:
         return ingestor.ingest_text(citation, text, options), False
+    except sqlite3.ProgrammingError as error:
+        raise StoreClosed(str(error)) from error
     except LockTimeout as error:
         return SourceReport(citation, "failed", f"ingest lock: {error}"), True
     except (OSError, sqlite3.Error, UnusableDatabase) as error:
@@ -1084,6 +1093,12 @@ async def _ingest_watched_batch(
         files = await anyio.to_thread.run_sync(
             ingest_watched, shelf, name, root, paths, limiter=_INGEST
         )
+    except StoreClosed as error:
+        # Its workspace removed (the watch then ends) or the daemon stopping: every file
+        # left would fail alike, and none can be tried again in this store.
+        log.info("watched batch abandoned: its recall store was closed",
+                 workspace=name, path=root, error=str(error))  # fmt: skip
+        return False
     except Exception as error:
         # e.g. the store could not be opened: logged (with its traceback) when it starts
         # failing so or its reason changes, not on every try of every path.

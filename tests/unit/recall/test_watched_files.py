@@ -10,6 +10,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -196,3 +197,40 @@ def test_a_watched_json_file_in_no_known_format_is_logged_once_as_skipped(
     skips = [f for _l, event, f in logged if event == "watched file skipped"]
     assert [f["path"] for f in skips] == [str(unknown)]
     assert "JSON" in skips[0]["reason"]
+
+
+@pytest.mark.anyio
+async def test_a_batch_whose_store_is_closed_under_it_stops_with_one_line(
+    shelf: RecallShelf,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    logged: list[tuple[str, str, dict[str, Any]]],
+) -> None:
+    # Given a watched directory of many transcripts
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    for n in range(40):
+        (watched / f"s{n:02}.jsonl").write_text(EXCHANGE.replace("quince", f"quince{n}"))
+    read: list[str] = []
+    complete_lines = recall._complete_lines  # noqa: SLF001
+
+    def removing_on_the_third(text: str) -> str:
+        read.append(text)
+        if len(read) == 3:
+            shelf.retire(WS)  # the workspace is removed while the batch runs
+        return complete_lines(text)
+
+    monkeypatch.setattr(recall, "_complete_lines", removing_on_the_third)
+    published: list[Any] = []
+    hub = SimpleNamespace(events=SimpleNamespace(publish=lambda *a, **k: published.append(k)))
+    retries = recall._Retries(WS, str(watched))  # noqa: SLF001
+    # When the watcher ingests the directory
+    done = await recall._ingest_watched_batch(hub, shelf, WS, str(watched), None, retries)  # noqa: SLF001
+    # Then the batch stops at the first file the closed store refuses, said once at
+    # info, and no file is promised a try again
+    assert not done
+    assert len(read) == 3
+    assert [(level, event) for level, event, _f in logged] == [
+        ("info", "watched batch abandoned: its recall store was closed")
+    ]
+    assert retries.failing == {}
