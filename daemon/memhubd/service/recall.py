@@ -941,6 +941,8 @@ async def _watch_one(hub: Hub, name: str, root: str) -> None:
     host = hub.hosts.get(name)
     missing = False  # its absence was warned about, and it has not come back since
     failing = False  # arming a watch failed, and no watch was armed since
+    poller: _Poller | None = None  # what follows it while no watch can be armed
+    rearm = WATCH_ROOT_CHECK_S * 5  # the wait before the next try to arm a watch
     while True:
         host = _served_as(hub, name, host)
         if host is None:
@@ -959,25 +961,91 @@ async def _watch_one(hub: Hub, name: str, root: str) -> None:
             missing = False
         try:
             gone = await _follow(hub, shelf, name, root, identity, host)
-            failing = False
+            failing, poller, rearm = False, None, WATCH_ROOT_CHECK_S * 5
         except FileNotFoundError:
             await anyio.sleep(0.1)  # it vanished as the watch was armed: look again
             continue
         except Exception as error:
-            # e.g. the inotify watch limit: try again later, saying so once. Whatever
-            # it is, one directory's watch never ends the daemon's other work.
+            # e.g. the inotify watch limit, or a subdirectory it may not read: polled
+            # meanwhile and tried again ever less often, said once. Whatever it is, one
+            # directory's watch never ends the daemon's other work.
             if not failing:
                 log.error(
-                    "watching transcripts failed", workspace=name, path=root, error=str(error)
+                    "watching transcripts failed: polled until a watch can be armed",
+                    workspace=name,
+                    path=root,
+                    error=str(error),
                 )
                 failing = True
-            await anyio.sleep(WATCH_ROOT_CHECK_S * 5)
+            if poller is None or poller.identity != identity:
+                poller = _Poller(name, root, identity)
+            await _poll(hub, shelf, poller, host, rearm)
+            rearm = min(rearm * 2, WATCH_RETRY_AT_MOST_S)
             continue
         if not gone:  # the watch was stopped: the daemon is stopping
             await anyio.lowlevel.checkpoint()
             continue
         # Deleted or replaced: its watch went deaf. Arm one on whatever is there now.
         log.info("watched transcript directory was deleted or replaced", workspace=name, path=root)
+
+
+class _Poller:
+    """What follows a watched directory while no watch can be armed on it: the (size,
+    mtime) of each file the watch would follow, looked at every WATCH_ROOT_CHECK_S.
+    Its first look ingests all of the directory, as a start's scan does; a subdirectory
+    it cannot read is left out, logged once."""
+
+    def __init__(self, name: str, root: str, identity: tuple[int, int]) -> None:
+        self.name = name
+        self.root = root
+        self.identity = identity
+        self.seen: dict[str, tuple[int, int]] = {}
+        self.full = True  # the whole directory, until one such ingest went through
+        self.retries = _Retries(name, root)
+        self.unreadable: set[str] = set()
+
+    def changed(self) -> list[str]:
+        """The files created or modified since the last look (a blocking walk)."""
+        now: dict[str, tuple[int, int]] = {}
+        for directory, dirs, files in os.walk(self.root, onerror=self._unreadable):
+            dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
+            for file in files:
+                path = os.path.join(directory, file)
+                seen = _seen(path)
+                if seen != (-1, -1):
+                    now[path] = seen
+        changed = sorted(p for p, seen in now.items() if self.seen.get(p) != seen)
+        self.seen = now
+        return changed
+
+    def _unreadable(self, error: OSError) -> None:
+        if error.filename not in self.unreadable:
+            self.unreadable.add(error.filename)
+            log.info("watched subdirectory skipped", workspace=self.name,
+                     path=error.filename, reason=f"{UNREADABLE}: {error.strerror}")  # fmt: skip
+
+
+async def _poll(hub: Hub, shelf: RecallShelf, poller: _Poller, host: Any, seconds: float) -> None:
+    """Follow `poller`'s directory for `seconds`, or until it is deleted or replaced or
+    its workspace is removed (the caller then looks again)."""
+    name, root = poller.name, poller.root
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        if _served_as(hub, name, host) is not host or _directory_identity(root) != poller.identity:
+            return
+        # Looking only stats files: it runs beside ingests, not in their slot.
+        changed = await anyio.to_thread.run_sync(poller.changed)
+        if poller.full:
+            poller.full = not await _ingest_watched_batch(
+                hub, shelf, name, root, None, poller.retries
+            )
+        else:
+            paths = sorted({*changed, *poller.retries.due(time.monotonic())})
+            if paths and not await _ingest_watched_batch(
+                hub, shelf, name, root, paths, poller.retries
+            ):
+                poller.full = True
+        await anyio.sleep(WATCH_ROOT_CHECK_S)
 
 
 def _served_as(hub: Hub, name: str, host: Any) -> Any:

@@ -16,6 +16,11 @@ from memhubd.service import recall
 
 pytestmark = pytest.mark.anyio
 
+EXCHANGE = (
+    '{{"type":"user","message":{{"role":"user","content":"Where does the {0} export run?"}}}}\n'
+    '{{"type":"assistant","message":{{"role":"assistant","content":"On {0}-3."}}}}\n'
+)
+
 
 async def test_a_watch_that_cannot_be_armed_is_tried_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -56,3 +61,45 @@ async def test_a_store_that_cannot_be_opened_is_logged_once_not_on_every_retry(
         assert due == [str(session)]  # still tried again
         await recall._ingest_watched_batch(hub, shelf, "team", str(watched), due, retries)  # noqa: SLF001
     assert tracebacks == ["watched ingest failed"]
+
+
+async def test_a_directory_whose_watch_cannot_be_armed_is_scanned_and_polled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memhubd.recall.shelf import RecallShelf
+
+    # Given a watched directory holding a transcript, and a subdirectory the daemon may
+    # not read, so that no recursive watch can be armed on it
+    def refused(path: str, **_settings: Any) -> Any:
+        raise PermissionError(f"Permission denied (os error 13) about [{path}/.private]")
+
+    monkeypatch.setattr(watchfiles, "awatch", refused)
+    monkeypatch.setattr(recall, "WATCH_ROOT_CHECK_S", 0.02)
+    errors: list[str] = []
+    monkeypatch.setattr(recall.log, "error", lambda event, **_fields: errors.append(event))
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    (watched / "before.jsonl").write_text(EXCHANGE.format("quince"))
+    shelf = RecallShelf(tmp_path / "recall")
+    added: list[int] = []
+    served = SimpleNamespace(succeeded_by=None)
+    hub = SimpleNamespace(
+        recall=shelf,
+        hosts={"team": served},
+        events=SimpleNamespace(publish=lambda *_a, chunks, **_k: added.append(chunks)),
+    )
+    # When it is watched, and a transcript is written there meanwhile
+    async with anyio.create_task_group() as group:
+        group.start_soon(recall._watch_one, hub, "team", str(watched))  # noqa: SLF001
+        with anyio.fail_after(10):
+            while sum(added) < 1:
+                await anyio.sleep(0.02)
+            (watched / "after.jsonl").write_text(EXCHANGE.format("medlar"))
+            while sum(added) < 2:
+                await anyio.sleep(0.02)
+        group.cancel_scope.cancel()
+    shelf.close()
+    # Then both were ingested (the one there at start, the one written later), and the
+    # failure to arm the watch was said once
+    assert sum(added) == 2
+    assert errors == ["watching transcripts failed: polled until a watch can be armed"]
