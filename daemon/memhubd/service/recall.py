@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import stat
@@ -680,6 +681,10 @@ WATCH_RETRY_AT_MOST_S = 300.0
 # reason that may pass (the first try again is after WATCH_ROOT_CHECK_S, then twice as
 # long each time): one file costs little to try.
 WATCH_FILE_RETRY_AT_MOST_S = 60.0
+# A watched batch holds the daemon-wide ingest slot for at most this many sources, or
+# about this many seconds (one file may take longer), before others have their turn.
+WATCH_SLICE_SOURCES = 256
+WATCH_SLICE_S = 0.5
 
 
 def _complete_lines(text: str) -> str:
@@ -743,7 +748,8 @@ class WatchedFile:
 def ingest_watched(
     shelf: RecallShelf, name: str, root: str, paths: list[str] | None
 ) -> list[WatchedFile]:
-    """Ingest `paths` under a watched directory `root` (all of it when None).
+    """Ingest `paths` under a watched directory `root` (all of it when None), in one go
+    (the watch takes a `_WatchedBatch` in slices instead).
 
     Sources are cited as `<root's name>/<path below root>`; an unchanged file costs a
     read and a comparison, so this is safe to repeat on every event. A failure that a
@@ -751,61 +757,91 @@ def ingest_watched(
     may pass is left to the caller, which tries the file again. Raises `StoreClosed`
     when the store is closed under it: the rest is not tried.
     """
-    base = Path(root)
-    options = IngestOptions(
-        workspace=name,
-        identity=WATCHER,
-        door="watch",
-        near_duplicate=shelf.settings.near_duplicate,
-    )
-    scope = _WatchScope(root)
-    ingestor = shelf.ingestor(name)
-    files = []
-    for source in _watched_sources(root, paths, scope, shelf.settings.max_file_bytes):
+    return _WatchedBatch(shelf, name, root, paths).take()
+
+
+class _WatchedBatch:
+    """One ingest of files under a watched directory (see `ingest_watched`), taken a
+    slice at a time so that the watch can let go of the daemon-wide ingest slot between
+    slices. Its methods block: they run in a worker thread, one at a time."""
+
+    def __init__(self, shelf: RecallShelf, name: str, root: str, paths: list[str] | None) -> None:
+        self.shelf = shelf
+        self.name = name
+        self.root = root
+        self.paths = paths
+        self.base = Path(root)
+        self.scope = _WatchScope(root)
+        self.options = IngestOptions(
+            workspace=name,
+            identity=WATCHER,
+            door="watch",
+            near_duplicate=shelf.settings.near_duplicate,
+        )
+        self.ingestor: Any = None
+        self.sources: Iterator[SourceFile] | None = None
+        self.done = False
+
+    def take(self, most: int | None = None, seconds: float | None = None) -> list[WatchedFile]:
+        """What ingesting the next `most` sources looked at, or those of `seconds`,
+        did (at least one source; all that is left when both are None)."""
+        if self.sources is None:  # opening the store blocks: not in the constructor
+            self.ingestor = self.shelf.ingestor(self.name)
+            max_file_bytes = self.shelf.settings.max_file_bytes
+            self.sources = _watched_sources(self.root, self.paths, self.scope, max_file_bytes)
+        until = math.inf if seconds is None else time.monotonic() + seconds
+        files = []
+        for looked, source in enumerate(self.sources, 1):
+            file = self._ingest(source)
+            if file is not None:
+                files.append(file)
+            if (most is not None and looked >= most) or time.monotonic() >= until:
+                return files
+        self.done = True
+        return files
+
+    def _ingest(self, source: SourceFile) -> WatchedFile | None:
         # Where it is decides first: nothing outside `root` or hidden is read or logged.
-        relative = scope.relative(source.path)
+        relative = self.scope.relative(source.path)
         if relative is None:
-            continue
-        citation = f"{base.name}/{relative.as_posix()}"
+            return None
+        citation = f"{self.base.name}/{relative.as_posix()}"
         seen = _seen(source.path)
         if source.skip and source.skip.startswith(UNREADABLE):
             # e.g. its mode not yet set by its writer: that may pass, so it is tried again.
             report = SourceReport(citation, "failed", source.skip)
-            files.append(WatchedFile(source.path, report, seen, passing=True))
-            continue
+            return WatchedFile(source.path, report, seen, passing=True)
         if source.skip == MISSING:
-            continue  # gone since the event: nothing to ingest, nothing to try again
+            return None  # gone since the event: nothing to ingest, nothing to try again
         if source.skip:  # a binary file too: the walk reads a stray byte as text already
             _skipped_once(source.path, source.skip)
-            continue
+            return None
         try:
             # Judged again on what is read: the file may have been replaced (by a FIFO,
             # whose open would wait for a writer) or have grown since the walk.
-            data = read_regular(source.path, shelf.settings.max_file_bytes)
+            data = read_regular(source.path, self.shelf.settings.max_file_bytes)
         except NotRegular as skipped:
             _skipped_once(source.path, skipped.reason)
-            continue
+            return None
         except FileNotFoundError:
-            continue  # gone since the walk: nothing to ingest, nothing to try again
+            return None  # gone since the walk: nothing to ingest, nothing to try again
         except OSError as error:
             report = SourceReport(citation, "failed", f"{UNREADABLE}: {error.strerror or error}")
-            files.append(WatchedFile(source.path, report, seen, passing=True))
-            continue
+            return WatchedFile(source.path, report, seen, passing=True)
         if looks_binary(data[:HEAD_BYTES]):
             _skipped_once(source.path, BINARY)
-            continue
+            return None
         # As the session-end hook reads a transcript: a byte that is not UTF-8 (or a
         # character cut by a write in progress) is read as U+FFFD, not refused.
         text = _complete_lines(read_text(data))
         if not text.strip():
-            continue
-        report, passing = _ingest_file(ingestor, citation, text, options)
+            return None
+        report, passing = _ingest_file(self.ingestor, citation, text, self.options)
         if report.status == "failed" and not passing:
             log.warning("watched file not ingested", source=citation, reason=report.reason)
         elif report.status == "skipped":  # e.g. JSON in no format it knows, logged as a binary is
             _skipped_once(source.path, report.reason)
-        files.append(WatchedFile(source.path, report, seen, passing))
-    return files
+        return WatchedFile(source.path, report, seen, passing)
 
 
 class _WatchScope:
@@ -1157,10 +1193,15 @@ async def _ingest_watched_batch(
     """`ingest_watched` in a worker thread, its failures that may pass left to `retries`.
     False (and logged) when the whole directory is to be ingested again instead: its
     full ingest failed, or more files are failing than `retries` holds."""
+    files: list[WatchedFile] = []
     try:
-        files = await anyio.to_thread.run_sync(
-            ingest_watched, shelf, name, root, paths, limiter=_INGEST
-        )
+        batch = _WatchedBatch(shelf, name, root, paths)
+        while not batch.done:
+            # The ingest slot is let go between slices: a large batch (thousands of new
+            # files) would otherwise keep every other ingest, of any workspace, waiting.
+            files += await anyio.to_thread.run_sync(
+                batch.take, WATCH_SLICE_SOURCES, WATCH_SLICE_S, limiter=_INGEST
+            )
     except StoreClosed as error:
         # Its workspace removed (the watch then ends) or the daemon stopping: every file
         # left would fail alike, and none can be tried again in this store.

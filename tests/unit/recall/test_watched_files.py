@@ -234,3 +234,37 @@ async def test_a_batch_whose_store_is_closed_under_it_stops_with_one_line(
         ("info", "watched batch abandoned: its recall store was closed")
     ]
     assert retries.failing == {}
+
+
+@pytest.mark.anyio
+async def test_a_large_watched_batch_lets_other_ingests_in_between_its_slices(
+    shelf: RecallShelf, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+
+    # Given a watched directory where many transcripts appeared at once
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    for n in range(40):
+        (watched / f"s{n:02}.jsonl").write_text(EXCHANGE.replace("quince", f"quince{n}"))
+    monkeypatch.setattr(recall, "WATCH_SLICE_SOURCES", 5, raising=False)
+    order: list[str] = []
+    complete_lines = recall._complete_lines  # noqa: SLF001
+
+    def reading(text: str) -> str:
+        order.append("watched")
+        return complete_lines(text)
+
+    monkeypatch.setattr(recall, "_complete_lines", reading)
+    hub = SimpleNamespace(events=SimpleNamespace(publish=lambda *_a, **_k: None))
+    retries = recall._Retries(WS, str(watched))  # noqa: SLF001
+    # When another ingest asks for the ingest slot once the batch has begun
+    async with anyio.create_task_group() as group:
+        group.start_soon(recall._ingest_watched_batch, hub, shelf, WS, str(watched), None, retries)  # noqa: SLF001
+        with anyio.fail_after(10):
+            while not order:
+                await anyio.sleep(0.001)
+        await anyio.to_thread.run_sync(order.append, "other", limiter=recall._INGEST)  # noqa: SLF001
+    # Then it got the slot within a slice or two, not after the whole batch
+    assert order.count("watched") == 40
+    assert order.index("other") <= 10
