@@ -1190,7 +1190,8 @@ async def _ingest_watched_batch(
     paths: list[str] | None,
     retries: _Retries,
 ) -> bool:
-    """`ingest_watched` in a worker thread, its failures that may pass left to `retries`.
+    """`ingest_watched` in worker threads, a slice at a time (the ingest slot let go
+    between slices), its failures that may pass left to `retries`.
     False (and logged) when the whole directory is to be ingested again instead: its
     full ingest failed, or more files are failing than `retries` holds."""
     files: list[WatchedFile] = []
