@@ -38,6 +38,7 @@ from memhub_protocol.recall import (
     SOURCE_KINDS,
     UNREADABLE,
     IngestRequest,
+    NotRegular,
     ReindexRequest,
     SearchRequest,
     SourceFile,
@@ -46,6 +47,7 @@ from memhub_protocol.recall import (
     is_failure,
     looks_binary,
     parse_time,
+    read_regular,
     read_text,
     walk_sources,
 )
@@ -198,10 +200,15 @@ def _sources(
             yield source, None
             continue
         try:
-            with open(source.path, "rb") as handle:
-                yield source, read_text(handle.read())
+            # Through one descriptor, opened without waiting: a FIFO renamed over a
+            # walked file's name since the walk is skipped, never waited on.
+            data = read_regular(source.path, args.max_file_bytes, follow=True)
+        except NotRegular as refusal:
+            yield SourceFile(source.path, source.name, refusal.reason), None
         except OSError as error:
             yield SourceFile(source.path, source.name, f"{UNREADABLE}: {error}"), None
+        else:
+            yield source, read_text(data)
 
 
 def stdin_citation(data: bytes) -> str:
