@@ -228,8 +228,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def _write_error(self, status: int, code: ErrorCode, message: str, request_id: str) -> None:
         if self.transport.is_closing():
             return
-        cycle = self.cycle  # on a kept-alive connection, maybe the last request's, done
-        if cycle is not None and cycle.response_started and not cycle.response_complete:
+        # In a request's head, the cycle is the last request's (kept alive), its answer
+        # done; in its body, the cycle is its own, which may have been answered already
+        # (a body refused by its declared length, its rest passed over).
+        cycle = self.cycle
+        if (
+            cycle is not None
+            and cycle.response_started
+            and (not self._in_head or not cycle.response_complete)
+        ):
             # A response is already on the wire: another status line would corrupt it.
             self.transport.close()
             return

@@ -38,6 +38,13 @@ def bearer_token(scope: Scope) -> str | None:
     return None
 
 
+def _expects_continue(scope: Scope) -> bool:
+    return any(
+        name == b"expect" and value.lower() == b"100-continue"
+        for name, value in scope.get("headers", [])
+    )
+
+
 def declared_length(scope: Scope) -> int:
     """The request's Content-Length, or 0 when it gives none (or none that is a number)."""
     for name, value in scope.get("headers", []):
@@ -105,9 +112,12 @@ class ApiMiddleware:
         limit = self.context.max_body_bytes
         try:
             # A body declared over the limit is refused before any of it is read (so no
-            # `100 Continue` invites it) and the connection closed rather than made to
-            # take it in. A caller without credentials is told 401 first, by its route,
-            # which reads no body either, as at /mcp.
+            # `100 Continue` invites it). A client waiting for that `100 Continue` sends
+            # no body: its connection is closed, since what it sends next is no body. One
+            # already sending keeps its connection, the rest of its body passed over
+            # unread, rather than be reset mid-upload before it could read the refusal.
+            # A caller without credentials is told 401 first, by its route, which reads
+            # no body either, as at /mcp.
             if isinstance(identity, Identity) and declared_length(scope) > limit:
                 raise BodyTooLarge(limit, declared=True)
             if direct is None:
@@ -121,7 +131,8 @@ class ApiMiddleware:
                 raise
             close = False
             if isinstance(error, BodyTooLarge):
-                code, message, close = ErrorCode.TOO_LARGE, str(error), error.declared
+                code, message = ErrorCode.TOO_LARGE, str(error)
+                close = error.declared and _expects_continue(scope)
             else:
                 log.exception("unhandled error", request_id=request_id, path=scope.get("path"))
                 code, message = ErrorCode.INTERNAL, "internal error; see the daemon log"
