@@ -37,6 +37,7 @@ from memhubd.review.keys import KeptAnswer, KeyFile
 from memhubd.review.marking import proposed_declaration
 from memhubd.review.store import SourcesChanged
 from memhubd.review.targets import resolve_target, suggest_target
+from memhubd.runtime.confine import Refused, read_confined
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
 from memhubd.runtime.watcher import workspace_signature
@@ -745,11 +746,15 @@ def _held_back_declaring(
         if isinstance(target, str) and os.path.realpath(path) == target:
             continue  # read again under the lock anyway
         try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except FileNotFoundError:
+            # Opened without waiting (a FIFO renamed over it), judged on the open file.
+            found = read_confined(path, store.root)
+        except (Refused, OSError):
+            return True  # not to be read as it is now: it settles, or is refused, soon
+        if found is None:
             continue  # gone: its declarations are no longer anyone's
-        except (OSError, UnicodeDecodeError):
+        try:
+            text = found[0].decode("utf-8")
+        except UnicodeDecodeError:
             return True
         try:
             document = parse_text(text, path)
