@@ -34,16 +34,18 @@ class ConnectionLimits:
     max_header_bytes: int = 32 * 1024
     max_headers: int = 100
     read_timeout_s: float = 10.0
-    # Writing paused and less than MIN_WRITE_PROGRESS bytes read in this long (the
-    # client reads nothing of its answer) drops the connection and the unsent rest.
+    # Writing paused and nothing of the answer seen read in this long (the client reads
+    # nothing) drops the connection and the unsent rest.
     write_timeout_s: float = 30.0
     # Told the status of each request refused here, before the app (which counts the
     # rest): the daemon's request metrics count these too.
     on_refused: Callable[[int], None] | None = None
 
 
-# What a client must read of its answer in each `write_timeout_s` to keep it coming.
-MIN_WRITE_PROGRESS = 4096
+# What a client must be seen to read of its answer in each `write_timeout_s` to keep
+# it coming: anything. The kernel shows reads in steps (a TCP window update, a Unix
+# socket's freed buffer: tens of KB), so a slow reader may show none for a while.
+MIN_WRITE_PROGRESS = 1
 
 
 class _Refused(Exception):
