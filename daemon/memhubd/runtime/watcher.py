@@ -348,7 +348,7 @@ class _WorkspaceWatch:
                     log.error(
                         "workspace_watch_failed",
                         root=str(self.root),
-                        error=_first_error(error),
+                        error=first_error(error),
                         failures=failures,
                         retry_in_s=pause,
                     )
@@ -433,7 +433,7 @@ class _WorkspaceWatch:
         return paths, full, made
 
 
-def _first_error(error: BaseException) -> str:
+def first_error(error: BaseException) -> str:
     """One line for a failed watch: the first error of a group (the events library runs
     in a task group of its own), its type and message."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:

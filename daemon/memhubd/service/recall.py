@@ -1006,11 +1006,13 @@ async def _watch_one(hub: Hub, name: str, root: str) -> None:
             # meanwhile and tried again ever less often, said once. Whatever it is, one
             # directory's watch never ends the daemon's other work.
             if not failing:
+                from memhubd.runtime.watcher import first_error
+
                 log.error(
                     "watching transcripts failed: polled until a watch can be armed",
                     workspace=name,
                     path=root,
-                    error=str(error),
+                    error=first_error(error),  # not the task group's wrapper
                 )
                 failing = True
             if poller is None or poller.identity != identity:
@@ -1037,8 +1039,15 @@ class _Poller:
         self.identity = identity
         self.seen: dict[str, tuple[int, int]] = {}
         self.full = True  # the whole directory, until one such ingest went through
+        # A full ingest that failed is tried again ever less often, as a watch's is.
+        self.retry_at, self.delay = 0.0, WATCH_ROOT_CHECK_S
         self.retries = _Retries(name, root)
         self.unreadable: set[str] = set()
+
+    def failed(self) -> None:
+        """The directory is to be ingested in full again, later each time it fails."""
+        self.full, self.retry_at = True, time.monotonic() + self.delay
+        self.delay = min(self.delay * 2, WATCH_RETRY_AT_MOST_S)
 
     def changed(self) -> list[str]:
         """The files created or modified since the last look (a blocking walk)."""
@@ -1072,15 +1081,17 @@ async def _poll(hub: Hub, shelf: RecallShelf, poller: _Poller, host: Any, second
         # Looking only stats files: it runs beside ingests, not in their slot.
         changed = await anyio.to_thread.run_sync(poller.changed)
         if poller.full:
-            poller.full = not await _ingest_watched_batch(
-                hub, shelf, name, root, None, poller.retries
-            )
+            if time.monotonic() >= poller.retry_at:
+                if await _ingest_watched_batch(hub, shelf, name, root, None, poller.retries):
+                    poller.full, poller.delay = False, WATCH_ROOT_CHECK_S
+                else:
+                    poller.failed()
         else:
             paths = sorted({*changed, *poller.retries.due(time.monotonic())})
             if paths and not await _ingest_watched_batch(
                 hub, shelf, name, root, paths, poller.retries
             ):
-                poller.full = True
+                poller.failed()
         await anyio.sleep(WATCH_ROOT_CHECK_S)
 
 

@@ -103,3 +103,35 @@ async def test_a_directory_whose_watch_cannot_be_armed_is_scanned_and_polled(
     # failure to arm the watch was said once
     assert sum(added) == 2
     assert errors == ["watching transcripts failed: polled until a watch can be armed"]
+
+
+async def test_a_polled_directory_whose_full_ingest_keeps_failing_is_tried_ever_less_often(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Polled because no watch can be armed, with a full ingest that fails every time: it
+    is tried again as a watched directory's is, ever less often, not at every look; and
+    the failure to arm the watch is logged with its cause, not the task group's wrapper."""
+
+    def refused(path: str, **_settings: Any) -> Any:
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [PermissionError("no .private")])
+
+    monkeypatch.setattr(watchfiles, "awatch", refused)
+    monkeypatch.setattr(recall, "WATCH_ROOT_CHECK_S", 0.02)
+    logged: list[dict] = []
+    monkeypatch.setattr(recall.log, "error", lambda event, **fields: logged.append(fields))
+    tries: list[list[str] | None] = []
+
+    async def failing(_hub: Any, _shelf: Any, _name: str, _root: str, paths: Any, _r: Any) -> bool:
+        tries.append(paths)
+        return False
+
+    monkeypatch.setattr(recall, "_ingest_watched_batch", failing)
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    served = SimpleNamespace(succeeded_by=None)
+    hub = SimpleNamespace(recall=object(), hosts={"team": served}, events=None)
+    with anyio.move_on_after(1.5):
+        await recall._watch_one(hub, "team", str(watched))  # noqa: SLF001
+    # 0.02 s doubling: about seven tries in 1.5 s, where a try at each look made 75
+    assert 3 <= len(tries) <= 12, len(tries)
+    assert logged and logged[0]["error"] == "PermissionError: no .private"
