@@ -237,19 +237,9 @@ def test_events_report_a_reload_after_an_edit(live_daemon: Any) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
-        # memctl may take a while to start on a busy machine, and an edit made before its
-        # stream opens is never sent to it: edit until it has seen one and exited.
-        rules = Path(live_daemon.workspaces[WS]) / "rules.mem"
-        deadline = time.monotonic() + 30
-        while follower.poll() is None and time.monotonic() < deadline:
-            rules.write_text(rules.read_text("utf-8") + "\n# touched\n", "utf-8")
-            time.sleep(0.5)
-        out, err = follower.communicate(timeout=20)
-    finally:
-        if follower.poll() is None:
-            follower.kill()
-    assert follower.returncode == 0, err
+    # memctl may take a while to start on a busy machine, and an edit made before its
+    # stream opens is never sent to it: edit until it has seen one and exited.
+    out = edit_until_it_exits(follower, Path(live_daemon.workspaces[WS]) / "rules.mem")
     event, _, data = out.strip().partition(" ")
     assert event and data.startswith("{")
 
@@ -262,25 +252,35 @@ def test_events_with_a_workspace_report_only_its_events(live_daemon: Any) -> Non
         stderr=subprocess.PIPE,
         text=True,
     )
+    # Edits of another workspace first, long enough for the stream to be open: none of
+    # their events ends the follower.
+    rules = Path(live_daemon.workspaces[WS]) / "rules.mem"
+    for _ in range(6):
+        touch(rules)
+        time.sleep(0.5)
+    if follower.poll() is not None:
+        raise AssertionError(follower.communicate())
+    notes = next(Path(live_daemon.workspaces["writing"]).glob("*.mem"))
+    assert json.loads(edit_until_it_exits(follower, notes))["data"]["workspace"] == "writing"
+
+
+def touch(path: Path) -> None:
+    path.write_text(path.read_text("utf-8") + "\n# touched\n", "utf-8")
+
+
+def edit_until_it_exits(follower: subprocess.Popen, path: Path) -> str:
+    """Edit `path` every half second until `follower` (memctl events) exits; its output."""
     try:
-        # Edits of another workspace first, long enough for the stream to be open: none
-        # of their events ends the follower.
-        rules = Path(live_daemon.workspaces[WS]) / "rules.mem"
-        for _ in range(6):
-            rules.write_text(rules.read_text("utf-8") + "\n# touched\n", "utf-8")
-            time.sleep(0.5)
-        assert follower.poll() is None, follower.communicate()
-        notes = next(Path(live_daemon.workspaces["writing"]).glob("*.mem"))
         deadline = time.monotonic() + 30
         while follower.poll() is None and time.monotonic() < deadline:
-            notes.write_text(notes.read_text("utf-8") + "\n# touched\n", "utf-8")
+            touch(path)
             time.sleep(0.5)
         out, err = follower.communicate(timeout=20)
     finally:
         if follower.poll() is None:
             follower.kill()
     assert follower.returncode == 0, err
-    assert json.loads(out)["data"]["workspace"] == "writing"
+    return out
 
 
 # -- errors that say what the caller may do ------------------------------------------------
