@@ -35,6 +35,14 @@ def shelf(tmp_path: Path) -> Iterator[RecallShelf]:
 
 
 @pytest.fixture
+def watched(tmp_path: Path) -> Path:
+    """The watched transcript directory, empty."""
+    path = tmp_path / "sessions"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
 def logged(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, dict[str, Any]]]:
     lines: list[tuple[str, str, dict[str, Any]]] = []
     for level in ("info", "warning", "error"):
@@ -66,14 +74,12 @@ def _open_for_writing(fifo: Path) -> None:
 
 def test_a_fifo_renamed_over_a_walked_transcript_is_skipped_without_waiting_for_a_writer(
     shelf: RecallShelf,
-    tmp_path: Path,
+    watched: Path,
     monkeypatch: pytest.MonkeyPatch,
     logged: list[tuple[str, str, dict[str, Any]]],
 ) -> None:
     # Given a watched directory where a FIFO took a transcript's name after the walk
     # saw a regular file there
-    watched = tmp_path / "sessions"
-    watched.mkdir()
     fifo = watched / "racy.jsonl"
     os.mkfifo(fifo)
 
@@ -99,12 +105,11 @@ def test_a_fifo_renamed_over_a_walked_transcript_is_skipped_without_waiting_for_
 def test_links_made_while_watching_are_followed_exactly_as_the_start_scan_follows_them(
     shelf: RecallShelf,
     tmp_path: Path,
+    watched: Path,
     monkeypatch: pytest.MonkeyPatch,
     logged: list[tuple[str, str, dict[str, Any]]],
 ) -> None:
     # Given a watched directory with a transcript, and a directory elsewhere full of files
-    watched = tmp_path / "sessions"
-    watched.mkdir()
     (watched / "normal.jsonl").write_text(EXCHANGE)
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "bin").mkdir(parents=True)
@@ -143,13 +148,11 @@ def test_links_made_while_watching_are_followed_exactly_as_the_start_scan_follow
 
 def test_a_watched_file_that_cannot_be_read_is_tried_again_not_skipped(
     shelf: RecallShelf,
-    tmp_path: Path,
+    watched: Path,
     monkeypatch: pytest.MonkeyPatch,
     logged: list[tuple[str, str, dict[str, Any]]],
 ) -> None:
     # Given a watched transcript that cannot be read yet (its mode not set by its writer)
-    watched = tmp_path / "sessions"
-    watched.mkdir()
     locked = watched / "locked.jsonl"
     locked.write_text(EXCHANGE)
     protocol_read = protocol_recall.read_regular
@@ -183,11 +186,9 @@ def test_a_watched_file_that_cannot_be_read_is_tried_again_not_skipped(
 
 
 def test_a_watched_json_file_in_no_known_format_is_logged_once_as_skipped(
-    shelf: RecallShelf, tmp_path: Path, logged: list[tuple[str, str, dict[str, Any]]]
+    shelf: RecallShelf, watched: Path, logged: list[tuple[str, str, dict[str, Any]]]
 ) -> None:
     # Given a watched JSONL file of a shape no importer knows
-    watched = tmp_path / "sessions"
-    watched.mkdir()
     unknown = watched / "events.jsonl"
     unknown.write_text('{"kind": "tick", "n": 1}\n{"kind": "tick", "n": 2}\n')
     # When the watcher ingests it twice, unchanged
@@ -202,13 +203,11 @@ def test_a_watched_json_file_in_no_known_format_is_logged_once_as_skipped(
 @pytest.mark.anyio
 async def test_a_batch_whose_store_is_closed_under_it_stops_with_one_line(
     shelf: RecallShelf,
-    tmp_path: Path,
+    watched: Path,
     monkeypatch: pytest.MonkeyPatch,
     logged: list[tuple[str, str, dict[str, Any]]],
 ) -> None:
     # Given a watched directory of many transcripts
-    watched = tmp_path / "sessions"
-    watched.mkdir()
     for n in range(40):
         (watched / f"s{n:02}.jsonl").write_text(EXCHANGE.replace("quince", f"quince{n}"))
     read: list[str] = []
@@ -238,13 +237,11 @@ async def test_a_batch_whose_store_is_closed_under_it_stops_with_one_line(
 
 @pytest.mark.anyio
 async def test_a_large_watched_batch_lets_other_ingests_in_between_its_slices(
-    shelf: RecallShelf, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shelf: RecallShelf, watched: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import anyio
 
     # Given a watched directory where many transcripts appeared at once
-    watched = tmp_path / "sessions"
-    watched.mkdir()
     for n in range(40):
         (watched / f"s{n:02}.jsonl").write_text(EXCHANGE.replace("quince", f"quince{n}"))
     monkeypatch.setattr(recall, "WATCH_SLICE_SOURCES", 5, raising=False)
