@@ -675,3 +675,15 @@ def test_a_window_that_holds_nothing_and_a_time_given_twice_are_refused(
         assert refused.status_code == 422, refused.text
         assert refused.json()["error"]["message"] == "'since' must be before 'until'"
     assert window.status_code == 200
+
+
+def test_a_query_given_twice_is_refused_not_the_last_one_searched(daemon: LiveDaemon) -> None:
+    path = f"/v1/workspaces/{TEAM}/recall/search"
+    with daemon.http(team_reader(daemon)) as http:
+        twice = http.get(path, params=[("q", QUERY), ("q", "something else")])
+        both = http.get(path, params=[("q", QUERY), ("query", "something else")])
+        once = http.get(path, params={"query": QUERY})
+    for refused in (twice, both):
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["error"]["detail"]["field"] == "q"
+    assert once.status_code == 200

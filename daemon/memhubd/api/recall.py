@@ -61,7 +61,14 @@ def _search_from_params(request: Request) -> SearchRequest:
             f"unknown parameter(s): {', '.join(unknown)}",
             {"field": unknown[0], "allowed": sorted(_GET_SEARCH_PARAMS)},
         )
-    data: dict[str, Any] = {"query": params.get("q") or params.get("query") or ""}
+    asked = [*params.getlist("q"), *params.getlist("query")]
+    if len(asked) > 1:
+        # One would win unseen, as for a time below (`q` and `query` name the same).
+        field = "q" if "q" in params else "query"
+        raise ProtocolError(
+            ErrorCode.INVALID, "the query ('q' or 'query') is given more than once", {"field": field}
+        )
+    data: dict[str, Any] = {"query": asked[0] if asked else ""}
     checked = query_params(request)
     for name in ("limit", "top_k"):
         if checked[name] is not None:
