@@ -549,6 +549,16 @@ def _into_hint(session: Session, workspace: str, proposal_id: str) -> tuple[str,
     """
     message = "review approve needs --into FILE (a .mem file, relative to the workspace root)"
     payload = session.client.proposal(workspace, proposal_id)
+    shown = payload.get("proposal") if isinstance(payload, dict) else None
+    status = shown.get("status") if isinstance(shown, dict) else None
+    if isinstance(status, str) and status != "pending":
+        # Decided already: no target would change that, so none is asked for.
+        raise CommandFailure(
+            f"proposal {proposal_id} is already {status}: nothing to approve",
+            1,
+            code="conflict",
+            detail={"status": status},
+        )
     suggested = payload.get("suggested_into") if isinstance(payload, dict) else None
     if not isinstance(suggested, str) or not suggested:
         return message, None

@@ -194,6 +194,17 @@ def test_approve_without_into_suggests_a_file_and_writes_nothing(
     assert [seen.method for seen in fake_daemon.seen] == ["GET"]
 
 
+def test_approve_without_into_of_a_decided_proposal_says_it_is_decided(
+    fake_daemon: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shown = {"proposal": {"id": PID, "status": "approved"}, "suggested_into": None}
+    fake_daemon.on("GET", PROPOSAL, Canned(shown))
+    code, out, err = run(capsys, "--url", fake_daemon.url, "-w", "team", "review", "approve", PID)
+    assert (code, out) == (1, "")
+    assert err == f"memctl: proposal {PID} is already approved: nothing to approve\n"
+    assert [seen.method for seen in fake_daemon.seen] == ["GET"]
+
+
 def test_approve_without_into_and_no_suggestion_still_says_what_is_missing(
     fake_daemon: FakeDaemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
