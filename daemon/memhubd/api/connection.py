@@ -42,12 +42,6 @@ class ConnectionLimits:
     on_refused: Callable[[int], None] | None = None
 
 
-# What a client must be seen to read of its answer in each `write_timeout_s` to keep
-# it coming: anything. The kernel shows reads in steps (a TCP window update, a Unix
-# socket's freed buffer: tens of KB), so a slow reader may show none for a while.
-MIN_WRITE_PROGRESS = 1
-
-
 class _Refused(Exception):
     """Raised inside a parser callback to stop parsing a request that breaks a limit."""
 
@@ -134,7 +128,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def _write_deadline_passed(self) -> None:
         self._write_deadline = None
-        if self._unsent - self._unsent_bytes() >= MIN_WRITE_PROGRESS:
+        # Any of it read counts: the kernel shows reads in steps (a TCP window update, a
+        # Unix socket's freed buffer: tens of KB), so a slow reader may show none for a
+        # while.
+        if self._unsent_bytes() < self._unsent:
             self._arm_write_deadline()  # read slowly, but read: another period
             return
         log.info(

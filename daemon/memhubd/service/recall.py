@@ -1066,8 +1066,12 @@ class _Poller:
     def _unreadable(self, error: OSError) -> None:
         if error.filename not in self.unreadable:
             self.unreadable.add(error.filename)
-            log.info("watched subdirectory skipped", workspace=self.name,
-                     path=error.filename, reason=f"{UNREADABLE}: {error.strerror}")  # fmt: skip
+            log.info(
+                "watched subdirectory skipped",
+                workspace=self.name,
+                path=error.filename,
+                reason=f"{UNREADABLE}: {error.strerror}",
+            )
 
 
 async def _poll(hub: Hub, shelf: RecallShelf, poller: _Poller, host: Any, seconds: float) -> None:
@@ -1217,8 +1221,12 @@ async def _ingest_watched_batch(
     except StoreClosed as error:
         # Its workspace removed (the watch then ends) or the daemon stopping: every file
         # left would fail alike, and none can be tried again in this store.
-        log.info("watched batch abandoned: its recall store was closed",
-                 workspace=name, path=root, error=str(error))  # fmt: skip
+        log.info(
+            "watched batch abandoned: its recall store was closed",
+            workspace=name,
+            path=root,
+            error=str(error),
+        )
         return False
     except Exception as error:
         # e.g. the store could not be opened: logged (with its traceback) when it starts
