@@ -327,14 +327,25 @@ def test_a_triple_citing_a_hidden_drawer_is_hidden_with_it(daemon: LiveDaemon) -
     again = api(daemon, secret, "POST", kg("/triples"), json=body)
     assert again.status_code == 200, again.text
     assert again.json()["created"] is False and again.json()["triples"] == []
-    assert again.json()["message"] == "already valid, in a period you cannot read; unchanged"
+    assert again.json()["message"] == "already recorded, in a period you cannot read; unchanged"
     code, out, err = memctl(daemon, secret, "-w", TEAM, "kg", "add", "Quinn", "leads", "Rotation")
-    assert (code, out, err) == (0, "already valid, in a period you cannot read; unchanged\n", "")
+    assert (code, out, err) == (0, "already recorded, in a period you cannot read; unchanged\n", "")
     cite = {"subject": "Quinn", "predicate": "likes", "object": "Tea", "source_drawer": drawer}
     refused = api(daemon, secret, "POST", kg("/triples"), json=cite)
     assert refused.status_code == 404 and refused.json()["error"]["detail"]["field"] == (
         "source_drawer"
     )
+    # One that starts later: whether it has started is not said either.
+    later = {"subject": "Quinn", "predicate": "joins", "object": "Oncall"}
+    future = int(time.time()) + 86_400
+    with daemon.http(daemon.admin_token) as http:
+        added = http.post(
+            kg("/triples"), json={**later, "source_drawer": drawer, "valid_from": future}
+        )
+        assert added.status_code == 201, added.text
+    again = api(daemon, secret, "POST", kg("/triples"), json=later)
+    assert again.status_code == 200 and again.json()["triples"] == []
+    assert again.json()["message"] == "already recorded, in a period you cannot read; unchanged"
 
 
 # --------------------------------------------------------------------------- derived triples

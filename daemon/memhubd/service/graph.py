@@ -248,13 +248,13 @@ async def kg_add(
                 store, identity, overlap.periods[0].id, overlap.periods
             ) from None
         message = f"added: ({s}) --[{p}]--> ({o})" if created else _unchanged(triple)
-        # The period already valid may cite a drawer hidden from the caller: it is not
-        # shown (no drawer, writer, start or confidence). That it holds is said, as check
-        # says that a rule the caller cannot read blocks: it binds the caller all the same
-        # (one open period per triple).
+        # The open period may cite a drawer hidden from the caller: it is not shown (no
+        # drawer, writer, start or confidence), nor whether it has started. That it holds
+        # is said, as check says that a rule the caller cannot read blocks: it binds the
+        # caller all the same (one open period per triple).
         shown = _stored(store, identity, [triple])
         if not shown:
-            message = "already valid, in a period you cannot read; unchanged"
+            message = "already recorded, in a period you cannot read; unchanged"
         return _answer(name, "add", shown, created=created, message=message)
 
     return await anyio.to_thread.run_sync(work, limiter=_WRITE)
