@@ -184,15 +184,21 @@ class InboxStore:
         self._sweeping = threading.Lock()  # one sweep at a time; another one skips
         try:
             with self._lock:
+                self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                # Read before anything writes to the file (WAL mode rewrites its header):
+                # a newer memhub's inbox is left as it was, for a rollback. Served as this
+                # one's, it would be stamped back to this version and the newer memhub
+                # would migrate it a second time.
+                if (version := self._db.execute("PRAGMA user_version").fetchone()[0]) > (
+                    SCHEMA_VERSION
+                ):
+                    raise _TooNew(version)
                 # Two daemons starting on one state dir may open a new file together.
                 into_wal(self._db, BUSY_TIMEOUT_MS / 1000)
                 # FULL: a message acknowledged to its sender survives a power cut too.
                 self._db.execute("PRAGMA synchronous=FULL")
-                self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
                 version = self._db.execute("PRAGMA user_version").fetchone()[0]
-                if version > SCHEMA_VERSION:
-                    # Served as this one's, it would be stamped back to this version
-                    # and the newer memhub would migrate it a second time.
+                if version > SCHEMA_VERSION:  # a newer memhub made it meanwhile
                     raise _TooNew(version)
                 self._db.executescript(_SCHEMA)
                 if version < SCHEMA_VERSION:  # a new file (version 1 is the first)
@@ -421,6 +427,4 @@ def printed_weight(content: str, form: str) -> int:
 def _readable(content: str) -> bool:
     """Whether `content` holds something to read once blanks and the characters a
     drain leaves out (`prompt_text.left_out`) are set aside."""
-    return any(
-        not ch.isspace() and not left_out(ch) and ch not in INVISIBLE_KEPT for ch in content
-    )
+    return any(not ch.isspace() and not left_out(ch) and ch not in INVISIBLE_KEPT for ch in content)

@@ -203,12 +203,17 @@ def test_an_inbox_written_by_a_newer_memhub_is_refused_and_left_as_it_is(tmp_pat
 
     path = tmp_path / "inbox.sqlite"
     InboxStore(path).close()
-    with sqlite3.connect(path) as connection:
-        connection.execute("ALTER TABLE messages ADD COLUMN newer TEXT")
-        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("ALTER TABLE messages ADD COLUMN newer TEXT")
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    # As a backup leaves it (rollback journal), so that a switch to WAL would show too.
+    connection.execute("PRAGMA journal_mode = DELETE")
+    connection.close()
+    before = path.read_bytes()
 
     with pytest.raises(UnusableDatabase, match="written by a newer memhub"):
         InboxStore(path)
+    assert path.read_bytes() == before
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
 

@@ -154,10 +154,15 @@ def test_filters_and_reader_roles_apply_to_both_retrievers(store: DrawerStore) -
 def test_a_newer_schema_is_refused_with_a_clear_message(tmp_path: Path) -> None:
     path = tmp_path / "ws.db"
     open_store(path).close()
-    with sqlite3.connect(path) as connection:
-        connection.execute(f"PRAGMA user_version = {CURRENT_VERSION + 1}")
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute(f"PRAGMA user_version = {CURRENT_VERSION + 1}")
+    # As a backup leaves it (rollback journal), so that a switch to WAL would show too.
+    connection.execute("PRAGMA journal_mode = DELETE")
+    connection.close()
+    before = path.read_bytes()
     with pytest.raises(SchemaTooNew, match="newer memhub"):
         open_store(path)
+    assert path.read_bytes() == before  # refused and never changed: a rollback keeps it
 
 
 def test_reopening_keeps_drawers_and_runs_no_migration_twice(tmp_path: Path) -> None:

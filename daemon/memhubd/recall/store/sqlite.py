@@ -431,10 +431,14 @@ class SQLiteStore(DrawerStore):
         except sqlite3.DatabaseError as error:
             raise UnusableStore(self.path, f"not a usable recall store: {error}") from error
         try:
-            # Set while the file holds no table yet (a new store), so that a purge can
-            # give pages back without rewriting the whole file; older stores switch at
-            # the first purge that frees enough (`reclaim`).
-            self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            # A store of a newer memhub is refused before anything here writes to it
+            # (both pragmas below rewrite the file's header): a rollback keeps it whole.
+            self._refuse_newer(self._writer.execute("PRAGMA user_version").fetchone()[0])
+            if not self._writer.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+                # Set while the file holds no table yet (a new store), so that a purge can
+                # give pages back without rewriting the whole file; older stores switch at
+                # the first purge that frees enough (`reclaim`).
+                self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
             into_wal(self._writer, BUSY_TIMEOUT_MS / 1000)
             self.schema_version = self._migrate()
         except sqlite3.DatabaseError as error:
@@ -449,18 +453,21 @@ class SQLiteStore(DrawerStore):
 
     # -- schema -----------------------------------------------------------------------
 
+    def _refuse_newer(self, version: int) -> None:
+        if version > schema.CURRENT_VERSION:
+            raise SchemaTooNew(
+                self.path,
+                f"recall store schema {version} was written by a newer memhub; this "
+                f"one supports up to {schema.CURRENT_VERSION}. Upgrade memhub, or move "
+                "the file aside to start an empty store.",
+            )
+
     def _migrate(self) -> int:
         with self._write_lock:
             self._writer.execute("BEGIN IMMEDIATE")
             try:
                 version = self._writer.execute("PRAGMA user_version").fetchone()[0]
-                if version > schema.CURRENT_VERSION:
-                    raise SchemaTooNew(
-                        self.path,
-                        f"recall store schema {version} was written by a newer memhub; this "
-                        f"one supports up to {schema.CURRENT_VERSION}. Upgrade memhub, or move "
-                        "the file aside to start an empty store.",
-                    )
+                self._refuse_newer(version)  # a newer memhub may have opened it meanwhile
                 for number in range(version, schema.CURRENT_VERSION):
                     for statement in schema.MIGRATIONS[number]:
                         self._writer.execute(statement)
