@@ -7,7 +7,6 @@ an error message.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
@@ -71,7 +70,14 @@ class HttpEmbedder:
         for start in range(0, len(wanted), self.batch_size):
             rows = wanted[start : start + self.batch_size]
             out[rows] = self._embed_batch([texts[i] for i in rows])
-        return normalise_rows(out)
+        normalise_rows(out)
+        if not np.isfinite(out).all():
+            # `_matrix` refuses what would make this so; a vector stored with NaN would
+            # silently drop out of every search and near-duplicate check.
+            raise EmbedderError(
+                f"embeddings from {_display_url(self.url)} are not finite once normalised"
+            )
+        return out
 
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
         where = _display_url(self.url)
@@ -156,6 +162,19 @@ def _matrix(vectors: list[object], dimension: int, model: str, where: str) -> np
                 f"{where} returned {len(vector)}-d vectors for model {model}, but the "
                 f"settings say dimension {dimension}; set dimension = {len(vector)} and reindex"
             )
-        if not all(math.isfinite(x) for x in vector):
-            raise EmbedderError(f"{where} returned an embedding with NaN or infinite values")
-    return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), dimension)
+    # Checked as float32, the type stored: a finite JSON number such as 1e39 is infinite
+    # there, and a row whose length overflows (or underflows to 0) cannot be normalised.
+    with np.errstate(over="ignore", invalid="ignore"):
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), dimension)
+        norms = np.linalg.norm(matrix, axis=1)
+    if not np.isfinite(norms).all():
+        raise EmbedderError(
+            f"{where} returned an embedding with NaN or infinite values "
+            "(or values too large for float32)"
+        )
+    if not (norms > 0).all():
+        raise EmbedderError(
+            f"{where} returned an all-zero embedding (or one too small to normalise) "
+            "for a text that is not blank"
+        )
+    return matrix
