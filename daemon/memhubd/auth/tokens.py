@@ -41,6 +41,9 @@ RESERVED_NAMES = frozenset({"local-operator", "environment", BOOTSTRAP_NAME})
 # Of those, the ones no stored token may ever carry (`bootstrap` is the bootstrap
 # token's own): such a token, made before they were reserved, is refused.
 IMPOSTOR_NAMES = RESERVED_NAMES - {BOOTSTRAP_NAME}
+# A keyword where a partner is named (cowork's peek: whoever else acted last), so no
+# partner of that name could be peeked. One made before is kept and named as any other.
+KEYWORD_NAMES = frozenset({"auto"})
 _SECRET_SHAPE = re.compile(r"mh_[0-9a-f]{12}_")
 BOOTSTRAP_ENV = "MEMHUB_BOOTSTRAP_TOKEN"
 BOOTSTRAP_FILE_ENV = "MEMHUB_BOOTSTRAP_TOKEN_FILE"
@@ -405,6 +408,11 @@ class TokenStore:
             # The names the admin audit gives the socket's operator and the bootstrap's
             # registration: a token called so would pass for them there.
             raise TokenError(f"token name {name!r} is reserved; choose another")
+        if isinstance(name, str) and name in KEYWORD_NAMES:
+            raise TokenError(
+                f"token name {name!r} is reserved (a peek at 'auto' is at whoever else acted "
+                "last); choose another"
+            )
         if isinstance(name, str) and _SECRET_SHAPE.match(name):
             # A secret pasted as a name would be shown by every token list (and is kept
             # out of the audit): refused, and never echoed.

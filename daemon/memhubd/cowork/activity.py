@@ -16,6 +16,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from memhub_protocol.prompt_text import shown
+
 ENTRIES_PER_IDENTITY = 50
 MAX_TEXT_CHARS = 200
 MAX_PAIRS = 4096
@@ -46,6 +48,9 @@ def cut(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     # Kept text is sent to peekers as JSON: a lone surrogate (which no door should let
     # through) would make every later peek at this identity fail.
     text = text.encode("utf-8", "replace").decode("utf-8")
+    # Another identity's words land in the peeker's context (MCP's peek above all): what
+    # an agent would read and a person could not see is left out, as memctl prints it.
+    text = shown(text)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 

@@ -70,7 +70,7 @@ def register_cowork_tools(server: MCPServer, hub: Hub) -> None:
             )
             raise tool_error(error)
         target = target_tool or to
-        if not target.strip() or target.strip().lower() == cowork.AUTO:
+        if not target.strip() or target.strip() == cowork.AUTO:
             error = ProtocolError(
                 ErrorCode.INVALID,
                 "name the partner in 'target_tool' (an identity of this workspace); "

@@ -357,9 +357,7 @@ def note_check(hub: Hub, identity: Identity, name: str, task: str, pack: dict[st
     note(hub, identity, name, "check", task, verdict=pack.get("verdict"), violations=violations)
 
 
-def note_search(
-    hub: Hub, identity: Identity, found: dict[str, int | None], query: str
-) -> None:
+def note_search(hub: Hub, identity: Identity, found: dict[str, int | None], query: str) -> None:
     """A recall search: `found` holds its hits per workspace searched (None: not told,
     as the caller's private diary entries were among them)."""
     for name, hits in found.items():
@@ -450,7 +448,7 @@ async def peek(
             f"'identity' must be at most {MAX_NAME} characters",
             {"field": "identity"},
         )
-    if not partner or partner.lower() == AUTO:
+    if not partner or partner == AUTO:  # `Auto` may be a token's name
         found = log_.most_recent_other(name, identity.name)
         if found is None:
             return _peek_answer(name, None, [], False, None)
