@@ -7,9 +7,10 @@ and the person cannot see. So besides control characters (escape sequences among
 it leaves out what renders as nothing: format characters (bidirectional overrides that
 reorder what a person sees, Unicode tag characters, zero-width spaces) and the other
 default-ignorable code points (fillers, the grapheme joiner, variation selectors but the
-two that choose an emoji's or a symbol's look, one after a character at most: strings of
-selectors can carry bytes), private-use and unassigned code points. The zero-width
-joiner and non-joiner stay: Persian and Indic spelling and emoji sequences need them."""
+two that choose an emoji's or a symbol's look), private-use and unassigned code points.
+The zero-width joiner and non-joiner stay: Persian and Indic spelling and emoji sequences
+need them. Of those four, a character is followed by one selector then one joiner at
+most: longer strings of them, alternated or not, could carry hidden bytes."""
 
 from __future__ import annotations
 
@@ -67,21 +68,24 @@ def left_out(ch: str) -> bool:
 INVISIBLE_KEPT = _KEPT_FORMAT | PRESENTATION
 
 
-def _same_kind(ch: str, before: str) -> bool:
-    """Whether `ch` follows one of its kind: a joiner a joiner, a selector a selector (a
-    selector then a joiner is how emoji sequences are spelt: 🏳️‍🌈)."""
-    return (ch in _KEPT_FORMAT and before in _KEPT_FORMAT) or (
-        ch in PRESENTATION and before in PRESENTATION
-    )
+def _kept_after(ch: str, before: str) -> bool:
+    """Whether the joiner or presentation selector `ch` is kept after `before` ("" at
+    the start): a selector right after a character, a joiner right after a character
+    or after such a selector (how emoji sequences are spelt: 🏳️‍🌈 is a flag, VS16, ZWJ
+    and a rainbow). Any longer run of them could carry bytes, two bits a character."""
+    if ch in PRESENTATION:
+        return before != "" and before not in INVISIBLE_KEPT
+    return before != "" and before not in _KEPT_FORMAT
 
 
 def shown(text: str) -> str:
-    """`text` without what a prompt leaves out: `left_out` characters, and a joiner
-    after a joiner or a presentation selector after a selector."""
+    """`text` without what a prompt leaves out: `left_out` characters, and of the joiners
+    and presentation selectors after a character, all but one selector then one joiner."""
     out: list[str] = []
     for ch in text:
-        after = out[-1] if out else ""
-        if left_out(ch) or (ch in INVISIBLE_KEPT and _same_kind(ch, after)):
+        if left_out(ch):
+            continue
+        if ch in INVISIBLE_KEPT and not _kept_after(ch, out[-1] if out else ""):
             continue
         out.append(ch)
     return "".join(out)

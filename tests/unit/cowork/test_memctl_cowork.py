@@ -69,6 +69,39 @@ def test_a_string_of_joiners_or_emoji_selectors_keeps_one() -> None:
     assert clean("a\u200c\u200d\u200c\u200db") == "a\u200cb"
 
 
+HIDING = "\ufe0f\u200d\ufe0e\u200c" * 25  # four invisibles, two bits each
+
+
+def test_alternated_selectors_and_joiners_keep_one_selector_then_one_joiner() -> None:
+    assert clean(f"ok{HIDING} done") == "ok\ufe0f\u200d done"
+    assert clean("x\u200d\ufe0fy\u200c\ufe0e\u200dz") == "x\u200dy\u200cz"
+    assert clean(f"{HIDING}ok") == "ok"  # nothing before them to join or to show
+
+
+@pytest.mark.parametrize("fmt", ["plain", "hook-json"])
+def test_a_drained_message_cannot_hide_bytes_in_alternated_invisibles(fmt: str) -> None:
+    text = format_drain([{**MESSAGE, "content": f"ok{HIDING} done"}], fmt)
+    assert sum(text.count(ch) for ch in "\ufe0e\ufe0f\u200c\u200d") == 2
+
+
+def test_a_peek_and_a_status_show_no_string_of_invisibles() -> None:
+    from memctl.cowork import render_peek, render_status
+
+    entry = {"at": "t", "kind": "query", "text": f"ok{HIDING}", "counts": {}}
+    peek = render_peek(
+        {"partner": "alice", "workspace": "w", "partner_active": True, "last_seen": None,
+         "entries": [entry], "truncated": False}
+    )  # fmt: skip
+    limits = {"max_messages": 16, "max_total_bytes": 32768}
+    preview = {"from": "alice", "pushed_at": "t", "content": f"ok{HIDING}"}
+    status = render_status(
+        {"workspace": "w", "identity": "bob", "count": 1, "bytes": 9, "limits": limits,
+         "previews": [preview], "sent_undelivered": []}
+    )  # fmt: skip
+    for text in (peek, status):
+        assert "ok\ufe0f\u200d" in text and sum(text.count(ch) for ch in HIDING[:4]) == 2
+
+
 def entries() -> dict[str, list[dict[str, object]]]:
     return {
         "UserPromptSubmit": [hooks._group("memctl cowork drain --format plain", 10)],
