@@ -23,6 +23,17 @@ def _ws(request: Request) -> str:
     return str(request.path_params["workspace"])
 
 
+def _once(request: Request, *names: str) -> dict[str, Any]:
+    """The route's checked query parameters, refusing one of `names` given twice: the
+    last would win unseen (`max_bytes=15&max_bytes=100`), as recall's times refuse."""
+    for name in names:
+        if len(request.query_params.getlist(name)) > 1:
+            raise ProtocolError(
+                ErrorCode.INVALID, f"'{name}' is given more than once", {"field": name}
+            )
+    return query_params(request)
+
+
 def _push_body(body: Any) -> tuple[str, str]:
     if not isinstance(body, dict):
         raise ProtocolError(ErrorCode.INVALID, "the body must be a JSON object")
@@ -52,7 +63,7 @@ def cowork_handlers(context: ApiContext) -> dict[str, Handler]:
 
     async def drain(request: Request, identity: Identity) -> Response:
         # No body is read: the budget comes as query parameters, checked by `endpoint`.
-        params = query_params(request)
+        params = _once(request, "max_bytes", "at_least_one", "weigh")
         at_least_one = params["at_least_one"] is not False  # absent: true
         data = await cowork.drain(
             hub,
@@ -68,7 +79,7 @@ def cowork_handlers(context: ApiContext) -> dict[str, Handler]:
         return _result(context, await cowork.status(hub, identity, _ws(request)))
 
     async def peek(request: Request, identity: Identity) -> Response:
-        params = query_params(request)
+        params = _once(request, "limit", "since")
         limit = params["limit"] if params["limit"] is not None else cowork.PEEK_LIMIT
         partner = str(request.path_params["identity"])
         data = await cowork.peek(hub, identity, _ws(request), partner, limit, params["since"])
