@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import structlog
 
 from memhubd.recall.ingest.lock import DEFAULT_TIMEOUT_S, SourceLock
@@ -26,6 +29,17 @@ from memhubd.recall.uploads import PartAssembler
 log = structlog.get_logger("memhubd.recall")
 
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
+# After the embedder failed to load, the next use this long after tries again: a model
+# server that was down when the daemon first needed it is picked up once it answers.
+EMBEDDER_RETRY_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderFailure:
+    """The embedder's last failure: its message and when (epoch seconds)."""
+
+    message: str
+    at: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +69,13 @@ class RecallShelf:
         self._removals: dict[str, int] = {}
         self._lock = threading.Lock()
         self._embedder: Embeds | None = None
-        self._embedder_error: str | None = None
         self._embedder_loaded = False
+        # Held while the embedder loads; apart from `_lock`, so that a load waiting on a
+        # slow model server never holds up opening stores.
+        self._loading = threading.Lock()
+        self._retry_at = 0.0  # monotonic time from which a failed load is tried again
+        self._failure: EmbedderFailure | None = None
+        self._failure_lock = threading.Lock()
         # Files uploaded in parts, until their last part: at most four files' worth.
         self.uploads = PartAssembler(self.settings.max_file_bytes, 4 * self.settings.max_file_bytes)
 
@@ -91,18 +110,71 @@ class RecallShelf:
 
     def embedder(self) -> Embeds | None:
         """The configured embedder, loaded on first use; None when vectors are off or it
-        cannot load (then `embedder_error` says why, and search runs on BM25 alone)."""
+        cannot load (then `embedder_error` says why, and search runs on BM25 alone). A
+        failed load is tried again by a use EMBEDDER_RETRY_S or more after it."""
         if not self.settings.vectors:
             return None
-        with self._lock:
-            if not self._embedder_loaded:
-                self._embedder_loaded = True
-                self._embedder, self._embedder_error = _load(self.settings.embedder)
+        if self._embedder is not None or (
+            self._embedder_loaded and time.monotonic() < self._retry_at
+        ):
             return self._embedder
+        # The first use waits for the load, so that its search has vectors; a later
+        # try is made by one caller while the others go on with BM25 alone.
+        if not self._loading.acquire(blocking=not self._embedder_loaded):
+            return self._embedder
+        try:
+            if self._embedder is None and (
+                not self._embedder_loaded or time.monotonic() >= self._retry_at
+            ):
+                self._load()
+            return self._embedder
+        finally:
+            self._loading.release()
+
+    def _load(self) -> None:
+        retrying = self._embedder_loaded
+        embedder, error = _load(self.settings.embedder)
+        if embedder is None:
+            self._retry_at = time.monotonic() + EMBEDDER_RETRY_S
+            self._embedder_loaded = True
+            self.embedding_failed(error or "the embedder did not load", loading=True)
+            return
+        self._embedder = _Reporting(embedder, self)
+        self._embedder_loaded = True
+        if retrying:
+            self.embedding_succeeded()
 
     @property
     def embedder_error(self) -> str | None:
-        return self._embedder_error
+        """Why the embedder cannot run, or why its last call failed (until one succeeds)."""
+        failure = self._failure
+        return failure.message if failure is not None else None
+
+    @property
+    def embedder_failure(self) -> EmbedderFailure | None:
+        return self._failure
+
+    def embedding_failed(self, message: str, loading: bool = False) -> None:
+        """Record a failure of the embedder; logged when it differs from the last one
+        (an embedder down for an hour is one line, not one per request)."""
+        with self._failure_lock:
+            last, self._failure = self._failure, EmbedderFailure(message, int(time.time()))
+        if last is None or last.message != message:
+            log.warning(
+                "embedder unavailable; recall search uses BM25 only"
+                if loading
+                else "embedder failed; what it could not embed is stored without vectors "
+                "and searched with BM25 alone",
+                error=message,
+            )
+
+    def embedding_succeeded(self) -> None:
+        if self._failure is None:
+            return
+        with self._failure_lock:
+            last, self._failure = self._failure, None
+        if last is not None:
+            log.info("embedder answers again", last_error=last.message)
 
     def forget(self, workspace: str) -> None:
         """Close `workspace`'s store if open (its statements running finish first)."""
@@ -152,6 +224,36 @@ def _load(settings: object | None) -> tuple[Embeds | None, str | None]:
         embedder = load_embedder(settings)  # type: ignore[arg-type]
         embedder.embed(["warm-up"])  # loads the model now, not inside the first search
     except Exception as error:
-        log.warning("embedder unavailable; recall search uses BM25 only", error=str(error))
         return None, str(error)
     return embedder, None
+
+
+class _Reporting:
+    """The loaded embedder, telling its shelf how each call went: a failure shows in
+    `recall status` until a call that reaches the model succeeds. Any exception of a
+    backend comes out as EmbedderError, which ingest and search fall back on."""
+
+    def __init__(self, embedder: Embeds, shelf: RecallShelf) -> None:
+        self.name = embedder.name
+        self.dimension = embedder.dimension
+        self._embedder = embedder
+        self._shelf = shelf
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from memhubd.recall.embed import EmbedderError
+        from memhubd.recall.embed.base import check_texts, is_blank
+
+        check_texts(texts)
+        try:
+            vectors = self._embedder.embed(texts)
+        except EmbedderError as error:
+            self._shelf.embedding_failed(str(error))
+            raise
+        except Exception as error:
+            log.exception("embedder failed", embedder=self.name)
+            message = f"{self.name} failed: {type(error).__name__}: {error}"
+            self._shelf.embedding_failed(message)
+            raise EmbedderError(message) from error
+        if not all(is_blank(text) for text in texts):  # blank texts reach no model
+            self._shelf.embedding_succeeded()
+        return vectors

@@ -46,6 +46,7 @@ from memhub_protocol.routes import WAKE_UP_MIN_BUDGET
 from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, REVIEW, WRITE_RECALL
 from memhubd.auth.identity import Identity
 from memhubd.recall import aaak
+from memhubd.recall.embed import EmbedderError
 from memhubd.recall.ids import DEFAULT_ROOM
 from memhubd.recall.ingest import IngestOptions, LockTimeout, SourceReport
 from memhubd.recall.search import Hit, search
@@ -211,7 +212,11 @@ def _guarded(run: Any, source: str) -> SourceReport:
         unusable = state_database_failure(error)
         if unusable is not None:  # e.g. a full disk: say so, the file is not at fault
             return SourceReport(source, "failed", unusable.message)
-        return SourceReport(source, "failed", f"internal error: {type(error).__name__}")
+        if isinstance(error, EmbedderError):  # its message says what to change
+            return SourceReport(source, "failed", f"embedder: {error}")
+        return SourceReport(
+            source, "failed", f"internal error: {type(error).__name__}; see the daemon log"
+        )
 
 
 def ingest_summary(name: str, dry_run: bool, reports: list[SourceReport]) -> dict[str, Any]:
@@ -331,8 +336,11 @@ async def search_recall(
             try:
                 vector = embedder.embed([request.query])[0]
             except Exception as error:
-                log.warning("query embedding failed", error=str(error))
+                log.info("query embedding failed", error=str(error))
                 warnings.append(f"vector search unavailable: {error}")
+                # BM25 alone, in every workspace: asked again, the embedder would
+                # only fail (or time out) once more per workspace.
+                embedder = None
         elif shelf.embedder_error:
             warnings.append(f"vector search unavailable: {shelf.embedder_error}")
         merged: list[tuple[str, Hit]] = []
@@ -492,6 +500,7 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
         visible = sum(rooms.values())
         deleted, vectors = state.deleted_count, state.vector_count
         embedder = shelf.embedder()
+        failure = shelf.embedder_failure
         stored = state.embedder
         running = {"name": embedder.name, "dimension": embedder.dimension} if embedder else None
         return {
@@ -510,12 +519,18 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
                 {"name": stored.name, "dimension": stored.dimension} if stored else None
             ),
             "embedder": running,
-            "embedder_error": shelf.embedder_error,
+            # Why the embedder cannot load, or its last call's failure until one succeeds.
+            "embedder_error": failure.message if failure else None,
+            "embedder_failed_at": failure.at if failure else None,
             "vectors_usable": bool(
                 embedder
+                and failure is None
                 and stored
                 and (stored.name, stored.dimension) == (embedder.name, embedder.dimension)
             ),
+            # Live drawers with no vector (stored while the embedder failed or differed
+            # from the store's): a reindex gives them one. None when vectors are off.
+            "vectors_missing": visible - vectors if shelf.settings.vectors else None,
             "db_size_bytes": state.db_size_bytes,
             "wal_size_bytes": state.wal_size_bytes,
         }

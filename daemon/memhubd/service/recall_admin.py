@@ -18,9 +18,10 @@ from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import ReindexRequest, TaxonomyEditRequest
 from memhub_protocol.scopes import ADMIN, READ_SUMMARY, REVIEW, WRITE_RECALL
 from memhubd.auth.identity import Identity
-from memhubd.recall.ingest.pipeline import STRIPE_SOURCES
+from memhubd.recall.embed import EmbedderError
+from memhubd.recall.ingest.pipeline import STRIPE_SOURCES, Embeds
 from memhubd.recall.shelf import RecallShelf
-from memhubd.recall.store import TaxonomyEntry
+from memhubd.recall.store import Drawer, TaxonomyEntry
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import host_for, require_scope
 from memhubd.service.recall import (
@@ -210,10 +211,14 @@ async def reindex(
         embedder = shelf.embedder()
         record = record_of(embedder)
         if embedder is None or record is None:
-            raise ProtocolError(
-                ErrorCode.CONFLICT,
-                "no embedder is running: " + (shelf.embedder_error or "vectors are off"),
-            )
+            if shelf.embedder_error is not None:
+                # Configured but not loading (a model server down): it may come back.
+                raise ProtocolError(
+                    ErrorCode.WORKSPACE_UNAVAILABLE,
+                    f"no embedder is running: {shelf.embedder_error}; the old vectors stay in use",
+                    {"embedder_error": shelf.embedder_error},
+                )
+            raise ProtocolError(ErrorCode.CONFLICT, "no embedder is running: vectors are off")
         store = shelf.store(name)
         started = time.perf_counter()
         after = (step.after or 0) if step is not None else 0
@@ -226,7 +231,7 @@ async def reindex(
         for batch in store.iter_live(size, after):
             if budget is not None:
                 batch = batch[: budget - total]
-            vectors = embedder.embed([d.content for d in batch])
+            vectors = _embedded(embedder, batch)
             store.stage_vectors([d.rowid for d in batch], vectors, first=first)
             first = False
             total += len(batch)
@@ -251,7 +256,7 @@ async def reindex(
             # dimension are embedded now rather than left without one.
             filled = 0
             for batch in store.iter_unstaged(REINDEX_BATCH, record.dimension):
-                vectors = embedder.embed([d.content for d in batch])
+                vectors = _embedded(embedder, batch)
                 store.stage_vectors([d.rowid for d in batch], vectors, first=False)
                 filled += len(batch)
             audit = _audit(
@@ -263,3 +268,17 @@ async def reindex(
         return answer
 
     return await anyio.to_thread.run_sync(work, limiter=_INGEST)
+
+
+def _embedded(embedder: Embeds, drawers: list[Drawer]) -> np.ndarray:
+    """The drawers' vectors; an embedder failing stops the reindex with its message, as
+    an unavailable dependency (503): nothing is swapped in, so search keeps the vectors
+    it had."""
+    try:
+        return embedder.embed([d.content for d in drawers])
+    except EmbedderError as error:
+        raise ProtocolError(
+            ErrorCode.WORKSPACE_UNAVAILABLE,
+            f"reindex stopped, the embedder failed: {error}; the old vectors stay in use",
+            {"embedder": embedder.name, "embedder_error": str(error)},
+        ) from None

@@ -21,6 +21,7 @@ import numpy as np
 
 from memhubd.recall import rooms as taxonomy_rooms
 from memhubd.recall.context import leave_out, with_day
+from memhubd.recall.embed import EmbedderError
 from memhubd.recall.ids import DEFAULT_ROOM, LONG_HASH, SHORT_HASH, content_hash, drawer_id
 from memhubd.recall.ingest.chunk import Chunk, chunk
 from memhubd.recall.ingest.formats import (
@@ -194,6 +195,9 @@ class Ingestor:
         self.store = store
         self.embedder = embedder
         self.locks = locks
+        # The embedder's failure in this ingest: later sources of it are stored without
+        # vectors rather than each waiting for the embedder to fail again.
+        self.embed_failure: str | None = None
 
     # -- entry points -----------------------------------------------------------------
 
@@ -276,10 +280,14 @@ class Ingestor:
             if drawers:
                 known = self.store.find([d.id for d in drawers])
                 texts.update(dict.fromkeys(d.content for d in drawers if d.id not in known))
-        if not texts or not self._embed_allowed():
+        if not texts or not self._embed_allowed() or self.embed_failure is not None:
             return {}
         batch = list(texts)
-        vectors = np.asarray(self.embedder.embed(batch), dtype=np.float32)
+        try:
+            vectors = np.asarray(self.embedder.embed(batch), dtype=np.float32)
+        except EmbedderError as error:
+            self.embed_failure = str(error)  # each file's report says so (`_embed`)
+            return {}
         return dict(zip(batch, vectors, strict=True))
 
     def _store_group(
@@ -772,7 +780,21 @@ class Ingestor:
             )
             return None, None
         missing = list(dict.fromkeys(d.content for d in new if d.content not in ready))
-        fresh = dict(zip(missing, self.embedder.embed(missing), strict=True)) if missing else {}
+        fresh: dict[str, np.ndarray] = {}
+        if missing and self.embed_failure is None:
+            try:
+                fresh = dict(zip(missing, self.embedder.embed(missing), strict=True))
+            except EmbedderError as error:
+                self.embed_failure = str(error)
+        if missing and self.embed_failure is not None:
+            # Stored all the same, as with no embedder at all: BM25 finds them now, and
+            # a reindex gives them vectors (`recall status` counts them meanwhile).
+            report.warnings.append(
+                f"the embedder failed ({self.embed_failure}); these drawers are stored "
+                "without vectors, so search finds them by words alone until "
+                "`memctl recall reindex` runs with the embedder answering again"
+            )
+            return None, None
         vectors = np.asarray(
             [ready[d.content] if d.content in ready else fresh[d.content] for d in new],
             dtype=np.float32,

@@ -1,0 +1,203 @@
+"""An http embedder that fails after it loaded, or is down when first needed, through a
+real daemon and a real embeddings server on loopback: writes are stored without vectors
+and say why, search answers with BM25 alone, reindex refuses with the embedder's message,
+and `recall status` shows the failure until the embedder answers again."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memhubd.recall import shelf as shelf_module
+from tests.fake_embeddings import FakeEmbeddings, fake_embeddings
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+
+WS = "writing"
+BASE = f"/v1/workspaces/{WS}"
+
+
+@pytest.fixture
+def embeddings() -> Iterator[FakeEmbeddings]:
+    with fake_embeddings(dimension=16) as server:
+        yield server
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, embeddings: FakeEmbeddings) -> Iterator[LiveDaemon]:
+    workspaces = copy_examples(tmp_path / "ws", [WS])
+    settings = {
+        "recall.embedder": "http",
+        "recall.embedder_url": embeddings.url,
+        "recall.embedder_model": "fake",
+        "recall.embedder_dimension": 16,
+    }
+    with start_daemon(tmp_path, workspaces, **settings) as live:
+        yield live
+
+
+def call(daemon: LiveDaemon, method: str, path: str, **body: Any) -> Any:
+    with daemon.http(daemon.admin_token) as http:
+        if method == "GET":
+            return http.get(path)
+        return http.request(method, path, json=body)
+
+
+def ingest(daemon: LiveDaemon, content: str) -> dict[str, Any]:
+    answer = call(daemon, "POST", f"{BASE}/recall/ingest", content=content)
+    assert answer.status_code in (200, 201), answer.text
+    return answer.json()
+
+
+def status(daemon: LiveDaemon) -> dict[str, Any]:
+    return call(daemon, "GET", f"{BASE}/recall/status").json()
+
+
+def search(daemon: LiveDaemon, query: str) -> dict[str, Any]:
+    answer = call(daemon, "POST", f"{BASE}/recall/search", query=query)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_ingest_while_the_embedder_fails_stores_the_drawer_without_a_vector_and_says_why(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings
+) -> None:
+    # given an embedder that loaded and embedded a first drawer
+    assert ingest(daemon, "the heron waits by the reed bed")["chunks"] == 1
+    before = status(daemon)
+    assert before["vectors_usable"] is True and before["vectors_missing"] == 0
+    # when it starts answering HTTP 500
+    embeddings.mode = "e500"
+    answer = ingest(daemon, "the otter slides down the muddy bank")
+    # then the drawer is stored, and the answer says it has no vector and why
+    (source,) = answer["sources"]
+    assert answer["failed"] == [] and source["status"] == "ingested" and answer["chunks"] == 1
+    (warning,) = source["warnings"]
+    assert "HTTP 500" in warning and "model exploded" in warning and "reindex" in warning
+    # and status names the failure, when, and the drawer left without a vector
+    failing = status(daemon)
+    assert "HTTP 500" in failing["embedder_error"]
+    assert abs(failing["embedder_failed_at"] - time.time()) < 60
+    assert failing["vectors_usable"] is False
+    assert (failing["vector_count"], failing["vectors_missing"]) == (1, 1)
+    # and search finds it by its words, saying vector search is unavailable
+    found = search(daemon, "otter muddy bank")
+    assert any("otter" in hit["content"] for hit in found["hits"])
+    assert any("vector search unavailable" in w and "HTTP 500" in w for w in found["warnings"])
+    # when the embedder answers again, its next success clears the failure
+    embeddings.mode = "ok"
+    search(daemon, "otter")
+    recovered = status(daemon)
+    assert recovered["embedder_error"] is None and recovered["embedder_failed_at"] is None
+    assert recovered["vectors_usable"] is True and recovered["vectors_missing"] == 1
+    # and a reindex gives the drawer its vector
+    done = call(daemon, "POST", f"{BASE}/recall/reindex")
+    assert done.status_code == 200, done.text
+    assert status(daemon)["vectors_missing"] == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("e500", 'answered HTTP 500: {"error": "model exploded"}'),
+        ("wrongdim", "returned 17-d vectors"),
+        ("fewer", "returned 0 vectors for 1 texts"),
+        ("nan", "NaN or infinite values"),
+        ("big", "NaN or infinite values"),
+        ("down", "embedding request to"),
+    ],
+)
+def test_reindex_while_the_embedder_fails_is_refused_with_its_message(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings, mode: str, message: str
+) -> None:
+    # given a drawer with its vector
+    ingest(daemon, "the kingfisher dives for minnows")
+    # when the embedder fails during a reindex
+    embeddings.mode = mode
+    answer = call(daemon, "POST", f"{BASE}/recall/reindex")
+    # then the reindex is refused as an unavailable dependency, with the embedder's words
+    assert answer.status_code == 503, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "workspace_unavailable"
+    assert message in error["message"] and "the old vectors stay in use" in error["message"]
+    assert message in error["detail"]["embedder_error"]
+    # and the vectors stored before are still there and in use once it answers again
+    embeddings.mode = "ok"
+    after = status(daemon)
+    assert after["vector_count"] == 1 and after["vectors_missing"] == 0
+    assert any("kingfisher" in hit["content"] for hit in search(daemon, "kingfisher")["hits"])
+
+
+def test_files_ingested_while_the_embedder_fails_are_all_stored_asking_it_once(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings
+) -> None:
+    ingest(daemon, "warm the embedder up")
+    embeddings.mode = "e500"
+    embeddings.requests.clear()
+    files = [
+        {"name": "notes/birds.md", "content": "# Birds\n\nThe crane stands in the marsh.\n"},
+        {"name": "notes/fish.md", "content": "# Fish\n\nThe pike hides in the weeds.\n"},
+    ]
+    answer = call(daemon, "POST", f"{BASE}/recall/ingest", files=files)
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert body["failed"] == [] and [s["status"] for s in body["sources"]] == ["ingested"] * 2
+    assert all("HTTP 500" in s["warnings"][0] for s in body["sources"])
+    assert len(embeddings.requests) == 1  # the later file is not sent again
+    assert status(daemon)["vectors_missing"] == body["chunks"] > 0
+
+
+def test_a_diary_entry_written_while_the_embedder_fails_is_stored(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings
+) -> None:
+    ingest(daemon, "warm the embedder up")
+    embeddings.mode = "fewer"
+    answer = call(daemon, "POST", f"{BASE}/diary", type="OBSERVATION", content="geese fly south")
+    assert answer.status_code in (200, 201), answer.text
+    assert answer.json()["status"] == "ingested"
+    assert "returned 0 vectors for 1 texts" in status(daemon)["embedder_error"]
+    assert status(daemon)["vectors_missing"] == 1
+
+
+def test_a_search_whose_query_embedding_fails_asks_the_embedder_once(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings
+) -> None:
+    ingest(daemon, "the swallow nests under the eaves")
+    embeddings.mode = "e500"
+    embeddings.requests.clear()
+    found = search(daemon, "swallow eaves")
+    assert any("swallow" in hit["content"] for hit in found["hits"])
+    assert len(embeddings.requests) == 1
+
+
+def test_an_embedder_down_when_first_needed_is_used_once_it_answers(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shelf_module, "EMBEDDER_RETRY_S", 0.5)
+    # given an endpoint that is down when the daemon first needs it
+    embeddings.mode = "down"
+    answer = ingest(daemon, "the wren sings at dawn")
+    assert answer["chunks"] == 1
+    down = status(daemon)
+    assert down["embedder"] is None and "embedding request to" in down["embedder_error"]
+    assert down["vectors_missing"] == 1
+    # and it is not asked again before the retry is due, and a reindex says why it waits
+    embeddings.requests.clear()
+    search(daemon, "wren")
+    refused = call(daemon, "POST", f"{BASE}/recall/reindex")
+    assert embeddings.requests == []
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "workspace_unavailable"
+    assert "embedding request to" in refused.json()["error"]["message"]
+    # when it answers again and the retry is due
+    embeddings.mode = "ok"
+    time.sleep(0.6)
+    ingest(daemon, "the robin sings at dusk")
+    # then the embedder runs, the failure is cleared, and new drawers get vectors
+    up = status(daemon)
+    assert up["embedder"] == {"name": "openai:fake", "dimension": 16}
+    assert up["embedder_error"] is None and up["vectors_usable"] is True
+    assert (up["vector_count"], up["vectors_missing"]) == (1, 1)
