@@ -224,6 +224,8 @@ class Drained:
     messages: list[dict[str, Any]] = field(default_factory=list)
     remaining: int = 0
     error: dict[str, str] | None = None  # why the drain stopped early: {code, message}
+    # Workspaces whose drain failed while the others went on: {workspace, code, message}.
+    failed: list[dict[str, str]] = field(default_factory=list)
 
 
 def cmd_drain(args: argparse.Namespace) -> int:
@@ -247,7 +249,9 @@ def cmd_drain(args: argparse.Namespace) -> int:
         drained.error = {"code": failure_code(error), "message": reason}
         print(f"memctl cowork drain: {reason}", file=sys.stderr)
     try:
-        output = format_drain(drained.messages, fmt, drained.remaining, drained.error)
+        output = format_drain(
+            drained.messages, fmt, drained.remaining, drained.error, drained.failed
+        )
         if output:
             sys.stdout.write(output + "\n")
             sys.stdout.flush()
@@ -331,7 +335,21 @@ def _drain_into(
         names = [settings.workspace] if settings.workspace else workspace_names(client.workspaces())
         for name in names:
             params = None if budget is None else drain_params(drained.messages, fmt, budget, name)
-            answer = client._call("cowork_drain", workspace=name, params=params)
+            try:
+                answer = client._call("cowork_drain", workspace=name, params=params)
+            except _Deadline:
+                raise  # the whole drain's time is up: no other workspace gets a turn
+            except Exception as error:
+                if settings.workspace:
+                    raise  # the one workspace asked for: the drain stopped (`error`)
+                # One unusable inbox (a damaged file, a workspace just removed) must not
+                # hold back the messages of every other workspace, prompt after prompt.
+                reason = failure_reason(error)
+                drained.failed.append(
+                    {"workspace": name, "code": failure_code(error), "message": reason}
+                )
+                print(f"memctl cowork drain: {name}: {reason}", file=sys.stderr)
+                continue
             for item in answer.get("messages", []):
                 drained.messages.append({**item, "workspace": answer.get("workspace", name)})
             remaining = answer.get("remaining", 0)
@@ -415,14 +433,19 @@ def format_drain(
     fmt: str = "plain",
     remaining: int = 0,
     error: dict[str, str] | None = None,
+    failed: list[dict[str, str]] | None = None,
 ) -> str:
     """The drained messages as `fmt`, and how many still wait; "" when there are none
     and none wait (a hook then adds nothing). In json, `error` ({code, message}) says
-    why the drain stopped early, so that a timeout is not taken for an empty inbox."""
+    why the drain stopped early, so that a timeout is not taken for an empty inbox, and
+    `errors` ({workspace, code, message} each) which workspaces' drains failed while
+    the others went on (the prompt formats leave both to stderr)."""
     if fmt == "json":
         answer: dict[str, Any] = {"messages": messages, "remaining": remaining}
         if error is not None:
             answer["error"] = {**error, "detail": {}}
+        if failed:
+            answer["errors"] = failed
         return json.dumps(answer, ensure_ascii=False, indent=2)
     if not messages and not remaining:
         return ""
