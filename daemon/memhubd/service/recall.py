@@ -346,7 +346,14 @@ async def search_recall(
         merged: list[tuple[str, Hit]] = []
         boosted: dict[str, list[str]] = {}
         terms: list[str] = []
-        full: set[str] = set()  # workspaces whose search stopped at `limit` hits
+        # Hits per workspace for partner peek, each as that workspace alone gave them
+        # (a peer granted only some of the workspaces must not learn from a count that
+        # the others' hits took places), the caller's private diary entries left out: a
+        # peer holding the same roles would not see them. Where one took a place in a
+        # workspace's hits cut at `limit`, a peer could have found more than are left:
+        # the count is then not told (None).
+        private = _private_role(identity.name)
+        counted: dict[str, int | None] = {}
         for workspace in names:
             with index_warming(workspace):
                 result = search(
@@ -362,29 +369,21 @@ async def search_recall(
             warnings.extend(w for w in result.warnings if w not in warnings)
             boosted.update(result.boosted_rooms)
             merged.extend((workspace, hit) for hit in result.hits)
-            if len(result.hits) >= request.limit:
-                full.add(workspace)
+            mine = [
+                h
+                for h in result.hits
+                if h.drawer.readers is None or private not in h.drawer.readers
+            ]
+            cut = len(result.hits) >= request.limit
+            counted[workspace] = None if cut and len(mine) < len(result.hits) else len(mine)
         merged.sort(key=lambda item: (-item[1].fused, item[0], item[1].drawer.rowid))
-        if len(merged) > request.limit:
-            full.update(names)  # hits of every workspace may have been cut
         merged = merged[: request.limit]
         # One definition of a tunnel for hints and `tunnels` (recall rooms, modules,
         # entities; never the fallback room), over the caller's workspaces only.
         rooms = {hit.drawer.room for _w, hit in merged}
         tunnels = tunnel_workspaces(hub, identity, every, rooms)
         hits = []
-        # Hits per workspace for partner peek, the caller's private diary entries left
-        # out: a peer holding the same roles would not see them. Where one took a place
-        # in hits cut at `limit`, a peer could have found more than are left: the count
-        # is then not told (None).
-        private = _private_role(identity.name)
-        counted: dict[str, int | None] = dict.fromkeys(names, 0)
         for workspace, hit in merged:
-            if hit.drawer.readers is not None and private in hit.drawer.readers:
-                if workspace in full:
-                    counted[workspace] = None
-            elif counted[workspace] is not None:
-                counted[workspace] += 1  # type: ignore[operator]
             data = hit.as_dict()
             if roles is not None and "bm25" in data["signals"]:
                 # BM25 weighs a term by how many drawers hold it, hidden ones included:
