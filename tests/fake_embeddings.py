@@ -3,7 +3,8 @@
 What it answers is switched while it runs (`server.mode = "e500"`), so a test can make an
 embedder that loaded fine start failing, and then recover. Modes: ok, e500, wrongdim,
 fewer, nan, big (1e39, beyond float32), huge (1e38, a length float32 cannot hold), zero,
-tiny (1e-30, a length that underflows to 0), down (the connection is closed unanswered).
+tiny (1e-30, a length that underflows to 0), down (the connection is closed unanswered),
+hold (answered as ok once `gate` is set: a request held under way).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MODES = ("ok", "e500", "wrongdim", "fewer", "nan", "big", "huge", "zero", "tiny", "down")
+MODES = ("ok", "e500", "wrongdim", "fewer", "nan", "big", "huge", "zero", "tiny", "down", "hold")
 
 
 def fake_vector(text: str, dimension: int) -> list[float]:
@@ -30,6 +31,7 @@ class FakeEmbeddings:
     dimension: int = 16
     mode: str = "ok"
     requests: list[list[str]] = field(default_factory=list)
+    gate: threading.Event = field(default_factory=threading.Event)
 
     def answer(self, texts: list[str]) -> tuple[int, bytes]:
         mode = self.mode
@@ -60,6 +62,8 @@ def _handler(server: FakeEmbeddings) -> type[BaseHTTPRequestHandler]:
             if server.mode == "down":
                 self.close_connection = True
                 return
+            if server.mode == "hold":
+                server.gate.wait(30)
             status, body = server.answer(list(texts))
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -935,6 +935,10 @@ _ENVIRONMENT_ERRNOS = frozenset(
 )
 
 
+# What SQLite, and a recall store's pool of readers, raise for a connection closed.
+_CLOSED = frozenset({"Cannot operate on a closed database.", "the recall store was closed"})
+
+
 def state_database_failure(error: BaseException) -> ProtocolError | None:
     """What a caller is told of a state-dir database that failed under its request (a
     recall store or cowork inbox not SQLite, cut short, from a newer memhub, or a
@@ -947,6 +951,14 @@ def state_database_failure(error: BaseException) -> ProtocolError | None:
 
     if isinstance(error, UnusableDatabase):
         message, path = f"{str(error).rstrip('.')}; see the daemon log", str(error.path)
+    elif isinstance(error, sqlite3.ProgrammingError) and str(error) in _CLOSED:
+        # Closed under the request: its workspace removed (a request's statement under
+        # way is let finish, the rest of the request is not), or the daemon stopping.
+        message = (
+            "the workspace's state was closed while this request ran (the workspace was "
+            "removed, or the daemon is stopping); what had not been stored was not"
+        )
+        path = None
     elif isinstance(error, sqlite3.DatabaseError):
         message, path = f"a state database failed: {error}; see the daemon log", None
     elif isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS:
