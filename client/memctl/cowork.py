@@ -43,8 +43,7 @@ PROMPT_FORMATS = ("plain", "hook-json")
 # characters of a hook's output inline and cuts the rest to a preview, and drained
 # messages are gone from the inbox, so what it cuts would never reach the model.
 PROMPT_BUDGET = 8000
-SENDER_ALLOWANCE = 32  # bytes kept for a sender's name, unknown until the message comes
-BUDGET_COUNT = 99  # the count assumed in the frame's lines while sizing it
+BUDGET_COUNT = 9999  # the counts assumed in the frame while sizing it: wider than any drain's
 STDIN_CHUNK = 1 << 16
 PREVIEW_LINES = 3
 
@@ -334,7 +333,7 @@ def _drain_into(
         # No workspace chosen: the caller's inbox in every workspace it may use.
         names = [settings.workspace] if settings.workspace else workspace_names(client.workspaces())
         for name in names:
-            params = None if budget is None else drain_params(drained.messages, fmt, budget, name)
+            params = None if budget is None else drain_params(drained.messages, fmt, budget)
             try:
                 answer = client._call("cowork_drain", workspace=name, params=params)
             except _Deadline:
@@ -356,35 +355,28 @@ def _drain_into(
             drained.remaining += remaining if isinstance(remaining, int) else 0
 
 
-def drain_params(
-    taken: list[dict[str, Any]], fmt: str, budget: int, workspace: str
-) -> dict[str, str]:
+def drain_params(taken: list[dict[str, Any]], fmt: str, budget: int) -> dict[str, str]:
     """The query of the next workspace's drain: the bytes still within `budget` once
-    what is taken, the frame and the next message's line are printed. In a prompt
-    format the daemon weighs each message's content as printed here; only the lines'
-    prefixes (time, sender, workspace) of a second and later message in one answer
-    are not counted, so several may pass the budget by those. Only the first message
-    of the whole drain comes whatever its size."""
+    what is taken and the frame are printed. In a prompt format the daemon weighs each
+    message as its whole line printed here, time, sender and workspace included, with
+    the line feed after it, so no number of messages passes the budget. Only the first
+    message of the whole drain comes whatever its size."""
     left = budget - printed_size(taken, fmt)
-    if fmt in PROMPT_FORMATS:
-        probe = {"pushed_at": "2026-12-01T18:40:00.123Z", "from": "", "workspace": workspace}
-        left -= len(_message_line(probe).encode()) + SENDER_ALLOWANCE
     params = {"max_bytes": str(max(0, left)), "at_least_one": "false" if taken else "true"}
     if fmt in PROMPT_FORMATS:
-        # The daemon weighs each message as it prints here (indents, JSON escapes).
         params["weigh"] = fmt
     return params
 
 
 def printed_size(messages: list[dict[str, Any]], fmt: str) -> int:
     """Bytes `messages` take of a drain's budget: as printed in a prompt format, with the
-    frame and a line saying more are waiting; their content alone in json."""
+    frame (even around none), a line saying more are waiting and the last line feed;
+    their content alone in json."""
     if fmt not in PROMPT_FORMATS:
         return sum(len(str(m.get("content", "")).encode()) for m in messages)
-    size = len(format_drain(messages, fmt, BUDGET_COUNT).encode())
-    if not messages:  # the frame comes with the first message
-        size += sum(len(line.encode()) + 1 for line in _frame(BUDGET_COUNT))
-    return size
+    header, footer = _frame(BUDGET_COUNT)
+    lines = [header, *map(_message_line, messages), footer, _more_waiting(BUDGET_COUNT)]
+    return len(_prompt_output("\n".join(lines), fmt).encode()) + len("\n")
 
 
 def clean(text: str) -> str:
@@ -455,7 +447,10 @@ def format_drain(
         lines = [header, *(_message_line(item) for item in messages), footer]
     if remaining:
         lines.append(_more_waiting(remaining))
-    text = "\n".join(lines)
+    return _prompt_output("\n".join(lines), fmt)
+
+
+def _prompt_output(text: str, fmt: str) -> str:
     if fmt == "hook-json":
         payload = {
             "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}

@@ -270,9 +270,13 @@ class InboxStore:
         budget smaller than a message never leaves it stuck; `at_least_one=False` lets a
         caller that already has something keep to its budget strictly. The first message
         that does not fit ends the delivery: a later, smaller one never overtakes it.
-        `weigh`: what `max_bytes` counts, the content or the content as memctl prints it
-        (`printed_weight`), so that what a prompt hook prints keeps to its budget.
+        `weigh`: what `max_bytes` counts, the content or each message's whole line as
+        memctl prints it in a prompt format (`line_weight`: its time, sender and
+        workspace too), so that what a prompt hook prints keeps to its budget however
+        many messages come.
         """
+        # The shelf names each workspace's inbox file after the workspace.
+        workspace = self.path.stem
         with self._write() as db:
             rows = db.execute(
                 "SELECT id, sender, recipient, content, pushed_at, bytes FROM messages "
@@ -280,7 +284,8 @@ class InboxStore:
                 (recipient,),
             ).fetchall()
             sizes = [
-                row[-1] if weigh == "content" else printed_weight(row[3], weigh) for row in rows
+                row[-1] if weigh == "content" else line_weight(row[3], row[1], workspace, weigh)
+                for row in rows
             ]
             taken = _fitting(sizes, max_bytes, at_least_one)
             if taken:
@@ -388,6 +393,22 @@ def _fitting(sizes: list[int], max_bytes: int | None, at_least_one: bool) -> int
         if total > max_bytes and not (taken == 0 and at_least_one):
             return taken
     return len(sizes)
+
+
+# memctl's line of a drained message, "- TIME from SENDER in WORKSPACE: CONTENT", but its
+# sender, workspace and content; TIME is the drain's `pushed_at`, RFC 3339 to the
+# millisecond in UTC, always 24 characters.
+_LINE_FRAME = len("- 2026-12-01T18:40:00.123Z") + len(" from ") + len(" in ") + len(": ")
+# What joins a line to the next: a line feed, escaped in hook-json's JSON string.
+_LINE_JOIN = {"plain": len("\n"), "hook-json": len("\\n")}
+
+
+def line_weight(content: str, sender: str, workspace: str, form: str) -> int:
+    """The bytes a message's line takes of memctl's prompt output in `form` (plain or
+    hook-json), the line feed that joins it to the next included: never below what is
+    printed, so that any number of messages keep to a budget of their summed weights."""
+    named = printed_weight(sender, form) + printed_weight(workspace, form)
+    return _LINE_FRAME + named + printed_weight(content, form) + _LINE_JOIN[form]
 
 
 # What memctl ends a line at (str.splitlines' line ends), each printed as an indented
