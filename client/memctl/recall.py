@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import sys
+import time
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -543,14 +544,26 @@ def _render_status(data: dict[str, Any]) -> str:
         lines.append(f"deleted_drawers: {data['deleted_count']} (use `memctl recall purge`)")
     lines.append(f"vector_count: {data['vector_count']}")
     stored, running = data["vectors_embedder"], data["embedder"]
+    failed = data.get("embedder_error")
     if running:
         lines.append(f"embedder: {running['name']} ({running['dimension']}-d)")
+        if failed:
+            # Loaded, then failing: reindex would fail alike until it answers again.
+            since = data.get("embedder_failed_at")
+            at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since)) if since else None
+            when = f" at {at}" if at else ""
+            lines.append(f"embedder call failed{when}: {failed}")
+            lines.append("search uses BM25 alone until the embedder answers again")
     else:
-        lines.append(f"embedder: none ({data.get('embedder_error') or 'vectors off'})")
-    if stored and not data["vectors_usable"]:
+        lines.append(f"embedder: none ({failed or 'vectors off'})")
+    if stored and not data["vectors_usable"] and not failed:
         lines.append(
             f"vectors from {stored['name']} ({stored['dimension']}-d): run `memctl recall reindex`"
         )
+    missing = data.get("vectors_missing")
+    if missing:
+        then = " once the embedder answers" if failed else ""
+        lines.append(f"drawers_without_vectors: {missing} (run `memctl recall reindex`{then})")
     lines.append(f"taxonomy_entries: {data['taxonomy_count']}")
     lines.append(f"db_size_bytes: {data['db_size_bytes']} (+ wal {data['wal_size_bytes']})")
     lines.append("rooms:")

@@ -14,7 +14,7 @@ import pytest
 
 from memhubd.recall import shelf as shelf_module
 from tests.fake_embeddings import FakeEmbeddings, fake_embeddings
-from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+from tests.integration.conftest import LiveDaemon, copy_examples, memctl, start_daemon
 
 WS = "writing"
 BASE = f"/v1/workspaces/{WS}"
@@ -83,6 +83,12 @@ def test_ingest_while_the_embedder_fails_stores_the_drawer_without_a_vector_and_
     assert abs(failing["embedder_failed_at"] - time.time()) < 60
     assert failing["vectors_usable"] is False
     assert (failing["vector_count"], failing["vectors_missing"]) == (1, 1)
+    # and so does memctl, without sending to a reindex that would fail alike
+    code, out, err = memctl(daemon, daemon.admin_token, "-w", WS, "recall", "status")
+    assert code == 0, err
+    assert "embedder call failed at " in out and "model exploded" in out
+    assert "drawers_without_vectors: 1 (run `memctl recall reindex` once the embedder" in out
+    assert "vectors from" not in out
     # and search finds it by its words, saying vector search is unavailable
     found = search(daemon, "otter muddy bank")
     assert any("otter" in hit["content"] for hit in found["hits"])
@@ -97,6 +103,8 @@ def test_ingest_while_the_embedder_fails_stores_the_drawer_without_a_vector_and_
     done = call(daemon, "POST", f"{BASE}/recall/reindex")
     assert done.status_code == 200, done.text
     assert status(daemon)["vectors_missing"] == 0
+    code, out, err = memctl(daemon, daemon.admin_token, "-w", WS, "recall", "status")
+    assert code == 0 and "failed" not in out and "without_vectors" not in out, out
 
 
 @pytest.mark.parametrize(
