@@ -166,6 +166,8 @@ def test_a_diary_entry_written_while_the_embedder_fails_is_stored(
     answer = call(daemon, "POST", f"{BASE}/diary", type="OBSERVATION", content="geese fly south")
     assert answer.status_code in (200, 201), answer.text
     assert answer.json()["status"] == "ingested"
+    (warning,) = answer.json()["warnings"]  # the writer is told, as an ingest's is
+    assert "returned 0 vectors for 1 texts" in warning and "reindex" in warning
     assert "returned 0 vectors for 1 texts" in status(daemon)["embedder_error"]
     assert status(daemon)["vectors_missing"] == 1
 

@@ -180,7 +180,7 @@ async def write(
                 "not change: delete it (recall delete) to withdraw it",
                 {"field": "shared", "drawer_id": stored.id, "shared": not shared},
             )
-    return {
+    answer = {
         "schema_version": WRITE_SCHEMA,
         "workspace": name,
         "identity": identity.name,
@@ -193,6 +193,9 @@ async def write(
             "this entry is already in the diary" if report.status == "unchanged" else "stored"
         ),
     }
+    if report.warnings:  # e.g. stored without a vector while the embedder fails
+        answer["warnings"] = list(report.warnings)
+    return answer
 
 
 def _entry(drawer: Drawer, score: float | None = None) -> dict[str, Any]:
