@@ -65,9 +65,12 @@ def cmd_write(session: Session, args: argparse.Namespace) -> int:
     answer = _ws_call(session, "diary_write", body=body)
     session.show(
         answer,
-        lambda a: (
-            f"{a['message']}: {a['drawer_id']} ({a['type']}, "
-            f"{'shared' if a['shared'] else 'private to you and reviewers'})"
+        lambda a: "\n".join(
+            [
+                f"{a['message']}: {a['drawer_id']} ({a['type']}, "
+                f"{'shared' if a['shared'] else 'private to you and reviewers'})",
+                *(f"warning: {w}" for w in a.get("warnings", ())),
+            ]
         ),
     )
     return 0

@@ -168,8 +168,13 @@ def test_a_diary_entry_written_while_the_embedder_fails_is_stored(
     assert answer.json()["status"] == "ingested"
     (warning,) = answer.json()["warnings"]  # the writer is told, as an ingest's is
     assert "returned 0 vectors for 1 texts" in warning and "reindex" in warning
+    code, out, err = memctl(
+        daemon, daemon.admin_token, "-w", WS, "diary", "write", "OBSERVATION", "cranes too"
+    )
+    assert code == 0, err
+    assert out.startswith("stored: ") and "\nwarning: " in out and "0 vectors" in out
     assert "returned 0 vectors for 1 texts" in status(daemon)["embedder_error"]
-    assert status(daemon)["vectors_missing"] == 1
+    assert status(daemon)["vectors_missing"] == 2
 
 
 def test_a_search_whose_query_embedding_fails_asks_the_embedder_once(
