@@ -431,8 +431,9 @@ ROUTES: tuple[Route, ...] = (
             Param(
                 "weigh",
                 choices=("content", "plain", "hook-json"),
-                description="what max_bytes counts: the content (default), or the content as "
-                "memctl prints it in that format (line breaks indented, and escaped in JSON)",
+                description="what max_bytes counts: the content (default), or each message's "
+                "whole line as memctl prints it in that format (its time, sender and workspace "
+                "too; line breaks indented, and escaped in JSON)",
             ),
         ),
     ),
