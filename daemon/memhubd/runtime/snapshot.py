@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
@@ -267,9 +268,14 @@ def build_snapshot(
                 walked, known, files, refused, rules, root, real_root, source
             )
         has_links = walked_links if root_problem is None else has_links
-        for path, before in known.items():  # served last time, not found by this walk
-            if serve_file(path, before, None, rules, real_root) is not None:
-                _insert_in_order(files, before, previous.files if previous else ())
+        # Served last time, not found by this walk, still held through their grace.
+        held = [
+            before
+            for path, before in known.items()
+            if serve_file(path, before, None, rules, real_root) is not None
+        ]
+        if held:
+            files = _put_back(files, held, previous.files if previous else ())
     registry = registry_state.registry
     if previous is None or registry is not previous.workspace.registry:
         touched = None  # every file is typed again
@@ -595,6 +601,80 @@ def _parsed_paths(
         if all((files[at].document is None) == (before[at].document is None) for at in touched):
             return list(previous.workspace.files)
     return [f.path for f in files if f.document is not None]
+
+
+def _put_back(
+    files: list[SourceFile], held: list[SourceFile], order: tuple[SourceFile, ...]
+) -> list[SourceFile]:
+    """`files` (as a walk lists them) with each of `held` put back in turn as
+    `_insert_in_order` puts it, in time linear in the files and directories rather than
+    in their product: a branch switch that deletes thousands of files holds them all.
+
+    The walk lists each directory's files together, by name: they are kept as one run
+    per directory, so a held file beside others is placed by a bisection of its run,
+    and only a directory with no run yet is looked for among the runs. Where the
+    listing is not so (a directory in two runs, names out of order, a place inside
+    another directory's run), each file is put back one at a time as before."""
+    runs: list[_Run] = []
+    by_folder: dict[str, _Run] = {}
+    for source in files:
+        folder, name = os.path.split(source.path)
+        run = by_folder.get(folder)
+        if run is None:
+            run = by_folder[folder] = _Run(folder)
+            runs.append(run)
+        elif run is not runs[-1] or name < run.names[-1]:
+            return _one_at_a_time(files, held, order)
+        run.names.append(name)
+        run.sources.append(source)
+    position: dict[str, int] | None = None
+    for kept in held:
+        folder, name = os.path.split(kept.path)
+        run = by_folder.get(folder)
+        if run is not None:  # among the files of its directory, by name
+            at = bisect_right(run.names, name)
+            run.names.insert(at, name)
+            run.sources.insert(at, kept)
+            continue
+        below = folder + os.sep
+        at = next((i for i, r in enumerate(runs) if r.folder.startswith(below)), None)
+        if at is None:  # where it was served before, among the files served then
+            if position is None:
+                position = {f.path: i for i, f in enumerate(order)}
+            mine = position.get(kept.path, len(order))
+            at = len(runs)
+            for i, other in enumerate(runs):
+                later = [position.get(f.path, -1) > mine for f in other.sources]
+                if any(later):
+                    if not later[0]:  # inside another directory's run
+                        return _one_at_a_time(files, held, order)
+                    at = i
+                    break
+        run = by_folder[folder] = _Run(folder)
+        run.names.append(name)
+        run.sources.append(kept)
+        runs.insert(at, run)
+    return [source for run in runs for source in run.sources]
+
+
+class _Run:
+    """One directory's files, consecutive in a walk's listing, sorted by name."""
+
+    __slots__ = ("folder", "names", "sources")
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.names: list[str] = []
+        self.sources: list[SourceFile] = []
+
+
+def _one_at_a_time(
+    files: list[SourceFile], held: list[SourceFile], order: tuple[SourceFile, ...]
+) -> list[SourceFile]:
+    files = list(files)
+    for kept in held:
+        _insert_in_order(files, kept, order)
+    return files
 
 
 def _insert_in_order(
