@@ -1,5 +1,6 @@
-"""Where an approval may write: a `.mem` file whose real path lies inside the workspace root,
-and which file to suggest when the reviewer has not named one.
+"""Where an approval may write: a `.mem` file whose real path lies inside the workspace root
+(outside version control's own directories), and which file to suggest when the reviewer
+has not named one.
 
 Path checks (realpath resolves symlinks) over a loaded workspace; it creates and
 writes nothing. A refusal is an Issue, so the caller can report it and leave the
@@ -15,6 +16,10 @@ from collections.abc import Callable
 from memhubd.model import Declaration, Workspace
 from memhubd.review.marking import proposed_declaration
 from memhubd.review.validation import Issue
+
+# Version control's own directories: their files are never in a commit or a clone, so
+# memory approved into one would be served here and nowhere else.
+VCS_DIRS = frozenset({".git", ".hg", ".svn"})
 
 
 def resolve_target(root: str, staging: str, into: object) -> str | Issue:
@@ -41,6 +46,13 @@ def resolve_target(root: str, staging: str, into: object) -> str | Issue:
         )
     if _inside(real, staging) or real == staging:
         return Issue("target_in_staging", f"approval target {into!r} is inside the review staging")
+    vcs = _vcs_dir(real, root)
+    if vcs is not None:
+        return Issue(
+            "target_in_vcs_dir",
+            f"approval target {into!r} is inside {vcs}, version control's own directory: "
+            "memory written there is never versioned nor cloned; name a file of the work tree",
+        )
     if not real.endswith(".mem") or os.path.basename(real) == ".mem":
         return Issue("target_not_mem", f"approval target {into!r} must be a .mem file")
     if os.path.lexists(real) and not os.path.isfile(real):
@@ -49,6 +61,16 @@ def resolve_target(root: str, staging: str, into: object) -> str | Issue:
     if unusable is not None:
         return Issue("target_invalid", f"approval target {into!r} cannot be a file: {unusable}")
     return real
+
+
+def _vcs_dir(real: str, root: str) -> str | None:
+    """The version-control directory (`.git`, `.hg`, `.svn`) that `real` lies in below
+    `root`, or None. Compared without case: on a case-insensitive file system `.GIT`
+    is `.git`."""
+    for part in os.path.relpath(real, root).split(os.sep)[:-1]:
+        if part.casefold() in VCS_DIRS:
+            return part
+    return None
 
 
 def _unmakeable(real: str, root: str) -> str | None:
@@ -122,7 +144,7 @@ def suggest_target(root: str, workspace: Workspace, source: str) -> str | None:
 
 def _usable(root: str, path: str) -> bool:
     real = os.path.realpath(path)
-    return real.endswith(".mem") and _inside(real, root)
+    return real.endswith(".mem") and _inside(real, root) and _vcs_dir(real, root) is None
 
 
 def _relative(root: str, path: str) -> str:

@@ -124,6 +124,21 @@ def test_suggested_target_is_the_superseded_declarations_file(tmp_path: Path) ->
     assert suggest_target(real, workspace, "not a declaration") is None
 
 
+def test_no_target_inside_the_git_directory_is_suggested(tmp_path: Path) -> None:
+    # Given declarations served from .git (loaded as memdsl loads them), most of them facts
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / "a.mem").write_text('entity db { }\nfact db.engine { subject: db claim: "x" }\n')
+    (root / ".git" / "b.mem").write_text('fact one { claim: "y" }\nfact two { claim: "z" }\n')
+    workspace = load(root)
+    real = str(root.resolve())
+
+    # Then neither a correction of one of them nor a fact of its type is sent there
+    correction = 'fact one_v2 { claim: "w" supersedes: "fact:one" }\n'
+    assert suggest_target(real, workspace, correction) == "a.mem"
+    assert suggest_target(real, workspace, 'fact three { claim: "w" }\n') == "a.mem"
+
+
 def test_suggested_target_follows_the_module_before_the_type(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     root.mkdir()

@@ -52,6 +52,39 @@ def test_relative_targets_outside_or_not_mem_are_refused(
     assert_refused(store, root, pid, into, code, root.parent)
 
 
+@pytest.mark.parametrize(
+    "into",
+    [".git/memory.mem", ".git/info/x.mem", "sub/.hg/x.mem", ".svn/x.mem", ".GIT/x.mem"],
+)
+def test_targets_in_version_controls_own_directory_are_refused(
+    store: ReviewStore, root: Path, pid: str, into: str
+) -> None:
+    # Given a workspace that is a repository: what lies in .git is never versioned
+    (root / ".git" / "info").mkdir(parents=True)
+
+    # Then neither the diff nor the approval takes such a target, and nothing is written
+    diff = store.diff(pid, into)
+    assert (diff.ok, [e.code for e in diff.errors]) == (False, ["target_in_vcs_dir"])
+    assert_refused(store, root, pid, into, "target_in_vcs_dir", root.parent)
+
+
+def test_a_symlink_into_the_git_directory_is_refused(
+    store: ReviewStore, root: Path, pid: str
+) -> None:
+    (root / ".git").mkdir()
+    (root / "meta").symlink_to(root / ".git")
+
+    assert_refused(store, root, pid, "meta/x.mem", "target_in_vcs_dir", root.parent)
+
+
+def test_a_file_merely_named_like_a_vcs_directory_is_a_target(
+    store: ReviewStore, root: Path, pid: str
+) -> None:
+    decision = store.approve(pid, load(root), "git/.github.mem", reviewer="alice")
+
+    assert decision.ok, decision.errors
+
+
 def test_absolute_path_outside_the_workspace_is_refused(
     store: ReviewStore, root: Path, pid: str, tmp_path: Path
 ) -> None:
