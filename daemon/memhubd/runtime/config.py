@@ -20,13 +20,17 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from memhub_protocol import paths
+from memhub_protocol.models import _WORKSPACE_NAME, MAX_WORKSPACE_NAME
+from memhub_protocol.recall import NotRegular, read_regular
 
 CONFIG_ENV = "MEMHUB_CONFIG"
 STATE_DIR_ENV = paths.STATE_DIR_ENV
 FLAGS_SOURCE = "command line"
 LOG_FORMATS = ("auto", "json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
-WORKSPACE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+# A config file is a few KiB: a bound keeps a wrong path (a device, a log) from taking
+# the start's memory.
+MAX_CONFIG_BYTES = 1024 * 1024
 # sockaddr_un.sun_path holds 108 bytes on Linux, one of them the terminating NUL.
 MAX_SOCKET_PATH_BYTES = 107
 
@@ -124,6 +128,15 @@ class DaemonConfig:
         return is_loopback_host(self.host)
 
 
+def is_workspace_name(name: str) -> bool:
+    """The protocol's rule (`WorkspaceAddRequest`), for every door: a name is a path part
+    in the state directory, so one made only of dots (`.`, `..`) is refused."""
+    return len(name) <= MAX_WORKSPACE_NAME and _WORKSPACE_NAME.fullmatch(name) is not None
+
+
+WORKSPACE_NAME_RULE = "1-64 of A-Z a-z 0-9 _ . -, at least one letter or digit"
+
+
 def is_loopback_host(host: str) -> bool:
     if host == "localhost":
         return True
@@ -171,14 +184,22 @@ def _boolean(value: Any, key: str, where: _Where) -> bool:
 def _text(value: Any, key: str, where: _Where) -> str:
     if not isinstance(value, str) or not value.strip():
         raise where.error(key, f"must be a non-empty string, got {value!r}")
-    return value.strip()
+    return _without_nul(value, key, where).strip()
 
 
 def _optional_text(value: Any, key: str, where: _Where) -> str:
     """A string; empty (the default) means unset."""
     if not isinstance(value, str):
         raise where.error(key, f'must be a string ("" for none), got {value!r}')
-    return value.strip()
+    return _without_nul(value, key, where).strip()
+
+
+def _without_nul(value: str, key: str, where: _Where) -> str:
+    # No path, name, host or URL can hold one; the system calls would raise ValueError
+    # later, far from the key (a watched directory's task, a socket's bind).
+    if "\x00" in value:
+        raise where.error(key, f"must not contain a NUL byte, got {value!r}")
+    return value
 
 
 def _choice(choices: tuple[str, ...]) -> Callable[[Any, str, _Where], str]:
@@ -217,7 +238,9 @@ def _socket_mode(value: Any, key: str, where: _Where) -> int:
         digits = value.strip().lower().removeprefix("0o")
         mode = int(digits, 8) if re.fullmatch(r"[0-7]{1,4}", digits) else None
     if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o777:
-        shown = oct(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+        shown = (
+            oct(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+        )
         raise where.error(key, f'must be an octal file mode such as 0o600 or "0660"; got {shown}')
     if mode & 0o007:
         # The socket grants admin to whoever can connect to it.
@@ -237,23 +260,64 @@ def _socket_group(value: Any, key: str, where: _Where) -> str | None:
 def _hosts(value: Any, key: str, where: _Where) -> tuple[str, ...]:
     if not isinstance(value, list | tuple):
         raise where.error(key, f"must be a list of host names, got {value!r}")
-    return tuple(_text(item, key, where) for item in value)
+    return tuple(_host(item, key, where) for item in value)
+
+
+def _host(value: Any, key: str, where: _Where) -> str:
+    """`host` or `host:port`, as a Host header carries it: a URL would never match one."""
+    host = _text(value, key, where)
+    if "/" in host or "@" in host or any(c.isspace() for c in host):
+        netloc = urllib.parse.urlsplit(host).netloc.rpartition("@")[2]
+        hint = f'; write "{netloc}"' if netloc else ""
+        raise where.error(
+            key, f"items are host names (host or host:port), not URLs: got {host!r}{hint}"
+        )
+    return host
+
+
+# Upper bounds of times and sizes: far above any sensible setting, and far below where
+# a value overflows what it is handed to (select's and a lock's timeout, a read's size).
+MAX_MILLISECONDS = 600_000  # 10 minutes
+MAX_SECONDS = 86_400  # a day
+MAX_FILE_BYTES = 1024 * 1024 * 1024  # 1 GiB
 
 
 def _milliseconds(value: Any, key: str, where: _Where) -> int:
-    return _integer(value, key, where, 0, 600_000)
+    return _integer(value, key, where, 0, MAX_MILLISECONDS)
+
+
+def _positive_milliseconds(value: Any, key: str, where: _Where) -> int:
+    return _integer(value, key, where, 1, MAX_MILLISECONDS)
+
+
+def _positive_seconds(value: Any, key: str, where: _Where) -> int:
+    return _integer(value, key, where, 1, MAX_SECONDS)
 
 
 def _seconds(value: Any, key: str, where: _Where) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise where.error(key, f"must be a number of seconds >= 0, got {value!r}")
-    return float(value)
+    return _seconds_within(value, key, where, "0")
 
 
 def _rescan_interval(value: Any, key: str, where: _Where) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise where.error(key, f"must be a number of seconds >= 0 (0 disables), got {value!r}")
+    return _seconds_within(value, key, where, "0 (disables)")
+
+
+def _seconds_within(value: Any, key: str, where: _Where, low: str) -> float:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (number and 0 <= value <= MAX_SECONDS):
+        raise where.error(
+            key, f"must be a number of seconds from {low} to {MAX_SECONDS}, got {value!r}"
+        )
     return float(value)
+
+
+# [limits] keys with an upper bound; the others are sizes and counts only compared.
+_LIMITS_BOUNDED: dict[str, Callable[[Any, str, _Where], Any]] = {
+    "regex_timeout_ms": _positive_milliseconds,
+    "read_timeout_s": _positive_seconds,
+    "keep_alive_timeout_s": _positive_seconds,
+    "write_timeout_s": _positive_seconds,
+}
 
 
 # key -> checker, per table; the checkers' order is the documentation's order.
@@ -269,9 +333,9 @@ _TOP: dict[str, _Checker] = {
     "log_level": _choice(LOG_LEVELS),
 }
 _TABLES: dict[str, dict[str, _Checker]] = {
-    "limits": {f.name: _positive for f in fields(Limits)},
+    "limits": {f.name: _LIMITS_BOUNDED.get(f.name, _positive) for f in fields(Limits)},
     "watch": {
-        "debounce_ms": _positive,
+        "debounce_ms": _positive_milliseconds,
         "rescan_interval_s": _rescan_interval,
         "force_polling": _boolean,
         "vanish_grace_ms": _milliseconds,
@@ -284,7 +348,7 @@ _TABLES: dict[str, dict[str, _Checker]] = {
         "embedder_url": _optional_text,
         "embedder_dimension": lambda v, k, w: _integer(v, k, w, 0, 65536),
         "embedder_api_key_env": _optional_text,
-        "max_file_bytes": _positive,
+        "max_file_bytes": lambda v, k, w: _integer(v, k, w, 1, MAX_FILE_BYTES),
         "near_duplicate": lambda v, k, w: _fraction(v, k, w),
         "lock_timeout_s": _seconds,
     },
@@ -340,7 +404,8 @@ def _recall_watch(raw: Any, where: _Where) -> dict[str, tuple[str, ...]]:
             continue
         if not isinstance(dirs, list) or not all(isinstance(d, str) and d for d in dirs):
             raise where.error(repr(name), "recall watch must be a list of directories")
-        watched[name] = tuple(_path(d, "watch", where) for d in dirs)
+        table_where = replace(where, table=f"workspaces.{name}.recall")
+        watched[name] = tuple(_path(d, "watch", table_where) for d in dirs)
         # A watched file is cited as `<directory's name>/<path below it>`: two
         # directories of one name would cite different files alike and replace each
         # other's drawers.
@@ -364,10 +429,8 @@ def _check_workspaces(raw: Any, where: _Where) -> dict[str, str]:
         raise ConfigError(f'{where.source}: [workspaces] must be a table of NAME = "PATH"')
     checked = {}
     for name, path in raw.items():
-        if not WORKSPACE_NAME.fullmatch(name):
-            raise where.error(
-                repr(name), "is not a valid workspace name (1-64 of A-Z a-z 0-9 _ . -)"
-            )
+        if not is_workspace_name(name):
+            raise where.error(repr(name), f"is not a valid workspace name ({WORKSPACE_NAME_RULE})")
         if isinstance(path, Mapping):  # NAME = { path = "...", recall = { watch = [...] } }
             path = _workspace_table(name, path, where)
         checked[name] = _path(path, name, where)
@@ -423,8 +486,14 @@ def _nest_dotted(overrides: Mapping[str, Any]) -> dict[str, Any]:
 def read_config_file(path: str) -> dict[str, Any]:
     """The validated values a TOML file sets (only those; defaults are applied later)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        # Judged on the open file, opened without waiting: a FIFO would block the start
+        # until a writer came, a device (/dev/zero) would be read without end.
+        data = read_regular(path, MAX_CONFIG_BYTES, follow=True)
+    except NotRegular as error:
+        raise ConfigError(
+            f"{path}: cannot read config file: {error.reason} "
+            f"(a config file is a regular file of at most {MAX_CONFIG_BYTES} bytes)"
+        ) from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read config file: {error.strerror or error}") from None
     try:
@@ -495,10 +564,29 @@ def _build(values: dict[str, Any], source: str) -> DaemonConfig:
     )
 
 
+# The [recall] keys each embedder reads; one set for another embedder is refused, as
+# an unknown key is: it would be ignored (`none`), or refused only at the first ingest.
+_EMBEDDER_KEYS = {
+    "static": ("embedder_model", "embedder_dimension"),
+    "onnx": ("embedder_dimension",),
+    "http": ("embedder_url", "embedder_model", "embedder_dimension", "embedder_api_key_env"),
+    "none": (),
+}
+
+
 def _check_embedder(recall: Mapping[str, Any], where: _Where) -> None:
     """What the chosen embedder cannot run without, refused at start: a missing one
     would leave recall on BM25 alone, told only by a warning at the first ingest."""
-    if recall.get("embedder") != "http":
+    embedder = recall.get("embedder", "static")  # RecallConfig's default
+    for key in ("embedder_url", "embedder_model", "embedder_dimension", "embedder_api_key_env"):
+        if recall.get(key) and key not in _EMBEDDER_KEYS[embedder]:
+            users = [name for name, keys in _EMBEDDER_KEYS.items() if key in keys]
+            raise where.error(
+                key,
+                f'is not used by embedder = "{embedder}" (only by '
+                f"{' and '.join(repr(u) for u in users)}); remove it, or choose that embedder",
+            )
+    if embedder != "http":
         return
     # Not echoed: a URL may carry a password.
     try:
@@ -515,7 +603,7 @@ def _check_embedder(recall: Mapping[str, Any], where: _Where) -> None:
         raise where.error("embedder_model", 'must name the model for embedder = "http"')
     if not recall.get("embedder_dimension"):
         raise where.error(
-            "embedder_dimension", "must give the model's dimension for embedder = \"http\""
+            "embedder_dimension", 'must give the model\'s dimension for embedder = "http"'
         )
 
 
@@ -576,10 +664,23 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
         for key in ("host", "port", "socket_path", "state_dir", "log_format", "log_level")
     }
     if getattr(args, "workspaces", None):
-        overrides["workspaces"] = dict(args.workspaces)
+        overrides["workspaces"] = _workspace_flags(args.workspaces)
     if getattr(args, "force_polling", None):
         overrides["watch.force_polling"] = True
     return {key: value for key, value in overrides.items() if value is not None}
+
+
+def _workspace_flags(given: list[tuple[str, str]]) -> dict[str, str]:
+    """`--workspace` flags by name; a name given twice is refused (else one is dropped)."""
+    workspaces: dict[str, str] = {}
+    for name, path in given:
+        if name in workspaces:
+            raise ConfigError(
+                f"--workspace {name} is given twice ({workspaces[name]} and {path}); "
+                "give each name once"
+            )
+        workspaces[name] = path
+    return workspaces
 
 
 def config_from_args(args: argparse.Namespace) -> DaemonConfig:

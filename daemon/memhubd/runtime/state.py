@@ -19,7 +19,7 @@ from pathlib import Path
 
 import structlog
 
-from memhubd.runtime.config import WORKSPACE_NAME
+from memhubd.runtime.config import WORKSPACE_NAME_RULE, is_workspace_name
 
 log = structlog.get_logger(__name__)
 
@@ -201,8 +201,8 @@ class WorkspaceList:
         """Record a workspace. Returns False if the same name and path were already there
         (a retried request changes nothing); raises WorkspaceConflict if the name
         belongs to a different path, ValueError for a bad name or relative path."""
-        if not WORKSPACE_NAME.fullmatch(name):
-            raise ValueError(f"invalid workspace name {name!r} (1-64 of A-Z a-z 0-9 _ . -)")
+        if not is_workspace_name(name):
+            raise ValueError(f"invalid workspace name {name!r} ({WORKSPACE_NAME_RULE})")
         if not os.path.isabs(path):
             raise ValueError(f"workspace path must be absolute, got {str(path)!r}")
         target = os.path.normpath(path)

@@ -318,3 +318,258 @@ def test_a_host_that_is_no_address_names_the_setting(tmp_path: Path) -> None:
     done = subprocess.run(serve, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "cannot listen on host 'bogus host' (host, or --host)" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('state_dir = "state\\u0000"', "state_dir must not contain a NUL byte"),
+        ('socket_path = "s\\u0000.sock"', "socket_path must not contain a NUL byte"),
+        ('socket_group = "daemon\\u0000"', "socket_group must not contain a NUL byte"),
+        ('host = "127.0.0.1\\u0000"', "host must not contain a NUL byte"),
+        ('[workspaces]\na = "ws\\u0000"', "[workspaces] a must not contain a NUL byte"),
+        (
+            '[workspaces]\na = { path = "ws", recall = { watch = ["/chats\\u0000"] } }',
+            "[workspaces.a.recall] watch must not contain a NUL byte",
+        ),
+        ('[mcp]\nallowed_hosts = ["x\\u0000"]', "[mcp] allowed_hosts must not contain a NUL"),
+        ('[recall]\nembedder_model = "m\\u0000"', "[recall] embedder_model must not contain"),
+    ],
+)
+def test_a_nul_byte_in_a_path_or_name_is_refused_naming_the_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """No path or name can hold one: the system calls would raise far from the key."""
+    path = write_config(tmp_path, text)
+
+    with pytest.raises(ConfigError) as raised:
+        load_config(str(path), {})
+
+    assert str(raised.value).startswith(f"{path}: ")
+    assert message in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[limits]\nregex_timeout_ms = 10000000000000",
+            "regex_timeout_ms must be an integer between 1 and 600000",
+        ),
+        (
+            "[limits]\nread_timeout_s = 86401",
+            "read_timeout_s must be an integer between 1 and 86400",
+        ),
+        (
+            "[limits]\nkeep_alive_timeout_s = 10000000000000",
+            "keep_alive_timeout_s must be an integer between 1 and 86400",
+        ),
+        (
+            "[limits]\nwrite_timeout_s = 10000000000000",
+            "write_timeout_s must be an integer between 1 and 86400",
+        ),
+        ("[watch]\ndebounce_ms = 600001", "debounce_ms must be an integer between 1 and 600000"),
+        (
+            "[watch]\nrescan_interval_s = 1" + "0" * 400,
+            "rescan_interval_s must be a number of seconds from 0",
+        ),
+        (
+            "[watch]\nrescan_interval_s = inf",
+            "rescan_interval_s must be a number of seconds from 0",
+        ),
+        (
+            "[recall]\nlock_timeout_s = 1" + "0" * 400,
+            "lock_timeout_s must be a number of seconds from 0 to 86400",
+        ),
+        (
+            "[recall]\nmax_file_bytes = 1099511627776",
+            "max_file_bytes must be an integer between 1 and 1073741824",
+        ),
+    ],
+)
+def test_times_and_read_sizes_have_an_upper_bound(tmp_path: Path, text: str, message: str) -> None:
+    """Above it a value overflows what it is handed to (select's timeout: every check
+    answered 500) or cannot even be turned into a number of seconds."""
+    path = write_config(tmp_path, text)
+
+    with pytest.raises(ConfigError) as raised:
+        load_config(str(path), {})
+
+    assert message in str(raised.value)
+
+
+def test_the_upper_bounds_themselves_are_taken(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path,
+        "[limits]\nregex_timeout_ms = 600000\nread_timeout_s = 86400\n"
+        "[watch]\ndebounce_ms = 600000\nrescan_interval_s = 86400\n"
+        "[recall]\nlock_timeout_s = 86400.0\nmax_file_bytes = 1073741824\n",
+    )
+
+    config = load_config(str(path), {})
+
+    assert config.limits.regex_timeout_ms == 600000
+    assert config.recall.max_file_bytes == 1073741824
+
+
+def test_a_config_path_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "memhub.toml"
+    os.mkfifo(fifo)
+
+    with pytest.raises(ConfigError) as raised:
+        load_config(str(fifo), {})
+
+    assert str(raised.value).startswith(f"{fifo}: cannot read config file: not a regular file")
+
+
+def test_a_device_as_config_path_is_refused_without_reading_it() -> None:
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_config("/dev/zero", {})
+
+
+def test_a_config_file_over_a_mebibyte_is_refused(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "# " + "x" * (1024 * 1024) + "\n")
+
+    with pytest.raises(ConfigError, match=r"larger than 1048576 bytes"):
+        load_config(str(path), {})
+
+
+def test_a_symlinked_config_file_is_read() -> None:
+    link = Path("linked.toml")
+    write_config(Path("real"), "port = 1234")
+    link.symlink_to("real/memhub.toml")
+
+    assert load_config(str(link), {}).port == 1234
+
+
+@pytest.mark.parametrize("name", [".", "..", "...", "-", "_.-"])
+def test_workspace_names_without_a_letter_or_digit_are_refused(tmp_path: Path, name: str) -> None:
+    """The API refuses them; from the file they became `.` and `..` in state-dir paths."""
+    path = write_config(tmp_path, f"[workspaces]\n'{name}' = '/srv/x'")
+
+    with pytest.raises(ConfigError, match="is not a valid workspace name .*letter or digit"):
+        load_config(str(path), {})
+    with pytest.raises(ConfigError, match="is not a valid workspace name"):
+        parse_workspace_flag(f"{name}=/srv/x")
+
+
+def test_the_run_time_workspace_list_refuses_a_name_of_dots(tmp_path: Path) -> None:
+    from memhubd.runtime.state import StateDir
+
+    membership = StateDir(tmp_path / "state").workspace_list()
+
+    with pytest.raises(ValueError, match="letter or digit"):
+        membership.add("..", str(tmp_path))
+    assert membership.add("a.b", str(tmp_path))
+
+
+def test_the_same_workspace_flag_name_twice_is_refused(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    args = parser.parse_args(["--workspace", "team=a", "--workspace", "team=b"])
+
+    with pytest.raises(ConfigError, match="--workspace team is given twice"):
+        config_from_args(args)
+
+
+def test_a_workspace_flag_replaces_the_path_and_keeps_the_files_recall_watch(
+    tmp_path: Path,
+) -> None:
+    """The flag can only say a path; the recall store, and so its watch, belong to the name."""
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    config_file = write_config(
+        tmp_path, '[workspaces]\nteam = { path = "a", recall = { watch = ["chats"] } }'
+    )
+
+    config = config_from_args(
+        parser.parse_args(["--config", str(config_file), "--workspace", "team=b"])
+    )
+
+    assert config.workspaces == {"team": str(tmp_path / "b")}
+    assert config.recall.watch == {"team": (str(tmp_path / "chats"),)}
+
+
+@pytest.mark.parametrize(
+    ("item", "hint"),
+    [
+        ("https://memhub.example.org", 'write "memhub.example.org"'),
+        ("http://memhub.example.org:8377/mcp", 'write "memhub.example.org:8377"'),
+        ("memhub.example.org/mcp", "not URLs"),
+        ("memhub example", "not URLs"),
+    ],
+)
+def test_allowed_hosts_written_as_urls_are_refused_with_the_host_to_write(
+    tmp_path: Path, item: str, hint: str
+) -> None:
+    """A URL never equals a Host header: the origin would be refused for ever."""
+    path = write_config(tmp_path, f'[mcp]\nallowed_hosts = ["{item}"]')
+
+    with pytest.raises(ConfigError) as raised:
+        load_config(str(path), {})
+
+    assert "[mcp] allowed_hosts items are host names (host or host:port)" in str(raised.value)
+    assert hint in str(raised.value)
+
+
+def test_allowed_hosts_take_names_with_ports_and_addresses(tmp_path: Path) -> None:
+    hosts = ["memhub.example.org", "memhub.example.org:8377", "[fd00::1]:8377", "10.0.0.2"]
+    path = write_config(tmp_path, f"[mcp]\nallowed_hosts = {hosts!r}".replace("'", '"'))
+
+    assert load_config(str(path), {}).mcp.allowed_hosts == tuple(hosts)
+
+
+@pytest.mark.parametrize(
+    ("embedder", "key", "value"),
+    [
+        ("none", "embedder_url", '"http://127.0.0.1:11434/api/embed"'),
+        ("none", "embedder_model", '"nomic-embed-text"'),
+        ("none", "embedder_dimension", "384"),
+        ("static", "embedder_url", '"http://127.0.0.1:11434/api/embed"'),
+        ("static", "embedder_api_key_env", '"KEY"'),
+        ("onnx", "embedder_model", '"/srv/models/x"'),
+    ],
+)
+def test_embedder_keys_the_chosen_embedder_does_not_use_are_refused(
+    tmp_path: Path, embedder: str, key: str, value: str
+) -> None:
+    path = write_config(tmp_path, f'[recall]\nembedder = "{embedder}"\n{key} = {value}')
+
+    with pytest.raises(ConfigError) as raised:
+        load_config(str(path), {})
+
+    assert f'[recall] {key} is not used by embedder = "{embedder}"' in str(raised.value)
+
+
+def test_embedder_keys_left_empty_are_unset_for_any_embedder(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path,
+        '[recall]\nembedder = "none"\nembedder_url = ""\nembedder_model = ""\n'
+        'embedder_dimension = 0\nembedder_api_key_env = ""',
+    )
+
+    assert load_config(str(path), {}).recall.embedder == "none"
+    assert load_config(None, {"recall.embedder_model": "/srv/m"}).recall.embedder_model == "/srv/m"
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('state_dir = "state\\u0000"', "state_dir must not contain a NUL byte"),
+        ('socket_group = "daemon\\u0000"', "socket_group must not contain a NUL byte"),
+    ],
+)
+def test_memhubd_serve_refuses_a_nul_byte_in_one_line(tmp_path: Path, text: str, said: str) -> None:
+    import subprocess
+    import sys
+
+    config = write_config(tmp_path, text)
+    serve = [sys.executable, "-m", "memhubd", "serve", "--config", str(config), "--port", "0"]
+    env = {**os.environ, "MEMHUB_STATE_DIR": str(tmp_path / "state")}
+
+    done = subprocess.run(serve, env=env, capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 2
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"memhubd: {config}: ")
+    assert said in done.stderr and "Traceback" not in done.stderr
