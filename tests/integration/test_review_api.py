@@ -247,6 +247,30 @@ def test_a_target_no_file_can_have_is_invalid_for_diff_and_approval(
     assert tree(root_of(daemon)) == before
 
 
+def test_an_approval_while_a_git_rebase_is_stopped_is_a_conflict(daemon: LiveDaemon) -> None:
+    # Given a workspace whose repository has a rebase stopped half-way
+    root = root_of(daemon)
+    (root / ".git" / "rebase-merge").mkdir(parents=True)
+    proposal_id = propose(daemon, NATS).json()["proposal_id"]
+    before = tree(root)
+
+    # When a reviewer approves
+    response = approve(daemon, proposal_id, "decisions.mem")
+
+    # Then it is a conflict naming the operation and what to do; nothing was written
+    assert response.status_code == 409, response.text
+    error = error_of(response)
+    assert error["detail"]["status"] == "git_operation_in_progress"
+    assert error["detail"]["errors"][0]["code"] == "rebase_in_progress"
+    assert "git rebase --abort" in error["message"]
+    assert tree(root) == before
+    assert [e["action"] for e in audit(daemon)] == ["propose"]
+
+    # And once the rebase ends, the same approval goes through
+    (root / ".git" / "rebase-merge").rmdir()
+    assert approve(daemon, proposal_id, "decisions.mem").status_code == 200
+
+
 def test_unknown_and_malformed_proposal_ids(daemon: LiveDaemon) -> None:
     with daemon.http(daemon.tokens["alice"]) as client:
         unknown = client.get(f"{BASE}/proposals/p-20260101-000000-abcdef")

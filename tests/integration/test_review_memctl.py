@@ -175,6 +175,29 @@ def test_decisions_need_the_review_scope_and_refusals_exit_1(daemon: LiveDaemon)
     assert code == 1 and err.startswith("memctl: not_found: ")
 
 
+def test_an_approval_during_a_stopped_git_merge_says_what_to_do(daemon: LiveDaemon) -> None:
+    _code, out, _err = memctl(
+        daemon, "agent-build", "propose", "-", stdin=NATS.replace("uses_nats", "mid_merge")
+    )
+    proposal_id = proposal_id_of(out)
+    git_dir = Path(daemon.workspaces[WS]) / ".git"
+    git_dir.mkdir(exist_ok=True)
+    (git_dir / "MERGE_HEAD").write_text("0" * 40 + "\n")
+    try:
+        code, _, err = memctl(
+            daemon, "alice", "review", "approve", proposal_id, "--into", "decisions.mem"
+        )
+    finally:
+        (git_dir / "MERGE_HEAD").unlink()
+
+    assert code == 1 and err.startswith("memctl: conflict: git_operation_in_progress: ")
+    assert "git merge --continue" in err and "git merge --abort" in err
+    code, _, _ = memctl(
+        daemon, "alice", "review", "approve", proposal_id, "--into", "decisions.mem"
+    )
+    assert code == 0
+
+
 def test_an_unreachable_daemon_exits_2(daemon: LiveDaemon, tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "memctl", "--url", f"unix://{tmp_path}/none.sock", "review", "list"],

@@ -60,7 +60,7 @@ from memhubd.review.proposal import (
     render_proposal,
 )
 from memhubd.review.results import Decision, ProposalDiff, ProposalResult
-from memhubd.review.targets import resolve_target
+from memhubd.review.targets import git_operation, resolve_target
 from memhubd.review.validation import (
     DEFAULT_MAX_BYTES,
     Issue,
@@ -372,6 +372,9 @@ class ReviewStore:
         approval = _Approval(
             proposal, recorded or target, reviewer, generation, prior, entries, recorded is not None
         )
+        stopped = _git_operation(approval, workspace)
+        if stopped is not None:
+            return Decision(False, "git_operation_in_progress", proposal_id, errors=(stopped,))
         return self._merge(approval, workspace)
 
     def _merge(self, approval: _Approval, workspace: Workspace) -> Decision:
@@ -791,6 +794,20 @@ class _Approval:
     # Whether `target` is the one an interrupted approval of the proposal recorded (its
     # block may be there already), rather than the one asked for now.
     recorded: bool = False
+
+
+def _git_operation(approval: _Approval, workspace: Workspace) -> Issue | None:
+    """A git operation stopped half-way in a repository an approval would write in: its
+    target's, or that of a file where it marks a declaration superseded."""
+    paths = {approval.target}
+    paths.update(
+        os.path.realpath(d.file) for d in superseded_by(approval.proposal.source, workspace)
+    )
+    for path in sorted(paths):
+        stopped = git_operation(path)
+        if stopped is not None:
+            return stopped
+    return None
 
 
 def _module_moved(source: str, target_text: str) -> str | None:

@@ -149,3 +149,74 @@ def _usable(root: str, path: str) -> bool:
 
 def _relative(root: str, path: str) -> str:
     return os.path.relpath(os.path.realpath(path), root)
+
+
+# What git leaves in a work tree's git dir while an operation is stopped half-way (on a
+# conflict, or to edit), and the command that finishes or aborts it. `rebase-apply` is
+# also `git am`'s, which marks it with `applying`.
+_STOPPED_GIT_OPERATIONS = (
+    ("rebase-merge", "rebase"),
+    ("rebase-apply", "rebase"),
+    ("MERGE_HEAD", "merge"),
+    ("CHERRY_PICK_HEAD", "cherry-pick"),
+    ("REVERT_HEAD", "revert"),
+)
+
+
+def git_operation(path: str) -> Issue | None:
+    """Why nothing may be written at `path` now: the repository whose work tree holds it
+    has a merge, rebase, cherry-pick, revert or `git am` stopped half-way; None otherwise.
+
+    Such an operation owns the work tree until it is continued or aborted: a file
+    written meanwhile makes `--continue` refuse, is folded into its commit by a
+    `git add`, or is dropped by `--abort`. A bisect is not one (it leaves no conflict),
+    nor is `index.lock`, which every `git status` takes for a moment. Read from the git
+    dir's files, without running git: a few `stat` calls.
+    """
+    found = _git_dir(os.path.dirname(path))
+    if found is None:
+        return None
+    git_dir, top = found
+    for name, operation in _STOPPED_GIT_OPERATIONS:
+        if os.path.lexists(os.path.join(git_dir, name)):
+            if name == "rebase-apply" and os.path.lexists(os.path.join(git_dir, name, "applying")):
+                operation = "am"
+            return Issue(
+                f"{operation.replace('-', '_')}_in_progress",
+                f"a git {operation} is in progress in {top}: it owns the work tree until it "
+                f"ends, and `git {operation} --abort` would drop what an approval writes now. "
+                f"Finish it (`git {operation} --continue`) or abort it "
+                f"(`git {operation} --abort`), then approve again; nothing was written",
+            )
+    return None
+
+
+def _git_dir(directory: str) -> tuple[str, str] | None:
+    """The git dir and work tree root of the repository holding `directory` (which need
+    not exist): the nearest `.git` above it, a directory or a `gitdir:` file (a linked
+    worktree's, a submodule's). None when there is none up to the file system root."""
+    while True:
+        dot = os.path.join(directory, ".git")
+        if os.path.isdir(dot):
+            return dot, directory
+        if os.path.isfile(dot):
+            pointed = _gitdir_of(dot)
+            return (os.path.join(directory, pointed), directory) if pointed else None
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def _gitdir_of(dot_git_file: str) -> str | None:
+    """The path a `.git` file points to (`gitdir: <path>`, relative to its directory
+    when not absolute); None when it cannot be read as one, as git then finds no
+    repository either."""
+    try:
+        with open(dot_git_file, encoding="utf-8") as handle:
+            first = handle.readline(4096).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    return first.removeprefix("gitdir:").strip() or None

@@ -68,6 +68,7 @@ _REFUSAL_CODES = {
     "already_rejected": ErrorCode.CONFLICT,
     "stale_or_invalid": ErrorCode.CONFLICT,
     "conflict": ErrorCode.CONFLICT,
+    "git_operation_in_progress": ErrorCode.CONFLICT,
     "too_many": ErrorCode.TOO_MANY,
 }
 # Validations an approval makes before giving up on sources that keep changing under it.
