@@ -66,6 +66,10 @@ DEFERRED_WAIT_AT_MOST_S = 60.0
 # graph, cowork and diary): loaded this long after the workspaces are served, or by
 # their first use if that comes sooner.
 DEFERRED_IMPORT_DELAY_S = MCP_IMPORT_DELAY_S
+# The pause before recall's transcript watches start again after they failed, doubled
+# after each failure up to the second value (each start scans the directories again).
+RECALL_WATCH_RETRY_S = 5.0
+RECALL_WATCH_RETRY_AT_MOST_S = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,7 +349,9 @@ async def _run(
         log.info("bootstrap token registered", token=bootstrapped.name)
     check_bind_allowed(config, tokens)
     membership = state.workspace_list()
-    workspaces = merge_workspaces(config.workspaces, membership.load())
+    workspaces = merge_workspaces(
+        config.workspaces, membership.load(), config.limits.max_workspaces
+    )
     watch = WatchSettings(
         debounce_ms=config.watch.debounce_ms,
         rescan_interval_s=config.watch.rescan_interval_s,
@@ -506,14 +512,41 @@ class OnDemandShelf:
 
 @contextlib.asynccontextmanager
 async def _recall_watching(hub: Hub, watched: dict[str, tuple[str, ...]]) -> AsyncIterator[None]:
-    """`memhubd.service.recall.watching`, imported only when a directory is watched."""
+    """Recall's transcript watches for the duration of the block, in a task of their
+    own: their failure must not unwind the block around them (the hub's reloads, MCP)."""
     if not watched:
         yield
         return
-    from memhubd.service.recall import watching
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_keep_watching, hub, watched)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
 
-    async with watching(hub, watched):
-        yield
+
+async def _keep_watching(hub: Hub, watched: dict[str, tuple[str, ...]]) -> None:
+    """`memhubd.service.recall.watching` (imported only when a directory is watched),
+    started again after a pause whenever it fails: a bug or an unforeseen error in one
+    directory's watch stops the transcript ingest for a while, never the daemon."""
+    pause = RECALL_WATCH_RETRY_S
+    while True:
+        started = anyio.current_time()
+        try:
+            from memhubd.service.recall import watching
+
+            async with watching(hub, watched):
+                await anyio.sleep_forever()
+        except Exception:
+            if anyio.current_time() - started > RECALL_WATCH_RETRY_AT_MOST_S:
+                pause = RECALL_WATCH_RETRY_S  # it ran well for a while: a new failure
+            log.exception(
+                "recall watch failed: transcripts are not ingested until it starts again",
+                directories={name: list(roots) for name, roots in watched.items()},
+                retry_in_s=pause,
+            )
+        await anyio.sleep(pause)
+        pause = min(pause * 2, RECALL_WATCH_RETRY_AT_MOST_S)
 
 
 async def _load_deferred(shelf: OnDemandShelf, hub: Hub) -> None:

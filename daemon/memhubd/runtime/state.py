@@ -281,21 +281,31 @@ def overlapping(
     return None
 
 
-def merge_workspaces(configured: Mapping[str, str], added: Mapping[str, str]) -> dict[str, str]:
-    """The workspaces to serve: the configured ones, plus those added at run time.
+def merge_workspaces(
+    configured: Mapping[str, str], added: Mapping[str, str], at_most: int | None = None
+) -> dict[str, str]:
+    """The workspaces to serve: the configured ones, plus those added at run time, at
+    most `at_most` in all (`[limits] max_workspaces`).
 
     On a name clash the configuration wins: the file is what the operator wrote and
     reviews, and a run-time entry must never silently redirect a configured name
     to another directory. The shadowed entry is logged and otherwise kept as is.
+    Run-time entries past the limit (it was lowered, or the file gained workspaces)
+    are left out with a warning naming them, and kept in the list: raising the limit
+    serves them again, as a start refused over them would serve none.
     """
     merged = dict(configured)
+    left_out: list[str] = []
     for name, path in added.items():
         if name not in merged:
             # Against every workspace kept so far, run-time ones too: a list written by
             # an older version may hold two that overlap.
             clash = overlapping({**merged, name: path}, only=name)
             if clash is None:
-                merged[name] = path
+                if at_most is not None and len(merged) >= at_most:
+                    left_out.append(name)
+                else:
+                    merged[name] = path
             else:  # the configuration changed since it was added: the file wins again
                 other_name, other_path = clash[0] if clash[0][0] != name else clash[1]
                 log.warning(
@@ -314,4 +324,12 @@ def merge_workspaces(configured: Mapping[str, str], added: Mapping[str, str]) ->
                 configured_path=merged[name],
                 ignored_path=path,
             )
+    if left_out:
+        log.warning(
+            "runtime_workspaces_over_limit",
+            not_served=left_out,
+            max_workspaces=at_most,
+            fix="raise [limits] max_workspaces, or memctl workspaces remove NAME "
+            "for one no longer wanted",
+        )
     return merged
