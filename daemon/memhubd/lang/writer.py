@@ -97,12 +97,20 @@ _RAW_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _RAW_ATOM = re.compile(r'[^ \t\r\n#{}\[\]:,"(]+')
 
 
+def line_end(text: str) -> str:
+    """The line end to write into `text`: CRLF when every line of it ends in CRLF (a file
+    checked out with `core.autocrlf`, say), else LF. memdsl writes LF only; a file memhub
+    edits keeps its own bytes, so what it adds follows them rather than mixing the two."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf == text.count("\n") == text.count("\r") else "\n"
+
+
 def set_status(text: str, kind: str, name: str, status: str) -> str | None:
     """`text` with the status of declaration `kind name` set to `status`.
 
     Every `status:` that decides it (top level and in `lifecycle { }`) is rewritten
     where it stands; without one, `status: <status>` is inserted after the opening
-    brace. Only those characters change. None when the declaration is not in `text`
+    brace (on a line of its own, ended as `line_end` says). Only those characters change. None when the declaration is not in `text`
     exactly once, its status is not a plain value, or the result would not parse to
     the same declarations with only that status changed.
     """
@@ -125,7 +133,7 @@ def set_status(text: str, kind: str, name: str, status: str) -> str | None:
             return None
         edits.append((token.offset, raw.end(), new_value))
     if not edits:
-        edits.append(_insertion(text, tokens, opening, f"status: {new_value}"))
+        edits.append(_insertion(text, tokens, opening, f"status: {new_value}", line_end(text)))
     changed = text
     for begin, finish, replacement in sorted(edits, reverse=True):
         changed = changed[:begin] + replacement + changed[finish:]
@@ -204,15 +212,18 @@ def _status_values(tokens: list[Token], start: int, end: int) -> list[Token] | N
     return values
 
 
-def _insertion(text: str, tokens: list[Token], opening: Token, field: str) -> tuple[int, int, str]:
-    """Where and how to insert `field` as the first entry of the body opened by `opening`."""
+def _insertion(
+    text: str, tokens: list[Token], opening: Token, field: str, end: str
+) -> tuple[int, int, str]:
+    """Where and how to insert `field` as the first entry of the body opened by `opening`
+    (`end`: the line end of a line of its own)."""
     after = opening.offset + 1
     following = next((t for t in tokens if t.offset > opening.offset), None)
     if following is not None and following.line > opening.line:
         line_start = text.rfind("\n", 0, following.offset) + 1
         indent = text[line_start : following.offset]
         if not indent.strip():
-            return (line_start, line_start, f"{indent}{field}\n")
+            return (line_start, line_start, f"{indent}{field}{end}")
     return (after, after, f" {field}")
 
 

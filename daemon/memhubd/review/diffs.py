@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 
+from memhubd.lang.writer import line_end
 from memhubd.review.proposal import Proposal, approval_block, has_marker, marker_stamp, now_iso
 
 
@@ -17,10 +18,11 @@ def approval_change(proposal: Proposal, text: str, marked: str | None = None) ->
     otherwise "after" is the file with a block stamped now, appended to `marked` (the
     file with what the proposal supersedes marked) when given.
     """
+    end = line_end(text)
     if has_marker(text, proposal.id):
-        block = approval_block(proposal, marker_stamp(text, proposal.id))
+        block = approval_block(proposal, marker_stamp(text, proposal.id), end)
         return text.replace(block, "", 1), text
-    return text, (text if marked is None else marked) + approval_block(proposal, now_iso())
+    return text, (text if marked is None else marked) + approval_block(proposal, now_iso(), end)
 
 
 def unified_diff(before: str, after: str, label: str) -> str:

@@ -348,9 +348,11 @@ def approval_marker(proposal_id: str) -> str:
     return f"# approved from proposal {proposal_id} at "
 
 
-def approval_block(proposal: Proposal, stamp: str) -> str:
-    """What approval appends: a blank line, the marker with its stamp, the source."""
-    return f"\n{approval_marker(proposal.id)}{stamp}\n" + proposal.source.rstrip("\n") + "\n"
+def approval_block(proposal: Proposal, stamp: str, end: str = "\n") -> str:
+    """What approval appends: a blank line, the marker with its stamp, the source; its
+    lines ended by `end` (the target's own, see `memhubd.lang.writer.line_end`)."""
+    block = f"\n{approval_marker(proposal.id)}{stamp}\n" + proposal.source.rstrip("\n") + "\n"
+    return block if end == "\n" else block.replace("\n", end)
 
 
 def has_marker(target_text: str, proposal_id: str) -> bool:

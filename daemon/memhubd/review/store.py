@@ -18,6 +18,7 @@ from typing import Any
 import structlog
 
 from memhubd.lang import ParseError, as_read, parse_text
+from memhubd.lang.writer import line_end
 from memhubd.model import Declaration, Workspace
 from memhubd.review.audit import (
     AuditEntry,
@@ -424,7 +425,8 @@ class ReviewStore:
                     proposal.evolve(merged_into=target, decided_by=approval.reviewer)
                 )
             stamp = now_iso()
-            data = (marked_text + approval_block(proposal, stamp)).encode("utf-8")
+            block = approval_block(proposal, stamp, line_end(text))
+            data = (marked_text + block).encode("utf-8")
             if replace_if_unchanged(target, data, sha256_hex(before), mode=file_mode(target)):
                 elsewhere, files = self._mark_elsewhere(
                     [d for d in old if d.id not in marked], target
