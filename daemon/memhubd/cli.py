@@ -10,8 +10,10 @@ import argparse
 import contextlib
 import datetime
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from memhub_protocol.commandline import (
@@ -244,6 +246,26 @@ def _log_to_stderr() -> None:
     structlog.configure(logger_factory=lambda *_args: structlog.PrintLogger(sys.stderr))
 
 
+@contextlib.contextmanager
+def _interrupting(stopped: list[int]) -> Iterator[None]:
+    """SIGTERM and SIGHUP interrupt the block as Ctrl-C does (their number goes to
+    `stopped`), so that what it was making is cleaned up instead of left behind."""
+
+    def interrupt(signum: int, _frame: object) -> None:
+        stopped.append(signum)
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may handle signals
+        return
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def _backup(args: argparse.Namespace) -> int:
     from memhub_protocol import paths
     from memhubd.runtime.backup import BackupError, Copied, back_up
@@ -253,13 +275,21 @@ def _backup(args: argparse.Namespace) -> int:
 
     state_dir = args.state_dir or Path(paths.default_state_dir())
     progress = shown if sys.stderr.isatty() and not args.json else None
+    stopped: list[int] = []
     try:
-        report = back_up(state_dir, args.destination, progress)
-    except (BackupError, OSError) as error:
+        with _interrupting(stopped):
+            report = back_up(state_dir, args.destination, progress)
+    except (BackupError, OSError, KeyboardInterrupt) as error:
         message = str(error) if isinstance(error, BackupError) else f"cannot copy: {error}"
+        if isinstance(error, KeyboardInterrupt):
+            message = "interrupted"
+        # What became of the partial copy, when the failure is not the backup's own.
+        message = "; ".join([message, *getattr(error, "__notes__", [])])
         if args.json:
             offline.print_json({"error": {"code": "backup", "message": message, "detail": {}}})
         print(f"memhubd backup: error: {message}", file=sys.stderr)
+        if isinstance(error, KeyboardInterrupt):
+            return 128 + (stopped[0] if stopped else signal.SIGINT)
         return 2
     if args.json:
         offline.print_json(report.as_dict())
