@@ -1,10 +1,10 @@
 """Where an approval may write: a `.mem` file whose real path lies inside the workspace root
 (outside version control's own directories), and which file to suggest when the reviewer
-has not named one.
+has not named one, and when: not while git has an operation stopped half-way there.
 
-Path checks (realpath resolves symlinks) over a loaded workspace; it creates and
-writes nothing. A refusal is an Issue, so the caller can report it and leave the
-disk untouched.
+Path checks (realpath resolves symlinks) over a loaded workspace, and git's state read
+from the files of its git dir (no git is run); it creates and writes nothing. A refusal
+is an Issue, so the caller can report it and leave the disk untouched.
 """
 
 from __future__ import annotations
