@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -216,12 +215,7 @@ def test_a_gitdir_file_is_followed_relative_to_its_directory(tmp_path: Path) -> 
     assert git_operation(str(tmp_path / "sub" / "x.mem")) is None
 
 
-def test_outside_any_repository_nothing_is_refused_and_looking_costs_little(
-    tmp_path: Path,
-) -> None:
+def test_outside_any_repository_nothing_is_refused(tmp_path: Path) -> None:
     deep = tmp_path.joinpath(*["d"] * 30)
     deep.mkdir(parents=True)
-    started = time.perf_counter()
-    for _ in range(100):
-        assert git_operation(str(deep / "x.mem")) is None
-    assert (time.perf_counter() - started) / 100 < 0.005
+    assert git_operation(str(deep / "x.mem")) is None
