@@ -47,7 +47,7 @@ def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
         print(f"memhubd: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"memhubd: cannot start: {error}", file=sys.stderr)
+        print(f"memhubd: {start_failure(error, args)}", file=sys.stderr)
         return 2
     # The parse cache's snapshot files are checked while the server's modules import.
     from memhubd.runtime.cache import prefetch_snapshots
@@ -75,15 +75,31 @@ def _serve(args: argparse.Namespace, prepare: _Prepare | None = None) -> int:
         print(f"memhubd: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        # A file the start could not write (a read-only or full state dir) names
-        # itself; an error without one came from binding the listeners.
-        what = "cannot start" if error.filename else "cannot listen"
-        if isinstance(error, socket.gaierror):  # the host is not an address or a known name
-            what = f"cannot listen on host {config.host!r} (host, or --host)"
-        print(f"memhubd: {what}: {error}", file=sys.stderr)
+        print(f"memhubd: {start_failure(error, config)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def start_failure(error: OSError, config: DaemonConfig | argparse.Namespace) -> str:
+    """One line for a start stopped by a file or an address, naming the setting: the
+    listeners name theirs (ConfigError), a file names the state dir it lies in."""
+    if isinstance(error, socket.gaierror):  # the host is not an address or a known name
+        return f"cannot listen on host {config.host!r} (host, or --host): {error}"
+    reason = error.strerror or str(error)
+    if not error.filename:
+        return f"cannot start: {reason}"
+    path = os.fsdecode(error.filename)
+    state_dir = getattr(config, "state_dir", None)
+    if state_dir:
+        from memhubd.runtime.state import state_path
+
+        root = str(state_path(state_dir))
+        if path == root or path.startswith(root + os.sep):
+            # A read-only or full state dir, or a file where it (or a folder in it) belongs.
+            shown = "" if path == root else f"{path}: "
+            return f"state_dir {root}: {shown}{reason}"
+    return f"cannot start: {path}: {reason}"
 
 
 def _check_start(config: DaemonConfig) -> None:

@@ -102,7 +102,11 @@ def bind_tcp(host: str, port: int) -> socket.socket:
                 "(another memhubd, or another program). Stop it, or choose another port: "
                 "memhubd serve --port N (0 picks any free port)"
             ) from None
-        raise
+        if isinstance(error, socket.gaierror):  # no address: named by the caller
+            raise
+        raise ConfigError(
+            f"cannot listen on {_url(host, port)} (host and port): {error.strerror or error}"
+        ) from None
     sock.setblocking(False)
     return sock
 
@@ -128,6 +132,26 @@ class UnixListener:
 
 
 def bind_unix(path: str, mode: int, group: str | None) -> UnixListener:
+    """The socket at `path`, made and listening; a failure names `socket_path` and why."""
+    try:
+        return _bind_unix(path, mode, group)
+    except OSError as error:
+        raise ConfigError(f"socket_path {path}: cannot listen there: {_why(error, path)}") from None
+
+
+def _why(error: OSError, path: str) -> str:
+    reason = error.strerror or str(error)
+    place = os.fsdecode(error.filename) if error.filename else ""
+    if error.errno in (errno.EEXIST, errno.ENOTDIR) and place and not os.path.isdir(place):
+        return f"{place} is in the way: it is a file, not a directory"
+    if error.errno == errno.ENOENT and not place and os.path.isdir(os.path.dirname(path)):
+        # bind's ENOENT in a directory that exists: its file system makes no new files
+        # (/proc, /sys).
+        return f"{reason}: the file system of {os.path.dirname(path)} takes no socket files"
+    return f"{reason} ({place})" if place else reason
+
+
+def _bind_unix(path: str, mode: int, group: str | None) -> UnixListener:
     directory = os.path.dirname(path) or "."
     made = _make_directories(directory)
     if group:

@@ -9,6 +9,7 @@ audit records or recall stores contain; their owners only get their paths here.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -78,7 +79,7 @@ def _ensure_private_dir(path: Path) -> None:
         path.mkdir(mode=0o700, parents=True)
     except FileExistsError:
         if not path.is_dir():
-            raise NotADirectoryError(f"state path is not a directory: {path}") from None
+            raise NotADirectoryError(errno.ENOTDIR, "is not a directory", str(path)) from None
         mode = stat.S_IMODE(path.stat().st_mode)
         if mode & 0o077 and (str(path), mode) not in _WARNED:
             # An operator may have widened it on purpose (a backup group, say): warn

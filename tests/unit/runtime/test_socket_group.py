@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from memhubd.runtime.config import ConfigError
 from memhubd.server import _let_group_through, bind_unix
 
 GROUP = grp.getgrgid(os.getgid()).gr_name
@@ -82,7 +83,7 @@ def test_a_file_where_the_socket_directory_should_be_is_left_as_it_is(open_base:
     (open_base / "notes.txt").write_text("mine")
     (open_base / "notes.txt").chmod(0o644)
 
-    with pytest.raises(OSError):
+    with pytest.raises(ConfigError, match="notes.txt is in the way: it is a file"):
         bound(open_base / "notes.txt" / "d.sock", GROUP)
 
     assert stat.S_IMODE((open_base / "notes.txt").stat().st_mode) == 0o644
