@@ -79,7 +79,13 @@ def kept_reply(
 
 
 def tool_error(error: ProtocolError) -> ToolError:
-    return ToolError(describe_error(error))
+    line = describe_error(error)
+    # A review refusal's message starts with its status, which may be the code itself
+    # (`too_many`, `conflict`): said once.
+    prefix = f"{error.code.value}: "
+    if line.startswith(prefix * 2):
+        line = line.removeprefix(prefix)
+    return ToolError(line)
 
 
 async def run_tool(
