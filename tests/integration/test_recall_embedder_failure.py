@@ -63,7 +63,7 @@ def search(daemon: LiveDaemon, query: str) -> dict[str, Any]:
 
 
 def test_ingest_while_the_embedder_fails_stores_the_drawer_without_a_vector_and_says_why(
-    daemon: LiveDaemon, embeddings: FakeEmbeddings
+    daemon: LiveDaemon, embeddings: FakeEmbeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given an embedder that loaded and embedded a first drawer
     assert ingest(daemon, "the heron waits by the reed bed")["chunks"] == 1
@@ -93,9 +93,17 @@ def test_ingest_while_the_embedder_fails_stores_the_drawer_without_a_vector_and_
     found = search(daemon, "otter muddy bank")
     assert any("otter" in hit["content"] for hit in found["hits"])
     assert any("vector search unavailable" in w and "HTTP 500" in w for w in found["warnings"])
-    # when the embedder answers again, its next success clears the failure
+    # and searches right after the failure go without it, not waiting on it again
     embeddings.mode = "ok"
+    asked = len(embeddings.requests)
+    paused = search(daemon, "otter")
+    assert len(embeddings.requests) == asked
+    assert any("vector search unavailable" in w for w in paused["warnings"])
+    # when the embedder answers again, the first query after the pause (or any write)
+    # asks it, and that success clears the failure
+    monkeypatch.setattr(shelf_module, "QUERY_PAUSE_S", 0.0)
     search(daemon, "otter")
+    assert len(embeddings.requests) == asked + 1
     recovered = status(daemon)
     assert recovered["embedder_error"] is None and recovered["embedder_failed_at"] is None
     assert recovered["vectors_usable"] is True and recovered["vectors_missing"] == 1
@@ -216,3 +224,17 @@ def test_an_embedder_down_when_first_needed_is_used_once_it_answers(
     assert up["embedder"] == {"name": "openai:fake", "dimension": 16}
     assert up["embedder_error"] is None and up["vectors_usable"] is True
     assert (up["vector_count"], up["vectors_missing"]) == (1, 1)
+
+
+def test_a_diary_search_right_after_a_failure_goes_without_the_embedder(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings
+) -> None:
+    answer = call(daemon, "POST", f"{BASE}/diary", type="LESSON", content="herons fish at dusk")
+    assert answer.status_code == 201, answer.text
+    embeddings.mode = "e500"
+    search(daemon, "herons")  # fails, and is recorded
+    asked = len(embeddings.requests)
+    read = call(daemon, "GET", f"{BASE}/diary?q=herons+dusk")
+    assert read.status_code == 200, read.text
+    assert [e["text"] for e in read.json()["entries"]] == ["herons fish at dusk"]
+    assert len(embeddings.requests) == asked

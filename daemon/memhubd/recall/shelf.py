@@ -32,6 +32,9 @@ DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 # After the embedder failed to load, the next use this long after tries again: a model
 # server that was down when the daemon first needed it is picked up once it answers.
 EMBEDDER_RETRY_S = 60.0
+# After the embedder failed, queries go without it for this long: an endpoint that
+# hangs would hold each search for its timeout. The first query after it tries again.
+QUERY_PAUSE_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,16 @@ class RecallShelf:
             return self._embedder
         finally:
             self._loading.release()
+
+    def query_embedder(self) -> Embeds | None:
+        """The embedder for a query's vector: `embedder()`, but None while a failure of
+        it recorded less than QUERY_PAUSE_S ago stands (the query then runs on BM25
+        alone, as when the embedder cannot load). Writes still ask it: what they could
+        not embed waits for a reindex, while a query's vector is made again each time."""
+        embedder = self.embedder()
+        failure = self._failure
+        recent = failure is not None and 0 <= time.time() - failure.at < QUERY_PAUSE_S
+        return None if recent else embedder
 
     def _load(self) -> None:
         retrying = self._embedder_loaded

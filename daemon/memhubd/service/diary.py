@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import structlog
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SUMMARY, REVIEW, WRITE_RECALL
@@ -24,6 +25,8 @@ from memhubd.recall.store import Drawer, DrawerFilter
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import host_for, require_scope
 from memhubd.service.recall import index_warming, lexical_ready, shelf_of
+
+log = structlog.get_logger(__name__)
 
 WRITE_SCHEMA = "memhub.diary.write.v1"
 READ_SCHEMA = "memhub.diary.read.v1"
@@ -264,9 +267,20 @@ async def read(
         # Search ranks every drawer of the room: ask for more until `limit` entries are
         # among the hits or the search has nothing more to give.
         fetch = limit * _OVERFETCH
+        # The query's vector made once for every round (an embedder that fails is asked
+        # once, and then not while its failure is recent: `query_embedder`).
+        embedder = shelf.query_embedder()
+        vector = None
+        if embedder is not None:
+            try:
+                vector = embedder.embed([query])[0]
+            except Exception as error:
+                log.info("query embedding failed", error=str(error))
+                embedder = None
+        weights = shelf.settings.weights
         while True:
             with index_warming(name):
-                found = search(store, shelf.embedder(), query, where, fetch, shelf.settings.weights)
+                found = search(store, embedder, query, where, fetch, weights, query_vector=vector)
             hits = found.hits
             entries = wanted_entries([(hit.drawer, hit.fused) for hit in hits])
             if len(entries) >= limit or len(hits) < fetch or fetch >= SEARCHED_AT_MOST:

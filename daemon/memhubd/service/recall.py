@@ -329,7 +329,7 @@ async def search_recall(
 
     def work() -> tuple[dict[str, Any], dict[str, int | None]]:
         started = time.perf_counter()
-        embedder = shelf.embedder()
+        embedder = shelf.query_embedder()
         vector = None
         warnings: list[str] = []
         if embedder is not None:
