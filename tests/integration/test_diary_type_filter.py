@@ -101,9 +101,11 @@ def test_a_read_with_a_query_looks_among_a_bounded_number_of_matches(
     asked: list[int] = []
     searching = diary_service.search
 
-    def counted(store: Any, embedder: Any, query: str, where: Any, fetch: int, *rest: Any) -> Any:
+    def counted(
+        store: Any, embedder: Any, query: str, where: Any, fetch: int, *rest: Any, **named: Any
+    ) -> Any:
         asked.append(fetch)
-        return searching(store, embedder, query, where, fetch, *rest)
+        return searching(store, embedder, query, where, fetch, *rest, **named)
 
     monkeypatch.setattr(diary_service, "search", counted)
     files = [{"name": f"n{n}.md", "content": f"marmot note number {n}"} for n in range(100)]
