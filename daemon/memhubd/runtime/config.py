@@ -645,7 +645,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         type=_workspace_argument,
         metavar="NAME=PATH",
-        help="serve a workspace (repeatable; adds to or replaces the config file's)",
+        help="serve a workspace (repeatable; adds to the config file's, or replaces an entry's path)",
     )
     parser.add_argument("--log-format", choices=LOG_FORMATS, help="log output (default auto)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, help="log level (default info)")
