@@ -8,9 +8,10 @@ it leaves out what renders as nothing: format characters (bidirectional override
 reorder what a person sees, Unicode tag characters, zero-width spaces) and the other
 default-ignorable code points (fillers, the grapheme joiner, variation selectors but the
 two that choose an emoji's or a symbol's look), private-use and unassigned code points.
-The zero-width joiner and non-joiner stay: Persian and Indic spelling and emoji sequences
-need them. Of those four, a character is followed by one selector then one joiner at
-most: longer strings of them, alternated or not, could carry hidden bytes."""
+The zero-width joiner and non-joiner and the two presentation selectors stay only where
+they act on what a person sees: a selector after an emoji, a joiner inside an emoji
+sequence, after a virama, or inside a word of a cursive script (Persian, Arabic …).
+Anywhere else each could carry hidden bits, a few per visible character."""
 
 from __future__ import annotations
 
@@ -67,25 +68,97 @@ def left_out(ch: str) -> bool:
 # Kept for what they join or how they show it; nothing to read alone.
 INVISIBLE_KEPT = _KEPT_FORMAT | PRESENTATION
 
+_ZWJ, _EMOJI_STYLE, _KEYCAP = "\u200d", "\ufe0f", "\u20e3"
+# Emoji outside the symbol blocks `_pictographic` takes whole: © ® ‼ ⁉ ℹ ↔ ◻ ◼ ◽ ◾ ⤴ ⤵
+# 〰 〽 ㊗ ㊙. With those blocks' symbols they hold every character of Unicode 14's Emoji
+# property but the keycap bases and the skin tones, and every Extended_Pictographic one
+# (what emoji sequences join) but ♯ and unassigned code points.
+_EMOJI_ELSEWHERE = frozenset(
+    "\u00a9\u00ae\u203c\u2049\u2139\u2194\u25fb\u25fc\u25fd\u25fe\u2934\u2935"
+    "\u3030\u303d\u3297\u3299"
+)
+# Keycaps are spelt digit (or # or *), the emoji selector and U+20E3.
+_KEYCAP_BASES = frozenset("#*0123456789")
+_SKIN_TONES = (0x1F3FB, 0x1F3FF)
+# Scripts whose letters join their neighbours, where a joiner or non-joiner changes the
+# shapes a person sees: Arabic, Syriac, N'Ko, Mandaic, Mongolian, Phags-pa, Manichaean,
+# Psalter Pahlavi, Hanifi Rohingya, Sogdian, Old Uyghur, Chorasmian, Adlam.
+_CURSIVE = (
+    (0x0600, 0x077F),
+    (0x07C0, 0x07FF),
+    (0x0840, 0x08FF),
+    (0x1800, 0x18AF),
+    (0xA840, 0xA87F),
+    (0x10AC0, 0x10AFF),
+    (0x10B80, 0x10BAF),
+    (0x10D00, 0x10D3F),
+    (0x10F30, 0x10FDF),
+    (0x1E900, 0x1E95F),
+)
+_VIRAMA = 9  # canonical combining class of Indic viramas (and Khmer's coeng …)
 
-def _kept_after(ch: str, before: str) -> bool:
-    """Whether the joiner or presentation selector `ch` is kept after `before` ("" at
-    the start): a selector right after a character, a joiner right after a character
-    or after such a selector (how emoji sequences are spelt: 🏳️‍🌈 is a flag, VS16, ZWJ
-    and a rainbow). Any longer run of them could carry bytes, two bits a character."""
-    if ch in PRESENTATION:
-        return before != "" and before not in INVISIBLE_KEPT
-    return before != "" and before not in _KEPT_FORMAT
+
+def _pictographic(ch: str) -> bool:
+    """Whether `ch` is an emoji or a symbol a presentation selector or an emoji
+    sequence can use: symbols (So) of the letterlike-to-arrows blocks (U+2100–2BFF) and
+    of the emoji blocks from U+1F000 (there unassigned ones too, newer emoji), and
+    `_EMOJI_ELSEWHERE`."""
+    if ch in _EMOJI_ELSEWHERE:
+        return True
+    code, category = ord(ch), unicodedata.category(ch)
+    if 0x2100 <= code <= 0x2BFF:
+        return category == "So"
+    return 0x1F000 <= code <= 0x1FAFF and category in ("So", "Cn")
+
+
+def _cursive(ch: str) -> bool:
+    """Whether `ch` is a letter or a mark of a script whose letters join (`_CURSIVE`)."""
+    code = ord(ch)
+    return unicodedata.category(ch)[0] in "LM" and any(lo <= code <= hi for lo, hi in _CURSIVE)
+
+
+def _acts(ch: str, before: str, after: str) -> bool:
+    """Whether the joiner or presentation selector `ch` changes what a person sees
+    between `before` (what is kept of the text before it, "" at the start) and `after`
+    (the next character but joiners and selectors, "" at the end). Nowhere else is it
+    kept: it would show nothing and carry a choice an agent reads. Where it acts the
+    choice remains, at most 5 after an emoji or a symbol, 2 or 3 in a cursive or Indic
+    word: up to about 430 hidden bytes in 8 KB of emoji only, none in ordinary text."""
+    if not before:
+        return False
+    if ch in PRESENTATION:  # ☺︎ ❤️, and keycaps: 1️⃣
+        return _pictographic(before) or (
+            ch == _EMOJI_STYLE and before in _KEYCAP_BASES and after == _KEYCAP
+        )
+    if unicodedata.combining(before) == _VIRAMA:  # Indic conjuncts: क्‍ष क्‌ष, chillus
+        return True
+    if ch == _ZWJ:
+        if after and unicodedata.combining(after) == _VIRAMA:  # Bengali র‍্য
+            return unicodedata.category(before).startswith("L")
+        emoji = _pictographic(before) or before == _EMOJI_STYLE
+        emoji = emoji or _SKIN_TONES[0] <= ord(before) <= _SKIN_TONES[1]
+        if emoji:  # 👩‍💻 🏳️‍🌈 👍🏽‍…
+            return bool(after) and _pictographic(after)
+        # A joined form at a word's end (ه‍); between two letters they join anyway.
+        return _cursive(before) and not (after and _cursive(after))
+    return _cursive(before) and bool(after) and _cursive(after)  # می‌خواهم
 
 
 def shown(text: str) -> str:
-    """`text` without what a prompt leaves out: `left_out` characters, and of the joiners
-    and presentation selectors after a character, all but one selector then one joiner."""
+    """`text` without what a prompt leaves out: `left_out` characters, and the joiners
+    and presentation selectors where they do not act (`_acts`)."""
+    kept = [ch for ch in text if not left_out(ch)]
+    # What follows each is read past other joiners and selectors, which are dropped or
+    # kept alone: so the text shown shows the same again (activity keeps what memctl
+    # cleans once more).
+    follows, following = [""] * len(kept), ""
+    for at in range(len(kept) - 1, -1, -1):
+        follows[at] = following
+        if kept[at] not in INVISIBLE_KEPT:
+            following = kept[at]
     out: list[str] = []
-    for ch in text:
-        if left_out(ch):
-            continue
-        if ch in INVISIBLE_KEPT and not _kept_after(ch, out[-1] if out else ""):
+    for ch, after in zip(kept, follows, strict=True):
+        if ch in INVISIBLE_KEPT and not _acts(ch, out[-1] if out else "", after):
             continue
         out.append(ch)
     return "".join(out)

@@ -66,22 +66,23 @@ def test_code_points_that_render_as_nothing_never_reach_a_prompt(hidden: str) ->
 
 def test_a_string_of_joiners_or_emoji_selectors_keeps_one() -> None:
     assert clean("\u2764\ufe0f\ufe0e\ufe0f\ufe0f ok") == "\u2764\ufe0f ok"
-    assert clean("a\u200c\u200d\u200c\u200db") == "a\u200cb"
+    virama = "\u0915\u094d"  # Devanagari ka and virama, where a joiner acts
+    assert clean(f"{virama}\u200c\u200d\u200c\u200d\u0937") == f"{virama}\u200c\u0937"
 
 
 HIDING = "\ufe0f\u200d\ufe0e\u200c" * 25  # four invisibles, two bits each
 
 
-def test_alternated_selectors_and_joiners_keep_one_selector_then_one_joiner() -> None:
-    assert clean(f"ok{HIDING} done") == "ok\ufe0f\u200d done"
-    assert clean("x\u200d\ufe0fy\u200c\ufe0e\u200dz") == "x\u200dy\u200cz"
+def test_selectors_and_joiners_after_plain_letters_never_reach_a_prompt() -> None:
+    assert clean(f"ok{HIDING} done") == "ok done"
+    assert clean("x\u200d\ufe0fy\u200c\ufe0e\u200dz 1\ufe0f") == "xyz 1"
     assert clean(f"{HIDING}ok") == "ok"  # nothing before them to join or to show
 
 
 @pytest.mark.parametrize("fmt", ["plain", "hook-json"])
 def test_a_drained_message_cannot_hide_bytes_in_alternated_invisibles(fmt: str) -> None:
     text = format_drain([{**MESSAGE, "content": f"ok{HIDING} done"}], fmt)
-    assert sum(text.count(ch) for ch in "\ufe0e\ufe0f\u200c\u200d") == 2
+    assert sum(text.count(ch) for ch in "\ufe0e\ufe0f\u200c\u200d") == 0
 
 
 def test_a_peek_and_a_status_show_no_string_of_invisibles() -> None:
@@ -99,7 +100,7 @@ def test_a_peek_and_a_status_show_no_string_of_invisibles() -> None:
          "previews": [preview], "sent_undelivered": []}
     )  # fmt: skip
     for text in (peek, status):
-        assert "ok\ufe0f\u200d" in text and sum(text.count(ch) for ch in HIDING[:4]) == 2
+        assert "ok" in text and sum(text.count(ch) for ch in HIDING[:4]) == 0
 
 
 def entries() -> dict[str, list[dict[str, object]]]:
