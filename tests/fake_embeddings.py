@@ -4,7 +4,8 @@ What it answers is switched while it runs (`server.mode = "e500"`), so a test ca
 embedder that loaded fine start failing, and then recover. Modes: ok, e500, wrongdim,
 fewer, nan, big (1e39, beyond float32), huge (1e38, a length float32 cannot hold), zero,
 tiny (1e-30, a length that underflows to 0), down (the connection is closed unanswered),
-hold (answered as ok once `gate` is set: a request held under way).
+hold (answered as ok once `gate` is set: a request held under way), echo (HTTP 400 whose
+body quotes the input, as some gateways do), bigint (a 400-digit integer in a vector).
 """
 
 from __future__ import annotations
@@ -17,7 +18,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MODES = ("ok", "e500", "wrongdim", "fewer", "nan", "big", "huge", "zero", "tiny", "down", "hold")
+MODES = (
+    "ok",
+    "e500",
+    "wrongdim",
+    "fewer",
+    "nan",
+    "big",
+    "huge",
+    "zero",
+    "tiny",
+    "down",
+    "hold",
+    "echo",
+    "bigint",
+)
 
 
 def fake_vector(text: str, dimension: int) -> list[float]:
@@ -37,6 +52,8 @@ class FakeEmbeddings:
         mode = self.mode
         if mode == "e500":
             return 500, b'{"error": "model exploded"}'
+        if mode == "echo":
+            return 400, json.dumps({"error": f"bad input: {' | '.join(texts)}"}).encode()
         width = self.dimension + 1 if mode == "wrongdim" else self.dimension
         rows = [fake_vector(t, width) for t in texts]
         if mode == "fewer":
@@ -46,6 +63,8 @@ class FakeEmbeddings:
             rows = [[value] * width for _ in rows]
         elif mode == "nan" and rows:
             rows[0][0] = float("nan")  # json.dumps writes it as NaN, as some servers do
+        elif mode == "bigint" and rows:
+            rows[0][0] = 10**400  # valid JSON; no float holds it
         data = [{"object": "embedding", "index": i, "embedding": r} for i, r in enumerate(rows)]
         return 200, json.dumps({"object": "list", "data": data, "model": "fake"}).encode()
 

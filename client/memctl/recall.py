@@ -554,9 +554,11 @@ def _render_status(data: dict[str, Any]) -> str:
             when = f" at {at}" if at else ""
             lines.append(f"embedder call failed{when}: {failed}")
             lines.append("search uses BM25 alone until the embedder answers again")
+    elif data.get("embedder_pending") and not failed:
+        lines.append("embedder: not loaded yet (it loads on the first search or write)")
     else:
         lines.append(f"embedder: none ({failed or 'vectors off'})")
-    if stored and not data["vectors_usable"] and not failed:
+    if stored and not data["vectors_usable"] and not failed and running:
         lines.append(
             f"vectors from {stored['name']} ({stored['dimension']}-d): run `memctl recall reindex`"
         )

@@ -5,6 +5,8 @@ and `recall status` shows the failure until the embedder answers again."""
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ from tests.integration.conftest import LiveDaemon, copy_examples, memctl, start_
 
 WS = "writing"
 BASE = f"/v1/workspaces/{WS}"
+SECRET = "password hunter2"
 
 
 @pytest.fixture
@@ -77,16 +80,18 @@ def test_ingest_while_the_embedder_fails_stores_the_drawer_without_a_vector_and_
     assert answer["failed"] == [] and source["status"] == "ingested" and answer["chunks"] == 1
     (warning,) = source["warnings"]
     assert "HTTP 500" in warning and "model exploded" in warning and "reindex" in warning
-    # and status names the failure, when, and the drawer left without a vector
+    # and status names the failure (its public form: no upstream body), when, and the
+    # drawer left without a vector
     failing = status(daemon)
-    assert "HTTP 500" in failing["embedder_error"]
+    assert failing["embedder_error"].endswith("answered HTTP 500")
     assert abs(failing["embedder_failed_at"] - time.time()) < 60
     assert failing["vectors_usable"] is False
     assert (failing["vector_count"], failing["vectors_missing"]) == (1, 1)
     # and so does memctl, without sending to a reindex that would fail alike
     code, out, err = memctl(daemon, daemon.admin_token, "-w", WS, "recall", "status")
     assert code == 0, err
-    assert "embedder call failed at " in out and "model exploded" in out
+    assert "embedder call failed at " in out and "answered HTTP 500" in out
+    assert "model exploded" not in out
     assert "drawers_without_vectors: 1 (run `memctl recall reindex` once the embedder" in out
     assert "vectors from" not in out
     # and search finds it by its words, saying vector search is unavailable
@@ -123,6 +128,7 @@ def test_ingest_while_the_embedder_fails_stores_the_drawer_without_a_vector_and_
         ("fewer", "returned 0 vectors for 1 texts"),
         ("nan", "NaN or infinite values"),
         ("big", "NaN or infinite values"),
+        ("bigint", "too large for float32"),
         ("down", "embedding request to"),
     ],
 )
@@ -238,3 +244,130 @@ def test_a_diary_search_right_after_a_failure_goes_without_the_embedder(
     assert read.status_code == 200, read.text
     assert [e["text"] for e in read.json()["entries"]] == ["herons fish at dusk"]
     assert len(embeddings.requests) == asked
+
+
+def test_an_embedder_failure_shows_other_callers_nothing_of_the_request_nor_when(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given an embedder that loaded, then answers errors that quote their input
+    ingest(daemon, "the heron waits by the reed bed")
+    embeddings.mode = "echo"
+    # when an admin writes a private diary entry
+    wrote = call(daemon, "POST", f"{BASE}/diary", type="OBSERVATION", content=SECRET)
+    assert wrote.status_code == 201, wrote.text
+    # then its writer is told why in full: the text quoted is its own
+    (warning,) = wrote.json()["warnings"]
+    assert SECRET in warning and "reindex" in warning
+    # and a caller of no roles learns that vector search is unavailable, never what
+    # was sent, nor when someone else used the embedder
+    limited = daemon.add_token("limited", "read:summary,read:search", workspaces=[WS])
+    with daemon.http(limited) as http:
+        seen = http.get(f"{BASE}/recall/status").json()
+        found = http.post(f"{BASE}/recall/search", json={"query": "heron"}).json()
+    assert seen["hidden_count"] == 1
+    assert seen["embedder_error"].endswith("answered HTTP 400")
+    assert seen["embedder_failed_at"] is None
+    assert "hunter2" not in json.dumps(seen)
+    assert any("vector search unavailable" in w for w in found["warnings"])
+    assert "hunter2" not in json.dumps(found["warnings"])
+    code, out, err = memctl(daemon, limited, "-w", WS, "recall", "status")
+    assert code == 0, err
+    assert "hunter2" not in out and "answered HTTP 400" in out
+    # when that caller's own query fails, its answer quotes its own words
+    monkeypatch.setattr(shelf_module, "QUERY_PAUSE_S", 0.0)
+    with daemon.http(limited) as http:
+        own = http.post(f"{BASE}/recall/search", json={"query": "merger with ACME"}).json()
+    assert any("merger with ACME" in w for w in own["warnings"])
+    # and a third caller's status shows none of them
+    other = daemon.add_token("other", "read:summary", workspaces=[WS], roles=["dev"])
+    with daemon.http(other) as http:
+        third = http.get(f"{BASE}/recall/status").json()
+    assert "ACME" not in json.dumps(third) and third["embedder_failed_at"] is None
+    # while an admin of every workspace is told when it failed
+    assert abs(status(daemon)["embedder_failed_at"] - time.time()) < 60
+
+
+def test_a_reindex_by_an_admin_who_may_not_read_every_drawer_quotes_none(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings
+) -> None:
+    wrote = call(daemon, "POST", f"{BASE}/diary", type="OBSERVATION", content=SECRET)
+    assert wrote.status_code == 201, wrote.text
+    embeddings.mode = "echo"
+    scoped = daemon.add_token("ws-admin", "admin,read:summary", workspaces=[WS])
+    with daemon.http(scoped) as http:
+        answer = http.post(f"{BASE}/recall/reindex")
+    assert answer.status_code == 503, answer.text
+    assert "answered HTTP 400" in answer.json()["error"]["message"]
+    assert "hunter2" not in answer.text
+
+
+def test_status_never_loads_nor_retries_the_embedder(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shelf_module, "EMBEDDER_RETRY_S", 0.2)
+    # given a daemon whose embedder no request has needed yet, status loads nothing
+    first = status(daemon)
+    assert first["embedder_pending"] is True and first["embedder"] is None
+    assert first["embedder_error"] is None and embeddings.requests == []
+    code, out, err = memctl(daemon, daemon.admin_token, "-w", WS, "recall", "status")
+    assert code == 0 and "embedder: not loaded yet" in out, out + err
+    # given an endpoint down when first needed, that then accepts and never answers
+    embeddings.mode = "down"
+    ingest(daemon, "the wren sings at dawn")
+    embeddings.mode = "hold"
+    time.sleep(0.3)  # the retry is due
+    asked = len(embeddings.requests)
+    try:
+        # when status is asked, it answers at once, without trying the embedder
+        with daemon.http(daemon.admin_token, timeout=5) as http:
+            started = time.monotonic()
+            answer = http.get(f"{BASE}/recall/status")
+            took = time.monotonic() - started
+        assert answer.status_code == 200 and took < 3, (answer.text, took)
+        assert len(embeddings.requests) == asked
+        body = answer.json()
+        assert body["embedder_pending"] is False and body["embedder"] is None
+        assert "embedding request to" in body["embedder_error"]
+    finally:
+        embeddings.gate.set()
+
+
+def test_status_and_wake_up_answer_while_searches_wait_on_a_hanging_embedder(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings
+) -> None:
+    ingest(daemon, "the heron waits by the reed bed")
+    embeddings.mode = "hold"
+    asked = len(embeddings.requests)
+    searches = [threading.Thread(target=search, args=(daemon, f"heron {i}")) for i in range(6)]
+    try:
+        for thread in searches:
+            thread.start()
+        deadline = time.monotonic() + 5
+        while len(embeddings.requests) < asked + 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(embeddings.requests) >= asked + 4  # every search slot is held
+        with daemon.http(daemon.admin_token, timeout=3) as http:
+            assert http.get(f"{BASE}/recall/status").status_code == 200
+            assert http.get(f"{BASE}/recall/wake-up").status_code == 200
+    finally:
+        embeddings.gate.set()
+        for thread in searches:
+            thread.join(15)
+
+
+def test_writes_while_the_embedder_could_not_load_say_they_have_no_vector(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings
+) -> None:
+    # given an endpoint down when the daemon first needs it
+    embeddings.mode = "down"
+    # when an ingest and a diary entry are written
+    answer = ingest(daemon, "the wren sings at dawn")
+    wrote = call(daemon, "POST", f"{BASE}/diary", type="LESSON", content="wrens sing early")
+    # then each answer says its drawers are stored without vectors, and why
+    (warning,) = answer["sources"][0]["warnings"]
+    assert "the embedder is unavailable (embedding request to" in warning
+    assert "without vectors" in warning and "reindex" in warning
+    assert wrote.status_code == 201, wrote.text
+    (diary_warning,) = wrote.json()["warnings"]
+    assert "the embedder is unavailable" in diary_warning
+    assert status(daemon)["vectors_missing"] == 2

@@ -39,9 +39,12 @@ QUERY_PAUSE_S = 30.0
 
 @dataclass(frozen=True, slots=True)
 class EmbedderFailure:
-    """The embedder's last failure: its message and when (epoch seconds)."""
+    """The embedder's last failure: its message (for the log only: it may quote the
+    texts of the request that failed), its public form (`EmbedderError.public`: what
+    any caller may be shown) and when (epoch seconds)."""
 
     message: str
+    public: str
     at: int
 
 
@@ -109,7 +112,21 @@ class RecallShelf:
             return store
 
     def ingestor(self, workspace: str) -> Ingestor:
-        return Ingestor(self.store(workspace), self.embedder(), self.locks_of(workspace))
+        embedder = self.embedder()
+        # An embedder that could not load: the writes say their drawers get no vector.
+        unavailable = self.embedder_error if embedder is None else None
+        return Ingestor(self.store(workspace), embedder, self.locks_of(workspace), unavailable)
+
+    @property
+    def loaded_embedder(self) -> Embeds | None:
+        """The embedder if it has loaded, never loading or retrying it (for status,
+        which must not wait on a model server)."""
+        return self._embedder if self.settings.vectors else None
+
+    @property
+    def embedder_tried(self) -> bool:
+        """Whether the embedder was asked to load yet (it loads on first use)."""
+        return self._embedder_loaded
 
     def embedder(self) -> Embeds | None:
         """The configured embedder, loaded on first use; None when vectors are off or it
@@ -150,7 +167,7 @@ class RecallShelf:
         if embedder is None:
             self._retry_at = time.monotonic() + EMBEDDER_RETRY_S
             self._embedder_loaded = True
-            self.embedding_failed(error or "the embedder did not load", loading=True)
+            self.embedding_failed(error or RuntimeError("the embedder did not load"), loading=True)
             return
         self._embedder = _Reporting(embedder, self)
         self._embedder_loaded = True
@@ -159,27 +176,44 @@ class RecallShelf:
 
     @property
     def embedder_error(self) -> str | None:
-        """Why the embedder cannot run, or why its last call failed (until one succeeds)."""
+        """Why the embedder cannot run, or why its last call failed (until one succeeds),
+        in its public form: the failure is shared by every workspace and caller, and its
+        full message may quote another caller's texts."""
         failure = self._failure
-        return failure.message if failure is not None else None
+        return failure.public if failure is not None else None
 
     @property
     def embedder_failure(self) -> EmbedderFailure | None:
         return self._failure
 
-    def embedding_failed(self, message: str, loading: bool = False) -> None:
-        """Record a failure of the embedder; logged when it differs from the last one
-        (an embedder down for an hour is one line, not one per request)."""
+    def embedding_failed(self, error: BaseException, loading: bool = False) -> None:
+        """Record a failure of the embedder; logged when its message differs from the
+        last one (an embedder down for an hour is one line, not one per request). An
+        exception that is no EmbedderError is a backend's bug: logged with its traceback,
+        as error, and shown by its type alone."""
+        from memhubd.recall.embed import EmbedderError
+
+        message = str(error) or type(error).__name__
+        if isinstance(error, EmbedderError):
+            public = error.public
+        else:
+            message = f"{type(error).__name__}: {message}"
+            public = f"the embedder failed: {type(error).__name__}"
+        failure = EmbedderFailure(message, public, int(time.time()))
         with self._failure_lock:
-            last, self._failure = self._failure, EmbedderFailure(message, int(time.time()))
-        if last is None or last.message != message:
-            log.warning(
-                "embedder unavailable; recall search uses BM25 only"
-                if loading
-                else "embedder failed; what it could not embed is stored without vectors "
-                "and searched with BM25 alone",
-                error=message,
-            )
+            last, self._failure = self._failure, failure
+        if last is not None and last.message == message:
+            return
+        event = (
+            "embedder unavailable; recall search uses BM25 only"
+            if loading
+            else "embedder failed; what it could not embed is stored without vectors "
+            "and searched with BM25 alone"
+        )
+        if isinstance(error, EmbedderError):
+            log.warning(event, error=message)
+        else:
+            log.error(event, error=message, exc_info=error)
 
     def embedding_succeeded(self) -> None:
         if self._failure is None:
@@ -230,14 +264,15 @@ class RecallShelf:
                 log.exception("closing a recall store failed")
 
 
-def _load(settings: object | None) -> tuple[Embeds | None, str | None]:
+def _load(settings: object | None) -> tuple[Embeds | None, Exception | None]:
+    """The loaded embedder, or None and why it did not load."""
     try:
         from memhubd.recall.embed import load_embedder
 
         embedder = load_embedder(settings)  # type: ignore[arg-type]
         embedder.embed(["warm-up"])  # loads the model now, not inside the first search
     except Exception as error:
-        return None, str(error)
+        return None, error
     return embedder, None
 
 
@@ -260,13 +295,15 @@ class _Reporting:
         try:
             vectors = self._embedder.embed(texts)
         except EmbedderError as error:
-            self._shelf.embedding_failed(str(error))
+            self._shelf.embedding_failed(error)
             raise
         except Exception as error:
-            log.exception("embedder failed", embedder=self.name)
-            message = f"{self.name} failed: {type(error).__name__}: {error}"
-            self._shelf.embedding_failed(message)
-            raise EmbedderError(message) from error
+            # Logged (with its traceback) by the shelf, once per distinct message.
+            self._shelf.embedding_failed(error)
+            kind = type(error).__name__
+            raise EmbedderError(
+                f"{self.name} failed: {kind}: {error}", public=f"{self.name} failed: {kind}"
+            ) from error
         if not all(is_blank(text) for text in texts):  # blank texts reach no model
             self._shelf.embedding_succeeded()
         return vectors

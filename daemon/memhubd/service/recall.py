@@ -84,6 +84,9 @@ COMPRESS_SCHEMA = "memhub.recall.compress.v1"
 # Ingest runs beside searches, not instead of them: one ingest thread at a time.
 _INGEST = anyio.CapacityLimiter(1)
 _SEARCH = anyio.CapacityLimiter(4)
+# Reads that never wait on the embedder (status, wake-up, a drawer, taxonomy, compress):
+# apart from the search slots, which an embedder that hangs can hold for its timeout.
+_READ = anyio.CapacityLimiter(4)
 # Looks at whether a store's BM25 index is ready (quick; apart from the search slots).
 _PROBE = anyio.CapacityLimiter(2)
 # How long a search by a caller of limited roles waits for an index being built: with
@@ -470,7 +473,7 @@ async def compress(hub: Hub, identity: Identity, text: str) -> dict[str, Any]:
             "report": encoded.report.as_dict(),
         }
 
-    return await anyio.to_thread.run_sync(work, limiter=_SEARCH)
+    return await anyio.to_thread.run_sync(work, limiter=_READ)
 
 
 def _citation(hit: Hit) -> str:
@@ -498,7 +501,9 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
         rooms = dict(state.rooms)
         visible = sum(rooms.values())
         deleted, vectors = state.deleted_count, state.vector_count
-        embedder = shelf.embedder()
+        # Never loads nor retries the embedder: status answers at once whatever the
+        # model server does. Before its first use (a search or a write) none has run.
+        embedder = shelf.loaded_embedder
         failure = shelf.embedder_failure
         stored = state.embedder
         running = {"name": embedder.name, "dimension": embedder.dimension} if embedder else None
@@ -518,9 +523,14 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
                 {"name": stored.name, "dimension": stored.dimension} if stored else None
             ),
             "embedder": running,
-            # Why the embedder cannot load, or its last call's failure until one succeeds.
-            "embedder_error": failure.message if failure else None,
-            "embedder_failed_at": failure.at if failure else None,
+            "embedder_pending": shelf.settings.vectors and not shelf.embedder_tried,
+            # Why the embedder cannot load, or its last call's failure until one succeeds:
+            # one record for every workspace and caller, so its public form only (the
+            # full message may quote another caller's texts) ...
+            "embedder_error": failure.public if failure else None,
+            # ... and when only to an admin of every workspace: it would tell others
+            # when someone searched or wrote where they cannot look.
+            "embedder_failed_at": failure.at if failure and _sees_all_activity(identity) else None,
             "vectors_usable": bool(
                 embedder
                 and failure is None
@@ -534,7 +544,12 @@ async def status(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
             "wal_size_bytes": state.wal_size_bytes,
         }
 
-    return await anyio.to_thread.run_sync(work, limiter=_SEARCH)
+    return await anyio.to_thread.run_sync(work, limiter=_READ)
+
+
+def _sees_all_activity(identity: Identity) -> bool:
+    """An admin of every workspace, who may learn when any of them was used."""
+    return identity.has_scope(ADMIN) and identity.manages_all_workspaces
 
 
 def _identity_text(shelf: RecallShelf, name: str) -> str | None:
@@ -623,7 +638,7 @@ async def wake_up(
             "estimated_tokens": len(text.split()),
         }
 
-    return await anyio.to_thread.run_sync(work, limiter=_SEARCH)
+    return await anyio.to_thread.run_sync(work, limiter=_READ)
 
 
 def _aaak_wake_up(name: str, drawers: list[Any]) -> str:
@@ -650,7 +665,7 @@ async def get_drawer(hub: Hub, identity: Identity, name: str, drawer_id: str) ->
     require_scope(identity, READ_SEARCH)
     host_for(hub, identity, name)
     shelf = shelf_of(hub)
-    drawer = await anyio.to_thread.run_sync(shelf.store(name).get_by_id, drawer_id, limiter=_SEARCH)
+    drawer = await anyio.to_thread.run_sync(shelf.store(name).get_by_id, drawer_id, limiter=_READ)
     if drawer is None or not _visible(identity, drawer.readers):
         raise ProtocolError(
             ErrorCode.NOT_FOUND, f"no drawer '{drawer_id}'", {"drawer_id": drawer_id}

@@ -26,7 +26,7 @@ from memhubd.runtime.hub import Hub
 from memhubd.service.access import host_for, require_scope
 from memhubd.service.recall import (
     _INGEST,
-    _SEARCH,
+    _READ,
     MAX_NAME,
     _audit,
     _name,
@@ -144,7 +144,7 @@ def prune_locks(shelf: RecallShelf, name: str) -> int:
 async def taxonomy(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
     require_scope(identity, READ_SUMMARY)
     host_for(hub, identity, name)
-    entries = await anyio.to_thread.run_sync(shelf_of(hub).store(name).taxonomy, limiter=_SEARCH)
+    entries = await anyio.to_thread.run_sync(shelf_of(hub).store(name).taxonomy, limiter=_READ)
     return {"workspace": name, "entries": [e.as_dict() for e in entries]}
 
 
@@ -231,7 +231,7 @@ async def reindex(
         for batch in store.iter_live(size, after):
             if budget is not None:
                 batch = batch[: budget - total]
-            vectors = _embedded(embedder, batch)
+            vectors = _embedded(embedder, batch, identity.sees_everything)
             store.stage_vectors([d.rowid for d in batch], vectors, first=first)
             first = False
             total += len(batch)
@@ -256,7 +256,7 @@ async def reindex(
             # dimension are embedded now rather than left without one.
             filled = 0
             for batch in store.iter_unstaged(REINDEX_BATCH, record.dimension):
-                vectors = _embedded(embedder, batch)
+                vectors = _embedded(embedder, batch, identity.sees_everything)
                 store.stage_vectors([d.rowid for d in batch], vectors, first=False)
                 filled += len(batch)
             audit = _audit(
@@ -270,15 +270,17 @@ async def reindex(
     return await anyio.to_thread.run_sync(work, limiter=_INGEST)
 
 
-def _embedded(embedder: Embeds, drawers: list[Drawer]) -> np.ndarray:
+def _embedded(embedder: Embeds, drawers: list[Drawer], full: bool) -> np.ndarray:
     """The drawers' vectors; an embedder failing stops the reindex with its message, as
     an unavailable dependency (503): nothing is swapped in, so search keeps the vectors
-    it had."""
+    it had. The message is the public one unless `full` (a caller who may read every
+    drawer): an upstream's answer may quote the drawers sent, hidden ones included."""
     try:
         return embedder.embed([d.content for d in drawers])
     except EmbedderError as error:
+        said = str(error) if full else error.public
         raise ProtocolError(
             ErrorCode.WORKSPACE_UNAVAILABLE,
-            f"reindex stopped, the embedder failed: {error}; the old vectors stay in use",
-            {"embedder": embedder.name, "embedder_error": str(error)},
+            f"reindex stopped, the embedder failed: {said}; the old vectors stay in use",
+            {"embedder": embedder.name, "embedder_error": said},
         ) from None

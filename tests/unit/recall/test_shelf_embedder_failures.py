@@ -46,7 +46,7 @@ def test_a_failure_is_logged_once_and_shown_until_a_call_succeeds(
                 embedder.embed(["alpha"])
         failure = shelf.embedder_failure
         assert failure is not None and "HTTP 500" in failure.message
-        assert shelf.embedder_error == failure.message
+        assert shelf.embedder_error == failure.public
         assert abs(failure.at - time.time()) < 60
         embedder.embed(["   "])  # a blank text reaches no model: it proves nothing
         assert shelf.embedder_failure is failure

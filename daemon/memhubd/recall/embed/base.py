@@ -18,7 +18,16 @@ T = TypeVar("T")
 
 
 class EmbedderError(Exception):
-    """An embedder cannot be built or cannot embed; the message says what to change."""
+    """An embedder cannot be built or cannot embed; the message says what to change.
+
+    `public` says the same with nothing of the request in it: no text sent and no part
+    of an upstream answer's body, which may quote them. It is what may be shown to
+    callers other than the one whose request failed; by default the message itself.
+    """
+
+    def __init__(self, message: str, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = message if public is None else public
 
 
 @runtime_checkable

@@ -41,6 +41,7 @@ class HttpEmbedder:
         self.model = settings.model
         self.dimension: int = settings.dimension
         self.batch_size = settings.batch_size
+        self.timeout_s = settings.timeout_s
         # The model, not the host, decides what the vectors mean: moving the server keeps them.
         self.name = f"{self.api}:{self.model}"
         headers = {"Accept": "application/json"}
@@ -84,17 +85,18 @@ class HttpEmbedder:
         try:
             response = self._client.post(self.url, json={"model": self.model, "input": batch})
         except httpx.TimeoutException:
-            raise EmbedderError(f"embedding request to {where} timed out") from None
-        except httpx.HTTPError as exc:
             raise EmbedderError(
-                f"embedding request to {where} failed: {type(exc).__name__}: {exc}"
+                f"embedding request to {where} timed out after {self.timeout_s:g} s"
             ) from None
+        except httpx.HTTPError as exc:
+            failed = f"embedding request to {where} failed: {type(exc).__name__}"
+            raise EmbedderError(f"{failed}: {exc}", public=failed) from None
         if response.status_code != 200:
+            # The body is for the log and the caller whose texts these are: a server may
+            # quote its input in an error, and the input is that caller's own.
+            answered = f"embedding request to {where} answered HTTP {response.status_code}"
             body = response.text[:ERROR_BODY_CHARS].strip()
-            raise EmbedderError(
-                f"embedding request to {where} answered HTTP {response.status_code}"
-                + (f": {body}" if body else "")
-            )
+            raise EmbedderError(answered + (f": {body}" if body else ""), public=answered)
         try:
             payload = response.json()
         except ValueError:
@@ -165,7 +167,13 @@ def _matrix(vectors: list[object], dimension: int, model: str, where: str) -> np
     # Checked as float32, the type stored: a finite JSON number such as 1e39 is infinite
     # there, and a row whose length overflows (or underflows to 0) cannot be normalised.
     with np.errstate(over="ignore", invalid="ignore"):
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), dimension)
+        try:
+            matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), dimension)
+        except (OverflowError, ValueError, TypeError):
+            # An integer too large for any float (JSON allows 400 digits) is refused here.
+            raise EmbedderError(
+                f"{where} returned an embedding with values too large for float32"
+            ) from None
         norms = np.linalg.norm(matrix, axis=1)
     if not np.isfinite(norms).all():
         raise EmbedderError(

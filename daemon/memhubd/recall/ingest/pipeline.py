@@ -188,13 +188,30 @@ def directory_room(source: str) -> str | None:
     return name or None
 
 
+# What a write's report says of drawers stored while the embedder fails or is unavailable.
+_WITHOUT_VECTORS = (
+    "these drawers are stored without vectors, so search finds them by words alone "
+    "until `memctl recall reindex` runs with the embedder answering again"
+)
+
+
 class Ingestor:
     """Writes sources into one workspace's store."""
 
-    def __init__(self, store: DrawerStore, embedder: Embeds | None, locks: SourceLock) -> None:
+    def __init__(
+        self,
+        store: DrawerStore,
+        embedder: Embeds | None,
+        locks: SourceLock,
+        unavailable: str | None = None,
+    ) -> None:
+        """`unavailable`: why a configured embedder could not load (`embedder` is then
+        None); each report that stores drawers says they have no vector. None when
+        vectors are off, which is no news to anyone."""
         self.store = store
         self.embedder = embedder
         self.locks = locks
+        self.unavailable = unavailable if embedder is None else None
         # The embedder's failure in this ingest: later sources of it are stored without
         # vectors rather than each waiting for the embedder to fail again.
         self.embed_failure: str | None = None
@@ -770,6 +787,10 @@ class Ingestor:
         self, report: SourceReport, new: list[NewDrawer], ready: dict[str, np.ndarray]
     ) -> tuple[np.ndarray | None, EmbedderRecord | None]:
         record = record_of(self.embedder)
+        if self.unavailable is not None and new:
+            report.warnings.append(
+                f"the embedder is unavailable ({self.unavailable}); {_WITHOUT_VECTORS}"
+            )
         if self.embedder is None or record is None or not new:
             return None, None
         stored = self.store.embedder()
@@ -790,9 +811,7 @@ class Ingestor:
             # Stored all the same, as with no embedder at all: BM25 finds them now, and
             # a reindex gives them vectors (`recall status` counts them meanwhile).
             report.warnings.append(
-                f"the embedder failed ({self.embed_failure}); these drawers are stored "
-                "without vectors, so search finds them by words alone until "
-                "`memctl recall reindex` runs with the embedder answering again"
+                f"the embedder failed ({self.embed_failure}); {_WITHOUT_VECTORS}"
             )
             return None, None
         vectors = np.asarray(
