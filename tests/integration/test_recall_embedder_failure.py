@@ -8,11 +8,15 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from memhubd.recall import shelf as shelf_module
 from tests.fake_embeddings import FakeEmbeddings, fake_embeddings
@@ -353,6 +357,29 @@ def test_status_and_wake_up_answer_while_searches_wait_on_a_hanging_embedder(
         embeddings.gate.set()
         for thread in searches:
             thread.join(15)
+
+
+@asynccontextmanager
+async def mcp_client(daemon: LiveDaemon, secret: str) -> AsyncIterator[Client]:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+    async with http, Client(streamable_http_client(f"{daemon.url}/mcp", http_client=http)) as c:
+        yield c
+
+
+@pytest.mark.anyio
+async def test_mcp_ingest_while_the_embedder_fails_says_why_in_warnings(
+    daemon: LiveDaemon, embeddings: FakeEmbeddings
+) -> None:
+    ingest(daemon, "warm the embedder up")
+    embeddings.mode = "e500"
+    async with mcp_client(daemon, daemon.admin_token) as client:
+        result = await client.call_tool(
+            "memory_ingest", {"wing": WS, "content": "the otter slides down the bank"}
+        )
+    answer = json.loads(result.content[0].text)
+    assert answer["status"] == "ingested" and answer["drawer_id"]
+    (warning,) = answer["warnings"]
+    assert "HTTP 500" in warning and "without vectors" in warning
 
 
 def test_writes_while_the_embedder_could_not_load_say_they_have_no_vector(

@@ -210,7 +210,8 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
 
 
 def _ingest_answer(summary: dict[str, Any]) -> dict[str, Any]:
-    """mempal's ingest answer: the drawer id, a duplicate warning, lock_wait_ms."""
+    """mempal's ingest answer: the drawer id, a duplicate warning, lock_wait_ms; and
+    memhub's `warnings` of the source when it has any (e.g. stored without a vector)."""
     source = summary["sources"][0]
     if source["status"] == "failed":
         raise ProtocolError(ErrorCode.INVALID, source.get("reason") or "ingest failed")
@@ -224,6 +225,8 @@ def _ingest_answer(summary: dict[str, Any]) -> dict[str, Any]:
         answer["lock_wait_ms"] = source["lock_wait_ms"]
     if source.get("near_duplicates"):
         answer["duplicate_warning"] = source["near_duplicates"][0]
+    if source.get("warnings"):
+        answer["warnings"] = list(source["warnings"])
     if source["status"] in ("unchanged",) or source.get("deleted"):
         answer["message"] = "this content is already stored" + (
             " (as a deleted drawer)" if source.get("deleted") else ""
