@@ -1138,10 +1138,11 @@ def _served_as(hub: Hub, name: str, host: Any) -> Any:
 
 
 def _directory_identity(root: str) -> tuple[int, int] | None:
-    """(device, inode) of the directory `root`; None when it is not a directory."""
+    """(device, inode) of the directory `root`; None when it is not a directory (or
+    cannot be one: a path with a NUL byte, which the config refuses, raises ValueError)."""
     try:
         info = os.stat(root)
-    except OSError:
+    except (OSError, ValueError):
         return None
     return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
 

@@ -135,3 +135,10 @@ async def test_a_polled_directory_whose_full_ingest_keeps_failing_is_tried_ever_
     # 0.02 s doubling: about seven tries in 1.5 s, where a try at each look made 75
     assert 3 <= len(tries) <= 12, len(tries)
     assert logged and logged[0]["error"] == "PermissionError: no .private"
+
+
+def test_a_watched_path_that_cannot_be_a_directory_is_none() -> None:
+    from memhubd.service.recall import _directory_identity
+
+    assert _directory_identity("/tmp/a\0b") is None
+    assert _directory_identity("/proc/self/status") is None
