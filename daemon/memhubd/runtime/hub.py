@@ -593,10 +593,39 @@ class Hub:
 
     async def forget_unserved(self, name: str) -> bool:
         """Drop `name` from the run-time workspace list when it is there but not served
-        (left out at start for overlapping a configured workspace); False otherwise."""
-        if name in self.hosts or self._membership is None:
+        (left out at start for overlapping a configured workspace, or over
+        `max_workspaces`); False otherwise. Its recall and cowork state, kept from when
+        it was served, is archived as `remove` archives it: a workspace added later
+        under the name starts empty. A state that cannot be archived raises
+        `StateNotArchived`, the name listed again as it was."""
+        if name in self.hosts or name in self._changing or self._membership is None:
             return False
-        return bool(await anyio.to_thread.run_sync(self._membership.remove, name))
+        root = (await anyio.to_thread.run_sync(self._membership.load)).get(name)
+        if root is None:
+            return False
+        state = self.state_dir
+        self._changing.add(name)
+        try:
+            if state is not None:
+                # Before the list forgets the name: cut short, the next start finishes it.
+                await anyio.to_thread.run_sync(mark_removing, state, name)
+            if not await anyio.to_thread.run_sync(self._membership.remove, name):
+                return False
+            await self._release(name)
+            try:
+                folder = await anyio.to_thread.run_sync(self.archive, name)
+            except Exception:
+                await self._call(self.recall, "admit", name)
+                await self._call(self.cowork, "admit", name)
+                await anyio.to_thread.run_sync(self._membership.add, name, root)
+                raise
+        finally:
+            self._changing.discard(name)
+            if state is not None:
+                await anyio.to_thread.run_sync(unmark_removing, state, name)
+        if folder is not None:
+            log.info("removed workspace state archived", workspace=name, folder=str(folder))
+        return True
 
     async def remove(self, name: str) -> bool:
         """Stop serving `name` and archive its state (`archive`). A state that cannot be
