@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-import structlog
 
 from memhubd.recall import shelf as shelf_module
 from memhubd.recall.embed import EmbedderError, EmbedderSettings, load_embedder
@@ -69,19 +69,19 @@ def test_an_integer_no_float_holds_is_refused_as_an_embedder_error(
 
 
 def test_the_shelf_shows_the_public_form_of_a_failure_and_logs_the_full_one(
-    server: FakeEmbeddings, tmp_path: Path
+    server: FakeEmbeddings, tmp_path: Path, shelf_logs: list[dict[str, Any]]
 ) -> None:
     shelf = RecallShelf(tmp_path, RecallSettings(embedder=settings_for(server, tmp_path)))
     embedder = shelf.embedder()
     assert embedder is not None
     server.mode = "echo"
-    with structlog.testing.capture_logs() as logs, pytest.raises(EmbedderError, match="hunter2"):
+    with pytest.raises(EmbedderError, match="hunter2"):
         embedder.embed([SECRET])
     failure = shelf.embedder_failure
     assert failure is not None and SECRET in failure.message
     assert shelf.embedder_error == failure.public
     assert "hunter2" not in failure.public and "answered HTTP 400" in failure.public
-    assert [SECRET in e["error"] for e in logs] == [True]
+    assert [SECRET in e["error"] for e in shelf_logs] == [True]
     shelf.close()
 
 
@@ -96,17 +96,16 @@ class Raising:
 
 
 def test_an_unexpected_backend_exception_is_logged_with_its_traceback_once(
-    tmp_path: Path,
+    tmp_path: Path, shelf_logs: list[dict[str, Any]]
 ) -> None:
     shelf = RecallShelf(tmp_path, RecallSettings(embedder=None))
     reporting = shelf_module._Reporting(Raising(), shelf)
-    with structlog.testing.capture_logs() as logs:
-        for _ in range(5):
-            with pytest.raises(EmbedderError, match="RuntimeError") as raised:
-                reporting.embed([SECRET])
+    for _ in range(5):
+        with pytest.raises(EmbedderError, match="RuntimeError") as raised:
+            reporting.embed([SECRET])
     assert "hunter2" in str(raised.value) and "hunter2" not in raised.value.public
     # one record, at error, carrying the exception (and so its traceback)
-    (record,) = logs
+    (record,) = shelf_logs
     assert record["log_level"] == "error"
     assert isinstance(record["exc_info"], RuntimeError)
     failure = shelf.embedder_failure

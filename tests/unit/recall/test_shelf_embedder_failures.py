@@ -4,12 +4,13 @@ again after a while, never on every use."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-import structlog
 
 from memhubd.recall import shelf as shelf_module
 from memhubd.recall.embed import EmbedderError, EmbedderSettings
@@ -35,12 +36,12 @@ def shelf(tmp_path: Path, server: FakeEmbeddings) -> Iterator[RecallShelf]:
 
 
 def test_a_failure_is_logged_once_and_shown_until_a_call_succeeds(
-    shelf: RecallShelf, server: FakeEmbeddings
+    shelf: RecallShelf, server: FakeEmbeddings, shelf_logs: list[dict[str, Any]]
 ) -> None:
     embedder = shelf.embedder()
     assert embedder is not None and shelf.embedder_failure is None
     server.mode = "e500"
-    with structlog.testing.capture_logs() as logs:
+    with contextlib.nullcontext(shelf_logs) as logs:
         for _ in range(5):
             with pytest.raises(EmbedderError, match="HTTP 500"):
                 embedder.embed(["alpha"])
@@ -61,11 +62,14 @@ def test_a_failure_is_logged_once_and_shown_until_a_call_succeeds(
 
 
 def test_a_failed_load_is_tried_again_only_once_the_retry_is_due(
-    shelf: RecallShelf, server: FakeEmbeddings, monkeypatch: pytest.MonkeyPatch
+    shelf: RecallShelf,
+    server: FakeEmbeddings,
+    monkeypatch: pytest.MonkeyPatch,
+    shelf_logs: list[dict[str, Any]],
 ) -> None:
     monkeypatch.setattr(shelf_module, "EMBEDDER_RETRY_S", 0.3)
     server.mode = "down"
-    with structlog.testing.capture_logs() as logs:
+    with contextlib.nullcontext(shelf_logs) as logs:
         assert shelf.embedder() is None
         first = len(server.requests)
         for _ in range(20):
