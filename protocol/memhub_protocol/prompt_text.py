@@ -124,6 +124,13 @@ def _acts(ch: str, before: str, after: str) -> bool:
     kept: it would show nothing and carry a choice an agent reads. Where it acts the
     choice remains, at most 5 after an emoji or a symbol, 2 or 3 in a cursive or Indic
     word: up to about 430 hidden bytes in 8 KB of emoji only, none in ordinary text."""
+    if (
+        ch == _ZWJ
+        and after
+        and _cursive(after)
+        and not (before and (_cursive(before) or before in INVISIBLE_KEPT))
+    ):
+        return True  # a joined form at a word's start (‍ه), or a medial one alone (‍ه‍)
     if not before:
         return False
     if ch in PRESENTATION:  # ☺︎ ❤️, and keycaps: 1️⃣

@@ -56,6 +56,7 @@ def test_ordinary_text_carries_no_joiner_and_no_selector(cover: str) -> None:
         "\U0001f1e9\U0001f1ea \U0001f1ee\U0001f1f7",  # flags
         "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 \u06a9\u062a\u0627\u0628\u200c\u0647\u0627",
         "\u0647\u200d \u0639\u200d",  # Arabic letters in a joined form at a word's end
+        "\u200d\u0647 \u200d\u0647\u200d",  # ... at a word's start, and a medial form alone
         "\u0915\u094d\u200d\u0937 \u0915\u094d\u200c\u0937",  # Hindi half form, explicit virama
         "\u0d05\u0d35\u0d28\u0d4d\u200d \u0d15\u0d4d\u200c",  # Malayalam chillu, ZWNJ
         "\u0dc1\u0dca\u200d\u0dbb\u0dd3",  # Sinhala sri
@@ -109,6 +110,7 @@ def choices_kept(before: str, after: str) -> int:
         ("\u2500", "\u2500", 5),  # box drawing: taken for a symbol that may be an emoji
         ("\u0645", "\u06cc", 2),  # Persian, inside a word: ZWNJ or not
         ("\u0645", " ", 2),  # at a word's end: ZWJ or not
+        (" ", "\u0645", 2),  # at a word's start: ZWJ or not
         ("\u0915\u094d", "\u0937", 3),  # after a virama: ZWJ, ZWNJ or neither
         ("\u0915", "\u094d", 2),  # before a virama: ZWJ or not
     ],
