@@ -225,9 +225,15 @@ def test_an_embedder_down_when_first_needed_is_used_once_it_answers(
     assert refused.status_code == 503, refused.text
     assert refused.json()["error"]["code"] == "workspace_unavailable"
     assert "embedding request to" in refused.json()["error"]["message"]
-    # when it answers again and the retry is due
+    # when it answers again and the retry is due, the next use tries it (in a thread of
+    # its own, that use going on without it)
     embeddings.mode = "ok"
     time.sleep(0.6)
+    search(daemon, "wren")
+    deadline = time.monotonic() + 10
+    while status(daemon)["embedder"] is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
     ingest(daemon, "the robin sings at dusk")
     # then the embedder runs, the failure is cleared, and new drawers get vectors
     up = status(daemon)

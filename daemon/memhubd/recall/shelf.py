@@ -131,23 +131,33 @@ class RecallShelf:
     def embedder(self) -> Embeds | None:
         """The configured embedder, loaded on first use; None when vectors are off or it
         cannot load (then `embedder_error` says why, and search runs on BM25 alone). A
-        failed load is tried again by a use EMBEDDER_RETRY_S or more after it."""
+        failed load is tried again, in a thread of its own, by the first use
+        EMBEDDER_RETRY_S or more after it: that use and the others go on with BM25
+        alone meanwhile, whatever time an endpoint that hangs takes to fail again."""
         if not self.settings.vectors:
             return None
         if self._embedder is not None or (
             self._embedder_loaded and time.monotonic() < self._retry_at
         ):
             return self._embedder
-        # The first use waits for the load, so that its search has vectors; a later
-        # try is made by one caller while the others go on with BM25 alone.
-        if not self._loading.acquire(blocking=not self._embedder_loaded):
+        if self._embedder_loaded:  # a retry is due: one at a time, never waited for
+            if self._loading.acquire(blocking=False):
+                threading.Thread(
+                    target=self._retry, name="memhubd-embedder-retry", daemon=True
+                ).start()
             return self._embedder
-        try:
-            if self._embedder is None and (
-                not self._embedder_loaded or time.monotonic() >= self._retry_at
-            ):
+        # The first use waits for the load, so that its search has vectors.
+        with self._loading:
+            if not self._embedder_loaded:
                 self._load()
             return self._embedder
+
+    def _retry(self) -> None:
+        try:
+            if self._embedder is None and time.monotonic() >= self._retry_at:
+                self._load()
+        except Exception:  # _load reports what it can; nothing may end this thread badly
+            log.exception("embedder retry failed")
         finally:
             self._loading.release()
 

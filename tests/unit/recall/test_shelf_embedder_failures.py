@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,14 +76,43 @@ def test_a_failed_load_is_tried_again_only_once_the_retry_is_due(
             assert shelf.embedder() is None
         assert len(server.requests) == first  # no request before the retry is due
         time.sleep(0.35)
-        assert shelf.embedder() is None  # due: tried again, still down
-        assert len(server.requests) > first
+        assert shelf.embedder() is None  # due: tried again in a thread, still down
+        until(lambda: len(server.requests) > first)
+        until(lambda: not shelf._loading.locked())  # that try is over
         server.mode = "ok"
         time.sleep(0.35)
-        assert shelf.embedder() is not None
+        shelf.embedder()  # due again: tried in a thread, which loads it this time
+        until(lambda: shelf.embedder() is not None)
     assert shelf.embedder_error is None
     events = [e["event"] for e in logs]
     assert events == [
         "embedder unavailable; recall search uses BM25 only",
         "embedder answers again",
     ]
+
+
+def until(condition: Callable[[], bool], within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        time.sleep(0.01)
+
+
+def test_a_due_retry_is_never_waited_for(
+    shelf: RecallShelf, server: FakeEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shelf_module, "EMBEDDER_RETRY_S", 0.0)
+    server.mode = "down"
+    assert shelf.embedder() is None  # the first use waits for its load, which fails
+    # an endpoint that takes the request and does not answer until it is let go
+    server.mode = "hold"
+    asked = len(server.requests)
+    assert shelf.embedder() is None  # the retry is due: made in a thread of its own
+    until(lambda: len(server.requests) > asked)
+    # the load waits on the endpoint, and every use meanwhile goes on without it
+    assert not server.gate.is_set()
+    assert all(shelf.embedder() is None for _ in range(5))
+    assert len(server.requests) == asked + 1  # one retry at a time
+    server.gate.set()
+    until(lambda: shelf.embedder() is not None)
+    assert shelf.embedder_error is None
