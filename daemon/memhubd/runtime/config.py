@@ -98,6 +98,7 @@ class RecallConfig:
     embedder_url: str = ""
     embedder_dimension: int = 0
     embedder_api_key_env: str = ""
+    embedder_timeout_s: float = 30.0
     max_file_bytes: int = 16 * 1024 * 1024
     near_duplicate: float = 0.95
     lock_timeout_s: float = 5.0
@@ -298,6 +299,22 @@ def _seconds(value: Any, key: str, where: _Where) -> float:
     return _seconds_within(value, key, where, "0")
 
 
+# The longest an http embedder's request may take: an endpoint that hangs holds each
+# write (and a query each 30 s) this long before it is given up.
+MAX_EMBEDDER_TIMEOUT_S = 600.0
+
+
+def _embedder_timeout(value: Any, key: str, where: _Where) -> float:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (number and 0 < value <= MAX_EMBEDDER_TIMEOUT_S):
+        raise where.error(
+            key,
+            f"must be a number of seconds above 0, at most {MAX_EMBEDDER_TIMEOUT_S:g}, "
+            f"got {value!r}",
+        )
+    return float(value)
+
+
 def _rescan_interval(value: Any, key: str, where: _Where) -> float:
     return _seconds_within(value, key, where, "0 (disables)")
 
@@ -348,6 +365,7 @@ _TABLES: dict[str, dict[str, _Checker]] = {
         "embedder_url": _optional_text,
         "embedder_dimension": lambda v, k, w: _integer(v, k, w, 0, 65536),
         "embedder_api_key_env": _optional_text,
+        "embedder_timeout_s": _embedder_timeout,
         "max_file_bytes": lambda v, k, w: _integer(v, k, w, 1, MAX_FILE_BYTES),
         "near_duplicate": lambda v, k, w: _fraction(v, k, w),
         "lock_timeout_s": _seconds,
@@ -569,7 +587,13 @@ def _build(values: dict[str, Any], source: str) -> DaemonConfig:
 _EMBEDDER_KEYS = {
     "static": ("embedder_model", "embedder_dimension"),
     "onnx": ("embedder_dimension",),
-    "http": ("embedder_url", "embedder_model", "embedder_dimension", "embedder_api_key_env"),
+    "http": (
+        "embedder_url",
+        "embedder_model",
+        "embedder_dimension",
+        "embedder_api_key_env",
+        "embedder_timeout_s",
+    ),
     "none": (),
 }
 
@@ -578,7 +602,7 @@ def _check_embedder(recall: Mapping[str, Any], where: _Where) -> None:
     """What the chosen embedder cannot run without, refused at start: a missing one
     would leave recall on BM25 alone, told only by a warning at the first ingest."""
     embedder = recall.get("embedder", "static")  # RecallConfig's default
-    for key in ("embedder_url", "embedder_model", "embedder_dimension", "embedder_api_key_env"):
+    for key in _EMBEDDER_KEYS["http"]:  # every embedder key is one of http's
         if recall.get(key) and key not in _EMBEDDER_KEYS[embedder]:
             users = [name for name, keys in _EMBEDDER_KEYS.items() if key in keys]
             raise where.error(

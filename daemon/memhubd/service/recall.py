@@ -686,6 +686,7 @@ def open_shelf(directory: Any, config: Any) -> RecallShelf:
             model=config.embedder_model,
             dimension=config.embedder_dimension,
             api_key_env=config.embedder_api_key_env,
+            timeout_s=config.embedder_timeout_s,
         )
     settings = RecallSettings(
         embedder=embedder,

@@ -296,6 +296,31 @@ def test_an_http_embedder_with_its_url_model_and_dimension_is_taken() -> None:
     assert config.recall.embedder_dimension == 768
 
 
+HTTP = {
+    "recall.embedder": "http",
+    "recall.embedder_url": "http://gpu:11434/api/embed",
+    "recall.embedder_model": "nomic-embed-text",
+    "recall.embedder_dimension": 768,
+}
+
+
+def test_an_http_embedder_takes_its_request_timeout_from_the_config(tmp_path: Path) -> None:
+    from memhubd.service.recall import open_shelf
+
+    assert load_config(None, HTTP).recall.embedder_timeout_s == 30.0
+    config = load_config(None, {**HTTP, "recall.embedder_timeout_s": 2.5})
+    shelf = open_shelf(tmp_path, config.recall)
+    assert shelf.settings.embedder.timeout_s == 2.5  # type: ignore[attr-defined]
+    shelf.close()
+
+
+@pytest.mark.parametrize("value", [0, -1, 601, float("nan"), float("inf"), True, "5"])
+def test_an_embedder_timeout_out_of_range_stops_the_start(value: object) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(None, {**HTTP, "recall.embedder_timeout_s": value})
+    assert "[recall] embedder_timeout_s must be a number of seconds above 0" in str(refused.value)
+
+
 def test_config_errors_name_the_key_and_show_the_value(tmp_path: Path) -> None:
     config = tmp_path / "memhub.toml"
     config.write_text('[workspaces]\nteam = { path = "ws", recall = { wach = [] } }\n')
@@ -528,6 +553,7 @@ def test_allowed_hosts_take_names_with_ports_and_addresses(tmp_path: Path) -> No
         ("static", "embedder_url", '"http://127.0.0.1:11434/api/embed"'),
         ("static", "embedder_api_key_env", '"KEY"'),
         ("onnx", "embedder_model", '"/srv/models/x"'),
+        ("static", "embedder_timeout_s", "5"),
     ],
 )
 def test_embedder_keys_the_chosen_embedder_does_not_use_are_refused(
