@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import structlog
 
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.scopes import READ_SUMMARY, REVIEW, WRITE_RECALL
@@ -24,9 +23,7 @@ from memhubd.recall.search import search
 from memhubd.recall.store import Drawer, DrawerFilter
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import host_for, require_scope
-from memhubd.service.recall import index_warming, lexical_ready, shelf_of
-
-log = structlog.get_logger(__name__)
+from memhubd.service.recall import index_warming, lexical_ready, query_vector, shelf_of
 
 WRITE_SCHEMA = "memhub.diary.write.v1"
 READ_SCHEMA = "memhub.diary.read.v1"
@@ -267,16 +264,7 @@ async def read(
         # Search ranks every drawer of the room: ask for more until `limit` entries are
         # among the hits or the search has nothing more to give.
         fetch = limit * _OVERFETCH
-        # The query's vector made once for every round (an embedder that fails is asked
-        # once, and then not while its failure is recent: `query_embedder`).
-        embedder = shelf.query_embedder()
-        vector = None
-        if embedder is not None:
-            try:
-                vector = embedder.embed([query])[0]
-            except Exception as error:
-                log.info("query embedding failed", error=str(error))
-                embedder = None
+        embedder, vector, _unavailable = query_vector(shelf, query)
         weights = shelf.settings.weights
         while True:
             with index_warming(name):

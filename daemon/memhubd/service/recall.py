@@ -332,20 +332,10 @@ async def search_recall(
 
     def work() -> tuple[dict[str, Any], dict[str, int | None]]:
         started = time.perf_counter()
-        embedder = shelf.query_embedder()
-        vector = None
-        warnings: list[str] = []
-        if embedder is not None:
-            try:
-                vector = embedder.embed([request.query])[0]
-            except Exception as error:
-                log.info("query embedding failed", error=str(error))
-                warnings.append(f"vector search unavailable: {error}")
-                # BM25 alone, in every workspace: asked again, the embedder would
-                # only fail (or time out) once more per workspace.
-                embedder = None
-        elif shelf.embedder_error:
-            warnings.append(f"vector search unavailable: {shelf.embedder_error}")
+        # Made once for every workspace: asked again, a failing embedder would only
+        # fail (or time out) once more per workspace.
+        embedder, vector, unavailable = query_vector(shelf, request.query)
+        warnings: list[str] = [unavailable] if unavailable else []
         merged: list[tuple[str, Hit]] = []
         boosted: dict[str, list[str]] = {}
         terms: list[str] = []
@@ -474,6 +464,23 @@ async def compress(hub: Hub, identity: Identity, text: str) -> dict[str, Any]:
         }
 
     return await anyio.to_thread.run_sync(work, limiter=_READ)
+
+
+def query_vector(shelf: RecallShelf, query: str) -> tuple[Any, Any, str | None]:
+    """The embedder for a query, its vector, and a warning when vector search is not
+    available (then BM25 alone: the embedder and vector are None). The vector is made
+    once for every round or workspace a search goes through; an embedder that failed
+    lately is not asked (`RecallShelf.query_embedder`). A failure of this query's own
+    embedding is told in full (its text is the caller's), a shared one publicly."""
+    embedder = shelf.query_embedder()
+    if embedder is None:
+        error = shelf.embedder_error
+        return None, None, f"vector search unavailable: {error}" if error else None
+    try:
+        return embedder, embedder.embed([query])[0], None
+    except Exception as error:
+        log.info("query embedding failed", error=str(error))
+        return None, None, f"vector search unavailable: {error}"
 
 
 def _citation(hit: Hit) -> str:
