@@ -165,9 +165,14 @@ def message_bytes(content: str) -> int:
 class InboxStore:
     """The inboxes of one workspace. Thread-safe; every call is one short transaction."""
 
-    def __init__(self, path: str | Path, limits: InboxLimits | None = None) -> None:
+    def __init__(
+        self, path: str | Path, limits: InboxLimits | None = None, workspace: str | None = None
+    ) -> None:
+        """`workspace`: whose inboxes these are (the file's name by default, as the
+        cowork shelf names each file), printed in each drained message's line."""
         self.path = Path(path)
         self.limits = limits or InboxLimits()
+        self.workspace = self.path.stem if workspace is None else workspace
         # Its folder too; a file that cannot be made or opened for writing is unusable
         # (the doors say so, naming it), never a bare OSError.
         private_database(self.path)
@@ -275,8 +280,7 @@ class InboxStore:
         workspace too), so that what a prompt hook prints keeps to its budget however
         many messages come.
         """
-        # The shelf names each workspace's inbox file after the workspace.
-        workspace = self.path.stem
+        workspace = self.workspace
         with self._write() as db:
             rows = db.execute(
                 "SELECT id, sender, recipient, content, pushed_at, bytes FROM messages "

@@ -39,7 +39,9 @@ class CoworkShelf:
                 raise UnusableDatabase(self.path_of(workspace), "its workspace was removed")
             store = self._stores.get(workspace)
             if store is None:
-                store = self._stores[workspace] = InboxStore(self.path_of(workspace), self.limits)
+                store = self._stores[workspace] = InboxStore(
+                    self.path_of(workspace), self.limits, workspace
+                )
             return store
 
     def forget(self, workspace: str) -> None:
