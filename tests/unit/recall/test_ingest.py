@@ -329,9 +329,17 @@ def test_a_stray_line_neither_turns_a_transcript_into_text_nor_replaces_it(
     damaged = "\n".join([*lines[:3], "garbage", *lines[3:], '{"type":"user","mess']) + "\n"
     report = ingestor.ingest_text("s.jsonl", damaged, options())
     assert report.format == "claude-code"
-    assert (report.status, report.replaced, report.duplicates) == ("unchanged", 0, 3)
+    # nothing stored or replaced: the exchanges after the stray line only moved a line down
+    assert (report.status, report.chunks, report.replaced, report.duplicates) == (
+        "ingested",
+        0,
+        0,
+        3,
+    )
     assert report.warnings and "2 line(s) not JSON, left out" in report.warnings[0]
     assert not any(d.content.lstrip().startswith("{") for d in live(store))
+    again = ingestor.ingest_text("s.jsonl", damaged, options())
+    assert (again.status, again.duplicates) == ("unchanged", 3)
 
 
 def test_a_byte_order_mark_does_not_hide_the_format(ingestor: Ingestor) -> None:

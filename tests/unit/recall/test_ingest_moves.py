@@ -189,3 +189,49 @@ def test_sections_swapped_keep_their_drawers_at_their_new_places(
     assert {d.id for d in live(store)} == ids
     assert places(store, "notes/s.md") == [(0, "# Alpha"), (1, "# Gamma"), (2, "# Beta")]
     assert store.audit()[0].detail["moved"] == 2  # the write says so (newest first)
+
+
+def _citations(store: DrawerStore, source: str) -> list[tuple[int, str, str]]:
+    return sorted((d.chunk_index, d.locator, d.content) for d in live(store) if d.source_file == source)
+
+
+def test_a_kept_chunk_cites_where_its_text_stands_after_an_edit_before_it(
+    tmp_path: Path,
+) -> None:
+    # An edit that changes a section's length (or a line added above an exchange) shifts
+    # every later chunk's characters (or lines) while their indexes stay: each kept
+    # chunk's citation must be the one a first ingest of the new text gives it.
+    summary = json.dumps({"type": "summary", "summary": "Where the ledger lives"}) + "\n"
+    cases = [
+        (
+            "notes/s.md",
+            markdown("Alpha", "Beta", "Gamma"),
+            markdown("Alpha", "Beta", "Gamma", Alpha="the alpha service owns invoices, "),
+        ),
+        (
+            "notes/s.md",
+            markdown("Alpha", "Beta", "Gamma"),
+            markdown("Alpha", "Beta", "Gamma", Alpha="it was retired."),
+        ),
+        (
+            "claude/s.jsonl",
+            transcript(QUESTION, ANSWER, LATER),
+            summary + transcript(QUESTION, ANSWER, LATER),
+        ),
+    ]
+    for n, (source, before, after) in enumerate(cases):
+        edited, fresh = open_store(tmp_path / f"edited-{n}.db"), open_store(tmp_path / f"{n}.db")
+        ingestor = Ingestor(edited, None, SourceLock(tmp_path / f"locks-{n}"))
+        ingestor.ingest_text(source, before, options())
+        report = ingestor.ingest_text(source, after, options())
+        assert report.status == "ingested" and report.replaced == (n < 2)
+        Ingestor(fresh, None, SourceLock(tmp_path / f"locks-{n}")).ingest_text(
+            source, after, options()
+        )
+        assert _citations(edited, source) == _citations(fresh, source)
+        if source.endswith(".md"):  # a character locator holds exactly the drawer's text
+            for _index, locator, content in _citations(edited, source):
+                start, end = map(int, locator.rpartition(" ")[2].split("-"))
+                assert after[start:end] == content
+        edited.close()
+        fresh.close()

@@ -694,10 +694,14 @@ class Ingestor:
             count = len(drawers)
             stale.extend(p.rowid for index, p in stored.items() if index >= count)
         kept = {e.rowid for e in stored.values() if e.id in places}
+        # A kept chunk whose text now stands elsewhere in the source takes its new place
+        # and locator: an edit before it shifts its characters (or lines) while its index
+        # stays, and its citation must still point at its text.
         moved = [
             (e.rowid, places[e.id].chunk_index, places[e.id].locator)
             for index, e in stored.items()
-            if e.id in places and places[e.id].chunk_index != index
+            if e.id in places
+            and (places[e.id].chunk_index != index or places[e.id].locator != e.locator)
         ]
         stale = [rowid for rowid in stale if rowid not in kept]
         refresh = [

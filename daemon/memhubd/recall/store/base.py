@@ -184,6 +184,9 @@ class Existing:
     # `chunks_of_source` only).
     readers: tuple[str, ...] | None = None
     importance: int = 0
+    # Where in its source the text stands (`chars A-B`, `lines A-B`; read by
+    # `chunks_of_source` only).
+    locator: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,7 +315,7 @@ class DrawerStore(abc.ABC):
     @abc.abstractmethod
     def chunks_of_source(self, source_file: str) -> list[tuple[int, Existing]]:
         """(chunk index, drawer) of every live drawer of one source, in rowid order,
-        with its context, writer, room and readers: two identities' drawers may share an index (the
+        with its context, writer, room, readers and locator: two identities' drawers may share an index (the
         same text stored under the ids each may read)."""
 
     @abc.abstractmethod

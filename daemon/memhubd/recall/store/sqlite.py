@@ -540,8 +540,8 @@ class SQLiteStore(DrawerStore):
         with self._readers.connection() as connection:
             rows = connection.execute(
                 "SELECT chunk_index, rowid, id, content_hash, coalesce(context, ''), identity, "
-                "room, readers, importance FROM drawers WHERE source_file = ? "
-                "AND deleted_at IS NULL "
+                "room, readers, importance, coalesce(locator, '') FROM drawers "
+                "WHERE source_file = ? AND deleted_at IS NULL "
                 "ORDER BY rowid",
                 (source_file,),
             ).fetchall()
@@ -558,9 +558,10 @@ class SQLiteStore(DrawerStore):
                     room=room,
                     readers=tuple(json.loads(readers)) if readers is not None else None,
                     importance=importance,
+                    locator=locator,
                 ),
             )
-            for index, rowid, i, digest, context, who, room, readers, importance in rows
+            for index, rowid, i, digest, context, who, room, readers, importance, locator in rows
         ]
 
     def deleted_of_source(self, source_file: str) -> list[tuple[int, Existing, str]]:
