@@ -14,7 +14,7 @@ from recall_fakes import HashingEmbedder, options
 from test_store import fts_consistent
 
 from memhubd.recall.ingest import Ingestor, SourceLock
-from memhubd.recall.store import DrawerFilter, DrawerStore, open_store
+from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore, TaxonomyEntry, open_store
 from memhubd.recall.store import bm25 as lexical_cache
 
 SOURCE = "claude/live.jsonl"
@@ -210,11 +210,11 @@ def test_a_refreshed_drawer_keeps_its_room_and_its_vector(tmp_path: Path) -> Non
                 (SOURCE,),
             ).fetchall()
         # The two stored before keep their room (their ids name it) and their vectors;
-        # the new exchange, stored with no embedder running, has none
+        # the new exchange, stored with no embedder running, has none (and joins them)
         assert [(room, vector) for _id, room, vector in live] == [
             ("alpha", True),
             ("alpha", True),
-            ("claude", False),
+            ("alpha", False),
         ]
         assert all(f"_{room}_" in drawer for drawer, room, _vector in live)
     finally:
@@ -285,6 +285,36 @@ def test_a_room_given_again_moves_the_stored_chunks_of_the_source(tmp_path: Path
         assert (back.chunks, back.replaced) == (3, 3)
         assert [row[0] for row in live_rows(path)] == ["alpha"] * 3
         assert fts_consistent(path)
+    finally:
+        store.close()
+
+
+def test_a_chunk_new_in_a_source_joins_the_room_its_stored_chunks_are_in(
+    tmp_path: Path,
+) -> None:
+    # Every chunk of a file shares one room: a re-ingest that names none (as the watcher's
+    # always is) puts a new or changed chunk where the source's stored chunks are, not in
+    # the room inferred now from its directory or an edited taxonomy.
+    path = tmp_path / "ws.db"
+    store = ingest(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    try:
+        ingestor.ingest_text(SOURCE, transcript(2), options(room="ops"))
+        grown = ingestor.ingest_text(SOURCE, transcript(3), options())
+        assert (grown.room, grown.chunks) == ("ops", 1)
+        assert [row[0] for row in live_rows(path)] == ["ops"] * 3
+        store.set_taxonomy(
+            TaxonomyEntry("streaming", ("kafka",)), AuditEntry("tester", "test", "taxonomy")
+        )
+        again = ingestor.ingest_text(SOURCE, transcript(4), options())
+        assert again.room == "ops" and [row[0] for row in live_rows(path)] == ["ops"] * 4
+        # A dry run says the same room; a source stored nowhere yet takes the taxonomy's
+        dry = ingestor.ingest_text(SOURCE, transcript(5), options(dry_run=True))
+        other = ingestor.ingest_text("other/" + SOURCE, transcript(2), options())
+        assert (dry.room, other.room) == ("ops", "streaming")
+        # A room given moves the whole source, as before
+        moved = ingestor.ingest_text(SOURCE, transcript(4), options(room="infra"))
+        assert moved.room == "infra" and [row[0] for row in live_rows(path)] == ["infra"] * 4
     finally:
         store.close()
 

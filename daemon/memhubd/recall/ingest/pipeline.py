@@ -443,8 +443,23 @@ class Ingestor:
     def _room(self, options: IngestOptions, parsed: Parsed, source: str) -> str:
         if options.room:
             return options.room
+        kept = self._source_room(source, options)
+        if kept is not None:
+            return kept
         text = parsed.text or "\n".join(t.text for c in parsed.conversations for t in c.turns)
         return self._taxonomy_room(text) or parsed.project or directory_room(source) or DEFAULT_ROOM
+
+    def _source_room(self, source: str, options: IngestOptions) -> str | None:
+        """The room a source already stored is in, for an ingest that names none: every
+        chunk of a file shares one room, so a chunk new in it joins the stored ones (put
+        there by a `--room` or by the taxonomy of the time) instead of the room inferred
+        now. The room most of its drawers the caller may read are in (of equal counts,
+        the first chunk's); None when the caller may read none."""
+        counts: dict[str, int] = {}
+        for room, writer, readers in self.store.rooms_of_source(source):
+            if room and (writer == options.identity or _readable(readers, options.roles)):
+                counts[room] = counts.get(room, 0) + 1
+        return max(counts, key=counts.__getitem__) if counts else None
 
     @staticmethod
     def _drawer(

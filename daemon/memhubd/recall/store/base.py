@@ -319,6 +319,11 @@ class DrawerStore(abc.ABC):
         same text stored under the ids each may read)."""
 
     @abc.abstractmethod
+    def rooms_of_source(self, source_file: str) -> list[tuple[str, str, tuple[str, ...] | None]]:
+        """(room, writer, readers) of every live drawer of one source, by chunk index:
+        the room a re-ingest that names none keeps the source in."""
+
+    @abc.abstractmethod
     def deleted_of_source(self, source_file: str) -> list[tuple[int, Existing, str]]:
         """(chunk index, drawer, content) of every drawer of one source deleted on
         purpose (not retired by its source) and not yet purged, with its writer, room

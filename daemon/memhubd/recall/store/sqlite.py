@@ -564,6 +564,18 @@ class SQLiteStore(DrawerStore):
             for index, rowid, i, digest, context, who, room, readers, importance, locator in rows
         ]
 
+    def rooms_of_source(self, source_file: str) -> list[tuple[str, str, tuple[str, ...] | None]]:
+        with self._readers.connection() as connection:
+            rows = connection.execute(
+                "SELECT room, identity, readers FROM drawers "
+                "WHERE source_file = ? AND deleted_at IS NULL ORDER BY chunk_index, rowid",
+                (source_file,),
+            ).fetchall()
+        return [
+            (room, who, tuple(json.loads(readers)) if readers is not None else None)
+            for room, who, readers in rows
+        ]
+
     def deleted_of_source(self, source_file: str) -> list[tuple[int, Existing, str]]:
         with self._readers.connection() as connection:
             rows = connection.execute(DELETED_OF_SOURCE, (source_file,)).fetchall()
