@@ -10,7 +10,7 @@ from pathlib import Path
 from recall_fakes import HashingEmbedder, options
 
 from memhubd.recall.ingest import Ingestor, SourceLock, SourceReport
-from memhubd.recall.store import DrawerStore, open_store
+from memhubd.recall.store import DrawerFilter, DrawerStore, open_store
 
 SECTIONS = {
     "Alpha": "the alpha service owns invoices and their numbering.",
@@ -192,7 +192,9 @@ def test_sections_swapped_keep_their_drawers_at_their_new_places(
 
 
 def _citations(store: DrawerStore, source: str) -> list[tuple[int, str, str]]:
-    return sorted((d.chunk_index, d.locator, d.content) for d in live(store) if d.source_file == source)
+    return sorted(
+        (d.chunk_index, d.locator, d.content) for d in live(store) if d.source_file == source
+    )
 
 
 def test_a_kept_chunk_cites_where_its_text_stands_after_an_edit_before_it(
@@ -235,3 +237,77 @@ def test_a_kept_chunk_cites_where_its_text_stands_after_an_edit_before_it(
                 assert after[start:end] == content
         edited.close()
         fresh.close()
+
+
+def test_a_chunk_its_source_drops_goes_on_cited_from_a_file_that_holds_it(
+    tmp_path: Path,
+) -> None:
+    # A copy of a note counts its sections as duplicates of the note's drawers; when the
+    # note then changes a section, that section's drawer goes on cited from the copy
+    # (whose text still holds it) instead of leaving search: in one command whatever
+    # order the files come in, and across commands.
+    before = markdown("Alpha", "Beta", "Gamma")
+    after = markdown("Alpha", "Beta", "Gamma", Beta="the beta service was split in two.")
+    for n, order in enumerate(
+        (["notes/aa-copy.md", "notes/zz.md"], ["notes/zz.md", "notes/aa-copy.md"])
+    ):
+        for dry_run in (True, False):
+            store = open_store(tmp_path / f"{n}-{dry_run}.db")
+            ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"locks-{n}"))
+            ingestor.ingest_text("notes/zz.md", before, options())
+            texts = {"notes/aa-copy.md": before, "notes/zz.md": after}
+            reports = ingestor.ingest_texts(
+                [(s, texts[s]) for s in order], options(dry_run=dry_run)
+            )
+            by_source = {r.source: counts(r) for r in reports}
+            if order[0] == "notes/aa-copy.md":  # the copy first: its chunks are duplicates
+                assert by_source == {"notes/aa-copy.md": (0, 3, 0), "notes/zz.md": (1, 2, 0)}
+            else:  # the note first: its old Beta is retired, and the copy brings it back
+                assert by_source == {"notes/zz.md": (1, 2, 1), "notes/aa-copy.md": (1, 2, 0)}
+            if not dry_run:
+                contents = {d.content: d for d in live(store)}
+                old_beta = "# Beta\n\n" + SECTIONS["Beta"]
+                assert contents[old_beta].source_file == "notes/aa-copy.md"
+                start, end = map(int, contents[old_beta].locator.rpartition(" ")[2].split("-"))
+                assert before[start:end] == old_beta
+                assert len(contents) == 4
+                # Found by words and by vector, once
+                assert len(store.lexical(["refunds"], DrawerFilter(), 10)) == 1
+                # The same command again writes nothing
+                again = ingestor.ingest_texts([(s, texts[s]) for s in order], options())
+                assert [r.status for r in again] == ["unchanged", "unchanged"]
+            store.close()
+
+
+def test_a_renamed_transcript_keeps_the_exchanges_the_new_session_drops(
+    ingestor: Ingestor, store: DrawerStore, embedder: HashingEmbedder
+) -> None:
+    # A session renamed aside (or rotated) is ingested as duplicates of the old drawers;
+    # a new session started under the old name then drops them from that source, and
+    # they go on cited from the renamed file, with their vectors, found by both signals.
+    session = transcript(QUESTION, ANSWER, LATER)
+    ingestor.ingest_text("claude/s.jsonl", session, options())
+    renamed = ingestor.ingest_text("claude/s.jsonl.1", session, options())
+    assert counts(renamed) == (0, 2, 0)
+    fresh = ingestor.ingest_text(
+        "claude/s.jsonl", transcript(("user", "Start over: what is on the agenda?")), options()
+    )
+    assert counts(fresh) == (1, 0, 0)  # nothing retired: both handed to the renamed file
+    assert store.audit()[0].detail["handed_over"] == 2
+    old = [d for d in live(store) if d.source_file == "claude/s.jsonl.1"]
+    assert len(old) == 2 and {d.chunk_index for d in old} == {0, 1}
+    status = store.status()
+    assert (status.drawer_count, status.vector_count) == (3, 3)
+    assert store.lexical(["frankfurt"], DrawerFilter(), 5)
+    vector = embedder.embed([ANSWER[1]])[0]
+    best = store.nearest(vector, store.embedder(), DrawerFilter(), 1)
+    assert store.get([best[0].rowid])[best[0].rowid].source_file == "claude/s.jsonl.1"
+    # The renamed file sent again is its own source now: unchanged
+    again = ingestor.ingest_text("claude/s.jsonl.1", session, options())
+    assert (again.status, again.duplicates) == ("unchanged", 2)
+    # A copy another writer recorded never takes a drawer
+    ingestor.ingest_text("notes/n.md", markdown("Alpha"), options())
+    ingestor.ingest_text("notes/other.md", markdown("Alpha"), options(identity="bob"))
+    dropped = ingestor.ingest_text("notes/n.md", markdown("Beta"), options())
+    assert dropped.replaced == 1
+    assert not [d for d in live(store) if "invoices" in d.content]

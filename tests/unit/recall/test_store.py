@@ -207,7 +207,7 @@ def test_a_version_1_store_is_migrated_with_its_index_rebuilt(tmp_path: Path) ->
                 (rowid, f"d{rowid}", text, deleted),
             )
     store = open_store(path)
-    assert store.schema_version == CURRENT_VERSION == 7
+    assert store.schema_version == CURRENT_VERSION == 8
     assert [r.rowid for r in store.lexical(["ledger"], DrawerFilter(), 10)] == [1]
     store.write([drawer("plain words", 3, context="the neighbouring zebra")], None, None, AUDIT)
     (hit,) = store.lexical(["zebra"], DrawerFilter(), 10)

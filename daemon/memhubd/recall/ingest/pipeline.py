@@ -35,6 +35,7 @@ from memhubd.recall.ingest.formats import (
 from memhubd.recall.ingest.lock import SourceLock
 from memhubd.recall.store import (
     AuditEntry,
+    Copy,
     Drawer,
     DrawerFilter,
     DrawerStore,
@@ -170,6 +171,10 @@ class Plan:
     revive: list[int]
     moved: list[tuple[int, int, str]]
     refreshed: frozenset[str] = frozenset()
+    # The source's chunks stored as other sources' drawers (see `DrawerStore.write`), and
+    # the rows of `stale` that another file holds: handed to it, not retired.
+    copies: frozenset[Copy] = frozenset()
+    handed: frozenset[int] = frozenset()
 
 
 @dataclass(slots=True)
@@ -179,6 +184,9 @@ class DryRun:
 
     written: dict[str, str] = field(default_factory=dict)  # drawer id -> its room
     retired: set[int] = field(default_factory=set)
+    # The copies each earlier file would have recorded (rowids, by source), in place of
+    # what the store holds for it.
+    copies: dict[str, set[int]] = field(default_factory=dict)
 
 
 def directory_room(source: str) -> str | None:
@@ -507,15 +515,22 @@ class Ingestor:
             batch = dry_run if dry_run is not None else DryRun()
             plan = self._plan(report, drawers, replace_stale, options, batch)
             batch.retired.update(plan.stale)
+            if replace_stale:
+                batch.copies[report.source] = {c.drawer for c in plan.copies}
             report.status, report.chunks = "dry_run", len(plan.new)
-            report.replaced = len(plan.stale)
+            report.replaced = len(plan.stale) - len(plan.handed)
             report.drawer_ids = [d.id for d in plan.new]
             return report
         with self.locks.hold(lock_key or report.source) as waited:
             report.lock_wait_ms = waited
             plan = self._plan(report, drawers, replace_stale, options)
             new, stale, revive = plan.new, plan.stale, plan.revive
+            copies = (report.source, options.identity, plan.copies) if replace_stale else None
             if not new and not stale and not plan.moved:
+                if copies is not None and plan.copies != self.store.copies_of_source(
+                    report.source, options.identity
+                ):
+                    self.store.set_copies(*copies)
                 report.status = "unchanged"
                 return report
             vectors, record = self._embed(report, new, ready or {})
@@ -544,17 +559,26 @@ class Ingestor:
                     "format": report.format,
                     "room": report.room,
                     "chunks": len(new) - refreshed,
-                    "replaced": len(stale) - refreshed,
+                    "replaced": len(stale) - refreshed - len(plan.handed),
                     # retired drawers of the same content, stored again
                     **({"revived": len(revive) - refreshed} if len(revive) > refreshed else {}),
                     # stored chunks still in the source, at another place
                     **({"moved": len(plan.moved)} if plan.moved else {}),
                     # stored chunks whose neighbouring text changed, stored again
                     **({"refreshed": len(plan.refreshed)} if plan.refreshed else {}),
+                    # chunks gone from the source that another file holds, cited from it
+                    **({"handed_over": len(plan.handed)} if plan.handed else {}),
                 },
             )
             outcome = self.store.write(
-                new, vectors, record, audit, replace=stale, revive=revive, moved=plan.moved
+                new,
+                vectors,
+                record,
+                audit,
+                replace=stale,
+                revive=revive,
+                moved=plan.moved,
+                copies=copies,
             )
         # A refreshed chunk is the same drawer (a duplicate already counted), not a new
         # chunk nor one its source replaced.
@@ -620,6 +644,7 @@ class Ingestor:
         hashes: dict[str, str] = {}  # each id's content in this ingest, to tell clashes
         gone: list[NewDrawer] = []  # chunks whose drawer was deleted on purpose
         deleted: dict[int, list[str]] | None = None  # read when first needed
+        copies: list[Copy] = []  # chunks stored as another source's drawers
 
         def grown_from_deleted(drawer: NewDrawer) -> bool:
             """Whether the chunk is one deleted on purpose that has grown since (a
@@ -683,6 +708,17 @@ class Ingestor:
             if drawer.id in seen or (existing is not None and not existing.deleted):
                 report.duplicates += 1
                 report.matched_ids.append(drawer.id)
+                if (
+                    existing is not None
+                    and not existing.deleted
+                    and existing.source_file != report.source
+                    and existing.identity == options.identity
+                ):
+                    # Another source's drawer: this file is where it goes on should that
+                    # source drop it (recorded for the writer's own drawers only).
+                    copies.append(
+                        Copy(existing.rowid, drawer.chunk_index, drawer.locator, drawer.source_kind)
+                    )
             elif (existing is not None and not existing.retired) or (
                 (exchange := _exchange_of(drawer.locator)) is not None
                 and exchange == grown_exchange
@@ -757,8 +793,32 @@ class Ingestor:
             # In source order among the new chunks: rows follow the source as a first
             # ingest of it lays them down.
             new = sorted([*new, *again], key=lambda d: d.chunk_index)
-            return Plan(new, stale, revive, moved, frozenset(d.id for d in again))
-        return Plan(new, stale, revive, moved)
+            refreshed = frozenset(d.id for d in again)
+        else:
+            refreshed = frozenset()
+        handed = self._handed(report.source, stale, revive, dry_run) if replace_stale else set()
+        return Plan(new, stale, revive, moved, refreshed, frozenset(copies), frozenset(handed))
+
+    def _handed(
+        self, source: str, stale: list[int], revive: list[int], dry_run: DryRun | None
+    ) -> set[int]:
+        """The rows of `stale` (not revived) that another file holds (`write` hands
+        them to it); on a dry run, as the batch's earlier files would have left the
+        copies recorded."""
+        reviving = set(revive)
+        candidates = [rowid for rowid in stale if rowid not in reviving]
+        if not candidates:
+            return set()
+        held = self.store.copy_sources(candidates)
+        if dry_run is None:
+            return set(held)
+        planned = dry_run.copies
+        return {
+            rowid
+            for rowid in candidates
+            if any(s not in planned and s != source for s in held.get(rowid, ()))
+            or any(rowid in rows for s, rows in planned.items() if s != source)
+        }
 
     def _own_form(
         self,

@@ -7,7 +7,7 @@ speak SQL, so that a PostgreSQL store can be added beside the SQLite one.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,7 +175,7 @@ class Existing:
     deleted: bool
     retired: bool = False  # deleted because its source changed, not on purpose
     context: str = ""  # its neighbouring text ("" when none; read by `chunks_of_source` only)
-    identity: str = ""  # who stored it (read by `chunks_of_source` only)
+    identity: str = ""  # who stored it (read by `find` and `chunks_of_source`)
     # Its room (read by `find` and `chunks_of_source`): rooms the id spells alike
     # (`billing-service`, `billing_service`) are still two rooms, so a clash of ids is no
     # match of drawers.
@@ -187,12 +187,27 @@ class Existing:
     # Where in its source the text stands (`chars A-B`, `lines A-B`; read by
     # `chunks_of_source` only).
     locator: str = ""
+    source_file: str = ""  # the source it belongs to (read by `find` only)
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """Another file's place for a stored drawer's text: the file counted that chunk as
+    a duplicate of the drawer, which belongs to another source."""
+
+    drawer: int  # the drawer's rowid
+    chunk_index: int
+    locator: str
+    source_kind: str
 
 
 @dataclass(frozen=True, slots=True)
 class WriteOutcome:
     inserted: tuple[str, ...]  # drawer ids
     replaced: tuple[str, ...]  # ids soft-deleted because their chunk changed
+    # ids of drawers the source dropped that another file holds: stored again, cited
+    # from that file (see `write`), not retired
+    handed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +339,20 @@ class DrawerStore(abc.ABC):
         the room a re-ingest that names none keeps the source in."""
 
     @abc.abstractmethod
+    def copies_of_source(self, source_file: str, identity: str) -> frozenset[Copy]:
+        """The copies `identity` recorded for one file (see `write`'s `copies`)."""
+
+    @abc.abstractmethod
+    def copy_sources(self, rowids: Sequence[int]) -> dict[int, set[str]]:
+        """For each of these live drawers that another file holds (a copy recorded by
+        the drawer's own writer, in a file other than the drawer's source), those files."""
+
+    @abc.abstractmethod
+    def set_copies(self, source_file: str, identity: str, copies: Iterable[Copy]) -> None:
+        """Record `copies` as what `identity`'s last ingest of one file found stored
+        under other sources (in place of what it recorded before)."""
+
+    @abc.abstractmethod
     def deleted_of_source(self, source_file: str) -> list[tuple[int, Existing, str]]:
         """(chunk index, drawer, content) of every drawer of one source deleted on
         purpose (not retired by its source) and not yet purged, with its writer, room
@@ -425,6 +454,7 @@ class DrawerStore(abc.ABC):
         replace: Sequence[int] = (),
         revive: Sequence[int] = (),
         moved: Sequence[tuple[int, int, str]] = (),
+        copies: tuple[str, str, Iterable[Copy]] | None = None,
     ) -> WriteOutcome:
         """Insert drawers (and their vectors, row for row) and retire `replace` (a soft
         delete marked as the source's doing), all in one transaction together with the
@@ -432,7 +462,13 @@ class DrawerStore(abc.ABC):
         their ids up first (and stay deleted until a purge). `moved` are `(rowid,
         chunk_index, locator)` of live rows whose chunk is now at another place in
         their source: only those two columns change. A drawer's `created_at`, when given,
-        is kept (a drawer stored again in place of a retired one of the same content)."""
+        is kept (a drawer stored again in place of a retired one of the same content).
+        `copies`: `(source, identity, copies)` as `set_copies` records them, first.
+
+        A row of `replace` (not of `revive`) that another file holds (`copy_sources`) is
+        handed to that file instead: retired, and stored again under its id with that
+        file's citation, place and kind (its text, vector, writer, readers, importance
+        and times kept), so that it leaves no index and no cache sees a row change."""
 
     @abc.abstractmethod
     def soft_delete(self, drawer_id: str, audit: AuditEntry) -> Drawer | None: ...

@@ -165,6 +165,24 @@ _DELETED_BY_SOURCE = [
         WHERE deleted_at IS NOT NULL AND retired = 0"""
 ]
 
+# v8: where else a drawer's text stands. One drawer belongs to one source; a file holding
+# the same chunk (a copy, a transcript renamed aside, a session resumed into a new file)
+# counts it as a duplicate and is recorded here, so that when the first source drops the
+# chunk the drawer goes on, cited from that file, instead of leaving search. By the
+# writer that ingested the file: only a copy recorded by the drawer's own writer takes it.
+_COPIES = [
+    """CREATE TABLE drawer_copies (
+        source_file TEXT NOT NULL,
+        identity TEXT NOT NULL,
+        drawer INTEGER NOT NULL,
+        chunk_index INTEGER NOT NULL,
+        locator TEXT,
+        source_kind TEXT NOT NULL,
+        PRIMARY KEY (source_file, identity, drawer)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX drawer_copies_drawer ON drawer_copies (drawer)",
+]
+
 MIGRATIONS: tuple[list[str], ...] = (
     _V1,
     _V2,
@@ -173,5 +191,6 @@ MIGRATIONS: tuple[list[str], ...] = (
     _RETIRED,
     _RETIRED_BEFORE_V5,
     _DELETED_BY_SOURCE,
+    _COPIES,
 )
 CURRENT_VERSION = len(MIGRATIONS)

@@ -30,6 +30,7 @@ from memhubd.recall.store import schema
 from memhubd.recall.store.base import (
     CONTEXT_WEIGHT,
     AuditEntry,
+    Copy,
     Drawer,
     DrawerFilter,
     DrawerStore,
@@ -526,13 +527,20 @@ class SQLiteStore(DrawerStore):
             for start in range(0, len(ids), 500):
                 part = list(ids[start : start + 500])
                 rows = connection.execute(
-                    "SELECT rowid, id, content_hash, deleted_at, retired, room FROM drawers "
-                    f"WHERE id IN ({','.join('?' * len(part))})",
+                    "SELECT rowid, id, content_hash, deleted_at, retired, room, identity, "
+                    f"source_file FROM drawers WHERE id IN ({','.join('?' * len(part))})",
                     part,
                 ).fetchall()
-                for rowid, drawer_id, digest, deleted, retired, room in rows:
+                for rowid, drawer_id, digest, deleted, retired, room, who, source in rows:
                     found[drawer_id] = Existing(
-                        rowid, drawer_id, digest, deleted is not None, bool(retired), room=room
+                        rowid,
+                        drawer_id,
+                        digest,
+                        deleted is not None,
+                        bool(retired),
+                        identity=who,
+                        room=room,
+                        source_file=source,
                     )
         return found
 
@@ -575,6 +583,52 @@ class SQLiteStore(DrawerStore):
             (room, who, tuple(json.loads(readers)) if readers is not None else None)
             for room, who, readers in rows
         ]
+
+    def copies_of_source(self, source_file: str, identity: str) -> frozenset[Copy]:
+        with self._readers.connection() as connection:
+            rows = connection.execute(
+                "SELECT drawer, chunk_index, coalesce(locator, ''), source_kind "
+                "FROM drawer_copies WHERE source_file = ? AND identity = ?",
+                (source_file, identity),
+            ).fetchall()
+        return frozenset(Copy(*row) for row in rows)
+
+    def copy_sources(self, rowids: Sequence[int]) -> dict[int, set[str]]:
+        found: dict[int, set[str]] = {}
+        with self._readers.connection() as connection:
+            for start in range(0, len(rowids), 500):
+                part = list(rowids[start : start + 500])
+                for rowid, source in connection.execute(
+                    "SELECT c.drawer, c.source_file FROM drawer_copies c "
+                    "JOIN drawers d ON d.rowid = c.drawer "
+                    f"WHERE c.drawer IN ({','.join('?' * len(part))}) "
+                    "AND d.deleted_at IS NULL AND c.identity = d.identity "
+                    "AND c.source_file != d.source_file",
+                    part,
+                ):
+                    found.setdefault(rowid, set()).add(source)
+        return found
+
+    def set_copies(self, source_file: str, identity: str, copies: Iterable[Copy]) -> None:
+        with self._transaction() as connection:
+            self._set_copies(connection, source_file, identity, copies)
+
+    @staticmethod
+    def _set_copies(
+        connection: sqlite3.Connection, source_file: str, identity: str, copies: Iterable[Copy]
+    ) -> None:
+        connection.execute(
+            "DELETE FROM drawer_copies WHERE source_file = ? AND identity = ?",
+            (source_file, identity),
+        )
+        connection.executemany(
+            "INSERT OR REPLACE INTO drawer_copies (source_file, identity, drawer, chunk_index, "
+            "locator, source_kind) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (source_file, identity, c.drawer, c.chunk_index, c.locator, c.source_kind)
+                for c in copies
+            ],
+        )
 
     def deleted_of_source(self, source_file: str) -> list[tuple[int, Existing, str]]:
         with self._readers.connection() as connection:
@@ -961,6 +1015,7 @@ class SQLiteStore(DrawerStore):
         replace: Sequence[int] = (),
         revive: Sequence[int] = (),
         moved: Sequence[tuple[int, int, str]] = (),
+        copies: tuple[str, str, Iterable[Copy]] | None = None,
     ) -> WriteOutcome:
         if vectors is not None and (embedder is None or len(vectors) != len(drawers)):
             raise ValueError("one vector per drawer, and the embedder that made them")
@@ -970,13 +1025,30 @@ class SQLiteStore(DrawerStore):
         with self._transaction() as connection:
             if vectors is not None and embedder is not None:
                 self._claim_embedder(connection, embedder)
+            if copies is not None:
+                self._set_copies(connection, *copies)
+            reviving = set(revive)
+            handing: list[tuple[int, str, tuple[Any, ...]]] = []
             for rowid in replace:
+                copy = (
+                    None
+                    if rowid in reviving
+                    else connection.execute(
+                        "SELECT c.source_file, c.chunk_index, c.locator, c.source_kind "
+                        "FROM drawer_copies c JOIN drawers d ON d.rowid = c.drawer "
+                        "WHERE c.drawer = ? AND c.identity = d.identity "
+                        "AND c.source_file != d.source_file ORDER BY c.source_file LIMIT 1",
+                        (rowid,),
+                    ).fetchone()
+                )
                 row = connection.execute(
                     "UPDATE drawers SET deleted_at = ?, updated_at = ?, retired = 1 "
                     "WHERE rowid = ? AND deleted_at IS NULL RETURNING id",
                     (now, now, rowid),
                 ).fetchone()
-                if row:
+                if row and copy is not None:
+                    handing.append((rowid, row[0], copy))
+                elif row:
                     replaced.append(row[0])
             given_up: dict[str, int] = {}  # id -> the retired row that held it
             for rowid in revive:
@@ -1062,8 +1134,50 @@ class SQLiteStore(DrawerStore):
                 "SELECT ?, vector FROM vectors WHERE rowid = ?",
                 carried,
             )
+            handed = [self._hand_over(connection, *item, now) for item in handing]
             self._audit(connection, audit)
-        return WriteOutcome(tuple(inserted), tuple(replaced))
+        return WriteOutcome(tuple(inserted), tuple(replaced), tuple(handed))
+
+    @staticmethod
+    def _hand_over(
+        connection: sqlite3.Connection, rowid: int, drawer_id: str, copy: tuple[Any, ...], now: int
+    ) -> str:
+        """Store the drawer of retired row `rowid` again, cited from the file of `copy`
+        (source, chunk index, locator, kind): a new row under its id, with its text,
+        vector, writer, readers, importance and times, which every index and cache
+        takes in as a new row. Returns its id."""
+        source, index, locator, kind = copy
+        connection.execute(
+            "UPDATE drawers SET id = id || ':retired:' || rowid WHERE rowid = ?", (rowid,)
+        )
+        added = connection.execute(
+            "INSERT INTO drawers (id, room, content, source_file, source_kind, chunk_index, "
+            "importance, content_hash, locator, speaker, said_at, created_at, updated_at, "
+            "identity, readers, context) "
+            "SELECT ?, room, content, ?, ?, ?, importance, content_hash, ?, speaker, said_at, "
+            "created_at, ?, identity, readers, context FROM drawers WHERE rowid = ? "
+            "ON CONFLICT (id) DO NOTHING RETURNING rowid",
+            (drawer_id, source, kind, index, locator, now, rowid),
+        ).fetchone()
+        if added is None:  # the write stored that id itself: the text is live
+            return drawer_id
+        new = added[0]
+        connection.execute(
+            "INSERT INTO drawers_fts (rowid, content, speaker, context) "
+            "SELECT rowid, content, coalesce(speaker, ''), coalesce(context, '') "
+            "FROM drawers WHERE rowid = ?",
+            (new,),
+        )
+        connection.execute(
+            "INSERT INTO vectors (rowid, vector) SELECT ?, vector FROM vectors WHERE rowid = ?",
+            (new, rowid),
+        )
+        # The file it is now cited from holds it no longer as a copy; others still do.
+        connection.execute(
+            "DELETE FROM drawer_copies WHERE drawer = ? AND source_file = ?", (rowid, source)
+        )
+        connection.execute("UPDATE drawer_copies SET drawer = ? WHERE drawer = ?", (new, rowid))
+        return drawer_id
 
     def _claim_embedder(self, connection: sqlite3.Connection, embedder: EmbedderRecord) -> None:
         meta = dict(
@@ -1116,6 +1230,10 @@ class SQLiteStore(DrawerStore):
                 params,
             )
             purged = connection.execute(f"DELETE FROM drawers WHERE {condition}", params).rowcount
+            connection.execute(
+                "DELETE FROM drawer_copies WHERE NOT EXISTS "
+                "(SELECT 1 FROM drawers WHERE drawers.rowid = drawer_copies.drawer)"
+            )
             # The rows those neighbours leave hold the text too: removed as purged ones are.
             replaced = self._leave_out(connection, [_drawer(r) for r in on_purpose], _now())
             for start in range(0, len(replaced), 500):
