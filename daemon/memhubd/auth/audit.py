@@ -49,7 +49,13 @@ class AdminAudit:
         # A secret never goes in: one typed into the wrong field (a name, an expiry) is
         # quoted by the request and by the refusal's reason.
         entry = _redacted(entry)
-        self._append(json.dumps(entry, ensure_ascii=False).encode("utf-8") + b"\n")
+        try:
+            line = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            # An argument that was not UTF-8 (a lone surrogate from the command line, as
+            # Python decodes such bytes) is kept as its JSON escape: the refusal is audited.
+            line = json.dumps(entry).encode("ascii")
+        self._append(line + b"\n")
         return entry
 
     def entries(self) -> list[AuditEntry]:

@@ -281,3 +281,24 @@ def test_revoke_of_an_unknown_name_names_the_state_dir(state: str, capsys) -> No
     assert capsys.readouterr().err == (
         f"memhubd token: error: no token named 'ghost' in {Path(state).absolute()}\n"
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["create", "caf\udce9", "--scopes", "read:summary"],
+        ["create", "ok", "--scopes", "read:summary", "--roles", "r\udce9"],
+        ["create", "ok", "--scopes", "read:summary", "--workspaces", "w\udce9"],
+        ["create", "ok", "--scopes", "read:summary", "--expires", "30d\udce9"],
+    ],
+)
+def test_an_argument_that_is_not_utf8_is_refused_and_audited(
+    state: str, capsys, argv: list[str]
+) -> None:
+    # Bytes that are not UTF-8 on the command line reach Python as lone surrogates.
+    assert run(*argv, "--state-dir", state, "--json") == 2
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["error"]["code"] == "invalid"
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    (entry,) = TokenStore(Path(state)).audit.entries()
+    assert entry["outcome"] == "refused" and "\\udce9" in json.dumps(entry["token"])
