@@ -423,7 +423,7 @@ def _recall_watch(raw: Any, where: _Where) -> dict[str, tuple[str, ...]]:
         if not isinstance(dirs, list) or not all(isinstance(d, str) and d for d in dirs):
             raise where.error(repr(name), "recall watch must be a list of directories")
         table_where = replace(where, table=f"workspaces.{name}.recall")
-        watched[name] = tuple(_path(d, "watch", table_where) for d in dirs)
+        watched[name] = tuple(_served_path(d, "watch", table_where) for d in dirs)
         # A watched file is cited as `<directory's name>/<path below it>`: two
         # directories of one name would cite different files alike and replace each
         # other's drawers.
@@ -451,8 +451,23 @@ def _check_workspaces(raw: Any, where: _Where) -> dict[str, str]:
             raise where.error(repr(name), f"is not a valid workspace name ({WORKSPACE_NAME_RULE})")
         if isinstance(path, Mapping):  # NAME = { path = "...", recall = { watch = [...] } }
             path = _workspace_table(name, path, where)
-        checked[name] = _path(path, name, where)
+        checked[name] = _served_path(path, name, where)
     return checked
+
+
+def _served_path(value: Any, key: str, where: _Where) -> str:
+    """A workspace's or watched directory's path: one whose name is not UTF-8 (given
+    by a flag) is refused, since the daemon names what it serves and caches by text and
+    no JSON answer can carry it."""
+    path = _path(value, key, where)
+    if not path.isascii():
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            raise where.error(
+                key, f"must be valid UTF-8 text (rename the directory), got {path!r}"
+            ) from None
+    return path
 
 
 def _check(raw: Mapping[str, Any], where: _Where) -> dict[str, Any]:

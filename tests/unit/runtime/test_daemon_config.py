@@ -225,6 +225,18 @@ def test_workspace_flag_parses_name_and_absolute_path(tmp_path: Path) -> None:
             parse_workspace_flag(bad)
 
 
+def test_a_workspace_or_watched_path_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    # A flag's bytes that are not UTF-8 reach Python as lone surrogates: the daemon would
+    # serve such a directory under a name no cache key, log line or answer can hold.
+    with pytest.raises(ConfigError, match="must be valid UTF-8 text"):
+        parse_workspace_flag("w=/srv/caf\udce9")
+    with pytest.raises(ConfigError, match="watch must be valid UTF-8 text"):
+        load_config(
+            None, {"workspaces": {"w": {"path": "/srv/w", "recall": {"watch": ["/x\udce9"]}}}}
+        )
+    assert parse_workspace_flag("w=/srv/café") == ("w", "/srv/café")
+
+
 def test_serve_flags_become_overrides(tmp_path: Path) -> None:
     parser = argparse.ArgumentParser()
     add_serve_arguments(parser)
