@@ -10,6 +10,7 @@ is an Issue, so the caller can report it and leave the disk untouched.
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 
@@ -55,12 +56,24 @@ def resolve_target(root: str, staging: str, into: object) -> str | Issue:
         )
     if not real.endswith(".mem") or os.path.basename(real) == ".mem":
         return Issue("target_not_mem", f"approval target {into!r} must be a .mem file")
+    if any(_unprintable(c) for c in os.path.relpath(real, root)):
+        # A line break or other control character in a served file's name splits every
+        # line-oriented listing of it (`files`, lint's `file:line:`) and every log line.
+        return Issue(
+            "target_invalid",
+            f"approval target {into!r} holds a control character (a line break, a tab, ...) "
+            "in its name: name a file without one",
+        )
     if os.path.lexists(real) and not os.path.isfile(real):
         return Issue("target_not_file", f"approval target {into!r} exists and is not a file")
     unusable = _unmakeable(real, root)
     if unusable is not None:
         return Issue("target_invalid", f"approval target {into!r} cannot be a file: {unusable}")
     return real
+
+
+def _unprintable(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Zl", "Zp")
 
 
 def _vcs_dir(real: str, root: str) -> str | None:
