@@ -19,10 +19,13 @@ NOT_UTF8_NAME_MESSAGE = "its name is not valid UTF-8: rename it to serve its dec
 class Refused(Exception):
     """A source that must not be read; `kind` and `message` become its SourceProblem."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, *, unreadable: bool = False) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
+        # There, and a source, but not to be read now (its permissions, an I/O error):
+        # what it said last still stands (`serve_file`), unlike a file that is gone.
+        self.unreadable = unreadable
 
 
 def inside(path: str, real_root: str) -> bool:
@@ -69,7 +72,9 @@ def read_confined(path: str, real_root: str) -> tuple[bytes, StatKey] | None:
             return None  # a link loop leads nowhere, as a dangling link does
         # There, but not to be read (permissions, an I/O error): a problem of the
         # file's, never taken for a deletion.
-        raise Refused("read_error", f"cannot read: {error.strerror or error}") from None
+        raise Refused(
+            "read_error", f"cannot read: {error.strerror or error}", unreadable=True
+        ) from None
     try:
         info = os.fstat(fd)
         if not stat_mode.S_ISREG(info.st_mode):
@@ -85,7 +90,9 @@ def read_confined(path: str, real_root: str) -> tuple[bytes, StatKey] | None:
         after = os.fstat(fd)
     except OSError as error:
         # Open, then failing (an I/O error): there, but not to be read.
-        raise Refused("read_error", f"cannot read: {error.strerror or error}") from None
+        raise Refused(
+            "read_error", f"cannot read: {error.strerror or error}", unreadable=True
+        ) from None
     finally:
         os.close(fd)
     return b"".join(chunks), stat_tuple(after)

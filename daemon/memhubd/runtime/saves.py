@@ -6,13 +6,14 @@ here waits: it records when to look again (`SaveRules.recheck_at`), and the call
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from memhubd.runtime.confine import StatKey
-from memhubd.runtime.sources import Saved, SourceFile, load_file
+from memhubd.runtime.confine import Refused, StatKey
+from memhubd.runtime.sources import REFUSED_DIGEST, Saved, SourceFile, SourceProblem, load_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +155,19 @@ def serve_file(
         restored = saved.by_stat(path, stat)
         if restored is not None:
             return restored
-    loaded = load_file(path, before, real_root, saved)
+    try:
+        loaded = load_file(path, before, real_root, saved)
+    except Refused as refusal:
+        # A file there but unreadable (a mode that lets the daemon no longer read it, an
+        # I/O error) is no deleted file: its last version read is served, with the
+        # problem, so that none of its rules (a MUST) stops applying meanwhile.
+        kept = before if before is not None or saved is None else saved.last_good(path)
+        if not refusal.unreadable or not _has_declarations(kept):
+            raise
+        assert kept is not None
+        problem = SourceProblem(refusal.kind, path, 0, 0, refusal.message)
+        # No digest of bytes never read: the same bytes readable again are read anew.
+        return dataclasses.replace(kept, digest=REFUSED_DIGEST, problem=problem, stat=stat)
     if loaded is None:  # gone between the stat and the read
         if _has_declarations(before) and rules.hold_vanished(path, None):
             return before

@@ -158,3 +158,52 @@ def test_an_older_version_is_never_served_in_place_of_a_broken_file(
     assert [p.kind for p in again.problems] == ["parse_error"]
     assert served_ids(again) == ["fact:f.one"]  # the deleted rule does not come back
     assert verdict(again) == "allow"
+
+
+def _unreadable(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
+    """`target` there but refused to the daemon, as a mode without read permission
+    refuses it (permissions cannot refuse root, the tests' usual user)."""
+    import os
+
+    real_open = os.open
+
+    def denied(path: str, flags: int, *args: object) -> int:
+        if os.fspath(path) == str(target):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", denied)
+
+
+def test_a_file_that_becomes_unreadable_keeps_its_rules_while_running_and_after_a_restart(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A file there but unreadable is no deleted file: its MUST rule keeps applying, with
+    # the problem reported, by a walk, by a reload of the changed file, and across a start.
+    monkeypatch.setattr(cache_module, "SNAPSHOT_INTERVAL_S", 0.0)
+    state = tmp_path / "state"
+    cache, first = saved_start(workspace, state)
+    target = workspace / "a.mem"
+    target.chmod(0o000)  # a new ctime: the file is read again
+    with monkeypatch.context() as denied:
+        _unreadable(denied, target)
+        walked = build_snapshot("w", str(workspace), first, cache=cache, trusted=True)
+        changed = build_snapshot(
+            "w", str(workspace), first, cache=cache, trusted=True, changed=[str(target)]
+        )
+        for running in (walked, changed):
+            assert [(p.kind, p.message) for p in running.problems] == [
+                ("read_error", "cannot read: Permission denied")
+            ]
+            assert served_ids(running) == served_ids(first) and verdict(running) == "block"
+        persist(walked, cache)
+        again = build_snapshot("w", str(workspace), None, cache=ParseCache(state))
+        assert [p.kind for p in again.problems] == ["read_error"]
+        assert served_ids(again) == served_ids(first) and verdict(again) == "block"
+    # Readable again: served as it is, with no problem (the change of mode is seen by
+    # its ctime, which the kernel keeps in ticks of a few milliseconds)
+    unreadable_since = target.stat().st_ctime_ns
+    while target.stat().st_ctime_ns == unreadable_since:
+        target.chmod(0o644)
+    back = build_snapshot("w", str(workspace), walked, cache=cache, trusted=True)
+    assert back.problems == [] and verdict(back) == "block"
