@@ -536,7 +536,7 @@ class _ServedId(PathConvertor):
     never empty and never ending in one, so `.../declarations/` and `.../files/a.mem/`
     are unknown paths that name the served one, as a trailing slash does elsewhere."""
 
-    regex = ".*[^/]"
+    regex = "(?s:.*[^/])"  # a file name may hold a line break
 
 
 register_url_convertor("served_id", _ServedId())
