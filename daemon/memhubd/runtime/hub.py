@@ -140,6 +140,34 @@ class WorkspaceHost:
         # one within `WARM_WAIT_AT_MOST_S`.
         self.warmed_generation = 0
         self.unwarmed_since: float | None = None
+        # The real directory the last good build read (the root may be a link): one
+        # repointed onto another served workspace's directory must not be served.
+        self.served_real_root: str | None = None
+
+    def _moved_onto_another(self, real: str) -> SourceProblem | None:
+        """The problem when the root now leads to another real directory (`real`) that
+        is, holds or lies in another served workspace's: its files would be served (and
+        approved into) through both, to tokens of either. Run in the build's thread."""
+        if self.served_real_root is None or real == self.served_real_root:
+            return None  # the start and the admin API check a workspace as it is added
+        from memhubd.runtime.state import overlapping
+
+        others = {n: h.served_real_root or h.root for n, h in self._hub.hosts.items()}
+        others[self.name] = real
+        clash = overlapping(others, only=self.name)
+        if clash is None:
+            return None
+        (one, _one_root), (other, _other_root) = clash
+        named = other if one == self.name else one
+        return SourceProblem(
+            "read_error",
+            self.root,
+            0,
+            0,
+            f"the workspace directory now leads to {real}, which overlaps workspace "
+            f"'{named}': what was served from {self.served_real_root} stays served until "
+            "it leads back or elsewhere",
+        )
 
     async def reload(self, changed: Iterable[str] | None = None) -> Snapshot | None:
         """Build and swap in the next snapshot if anything changed; return what is served.
@@ -187,9 +215,14 @@ class WorkspaceHost:
         if self._walk_next:
             changed = None
         self._walk_next = True  # until this build has succeeded
+        real_root: list[str | None] = [None]  # the real directory the build reads
 
         def build() -> Snapshot:
             marks["build_started"] = time.monotonic()
+            real_root[0] = os.path.realpath(self.root)
+            moved = self._moved_onto_another(real_root[0])
+            if moved is not None:
+                raise WorkspaceUnavailable(moved)
             cpu = time.thread_time()
             built = build_snapshot(
                 self.name,
@@ -227,6 +260,7 @@ class WorkspaceHost:
         finally:
             self.last_reload_at = time.time()
         self._walk_next = False
+        self.served_real_root = real_root[0]
         marks["returned"] = time.monotonic()
         hub.metrics.reload_seconds.observe(self.name, value=time.perf_counter() - started)
         self._pending = candidate.pending
@@ -234,6 +268,7 @@ class WorkspaceHost:
         # A build that read new bytes changed something: no need to compare every file.
         if previous is not None and not candidate.reparsed and unchanged(previous, candidate):
             hub.metrics.reloads.inc(self.name, "unchanged")
+            self.unavailable = None  # it built: what kept it from building has passed
             return previous
         self.snapshot = candidate
         self.unavailable = None
