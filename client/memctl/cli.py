@@ -28,6 +28,7 @@ from memhub_protocol.routes import MAX_LIST_LIMIT
 from memhub_protocol.scopes import parse_scopes
 
 Handler = Callable[[commands.Session, argparse.Namespace], int]
+INTERRUPTED = "interrupted"  # the error envelope's code for Ctrl-C
 REVIEW_STATUSES = ("pending", "approved", "rejected", "all")
 QUERY_LIMIT_MAX = MAX_QUERY_LIMIT  # the most hits the daemon's QueryRequest takes
 non_empty = commands.non_empty
@@ -80,9 +81,10 @@ def _workspace_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def _global_options() -> argparse.ArgumentParser:
+def _global_options(*, with_json: bool = True) -> argparse.ArgumentParser:
     """Options accepted before and after the command. SUPPRESS keeps a value given
-    before the command from being reset by the command's own parser."""
+    before the command from being reset by the command's own parser. `with_json`:
+    False for a command that defines --json itself (`completion`)."""
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("connection and output")
     keep = argparse.SUPPRESS
@@ -106,7 +108,8 @@ def _global_options() -> argparse.ArgumentParser:
         metavar="NAME",
         help="workspace (env MEMHUB_WORKSPACE)",
     )
-    group.add_argument("--json", action="store_true", default=keep, help="JSON output")
+    if with_json:
+        group.add_argument("--json", action="store_true", default=keep, help="JSON output")
     group.add_argument(
         "--timeout",
         type=_positive_float,
@@ -166,7 +169,7 @@ def _token(sub: Sub, common: Common) -> None:
         "--workspaces", type=_workspace_list, help="comma-separated names (default: all)"
     )
     c.add_argument("--roles", type=_names, help="comma-separated access-policy roles")
-    c.add_argument("--expires", help="ISO date/time or a duration such as 30d")
+    c.add_argument("--expires", type=non_empty, help="ISO date/time or a duration such as 30d")
     _command(actions, common, "list", commands.cmd_token_list, "list tokens (no secrets)")
     r = _command(actions, common, "revoke", commands.cmd_token_revoke, "revoke a token")
     r.add_argument("name", type=non_empty, help="token name")
@@ -376,7 +379,9 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
     add_graph_commands(sub, common)
     add_diary_commands(sub, common)
     add_hooks_commands(sub, common)
-    add_completion_command(sub, build_parser)
+    # The connection options too, accepted after the command as by every other (and
+    # unused); it defines --json itself.
+    add_completion_command(sub, build_parser, parents=[_global_options(with_json=False)])
     return parser
 
 
@@ -455,6 +460,16 @@ def _run_hook_command(parser: argparse.ArgumentParser, arguments: list[str], nam
 def run(args: argparse.Namespace) -> int:
     as_json = bool(getattr(args, "json", False))
     try:
+        return _run(args, as_json)
+    except KeyboardInterrupt as interrupt:
+        # What the command had done by then, when it knows (commands.Interrupted).
+        done = getattr(interrupt, "done", "")
+        message = "interrupted" + (f"; {done}" if done else "")
+        return _fail(message, 130, as_json, INTERRUPTED, getattr(interrupt, "detail", None))
+
+
+def _run(args: argparse.Namespace, as_json: bool) -> int:
+    try:
         settings = resolve_settings(
             url=getattr(args, "url", None),
             token=getattr(args, "token", None),
@@ -479,7 +494,11 @@ def run(args: argparse.Namespace) -> int:
             print(error.line, file=sys.stderr)
             return 2
         except ServerError as error:
-            return _server_error(error, as_json, token_given=settings.token is not None)
+            # `workspaces add|remove` name the workspace as an argument, not with -w.
+            choose = getattr(args, "command", None) != "workspaces"
+            return _server_error(
+                error, as_json, token_given=settings.token is not None, choose=choose
+            )
         except commands.CommandFailure as failure:
             return _fail(failure.message, failure.exit_code, as_json, failure.code, failure.detail)
         except UnicodeEncodeError as error:
@@ -488,14 +507,18 @@ def run(args: argparse.Namespace) -> int:
             if "surrogates not allowed" not in str(error):
                 raise
             return _fail("an argument is not valid UTF-8 text", 2, as_json, render.USAGE)
-        except KeyboardInterrupt:
-            return 130
 
 
-def _server_error(error: ServerError, as_json: bool, *, token_given: bool) -> int:
+def _server_error(
+    error: ServerError, as_json: bool, *, token_given: bool, choose: bool = True
+) -> int:
+    """One line on stderr (the daemon's message kept on it: an argument it quotes may
+    hold a line break), then a refused proposal's further issues, one per line."""
     if as_json:
-        print(render.dump_json(error.envelope()))
-    line = f"memctl: {error.code.value}: {error.message}"
+        told = error.message + "".join(f"\n  {issue}" for issue in error.issues)
+        print(render.error_envelope(error.code.value, told, error.detail))
+    issues = [render.escaped(issue) for issue in error.issues]
+    line = f"memctl: {error.code.value}: {render.escaped(error.message)}"
     if error.status == 401 and not token_given:
         line += " (pass --token or set MEMHUB_TOKEN)"
     elif error.status == 401:
@@ -503,8 +526,8 @@ def _server_error(error: ServerError, as_json: bool, *, token_given: bool) -> in
             " (the daemon does not know this token: revoked, expired, or created in another"
             " state directory; see `memhubd token list` with the daemon's --state-dir)"
         )
-    line += render.available_workspaces(error.detail)
-    print(line, file=sys.stderr)
+    line += render.available_workspaces(error.detail, choose=choose)
+    print(line + "".join(f"\n  {issue}" for issue in issues), file=sys.stderr)
     return 1 if 400 <= error.status < 500 else 2
 
 
@@ -518,7 +541,7 @@ def _fail(
     """One line on stderr and `exit_code`; with --json, the error envelope on stdout too."""
     if as_json:
         print(render.error_envelope(code, message, detail))
-    print(f"memctl: {message}", file=sys.stderr)
+    print(f"memctl: {render.escaped(message)}", file=sys.stderr)
     return exit_code
 
 

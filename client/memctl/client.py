@@ -58,6 +58,8 @@ class ServerError(ProtocolError):
     ) -> None:
         super().__init__(code, message, detail)
         self.status = status
+        # Lines told after the message (a refused proposal's further issues), each one line.
+        self.issues: list[str] = []
 
     @classmethod
     def from_response(cls, response: Response) -> ServerError:

@@ -28,6 +28,11 @@ STDIN_CLOSED = "standard input is closed"
 # The most a file or stdin given to a command is read: far above what the daemon takes
 # in one request (1 MiB by default), and a bound on what /dev/zero or `yes |` can cost.
 MAX_INPUT_BYTES = 16 * 1024 * 1024
+# The most characters written to stdout at once (see Session.write).
+OUTPUT_CHUNK = 16 * 1024
+
+# The event the daemon ends a stream with (its `reason` says why).
+CLOSED = "closed"
 
 # memdsl's check exit codes.
 VERDICT_EXIT = {"allow": 0, "block": 1, "needs_review": 2}
@@ -52,6 +57,16 @@ class CommandFailure(Exception):
         self.detail = detail or {}
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what the command had done by then: `done` ends its one line, `detail`
+    goes in the error envelope's detail with --json."""
+
+    def __init__(self, done: str, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(done)
+        self.done = done
+        self.detail = detail or {}
+
+
 class Session:
     """What every handler needs: the client, the resolved settings, the output mode."""
 
@@ -71,14 +86,24 @@ class Session:
         self._workspace: str | None = None
 
     def emit(self, text: str) -> None:
-        print(text, file=self.out)
+        self.write(text + "\n")
+
+    def write(self, text: str) -> None:
+        """`text` on the output, in pieces of at most OUTPUT_CHUNK characters, each
+        flushed: one large write that a reader gone away cuts short returns a short
+        count and no error, so the rest was dropped and the command exited 0. A piece
+        after the cut fails with BrokenPipeError (exit 1, as documented)."""
+        for start in range(0, len(text), OUTPUT_CHUNK):
+            self.out.write(text[start : start + OUTPUT_CHUNK])
+            self.out.flush()
 
     def emit_json(self, data: Any) -> None:
         self.emit(render.dump_json(data))
 
     def show(self, payload: Any, as_text: Callable[[Any], str]) -> None:
-        """The payload as JSON with --json, else as `as_text` renders it."""
-        self.emit(render.dump_json(payload) if self.as_json else as_text(payload))
+        """The payload as JSON with --json, else as `as_text` renders it, cleaned of what
+        would act on a terminal (the answers quote text agents wrote)."""
+        self.emit(render.dump_json(payload) if self.as_json else render.clean(as_text(payload)))
 
     def workspace(self) -> str:
         """-w / MEMHUB_WORKSPACE / client.toml, else the caller's only workspace."""
@@ -129,6 +154,32 @@ def non_empty(text: str) -> str:
     return text
 
 
+def time_value(text: str) -> str:
+    """A time option's value (`--since`, `--as-of`, …): epoch seconds or an ISO 8601
+    date/time, checked here as the daemon checks it, so that a bad one is a usage error
+    naming the option whichever command took it. Sent as written."""
+    from memhub_protocol.recall import parse_time  # only the commands with times pay
+
+    try:
+        parse_time(text, "time")
+    except Exception as error:  # memhub_protocol's ProtocolError: the daemon's own words
+        reason = str(getattr(error, "message", error)).removeprefix("'time' ")
+        told = reason if reason.startswith("'") else f"{reason}, not {text!r}"
+        raise argparse.ArgumentTypeError(told) from None
+    return text
+
+
+def fraction(text: str) -> float:
+    """A number from 0 to 1 (`--confidence`); nan and infinities are refused."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0 <= value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, not {text}")
+    return value
+
+
 def workspace_names(payload: Any) -> list[str]:
     items = payload.get("workspaces", []) if isinstance(payload, dict) else payload
     if not isinstance(items, list):
@@ -167,6 +218,9 @@ def cmd_workspace_remove(session: Session, args: argparse.Namespace) -> int:
 
 
 def cmd_events(session: Session, args: argparse.Namespace) -> int:
+    """Events until --count N of them; a stream that ends first (the daemon closed it,
+    or the connection ended) is a failure: one line on stderr and exit 1 when the token
+    was revoked or expired, else 2 (the daemon is gone, as when it is unreachable)."""
     only = session.settings.workspace  # -w (or its setting): that workspace's events
     events = session.client.events()
     if only is not None:
@@ -175,15 +229,25 @@ def cmd_events(session: Session, args: argparse.Namespace) -> int:
             for event, data in events
             if not isinstance(data, dict) or data.get("workspace") in (None, only)
         )
-    for seen, (event, data) in enumerate(events, start=1):
+    seen, closed = 0, None
+    for event, data in events:
         if session.as_json:
             line = json.dumps({"event": event, "data": data}, ensure_ascii=False)
         else:
-            line = render.render_event(event, data)
+            line = render.clean(render.render_event(event, data))
         print(line, file=session.out, flush=True)
-        if args.count is not None and seen >= args.count:
+        if event == CLOSED:  # the daemon's last frame, not one of the N asked for
+            closed = data.get("reason") if isinstance(data, dict) else None
             break
-    return 0
+        seen += 1
+        if args.count is not None and seen >= args.count:
+            return 0
+    reason = str(closed) if closed else "the connection ended"
+    revoked = isinstance(closed, str) and ("revoked" in closed or "expired" in closed)
+    code = "unauthorized" if revoked else render.UNREACHABLE
+    if args.count is not None:
+        reason += f" after {seen} of {args.count} events"
+    raise CommandFailure(f"the event stream ended: {reason}", 1 if revoked else 2, code=code)
 
 
 # -- one workspace -------------------------------------------------------------------------
@@ -193,7 +257,7 @@ def _text_or_json(session: Session, payload: Any) -> None:
     if session.as_json:
         session.emit_json(payload)
     else:
-        session.out.write(render.text_body(str(payload)))
+        session.write(render.text_body(render.clean(str(payload))))
 
 
 def cmd_map(session: Session, args: argparse.Namespace) -> int:
@@ -298,7 +362,7 @@ def cmd_cat(session: Session, args: argparse.Namespace) -> int:
     if session.as_json:
         session.emit_json(payload)
         return 0
-    session.out.write(str(payload.get("content", "")))  # byte for byte: no newline added
+    session.write(str(payload.get("content", "")))  # byte for byte: no newline added
     if payload.get("stale"):
         print(
             f"memctl: warning: {payload.get('file_id', args.file_id)} does not load now; "
@@ -336,13 +400,22 @@ def cmd_token_create(session: Session, args: argparse.Namespace) -> int:
     )
     payload = session.client.token_create(request)
     secret = render.token_secret(payload)
-    if session.as_json or secret is None:
-        session.show(payload, render.render_token_created)
-        return 0
-    # The secret alone on stdout, so that TOKEN=$(memctl token create ...) captures it.
-    print(render.render_token_summary(payload), file=sys.stderr)
-    print("memctl: store the token now; it is not shown again", file=sys.stderr)
-    session.emit(secret)
+    try:
+        if session.as_json or secret is None:
+            session.show(payload, render.render_token_created)
+            return 0
+        # The secret alone on stdout, so that TOKEN=$(memctl token create ...) captures it.
+        print(render.render_token_summary(payload), file=sys.stderr)
+        print("memctl: store the token now; it is not shown again", file=sys.stderr)
+        session.emit(secret)
+    except OSError:  # BrokenPipeError among them: the exit code and its line follow
+        # The token exists and works, but nobody has its secret: say so, and how to undo it.
+        print(
+            f"memctl: the token {args.name!r} was created but its secret could not be "
+            f"written out; revoke it (memctl token revoke {args.name}) and create it again",
+            file=sys.stderr,
+        )
+        raise
     return 0
 
 
@@ -417,7 +490,7 @@ def _with_issues(call: Callable[[], Any]) -> Any:
     except ServerError as error:
         issues = error.detail.get("errors")
         if isinstance(issues, list) and len(issues) > 1:
-            error.message += "".join(f"\n  {render.render_issue(i)}" for i in issues[1:])
+            error.issues = [render.render_issue(i) for i in issues[1:]]
         raise
 
 
@@ -520,7 +593,7 @@ def cmd_review_diff(session: Session, args: argparse.Namespace) -> int:
     elif isinstance(payload, dict) and payload.get("diff_withheld"):
         raise CommandFailure("the diff is withheld: the target holds declarations hidden from you")
     elif isinstance(payload, dict):
-        session.out.write(str(payload.get("diff", "")))
+        session.write(render.clean(str(payload.get("diff", ""))))
     return 0
 
 

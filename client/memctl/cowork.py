@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
 import json
 import os
 import signal
@@ -29,10 +30,11 @@ from memctl.commands import (
     add_command,
     non_empty,
     read_stdin,
+    time_value,
     whole_number,
     workspace_names,
 )
-from memhub_protocol.prompt_text import shown
+from memctl.render import clean
 from memhub_protocol.routes import PEEK_MAX_LIMIT
 
 DRAIN_TIMEOUT = 3.0  # seconds per request; the whole drain gets a little more
@@ -46,6 +48,7 @@ PROMPT_BUDGET = 8000
 BUDGET_COUNT = 9999  # the counts assumed in the frame while sizing it: wider than any drain's
 STDIN_CHUNK = 1 << 16
 PREVIEW_LINES = 3
+INTERRUPTED = "interrupted"  # Ctrl-C: the reason and the code of the failure told
 
 
 # --------------------------------------------------------------------------- parser
@@ -99,7 +102,12 @@ def add_cowork_commands(sub: argparse._SubParsersAction, common: argparse.Argume
         metavar="N",
         help=f"most entries (default 30, at most {PEEK_MAX_LIMIT})",
     )
-    a.add_argument("--since", help="only entries after this RFC 3339 time")
+    a.add_argument(
+        "--since",
+        type=time_value,
+        metavar="TIME",
+        help="only entries after this time (ISO date/time or epoch seconds)",
+    )
 
 
 def _budget(text: str) -> int:
@@ -157,11 +165,21 @@ def render_status(data: dict[str, Any]) -> str:
 
 def cmd_peek(session: Session, args: argparse.Namespace) -> int:
     params = {"limit": str(args.limit)}
-    if args.since is not None:  # given empty: the daemon refuses it, never "all"
-        params["since"] = args.since
+    if args.since is not None:
+        params["since"] = _rfc3339(args.since)
     answer = _ws_call(session, "cowork_peek", identity=args.partner, params=params)
     session.show(answer, render_peek)
     return 0
+
+
+def _rfc3339(value: str) -> str:
+    """A checked time as the peek route takes it: epoch seconds made RFC 3339, an ISO
+    date/time sent as written (its fraction of a second kept: peek keeps what is later)."""
+    text = value.strip()
+    if not (text.isascii() and text.lstrip("-").isdigit()):
+        return text
+    moment = dt.datetime.fromtimestamp(int(text), dt.UTC)
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def render_peek(data: dict[str, Any]) -> str:
@@ -296,6 +314,8 @@ def failure_code(error: BaseException) -> str:
 
     if isinstance(error, _Deadline) or getattr(error, "timed_out", False):
         return render.TIMEOUT
+    if isinstance(error, KeyboardInterrupt):
+        return INTERRUPTED
     if isinstance(getattr(error, "line", None), str):  # DaemonUnreachable
         return render.UNREACHABLE
     if isinstance(error, ConfigError):
@@ -310,6 +330,8 @@ def failure_code(error: BaseException) -> str:
 def failure_reason(error: BaseException) -> str:
     if isinstance(error, _Deadline):
         return "gave up: the daemon did not answer in time"
+    if isinstance(error, KeyboardInterrupt):
+        return INTERRUPTED
     line = getattr(error, "line", None)  # DaemonUnreachable
     if isinstance(line, str):
         return line.removeprefix("memctl: ")
@@ -377,18 +399,6 @@ def printed_size(messages: list[dict[str, Any]], fmt: str) -> int:
     header, footer = _frame(BUDGET_COUNT)
     lines = [header, *map(_message_line, messages), footer, _more_waiting(BUDGET_COUNT)]
     return len(_prompt_output("\n".join(lines), fmt).encode()) + len("\n")
-
-
-def clean(text: str) -> str:
-    """Message text safe to place in a prompt or a terminal: control characters (escape
-    sequences among them) dropped, except newlines and tabs, and what renders as nothing
-    (`prompt_text.shown`); every other line boundary (U+2028, U+2029, U+0085, vertical
-    tab, form feed …) made a newline."""
-    return shown("".join("\n" if ch in _LINE_BREAKS else ch for ch in text))
-
-
-# What str.splitlines takes for a line end, besides "\n" (and "\r", dropped as a control).
-_LINE_BREAKS = frozenset("\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def _one_line(text: str) -> str:

@@ -1,8 +1,8 @@
 """`memctl kg add|query|invalidate|timeline|stats`, `memctl tunnels` and
 `memctl fact-check`: argument parsing and rendering for the graph routes.
 
-Times are passed to the daemon as written (ISO 8601 or epoch seconds); it parses
-them. Imports the wire contract and httpx only, never the daemon.
+Times are checked here as the daemon checks them (ISO 8601 or epoch seconds), so a bad
+one is a usage error naming its option, and passed to the daemon as written. Imports the wire contract and httpx only, never the daemon.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from memctl.commands import (
     CommandFailure,
     Session,
     add_command,
+    fraction,
     non_empty,
     read_text_file,
+    time_value,
     whole_number,
 )
 from memhub_protocol.routes import KG_MAX_LIMIT
@@ -33,15 +35,19 @@ def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     a.add_argument("predicate", type=non_empty)
     a.add_argument("object", type=non_empty)
     a.add_argument("--source-drawer", metavar="ID", help="the drawer this triple rests on")
-    a.add_argument("--valid-from", metavar="TIME", help="ISO date/time or epoch seconds")
-    a.add_argument("--confidence", type=float, help="0 to 1 (default 1)")
+    a.add_argument(
+        "--valid-from", type=time_value, metavar="TIME", help="ISO date/time or epoch seconds"
+    )
+    a.add_argument("--confidence", type=fraction, help="0 to 1 (default 1)")
 
     a = command(actions, "query", cmd_query, "triples valid now, at --as-of, or --all")
     a.add_argument("--subject")
     a.add_argument("--predicate")
     a.add_argument("--object")
     when = a.add_mutually_exclusive_group()
-    when.add_argument("--as-of", metavar="TIME", help="valid at this instant (ISO or epoch)")
+    when.add_argument(
+        "--as-of", type=time_value, metavar="TIME", help="valid at this instant (ISO or epoch)"
+    )
     when.add_argument("--all", action="store_true", help="every period, expired ones included")
     a.add_argument(
         "--limit",
@@ -53,7 +59,9 @@ def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
 
     a = command(actions, "invalidate", cmd_invalidate, "end a triple's validity (never deletes)")
     a.add_argument("triple_id", type=non_empty)
-    a.add_argument("--at", metavar="TIME", help="when it stopped being true (default now)")
+    a.add_argument(
+        "--at", type=time_value, metavar="TIME", help="when it stopped being true (default now)"
+    )
 
     a = command(actions, "timeline", cmd_timeline, "every period about one entity, oldest first")
     a.add_argument("entity", type=non_empty)
@@ -64,7 +72,9 @@ def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     a = command(sub, "fact-check", cmd_fact_check, "check a draft against the graph and rules")
     a.add_argument("file", nargs="?", default="-", metavar="FILE", help="'-' or none: stdin")
     a.add_argument("--room", help="only drawers of this room count as known names")
-    a.add_argument("--now", metavar="TIME", help="check as of this time (RFC 3339 or epoch)")
+    a.add_argument(
+        "--now", type=time_value, metavar="TIME", help="check as of this time (RFC 3339 or epoch)"
+    )
 
 
 def _ws_call(session: Session, name: str, **kwargs: Any) -> Any:

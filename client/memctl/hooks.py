@@ -370,6 +370,11 @@ def _target(args: argparse.Namespace) -> tuple[Agent, Path]:
     project = getattr(args, "project", None)
     if project is not None and not Path(project).is_dir():
         raise HookConfigError(f"no such directory: {project}")
+    settings = getattr(args, "settings", None)
+    # A mistyped --settings would put the hooks where no agent reads them: its directory
+    # must be there already (only an agent's own directory, .claude or .codex, is made).
+    if settings and not Path(settings).absolute().parent.is_dir():
+        raise HookConfigError(f"no such directory: {Path(settings).parent} (for --settings)")
     return agent, settings_path(agent, args)
 
 

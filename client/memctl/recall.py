@@ -21,13 +21,16 @@ from typing import Any
 from memctl.client import ServerError
 from memctl.commands import (
     CommandFailure,
+    Interrupted,
     Session,
     add_command,
     non_empty,
     read_stdin,
     read_stdin_bytes,
+    time_value,
     whole_number,
 )
+from memctl.render import escaped
 from memhub_protocol import ErrorCode
 from memhub_protocol.recall import (
     BINARY,
@@ -125,8 +128,10 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
         help=f"only this kind (repeatable, or comma-separated): {', '.join(SOURCE_KINDS)}",
     )
     a.add_argument("--identity", action="append", help="only drawers written by this identity")
-    a.add_argument("--since", help="said at or after (ISO date/time or epoch seconds)")
-    a.add_argument("--until", help="said before (ISO date/time or epoch seconds)")
+    a.add_argument(
+        "--since", type=time_value, help="said at or after (ISO date/time or epoch seconds)"
+    )
+    a.add_argument("--until", type=time_value, help="said before (ISO date/time or epoch seconds)")
     a.add_argument(
         "--limit",
         type=whole_number(1, MAX_LIMIT),
@@ -159,9 +164,12 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a = command(actions, "delete", cmd_delete, "soft-delete a drawer (audited)")
     a.add_argument("drawer_id", type=non_empty, help="the drawer id")
     a = command(actions, "purge", cmd_purge, "remove soft-deleted drawers for good (admin)")
-    a.add_argument("--before", help="only those deleted before this time (ISO or epoch)")
+    a.add_argument(
+        "--before", type=time_value, help="only those deleted before this time (ISO or epoch)"
+    )
     a.add_argument(
         "--audit-before",
+        type=time_value,
         help="also remove the audit entries written before this time; alone, only those",
     )
     a = command(actions, "taxonomy", cmd_taxonomy, "list or edit room keywords")
@@ -372,6 +380,44 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
     walked = _one_each(list(walk_sources([p for p in args.paths if p != "-"], args.max_file_bytes)))
     readable = sum(1 for source in walked if not source.skip) + ("-" in args.paths)
     progress = _Progress(sys.stderr.isatty() and not session.as_json, readable)
+    try:
+        _send(session, args, walked, totals, progress)
+    except KeyboardInterrupt:
+        progress.finish()
+        raise _ingest_interrupted(totals) from None
+    progress.finish()
+    if totals["workspace"] is None:  # every source left out here: no answer filled these
+        totals["schema_version"] = INGEST_SCHEMA
+        totals["workspace"] = session.workspace()
+    session.show(totals, _render_ingest)
+    if totals["failed"]:  # on stderr too, as every failure is
+        lines = (escaped(line) for line in _failed_lines(totals, "memctl: "))
+        print("\n".join(lines), file=sys.stderr)
+    return 1 if totals["failed"] else 0
+
+
+def _ingest_interrupted(totals: dict[str, Any]) -> Interrupted:
+    """Ctrl-C during an ingest: what the daemon said it stored by then (every request it
+    answered is stored; the sources not reported were not sent, or not answered)."""
+    stored = sorted({report["source"] for report in totals["sources"] if "source" in report})
+    done = (
+        f"stored before it: files={totals['files']} chunks={totals['chunks']} "
+        f"duplicates={totals['duplicates']} replaced={totals['replaced']}; sources not "
+        "reported were not ingested, or not answered: run the same ingest again to finish "
+        "(what is stored is not stored twice)"
+    )
+    detail = {key: totals[key] for key in ("files", "chunks", "duplicates", "replaced")}
+    return Interrupted(done, {**detail, "sources": stored, "failed": totals["failed"]})
+
+
+def _send(
+    session: Session,
+    args: argparse.Namespace,
+    walked: list[SourceFile],
+    totals: dict[str, Any],
+    progress: _Progress,
+) -> None:
+    """Send the sources in batches, the daemon's answers summed into `totals`."""
     refused: set[str] = set()  # uploads the daemon refused a part of
     for batch in _batches(args, walked, totals):
         upload = batch[0].upload
@@ -400,12 +446,6 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
             refused.add(upload)
             whole += 1
         progress.advance(whole, totals["chunks"])
-    progress.finish()
-    if totals["workspace"] is None:  # every source left out here: no answer filled these
-        totals["schema_version"] = INGEST_SCHEMA
-        totals["workspace"] = session.workspace()
-    session.show(totals, _render_ingest)
-    return 1 if totals["failed"] else 0
 
 
 def _add_answer(totals: dict[str, Any], answer: dict[str, Any]) -> None:
@@ -428,6 +468,10 @@ def part_kept(answer: dict[str, Any] | None) -> bool:
     return bool(sources) and sources[0].get("status") == PART_RECEIVED
 
 
+def _failed_lines(totals: dict[str, Any], prefix: str = "") -> list[str]:
+    return [f"{prefix}failed  {item['source']}: {item['reason']}" for item in totals["failed"]]
+
+
 def _render_ingest(totals: dict[str, Any]) -> str:
     lines = [
         f"dry_run={str(totals['dry_run']).lower()} files={totals['files']} "
@@ -437,8 +481,7 @@ def _render_ingest(totals: dict[str, Any]) -> str:
     ]
     for item in totals["skipped"]:
         lines.append(f"skipped {item['source']}: {item['reason']}")
-    for item in totals["failed"]:
-        lines.append(f"failed  {item['source']}: {item['reason']}")
+    lines += _failed_lines(totals)
     for report in totals["sources"]:
         lines.extend(f"warning {report['source']}: {w}" for w in report.get("warnings", ()))
     for item in totals["near_duplicates"]:
@@ -460,10 +503,7 @@ def _render_ingest(totals: dict[str, Any]) -> str:
 
 
 def cmd_search(session: Session, args: argparse.Namespace) -> int:
-    try:
-        since, until = parse_time(args.since, "since"), parse_time(args.until, "until")
-    except Exception as error:
-        raise CommandFailure(str(error)) from None
+    since, until = parse_time(args.since, "since"), parse_time(args.until, "until")
     text = " ".join(args.text)
     if not text.strip():
         raise CommandFailure("the search text is empty")
@@ -588,11 +628,8 @@ def cmd_delete(session: Session, args: argparse.Namespace) -> int:
 
 
 def cmd_purge(session: Session, args: argparse.Namespace) -> int:
-    try:
-        before = parse_time(args.before, "before")
-        audit_before = parse_time(args.audit_before, "audit-before")
-    except Exception as error:
-        raise CommandFailure(str(error)) from None
+    before = parse_time(args.before, "before")  # checked by the option's type
+    audit_before = parse_time(args.audit_before, "audit-before")
     body: dict[str, Any] = {"before": before}
     if audit_before is not None:
         body["audit_before"] = audit_before
@@ -646,20 +683,29 @@ def cmd_reindex(session: Session, args: argparse.Namespace) -> int:
     swaps the new vectors in when the last step is done."""
     show = sys.stderr.isatty() and not session.as_json
     after, drawers, seconds = 0, 0, 0.0
-    while True:
-        request = ReindexRequest(after=after, limit=REINDEX_STEP)
-        answer = _ws_call(session, "recall_reindex", body=request.to_json())
-        drawers += answer["drawers"]
-        seconds += answer["seconds"]
-        after = answer["next"]
+    try:
+        while True:
+            request = ReindexRequest(after=after, limit=REINDEX_STEP)
+            answer = _ws_call(session, "recall_reindex", body=request.to_json())
+            drawers += answer["drawers"]
+            seconds += answer["seconds"]
+            after = answer["next"]
+            if show:
+                total = max(answer["total"], drawers, 1)
+                filled = min(BAR_WIDTH, BAR_WIDTH * drawers // total)
+                bar = "#" * filled + "." * (BAR_WIDTH - filled)
+                sys.stderr.write(f"\r[{bar}] {drawers}/{total} drawers re-embedded")
+                sys.stderr.flush()
+            if answer["done"]:
+                break
+    except KeyboardInterrupt:
         if show:
-            total = max(answer["total"], drawers, 1)
-            filled = min(BAR_WIDTH, BAR_WIDTH * drawers // total)
-            bar = "#" * filled + "." * (BAR_WIDTH - filled)
-            sys.stderr.write(f"\r[{bar}] {drawers}/{total} drawers re-embedded")
-            sys.stderr.flush()
-        if answer["done"]:
-            break
+            sys.stderr.write("\n")
+        raise Interrupted(
+            f"{drawers} drawers re-embedded by then; the vectors in use stay as they were "
+            "until a reindex runs to its end",
+            {"drawers": drawers},
+        ) from None
     if show:
         sys.stderr.write("\n")
     answer = {**answer, "drawers": drawers, "seconds": round(seconds, 3)}

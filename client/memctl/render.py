@@ -8,6 +8,7 @@ unexpected shape is shown as JSON rather than dropped.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 TYPE_CHECKING = False  # typing itself is not imported: every command would pay for it
@@ -46,6 +47,35 @@ LOCAL = "local"
 def error_envelope(code: str, message: str, detail: Mapping[str, Any] | None = None) -> str:
     """`{"error": {"code", "message", "detail"}}`, as the daemon's envelope is, printed."""
     return dump_json({"error": {"code": code, "message": message, "detail": dict(detail or {})}})
+
+
+# What str.splitlines takes for a line end, besides "\n" (and "\r", dropped as a control).
+_LINE_BREAKS = frozenset("\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+# ASCII text holding none of these is left as it is: the common case costs one scan.
+_ASCII_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+# What would break a line, or act on a terminal, inside a one-line message.
+_UNSAFE_IN_A_LINE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def clean(text: str) -> str:
+    """Text the daemon holds (written by agents: drawers, triples, diary entries, messages)
+    made safe to place in a prompt or on a terminal: control characters (escape sequences
+    among them) dropped, except newlines and tabs, and what renders as nothing
+    (`prompt_text.shown`); every other line boundary (U+2028, U+2029, U+0085, vertical
+    tab, form feed …) made a newline."""
+    if text.isascii():
+        return _ASCII_CONTROLS.sub(lambda m: "\n" if m.group() in _LINE_BREAKS else "", text)
+    from memhub_protocol.prompt_text import shown  # only text beyond ASCII pays for it
+
+    return shown("".join("\n" if ch in _LINE_BREAKS else ch for ch in text))
+
+
+def escaped(text: str) -> str:
+    """`text` kept on one line: a line break or a control character in it (an argument
+    quoted by an error message, say) is shown as its escape (`\\n`, `\\x1b`)."""
+    return _UNSAFE_IN_A_LINE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def text_body(text: str) -> str:
@@ -326,13 +356,15 @@ def render_decision(payload: Any) -> str:
     return f"{payload['status']} {pid} by {by}"
 
 
-def available_workspaces(detail: Any) -> str:
+def available_workspaces(detail: Any, *, choose: bool = True) -> str:
     """The workspaces a refused caller may use, from an error's `detail.available`, as the
-    end of its one-line message ("" when the detail names none)."""
+    end of its one-line message ("" when the detail names none); `choose`: with how to
+    choose one (-w), for a command that takes it."""
     available = detail.get("available") if isinstance(detail, dict) else None
     if not isinstance(available, list):
         return ""
     names = [str(name) for name in available if isinstance(name, str)]
     if not names:
         return "; this caller may use no workspace"
-    return f"; workspaces you may use: {', '.join(names)} (choose one with -w NAME)"
+    hint = " (choose one with -w NAME)" if choose else ""
+    return escaped(f"; workspaces you may use: {', '.join(names)}{hint}")

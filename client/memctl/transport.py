@@ -99,12 +99,7 @@ def parse_target(text: str) -> Target:
     except ValueError as error:  # e.g. "http://[::1": an unclosed IPv6 bracket
         raise InvalidTarget(f"daemon url {text!r} is malformed: {error}") from error
     if "@" in parts.netloc:
-        # Never echoed: what stands before the @ may be a password. memctl would not
-        # send it anyway; the daemon takes a bearer token.
-        raise InvalidTarget(
-            "the daemon url must not carry a user or password (user@host): memctl "
-            "authenticates with --token (or MEMHUB_TOKEN)"
-        )
+        raise _with_credentials()
     if parts.scheme not in ("http", "https"):
         raise InvalidTarget(
             f"unsupported daemon url {text!r}: use http://HOST:PORT, https://HOST "
@@ -133,7 +128,19 @@ def parse_target(text: str) -> Target:
     return Target(url=text, base_url=text.rstrip("/"))
 
 
+def _with_credentials() -> InvalidTarget:
+    # Never echoed: what stands before the @ may be a password. memctl would not
+    # send it anyway; the daemon takes a bearer token.
+    return InvalidTarget(
+        "the daemon url must not carry a user or password (user@host): memctl "
+        "authenticates with --token (or MEMHUB_TOKEN)"
+    )
+
+
 def _unix_target(text: str) -> Target:
+    rest = text[len("unix:") :]
+    if "@" in rest.removeprefix("//").split("/", 1)[0]:  # unix://user:pw@/PATH
+        raise _with_credentials()
     if not text.startswith("unix://"):
         raise InvalidTarget(f"unix socket url {text!r} must look like unix:///ABSOLUTE/PATH.sock")
     path = text[len("unix://") :]

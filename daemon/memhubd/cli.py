@@ -311,6 +311,15 @@ def _run(args: argparse.Namespace) -> int:
         command = str(getattr(args, "command", ""))
         return offline.report_failure(failure, getattr(args, "json", False), command)
     except KeyboardInterrupt:
+        # As `backup` says it: one line, and the envelope where --json prints one.
+        command = str(getattr(args, "command", ""))
+        if getattr(args, "json", False) and command not in offline.MEMDSL_JSON_COMMANDS:
+            with contextlib.suppress(OSError, ValueError):  # stdout closed or full
+                offline.print_json(
+                    {"error": {"code": "interrupted", "message": "interrupted", "detail": {}}}
+                )
+        with contextlib.suppress(OSError, ValueError):
+            print(f"memhubd {command}: error: interrupted", file=sys.stderr)
         return 130
 
 
