@@ -144,6 +144,12 @@ class WorkspaceHost:
         # repointed onto another served workspace's directory must not be served.
         self.served_real_root: str | None = None
 
+    @property
+    def review_root(self) -> str:
+        """The real directory review reads and writes: the one served, also while the
+        root leads elsewhere unserved (`_moved_onto_another`)."""
+        return self.served_real_root or os.path.realpath(self.root)
+
     def _moved_onto_another(self, real: str) -> SourceProblem | None:
         """The problem when the root now leads to another real directory (`real`) that
         is, holds or lies in another served workspace's: its files would be served (and

@@ -776,7 +776,8 @@ def _proposal_hidden(hub: Hub, identity: Identity, workspace: str, data: dict[st
     proposal_id = data.get("proposal_id")
     if host is None or host.snapshot is None or not is_proposal_id(proposal_id):
         return True
-    path = os.path.join(ReviewStore(host.root).proposals_dir, f"{proposal_id}{PROPOSAL_SUFFIX}")
+    proposals = ReviewStore(host.review_root).proposals_dir
+    path = os.path.join(proposals, f"{proposal_id}{PROPOSAL_SUFFIX}")
     proposal = read_proposal(path)
     if proposal is None:
         return True

@@ -166,7 +166,7 @@ def _check_addable(hub: Hub, name: str, root: str) -> None:
     # review queues, each with its own lock and audit: one declaration approved twice.
     real = os.path.realpath(root)
     for other, host in hub.hosts.items():
-        served = os.path.realpath(host.root)
+        served = host.review_root
         if served == real:
             raise ProtocolError(
                 ErrorCode.CONFLICT,

@@ -102,10 +102,16 @@ def workspace_summary(host: WorkspaceHost, identity: Identity | None = None) -> 
             view.problems(),
         )
     errors = sum(1 for d in diagnostics if d.severity == "error")
+    health = snapshot.health
+    if host.unavailable is not None:
+        # The last build could not be made (its root now leads onto another served
+        # workspace, say): what was served before still is, and the reason is shown.
+        problems = [*problem_dicts([host.unavailable], complete), *problems]
+        health = "degraded" if health == "healthy" else health
     return {
         "name": host.name,
         "root": host.root,
-        "health": snapshot.health,
+        "health": health,
         "lint_errors": errors,
         "lint_warnings": len(diagnostics) - errors,
         "generation": snapshot.generation,

@@ -136,7 +136,7 @@ def review_host(hub: Hub, identity: Identity, name: str, scope: str) -> Workspac
 
 def _review_store(hub: Hub, host: WorkspaceHost) -> ReviewStore:
     limit = hub.limits.max_proposal_bytes
-    return ReviewStore(host.root, max_bytes=limit, saves=hub.watch_settings.save_policy)
+    return ReviewStore(host.review_root, max_bytes=limit, saves=hub.watch_settings.save_policy)
 
 
 def _redacted(
@@ -636,7 +636,7 @@ async def _approve_once(
         # The sources' stat keys before they are read: if they are the same once the
         # lock is held, the snapshot validated against is what the disk holds (save for
         # files held back mid-save, served as they were).
-        root = Path(host.root)
+        root = Path(host.review_root)
         before = await anyio.to_thread.run_sync(workspace_signature, root)
         # Validate against the sources as served now: a file caught half-way through a
         # save elsewhere stays held back, its declarations still served and counted.
