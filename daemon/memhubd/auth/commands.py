@@ -187,7 +187,11 @@ def _list(args: argparse.Namespace) -> int:
     records = store.list()
     now = utc_now()
     if args.json:
-        _print_json({"tokens": [_listed(record, now) for record in records]})
+        listed: dict[str, Any] = {"tokens": [_listed(record, now) for record in records]}
+        if not store.path.exists():
+            # As the text form says it: the usual cause is another state directory.
+            listed["warning"] = f"no tokens in {_where(store)}"
+        _print_json(listed)
         return 0
     lines = [
         f"{r.name}{' (EXPIRED)' if r.is_expired(now) else ''}: {_describe(r)}" for r in records

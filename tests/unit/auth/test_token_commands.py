@@ -270,6 +270,8 @@ def test_list_and_revoke_on_a_state_dir_without_tokens_name_it_and_create_nothin
     # and a list says where it found none
     assert run("list", "--state-dir", str(typo)) == 0
     assert capsys.readouterr().out == f"no tokens in {hint}\n"
+    assert run("list", "--state-dir", str(typo), "--json") == 0
+    assert json.loads(capsys.readouterr().out) == {"tokens": [], "warning": f"no tokens in {hint}"}
     # and neither made the directory
     assert not typo.exists()
 
