@@ -473,6 +473,7 @@ class Hub:
             debounce_ms=settings.debounce_ms,
             rescan_interval_s=settings.rescan_interval_s,
             force_polling=settings.force_polling,
+            name=host.name,
         )
 
     def warm(self, snapshot: Snapshot) -> None:

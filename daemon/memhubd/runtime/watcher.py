@@ -9,6 +9,7 @@ The sources are what a start's walk reads (`memhubd.runtime.sources.walk_sources
 memdsl walks): every directory, hidden ones such as `.git` included. A source that is a
 symbolic link changes when a file it leads through does: an event naming that file
 counts as a change of the link.
+While no watch can be armed the sources are polled instead.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import structlog
 from watchfiles import Change, awatch
 
-from memhubd.runtime.confine import StatKey, inside, stat_tuple
+from memhubd.runtime.confine import StatKey, inside, shown_path, stat_tuple
 
 log = structlog.get_logger(__name__)
 
@@ -39,8 +41,12 @@ MAX_LINK_HOPS = 40
 # How often the event loop wakes without events to check the root is still the same
 # directory, and how often a vanished root is looked for again.
 ROOT_CHECK_S = 0.5
-# The longest pause between tries of a watch that keeps failing.
+# The longest pause between tries of a watch that keeps failing (the sources are polled
+# meanwhile, every ROOT_CHECK_S * 2). A watch that delivered a batch, or stayed up for
+# ROOT_CHECK_S * 20, worked: the next failure starts the pauses over.
 WATCH_RETRY_MAX_S = 60.0
+# What the events library raises for an event on a name it cannot decode (not UTF-8).
+UNDECODABLE_NAME_ERROR = "Unable to decode path"
 # Quiet time that ends a batch (watchfiles' `step`); `debounce_ms` caps a batch's length.
 # watchfiles hands a batch over one to two steps after its last change (28 ms median
 # from an atomic save to the batch at 10 ms, 44 ms at 20); an idle wake-up every step
@@ -56,9 +62,11 @@ Links = dict[Path, tuple[Path, ...]]
 
 class _Walked(tuple[tuple[str, StatKey], ...]):
     """A signature (compared as the plain tuple it is) that also carries the `Links`
-    its walk found, so that telling links apart costs no system call of its own."""
+    its walk found, so that telling links apart costs no system call of its own, and
+    the first name it met that is not UTF-8 (shown escaped), or None."""
 
     links: Links
+    undecodable: str | None
 
 
 def is_source_name(name: str) -> bool:
@@ -96,6 +104,7 @@ def workspace_signature(root: Path) -> Signature:
     real_root = os.path.realpath(top)
     entries = []
     links: Links = {}
+    undecodable = None
     # By hand rather than os.walk: the file names are checked straight from the
     # directory entries (no list of every name, most of them never sources: a `.git`
     # holds thousands), and the entries tell links apart for free.
@@ -107,6 +116,9 @@ def workspace_signature(root: Path) -> Signature:
             continue  # gone or unreadable, as os.walk skips it
         with listing:
             for entry in listing:
+                if undecodable is None and not entry.name.isascii():
+                    shown = shown_path(entry.path)
+                    undecodable = None if shown is entry.path else shown
                 try:
                     is_dir = entry.is_dir()  # follows a link, as os.walk's does
                 except OSError:
@@ -125,7 +137,7 @@ def workspace_signature(root: Path) -> Signature:
                 if entry.is_symlink():
                     links[Path(entry.path)] = _link_hops(entry.path, top, real_root)
     walked = _Walked(sorted(entries))
-    walked.links = links
+    walked.links, walked.undecodable = links, undecodable
     return walked
 
 
@@ -169,6 +181,18 @@ def _entries(signature: Signature) -> dict[str, StatKey] | None:
     return dict(signature)
 
 
+def _differences(
+    root: Path, before: dict[str, StatKey] | None, after: dict[str, StatKey] | None
+) -> set[Path] | None:
+    """The sources made, changed or removed between two walks; None (every file) when
+    the root was missing at either."""
+    if before is None or after is None:
+        return None
+    changed = {relpath for relpath, key in after.items() if before.get(relpath) != key}
+    changed.update(before.keys() - after.keys())
+    return {root / relpath for relpath in changed}
+
+
 def _root_identity(root: Path) -> tuple[int, int] | None:
     try:
         info = root.stat()
@@ -186,6 +210,7 @@ async def watch_workspace(
     rescan_interval_s: float = 30.0,
     force_polling: bool = False,
     events: bool = True,
+    name: str | None = None,
 ) -> None:
     """Watch `root` until `stop_event` is set, calling `on_change` per batch of changes.
 
@@ -193,8 +218,9 @@ async def watch_workspace(
     before the first load so that nothing between the two is missed.
     `rescan_interval_s=0` disables the periodic re-scan; `events=False` relies on it
     alone (for file systems that report nothing and are too big to poll).
+    `name`: the workspace's, for the log (its root's path when not given).
     """
-    watch = _WorkspaceWatch(Path(root).absolute(), on_change, stop_event)
+    watch = _WorkspaceWatch(Path(root).absolute(), on_change, stop_event, name)
     await watch.take_baseline()
     async with anyio.create_task_group() as tg:
 
@@ -212,8 +238,11 @@ async def watch_workspace(
 class _WorkspaceWatch:
     """The state shared by the event follower and the re-scanner of one root."""
 
-    def __init__(self, root: Path, on_change: OnChange, stop_event: anyio.Event) -> None:
+    def __init__(
+        self, root: Path, on_change: OnChange, stop_event: anyio.Event, name: str | None = None
+    ) -> None:
         self.root = root
+        self.name = name or str(root)
         self.on_change = on_change
         self.stop_event = stop_event
         self.lock = anyio.Lock()  # one on_change at a time, in order
@@ -227,6 +256,10 @@ class _WorkspaceWatch:
         self.linked: dict[Path, frozenset[Path]] = {}
         self.failed = False  # the last on_change raised: the next re-scan retries
         self.watched_identity: tuple[int, int] | None = None
+        # Watches in a row that failed before they worked (see WATCH_RETRY_MAX_S).
+        self.watch_failures = 0
+        self.last_failure: str | None = None  # the error of the last watch that failed
+        self.failure_said = False  # this run of failures was said above debug level
 
     async def take_baseline(self) -> None:
         self.watched_identity = _root_identity(self.root)
@@ -317,44 +350,49 @@ class _WorkspaceWatch:
     async def rescan_periodically(self, interval_s: float) -> None:
         while True:
             await anyio.sleep(interval_s)
-            signature = await anyio.to_thread.run_sync(workspace_signature, self.root)
-            async with self.lock:
-                if _entries(signature) != self.entries or self.failed:
+            await self.rescan()
+
+    async def rescan(self, *, polled: bool = False) -> Signature:
+        """Walk the sources and compare them with what the last on_change saw; on any
+        difference (or after an on_change that raised) call on_change with every file.
+        `polled`: standing in for events, it calls on_change with the paths that differ
+        only, and leaves an on_change that raised to the periodic re-scan. Returns the
+        walk."""
+        signature = await anyio.to_thread.run_sync(workspace_signature, self.root)
+        async with self.lock:
+            after = _entries(signature)
+            if after != self.entries or (self.failed and not polled):
+                paths = None
+                if polled and not self.failed:
+                    paths = _differences(self.root, self.entries, after)
+                    log.debug("workspace_poll_found_changes", root=str(self.root))
+                else:
                     log.info("workspace_rescan_found_changes", root=str(self.root))
-                    self._remember(signature)
-                    await self._call(None)
+                self._remember(signature)
+                await self._call(paths)
+        return signature
 
     # ----------------------------------------------------------------- events
 
     async def follow_events(self, debounce_ms: int, force_polling: bool) -> None:
-        failures = 0  # watches in a row that failed
         while True:
             identity = await self._wait_for_root()
-            # A root that appeared or came back, or a watch that failed: events were lost.
-            rescan_first = identity != self.watched_identity
+            # A root that appeared or came back: events were lost, re-read all of it.
+            reread = identity != self.watched_identity
             self.watched_identity = identity
             try:
-                await self._watch_root(identity, debounce_ms, force_polling, rescan_first)
+                await self._watch_root(identity, debounce_ms, force_polling, reread)
             except FileNotFoundError:
                 pass  # the root vanished as watching started
             except Exception as error:
-                # e.g. the inotify watch limit, or a file name that is not UTF-8 (which
-                # the events library cannot decode, each time it looks): the re-scan
-                # keeps working, and so do the other workspaces' watches; retry later,
-                # less often while it keeps failing.
-                failures += 1
-                pause = min(ROOT_CHECK_S * 4 * 2 ** (failures - 1), WATCH_RETRY_MAX_S)
-                if failures == 1 or pause == WATCH_RETRY_MAX_S:
-                    log.error(
-                        "workspace_watch_failed",
-                        root=str(self.root),
-                        error=first_error(error),
-                        failures=failures,
-                        retry_in_s=pause,
-                    )
-                await anyio.sleep(pause)
+                # e.g. the inotify watch limit, or an event on a file whose name is not
+                # UTF-8 (which the events library cannot decode): the root is polled
+                # instead, and a watch tried again later, less often while it keeps
+                # failing. The other workspaces' watches go on.
+                if await self._poll(identity, self._watch_failed(error)):
+                    continue  # the same root: arm a new watch on it
             else:
-                failures = 0
+                self.watch_failures = 0
             if self.stop_event.is_set():
                 return
             # The root went away or was replaced (its inode number may even be reused):
@@ -362,6 +400,66 @@ class _WorkspaceWatch:
             log.warning("workspace_watch_lost", root=str(self.root))
             self.watched_identity = None
             await self.deliver(None)
+
+    def _watch_failed(self, error: Exception) -> float:
+        """Count and log a watch that failed; the pause before the next one. Said above
+        debug level once for each new error, not at each failure of a run of them."""
+        self.watch_failures += 1
+        pause = min(ROOT_CHECK_S * 4 * 2 ** (self.watch_failures - 1), WATCH_RETRY_MAX_S)
+        text = first_error(error)
+        fields: dict[str, Any] = {
+            "workspace": self.name,
+            "root": str(self.root),
+            "error": text,
+            "failures": self.watch_failures,
+            "retry_in_s": pause,
+            "polled_every_s": ROOT_CHECK_S * 2,
+        }
+        if text == self.last_failure:
+            log.debug("workspace_watch_failed", **fields)
+        elif UNDECODABLE_NAME_ERROR in text:
+            log.warning(
+                "workspace_watch_failed",
+                reason="a file name under the workspace is not UTF-8: file events cannot "
+                "name it, so the workspace is polled until a watch works again (renaming "
+                "or removing that file ends this)",
+                **fields,
+            )
+        else:
+            log.error("workspace_watch_failed", **fields)
+        if text != self.last_failure:
+            self.last_failure, self.failure_said = text, True
+        return pause
+
+    def _watch_worked(self) -> None:
+        """A watch armed after failures worked: the next failure starts the pauses over."""
+        level = log.info if self.failure_said else log.debug
+        level(
+            "workspace_watch_restored",
+            workspace=self.name,
+            root=str(self.root),
+            failures=self.watch_failures,
+        )
+        self.watch_failures, self.failure_said = 0, False
+
+    async def _poll(self, identity: tuple[int, int], seconds: float) -> bool:
+        """Stand in for a watch that failed: re-scan every ROOT_CHECK_S * 2 for `seconds`
+        (the first at once, for the batch the failure lost). A failure for a name that
+        is not UTF-8 is tried again sooner once the walk finds no such name. False when
+        the root went away or was replaced meanwhile."""
+        started = time.monotonic()
+        undecodable = UNDECODABLE_NAME_ERROR in (self.last_failure or "")
+        while True:
+            if _root_identity(self.root) != identity:
+                return False
+            walked = await self.rescan(polled=True)
+            waited = time.monotonic() - started
+            if waited >= seconds:
+                return True
+            gone = walked is not None and getattr(walked, "undecodable", None) is None
+            if undecodable and gone and waited >= ROOT_CHECK_S * 4:
+                return True  # the odd name is gone: no need to wait out the pause
+            await anyio.sleep(min(ROOT_CHECK_S * 2, seconds - waited))
 
     async def _wait_for_root(self) -> tuple[int, int]:
         while (identity := _root_identity(self.root)) is None:
@@ -375,7 +473,12 @@ class _WorkspaceWatch:
 
         `rescan_first`: the first batch (or quiet timeout) becomes a full re-scan, once
         the new watch is in place, to cover whatever happened while nothing watched.
+        After failed watches it becomes a comparison with a walk instead (the sources
+        were polled meanwhile), then the count of failures starts over once this watch
+        delivered a batch or stayed up for ROOT_CHECK_S * 20.
         """
+        catch_up = not rescan_first and self.watch_failures > 0
+        armed = time.monotonic()
         changes_iter = awatch(
             self.root,
             watch_filter=None,  # sorted out per batch: directories matter too
@@ -395,6 +498,12 @@ class _WorkspaceWatch:
                 root_deleted = (Change.deleted, str(self.root)) in changes
                 if root_deleted or _root_identity(self.root) != identity:
                     return
+                if self.watch_failures and (changes or received - armed >= ROOT_CHECK_S * 20):
+                    self._watch_worked()
+                if catch_up:
+                    catch_up = False
+                    await self.rescan(polled=True)  # covers this batch too
+                    continue
                 paths, full, made = self._sort_batch(changes)
                 if rescan_first:
                     full, rescan_first = True, False
