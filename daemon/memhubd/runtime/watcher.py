@@ -8,7 +8,7 @@ itself, and an error in `on_change` never stops it.
 The sources are what a start's walk reads (`memhubd.runtime.sources.walk_sources`, as
 memdsl walks): every directory, hidden ones such as `.git` included. A source that is a
 symbolic link changes when a file it leads through does: an event naming that file
-counts as a change of the link.
+counts as a change of the link; so does one naming another name (a hard link) of its file.
 While no watch can be armed the sources are polled instead.
 """
 
@@ -58,14 +58,17 @@ Signature = tuple[tuple[str, StatKey], ...] | None
 # A source that is a symbolic link -> the paths, as events name them, of what it leads
 # through inside the workspace (`_link_hops`).
 Links = dict[Path, tuple[Path, ...]]
+# A source whose file has other names (hard links) -> (device, inode) of that file.
+Twins = dict[Path, tuple[int, int]]
 
 
 class _Walked(tuple[tuple[str, StatKey], ...]):
     """A signature (compared as the plain tuple it is) that also carries the `Links`
-    its walk found, so that telling links apart costs no system call of its own, and
-    the first name it met that is not UTF-8 (shown escaped), or None."""
+    and `Twins` its walk found, so that telling them apart costs no system call of its
+    own, and the first name it met that is not UTF-8 (shown escaped), or None."""
 
     links: Links
+    twins: Twins
     undecodable: str | None
 
 
@@ -104,6 +107,7 @@ def workspace_signature(root: Path) -> Signature:
     real_root = os.path.realpath(top)
     entries = []
     links: Links = {}
+    twins: Twins = {}
     undecodable = None
     # By hand rather than os.walk: the file names are checked straight from the
     # directory entries (no list of every name, most of them never sources: a `.git`
@@ -134,10 +138,12 @@ def workspace_signature(root: Path) -> Signature:
                 except OSError:
                     continue  # removed while walking; the next scan sees the result
                 entries.append((entry.path[cut:], stat_tuple(info)))
+                if info.st_nlink > 1:
+                    twins[Path(entry.path)] = (info.st_dev, info.st_ino)
                 if entry.is_symlink():
                     links[Path(entry.path)] = _link_hops(entry.path, top, real_root)
     walked = _Walked(sorted(entries))
-    walked.links, walked.undecodable = links, undecodable
+    walked.links, walked.twins, walked.undecodable = links, twins, undecodable
     return walked
 
 
@@ -254,6 +260,11 @@ class _WorkspaceWatch:
         # leads through (or a directory on its way) -> the links it is a change of.
         self.links: Links = {}
         self.linked: dict[Path, frozenset[Path]] = {}
+        # The sources that have other names (`Twins`), and each such file's source names
+        # by (device, inode): an event on any name of it, a source or not, is a change of
+        # each (inotify names only the one written through).
+        self.twins: Twins = {}
+        self.named: dict[tuple[int, int], frozenset[Path]] = {}
         self.failed = False  # the last on_change raised: the next re-scan retries
         self.watched_identity: tuple[int, int] | None = None
         # Watches in a row that failed before they worked (see WATCH_RETRY_MAX_S).
@@ -267,7 +278,7 @@ class _WorkspaceWatch:
 
     def _remember(self, signature: Signature) -> None:
         self.entries = _entries(signature)
-        self._set_links(getattr(signature, "links", {}))
+        self._set_links(getattr(signature, "links", {}), getattr(signature, "twins", {}))
         # The root and every directory between it and a source. On strings: Path.parents
         # of each source cost a start at 100k declarations 60 ms of CPU beside its build.
         names = {""}
@@ -285,6 +296,7 @@ class _WorkspaceWatch:
             return False
         dirs = set(self.known_dirs)
         links = dict(self.links)
+        twins = dict(self.twins)
         for path in paths:
             relpath = os.path.relpath(path, self.root)
             links.pop(path, None)
@@ -296,18 +308,44 @@ class _WorkspaceWatch:
                 info = os.stat(path)
             except OSError:
                 self.entries.pop(relpath, None)
+                twins.pop(path, None)
                 continue
             self.entries[relpath] = stat_tuple(info)
+            twin = (info.st_dev, info.st_ino) if info.st_nlink > 1 else None
+            if twins.get(path) != twin:
+                twins.pop(path, None)
+                if twin is not None:
+                    # A new name of a file (a hard link made), or a name that has just
+                    # been given another: its other source names, if any, are among the
+                    # known ones. Looked for in them only then, never per edit.
+                    twins[path] = twin
+                    twins.update(self._other_names(path, twin))
             # A directory that held sources is never forgotten here: its deletion then
             # costs a full re-read, which is always correct.
             dirs.update(d for d in path.parents if d.is_relative_to(self.root))
         self.known_dirs = frozenset(dirs)
-        if links != self.links:
-            self._set_links(links)
+        if links != self.links or twins != self.twins:
+            self._set_links(links, twins)
         return True
 
-    def _set_links(self, links: Links) -> None:
+    def _other_names(self, path: Path, file: tuple[int, int]) -> Twins:
+        """The known sources other than `path` that are names of the file `file`."""
+        found: Twins = {}
+        for relpath, key in (self.entries or {}).items():
+            other = self.root / relpath
+            if key[2] != file[1] or other == path:  # StatKey: (mtime, size, inode, ctime)
+                continue
+            try:
+                info = os.stat(other)
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) == file:
+                found[other] = file
+        return found
+
+    def _set_links(self, links: Links, twins: Twins) -> None:
         self.links = links
+        self.twins = twins
         linked: dict[Path, set[Path]] = {}
         for link, hops in links.items():
             for hop in hops:
@@ -317,6 +355,14 @@ class _WorkspaceWatch:
                     if directory == self.root or not directory.is_relative_to(self.root):
                         break
                     linked.setdefault(directory, set()).add(link)
+        named: dict[tuple[int, int], set[Path]] = {}
+        for path, file in twins.items():
+            named.setdefault(file, set()).add(path)
+        self.named = {file: frozenset(paths) for file, paths in named.items()}
+        for paths in self.named.values():
+            if len(paths) > 1:
+                for path in paths:
+                    linked.setdefault(path, set()).update(paths - {path})
         self.linked = {path: frozenset(sources) for path, sources in linked.items()}
 
     async def deliver(self, paths: set[Path] | None, received: float | None = None) -> None:
@@ -519,13 +565,15 @@ class _WorkspaceWatch:
         self, changes: Iterable[tuple[Change, str]]
     ) -> tuple[set[Path], bool, list[Path]]:
         """The source paths in a batch (a source link's among them when a file it leads
-        through changed), whether it needs a full re-scan instead (a directory moved in
-        or out, which inotify reports as one entry), and the directories made under a
-        busy directory, to look into for sources instead."""
+        through changed, and every source name of a file changed through one of its
+        names), whether it needs a full re-scan instead (a directory moved in or out,
+        which inotify reports as one entry), and the directories made under a busy
+        directory, to look into for sources instead."""
         paths: set[Path] = set()
         full = False
         made: list[Path] = []
         linked = self.linked
+        named = self.named
         for change, raw in changes:
             path = Path(raw)
             if is_source_path(path, self.root):
@@ -537,9 +585,20 @@ class _WorkspaceWatch:
                     made.append(path)
                 else:
                     full = True
+            elif named and not _busy(path, self.root):
+                # Another name (not a source) of a file that has source names: a stat
+                # per such event only while the workspace has hard-linked sources.
+                paths.update(self._source_names(path))
             if linked and path in linked:
                 paths.update(linked[path])
         return paths, full, made
+
+    def _source_names(self, path: Path) -> frozenset[Path]:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return frozenset()
+        return self.named.get((info.st_dev, info.st_ino), frozenset())
 
 
 def first_error(error: BaseException) -> str:

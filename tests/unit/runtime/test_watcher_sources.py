@@ -177,3 +177,56 @@ async def test_a_directory_on_a_links_way_moved_reports_the_link(workspace: Path
         # Moved out: inotify names the directory alone.
         os.rename(drafts, workspace.parent / "drafts")
         assert await next_call(handler) == {workspace / "via.mem"}
+
+
+async def test_an_edit_through_one_name_of_a_hard_linked_source_reports_every_name(
+    workspace: Path,
+) -> None:
+    os.link(workspace / "a.mem", workspace / "sub" / "twin.mem")
+    async with watching(workspace) as handler:
+        await until_watching(workspace, handler)
+
+        # When the file is appended to through one name (inotify names that one only)
+        with open(workspace / "a.mem", "a") as handle:
+            handle.write('fact more { claim: "appended" }\n')
+        # Then every source name of the file is reported
+        assert await next_call(handler) == {workspace / "a.mem", workspace / "sub" / "twin.mem"}
+
+        with open(workspace / "sub" / "twin.mem", "a") as handle:
+            handle.write('fact again { claim: "through the twin" }\n')
+        assert await next_call(handler) == {workspace / "a.mem", workspace / "sub" / "twin.mem"}
+
+
+async def test_a_hard_link_made_or_removed_while_watching_is_followed(workspace: Path) -> None:
+    async with watching(workspace) as handler:
+        await until_watching(workspace, handler)
+
+        # Given a second name made while watching (its event names the new name only)
+        os.link(workspace / "a.mem", workspace / "twin.mem")
+        assert await next_call(handler) == {workspace / "twin.mem"}
+        # When the file is edited through its first name
+        with open(workspace / "a.mem", "a") as handle:
+            handle.write('fact more { claim: "appended" }\n')
+        assert await next_call(handler) == {workspace / "a.mem", workspace / "twin.mem"}
+
+        # Once the second name is removed, an edit is the first name's alone
+        (workspace / "twin.mem").unlink()
+        assert workspace / "twin.mem" in (await next_call(handler) or ())
+        while not await no_call_within(handler, 0.1):
+            pass
+        with open(workspace / "a.mem", "a") as handle:
+            handle.write('fact last { claim: "alone" }\n')
+        assert await next_call(handler) == {workspace / "a.mem"}
+
+
+async def test_an_edit_through_a_name_that_is_no_source_reports_the_source(
+    workspace: Path,
+) -> None:
+    os.link(workspace / "sub" / "b.mem", workspace / "notes.txt")
+    async with watching(workspace) as handler:
+        await until_watching(workspace, handler)
+
+        with open(workspace / "notes.txt", "a") as handle:
+            handle.write('fact more { claim: "through the notes" }\n')
+
+        assert await next_call(handler) == {workspace / "sub" / "b.mem"}
