@@ -41,6 +41,9 @@ MAX_LINK_HOPS = 40
 # How often the event loop wakes without events to check the root is still the same
 # directory, and how often a vanished root is looked for again.
 ROOT_CHECK_S = 0.5
+# While a watch is down, the pause between two polls is at least this many times the last
+# poll's walk (at most a sixth of a core spent walking).
+POLL_PAUSE_PER_WALK = 5
 # The longest pause between tries of a watch that keeps failing (the sources are polled
 # meanwhile, every ROOT_CHECK_S * 2). A watch that delivered a batch, or stayed up for
 # ROOT_CHECK_S * 20, worked: the next failure starts the pauses over.
@@ -498,6 +501,7 @@ class _WorkspaceWatch:
         while True:
             if _root_identity(self.root) != identity:
                 return False
+            began = time.monotonic()
             walked = await self.rescan(polled=True)
             waited = time.monotonic() - started
             if waited >= seconds:
@@ -505,7 +509,10 @@ class _WorkspaceWatch:
             gone = walked is not None and getattr(walked, "undecodable", None) is None
             if undecodable and gone and waited >= ROOT_CHECK_S * 4:
                 return True  # the odd name is gone: no need to wait out the pause
-            await anyio.sleep(min(ROOT_CHECK_S * 2, seconds - waited))
+            # A large workspace's walk takes a while: a pause of a few walks between two
+            # keeps polling to a small share of a core, however many files it holds.
+            pause = max(ROOT_CHECK_S * 2, POLL_PAUSE_PER_WALK * (time.monotonic() - began))
+            await anyio.sleep(min(pause, seconds - waited))
 
     async def _wait_for_root(self) -> tuple[int, int]:
         while (identity := _root_identity(self.root)) is None:
