@@ -743,12 +743,17 @@ class WorkspaceIndex:
             bits = self._inherited[1].apply(old, lambda s: _table_row(s, table, key))  # type: ignore[index]
         else:
             bits = self._assemble(table, key)
+        if not bits:
+            # A key no declaration holds (a query's word found nowhere) costs a lookup to
+            # answer again: kept, callers' distinct words would fill the cache.
+            return bits
         with self._lock:
             if cache_key not in self._cache:
                 self._cache[cache_key] = bits
-                self._cache_bytes += _cost(bits)
+                self._cache_bytes += _cost(key, bits)
                 while self._cache_bytes > self._cache_budget and len(self._cache) > 1:
-                    self._cache_bytes -= _cost(self._cache.popitem(last=False)[1])
+                    (_table, gone), gone_bits = self._cache.popitem(last=False)
+                    self._cache_bytes -= _cost(gone, gone_bits)
         return bits
 
     def _assemble(self, table: str, key: str) -> int:
@@ -1019,9 +1024,10 @@ def _carried(lazy: dict[str, Any]) -> dict[str, Any]:
     return {name: lazy[name] for name in tuple(_CARRIED) if name in lazy}
 
 
-def _cost(bits: int) -> int:
-    """Bytes a cached bitmap holds: the int as allocated (30 bits in 4 bytes), its entry."""
-    return sys.getsizeof(bits) + _ENTRY_OVERHEAD
+def _cost(key: str, bits: int) -> int:
+    """Bytes a cached bitmap holds: the int as allocated (30 bits in 4 bytes), its key
+    (a caller's word may be long) and its entry."""
+    return sys.getsizeof(bits) + sys.getsizeof(key) + _ENTRY_OVERHEAD
 
 
 def _table_row(segment: Segment, table: str, key: str) -> bytes:

@@ -146,24 +146,41 @@ def _runs(ws: Workspace) -> list[list]:
 
 def test_cached_bitmaps_are_charged_as_allocated_and_stay_within_their_bound() -> None:
     # Thirty words, each in every one of 100 files (more than a rare key's holders), so
-    # each word's bitmap is cached and all are the same size.
+    # each word's bitmap is cached and all are the same size, as are their keys.
     sources = {
         f"f{n:03d}.mem": "\n".join(
-            f'fact f{n}d{k} {{ claim: "word{k} is said here" }}' for k in range(30)
+            f'fact f{n}d{k} {{ claim: "word{k:02d} is said here" }}' for k in range(30)
         )
         for n in range(100)
     }
     ix = build_index(workspace(sources))
-    first = ix.bits(TERM, "word0")
-    one = sys.getsizeof(first) + index_workspace._ENTRY_OVERHEAD
-    assert index_workspace._cost(first) == one
+    first = ix.bits(TERM, "word00")
+    one = sys.getsizeof(first) + sys.getsizeof("word00") + index_workspace._ENTRY_OVERHEAD
+    assert index_workspace._cost("word00", first) == one
     ix._cache_budget = 15 * one
     ix._cache.clear()
     ix._cache_bytes = 0
 
     for k in range(30):
-        ix.bits(TERM, f"word{k}")
+        ix.bits(TERM, f"word{k:02d}")
 
-    assert ix._cache_bytes == sum(index_workspace._cost(b) for b in ix._cache.values())
+    assert ix._cache_bytes == sum(index_workspace._cost(k, b) for (_t, k), b in ix._cache.items())
     assert len(ix._cache) == 15 and ix._cache_bytes <= ix._cache_budget
-    assert list(ix._cache) == [(TERM, f"word{k}") for k in range(15, 30)]
+    assert list(ix._cache) == [(TERM, f"word{k:02d}") for k in range(15, 30)]
+
+
+def test_words_found_nowhere_are_not_kept_and_a_long_word_is_charged_its_length() -> None:
+    # A caller's distinct words must not fill the cache: one found nowhere is answered
+    # again by a lookup, and one found is charged for its key as well as its bitmap.
+    long_word = "x" * 20_000
+    sources = {
+        f"f{n:03d}.mem": f'fact f{n} {{ claim: "common {long_word}" }}' for n in range(100)
+    }
+    ix = build_index(workspace(sources))
+    ix._cache.clear()
+    ix._cache_bytes = 0
+    for n in range(500):
+        assert ix.bits(TERM, f"{n}{'y' * 20_000}") == 0
+    assert len(ix._cache) == 0 and ix._cache_bytes == 0
+    found = ix.bits(TERM, long_word)
+    assert found and ix._cache_bytes >= 20_000
