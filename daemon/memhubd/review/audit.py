@@ -73,7 +73,7 @@ class AuditView:
     """A log's entries grouped by proposal id, as read at one moment. Read only: every
     answer is a copy."""
 
-    def __init__(self, by_id: Mapping[str, tuple[AuditEntry, ...]]) -> None:
+    def __init__(self, by_id: Mapping[str, tuple[AuditEntry | bytes, ...]]) -> None:
         self._by_id = by_id
 
     @classmethod
@@ -83,7 +83,10 @@ class AuditView:
     def entries_for(self, proposal_id: str) -> list[AuditEntry]:
         """This proposal's entries, oldest first (an entry whose id is not a string is
         no proposal's)."""
-        return [dict(entry) for entry in self._by_id.get(proposal_id, ())]
+        return [
+            json.loads(entry) if isinstance(entry, bytes) else dict(entry)
+            for entry in self._by_id.get(proposal_id, ())
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,9 @@ class AuditIndex:
         self.path = path
         self._lock = threading.Lock()
         self._consumed: _Consumed | None = None
-        self._by_id: dict[str, tuple[AuditEntry, ...]] = {}
+        # Each entry as its line's bytes, read again when asked for: a parsed entry
+        # takes about six times the room, for every line of a history that only grows.
+        self._by_id: dict[str, tuple[bytes, ...]] = {}
 
     def view(self) -> AuditView:
         """The entries as the file holds them now."""
@@ -146,11 +151,30 @@ class AuditIndex:
         end = data.rfind(b"\n") + 1
         if end:
             # Copy on write: views handed out earlier keep what they saw.
-            self._by_id = _grouped(dict(self._by_id), _parse(data[:end]))
+            self._by_id = _grouped_lines(dict(self._by_id), data[:end])
             consumed = consumed.after(data[:end])
         self._consumed = consumed
-        torn = _parse(data[end:])
-        return AuditView(_grouped(dict(self._by_id), torn) if torn else self._by_id)
+        torn = data[end:]
+        if torn and _parse(torn):
+            return AuditView(_grouped_lines(dict(self._by_id), torn))
+        return AuditView(self._by_id)
+
+
+def _grouped_lines(
+    by_id: dict[str, tuple[bytes, ...]], data: bytes
+) -> dict[str, tuple[bytes, ...]]:
+    """`by_id` with the entries of the lines in `data` added, each as its line."""
+    added: dict[str, list[bytes]] = {}
+    for line in data.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:  # a torn or foreign line; memdsl skips these too
+            continue
+        if isinstance(entry, dict) and isinstance(proposal_id := entry.get("proposal_id"), str):
+            added.setdefault(proposal_id, []).append(bytes(line))
+    for proposal_id, more in added.items():
+        by_id[proposal_id] = (*by_id.get(proposal_id, ()), *more)
+    return by_id
 
 
 def _parse(data: bytes) -> list[AuditEntry]:
