@@ -14,6 +14,10 @@ from memhubd.cowork.activity import ActivityLog
 from memhubd.cowork.inbox import InboxLimits, InboxStore
 from memhubd.sqlite import UnusableDatabase
 
+# Removed workspace names a shelf remembers (a request that began before a removal is
+# long over by the time this many more were removed).
+RETIRED_KEPT = 4096
+
 
 class CoworkShelf:
     """Open inbox stores by workspace name. Thread-safe; bounded by the number of workspaces."""
@@ -23,8 +27,9 @@ class CoworkShelf:
         self.limits = limits or InboxLimits()
         self.activity = ActivityLog()
         self._stores: dict[str, InboxStore] = {}
-        # Names of removed workspaces: their inbox is being archived, or was.
-        self._retired: set[str] = set()
+        # Names of removed workspaces: their inbox is being archived, or was (the
+        # RETIRED_KEPT removed last).
+        self._retired: dict[str, None] = {}
         self._lock = threading.Lock()
 
     def path_of(self, workspace: str) -> Path:
@@ -56,13 +61,16 @@ class CoworkShelf:
         """Close `workspace`'s inbox and open it no more until `admit(workspace)`: its
         workspace was removed, and its files are moved out of the cowork directory."""
         with self._lock:
-            self._retired.add(workspace)
+            self._retired.pop(workspace, None)
+            self._retired[workspace] = None
+            while len(self._retired) > RETIRED_KEPT:
+                del self._retired[next(iter(self._retired))]
         self.forget(workspace)
 
     def admit(self, workspace: str) -> None:
         """Let `workspace`'s inbox be opened again (a workspace of that name is added)."""
         with self._lock:
-            self._retired.discard(workspace)
+            self._retired.pop(workspace, None)
 
     def close(self) -> None:
         with self._lock:

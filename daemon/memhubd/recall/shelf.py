@@ -60,6 +60,10 @@ class RecallSettings:
     weights: Weights = DEFAULT_WEIGHTS
 
 
+# Removed workspace names a shelf remembers (see `RecallShelf.retire`).
+RETIRED_KEPT = 4096
+
+
 class RecallShelf:
     """Open stores by workspace name. Thread-safe; bounded by the number of workspaces."""
 
@@ -67,11 +71,12 @@ class RecallShelf:
         self.directory = Path(directory)
         self.settings = settings or RecallSettings()
         self._stores: dict[str, DrawerStore] = {}
-        # Names of removed workspaces: their store is being archived, or was.
-        self._retired: set[str] = set()
-        # Removed names not yet added again, each with how many times it was removed: what
+        # Names of removed workspaces: their store is being archived, or was. Removed
+        # names not yet added again, each with how many times it was removed: what
         # belongs to one workspace of a name (an upload's parts) never joins what is sent
-        # to a later one. Bounded by the names removed and not added back.
+        # to a later one. Both keep the RETIRED_KEPT names removed last (a request that
+        # began before a removal is long over by then).
+        self._retired: dict[str, None] = {}
         self._removals: dict[str, int] = {}
         self._lock = threading.Lock()
         self._embedder: Embeds | None = None
@@ -245,8 +250,13 @@ class RecallShelf:
         workspace was removed, and its files are moved out of the recall directory. The
         parts of its unfinished uploads are dropped."""
         with self._lock:
-            self._retired.add(workspace)
-            self._removals[workspace] = self._removals.get(workspace, 0) + 1
+            self._retired.pop(workspace, None)
+            self._retired[workspace] = None
+            self._removals[workspace] = self._removals.pop(workspace, 0) + 1
+            while len(self._retired) > RETIRED_KEPT:
+                oldest = next(iter(self._retired))
+                del self._retired[oldest]
+                self._removals.pop(oldest, None)
         self.uploads.drop_all(workspace)
         self.forget(workspace)
 
@@ -260,7 +270,7 @@ class RecallShelf:
         """Let `workspace`'s store be opened again (a workspace of that name is added).
         Parts sent to the removed one meanwhile are dropped, so its count can go."""
         with self._lock:
-            self._retired.discard(workspace)
+            self._retired.pop(workspace, None)
             self._removals.pop(workspace, None)
         self.uploads.drop_all(workspace)
 

@@ -79,6 +79,9 @@ _MAGIC = b"MHPC"
 _HEADER = len(_MAGIC) + 2 + 32  # magic, version (u16), HMAC-SHA256
 _KEY_FILE = "key"
 _SUFFIX = ".entry"
+# Folders of removed workspaces a cache remembers not to write in (a save under way at a
+# removal is long over by the time this many more were removed).
+FORGOTTEN_KEPT = 4096
 # 10: a file's stat holds its ctime_ns (`confine.stat_tuple`); a 9's could vouch for
 # bytes edited in place with the size kept and the old mtime put back.
 SNAPSHOT_FORMAT = 10
@@ -133,7 +136,7 @@ class ParseCache:
         self._snapshots: dict[str, tuple[float, frozenset[Any], frozenset[Any]]] = {}
         # Folders of removed workspaces: a save still under way writes nothing there,
         # until a build of that root reads the cache again (it is served again).
-        self._forgotten: set[Path] = set()
+        self._forgotten: dict[Path, None] = {}  # the FORGOTTEN_KEPT removed last
         self._labelled: set[Path] = set()  # folders whose `root` file is written
         self.hits = 0
         self.misses = 0
@@ -192,7 +195,10 @@ class ParseCache:
         nothing, until a build of `root` reads the cache again."""
         with self._lock:
             folder = _workspace_folder(self.directory, root)
-            self._forgotten.add(folder)
+            self._forgotten.pop(folder, None)
+            self._forgotten[folder] = None
+            while len(self._forgotten) > FORGOTTEN_KEPT:  # removals of long ago
+                del self._forgotten[next(iter(self._forgotten))]
             self._labelled.discard(folder)
             self._saved.pop(str(folder), None)
             for known in [r for r, f in self._folders.items() if f == folder]:
@@ -345,7 +351,7 @@ class ParseCache:
         corrupt, foreign or of other types."""
         folder = self._workspace_dir(root)
         with self._lock:
-            self._forgotten.discard(folder)  # served (again): its saves are wanted
+            self._forgotten.pop(folder, None)  # served (again): its saves are wanted
         with contextlib.suppress(OSError):
             os.utime(folder / _ROOT_FILE)  # used now: not swept (`sweep`)
         file = folder / _SNAPSHOT_FILE
