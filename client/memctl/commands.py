@@ -100,10 +100,16 @@ class Session:
     def emit_json(self, data: Any) -> None:
         self.emit(render.dump_json(data))
 
-    def show(self, payload: Any, as_text: Callable[[Any], str]) -> None:
+    def show(
+        self,
+        payload: Any,
+        as_text: Callable[[Any], str],
+        cleaned: Callable[[str], str] = render.clean,
+    ) -> None:
         """The payload as JSON with --json, else as `as_text` renders it, cleaned of what
-        would act on a terminal (the answers quote text agents wrote)."""
-        self.emit(render.dump_json(payload) if self.as_json else render.clean(as_text(payload)))
+        would act on a terminal (the answers quote text agents wrote); memdsl's own text
+        forms pass `render.terminal_safe`, which keeps every other character."""
+        self.emit(render.dump_json(payload) if self.as_json else cleaned(as_text(payload)))
 
     def workspace(self) -> str:
         """-w / MEMHUB_WORKSPACE / client.toml, else the caller's only workspace."""
@@ -257,7 +263,7 @@ def _text_or_json(session: Session, payload: Any) -> None:
     if session.as_json:
         session.emit_json(payload)
     else:
-        session.write(render.text_body(render.clean(str(payload))))
+        session.write(render.text_body(render.terminal_safe(str(payload))))
 
 
 def cmd_map(session: Session, args: argparse.Namespace) -> int:
@@ -323,7 +329,7 @@ def cmd_check(session: Session, args: argparse.Namespace) -> int:
 def cmd_lint(session: Session, args: argparse.Namespace) -> int:
     # JSON either way: the exit code needs the counts; render_lint gives memdsl's text.
     payload = session.client.lint(session.workspace())
-    session.show(payload, render.render_lint)
+    session.show(payload, render.render_lint, render.terminal_safe)
     return render.lint_exit_code(payload, strict=args.strict)
 
 

@@ -72,6 +72,18 @@ def clean(text: str) -> str:
     return shown("".join("\n" if ch in _LINE_BREAKS else ch for ch in text))
 
 
+# What acts on a terminal: C0 controls but the tab and the newline, DEL and C1 controls.
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """memdsl's text forms (query, check, map, types, lint) as memdsl prints them, less
+    what would act on a terminal (an escape sequence in a declaration's text): every
+    other character is kept, invisible ones included, so that the output stays memdsl's
+    byte for byte for any ordinary workspace."""
+    return _TERMINAL_CONTROLS.sub("", text)
+
+
 def escaped(text: str) -> str:
     """`text` kept on one line: a line break or a control character in it (an argument
     quoted by an error message, say) is shown as its escape (`\\n`, `\\x1b`)."""
