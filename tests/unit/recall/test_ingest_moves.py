@@ -311,3 +311,69 @@ def test_a_renamed_transcript_keeps_the_exchanges_the_new_session_drops(
     dropped = ingestor.ingest_text("notes/n.md", markdown("Beta"), options())
     assert dropped.replaced == 1
     assert not [d for d in live(store) if "invoices" in d.content]
+
+
+def _sources_of(store: DrawerStore, text: str) -> list[str]:
+    return sorted(d.source_file for d in live(store) if text in d.content)
+
+
+def test_copies_follow_a_drawer_stored_again_and_never_outlive_the_file_holding_the_text(
+    tmp_path: Path,
+) -> None:
+    beta = "refunds queue"
+    dropped = markdown("Alpha", "Gamma")
+
+    def fresh(name: str) -> tuple[DrawerStore, Ingestor]:
+        store = open_store(tmp_path / f"{name}.db")
+        return store, Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{name}-locks"))
+
+    # A drawer stored again (new importance) keeps the copy another file recorded
+    store, ingestor = fresh("refreshed")
+    ingestor.ingest_text("notes/a.md", markdown("Alpha", "Beta", "Gamma"), options())
+    ingestor.ingest_text("notes/b-copy.md", markdown("Beta"), options())
+    again = ingestor.ingest_text(
+        "notes/a.md", markdown("Alpha", "Beta", "Gamma"), options(importance=3)
+    )
+    assert again.status == "ingested"
+    assert ingestor.ingest_text("notes/a.md", dropped, options()).replaced == 0
+    assert _sources_of(store, beta) == ["notes/b-copy.md"]
+    store.close()
+
+    # A file kept from some readers never takes a drawer every caller reads
+    store, ingestor = fresh("readers")
+    ingestor.ingest_text("notes/a.md", markdown("Alpha", "Beta", "Gamma"), options())
+    ingestor.ingest_text("notes/merger.md", markdown("Beta"), options(readers=("ops",)))
+    assert ingestor.ingest_text("notes/a.md", dropped, options()).replaced == 1
+    assert _sources_of(store, beta) == []
+    store.close()
+
+    # A file that no longer holds the text (sent again by another writer) is not cited
+    store, ingestor = fresh("stale")
+    ingestor.ingest_text("notes/a.md", markdown("Alpha", "Beta", "Gamma"), options())
+    ingestor.ingest_text("notes/b.md", markdown("Beta", "Zeta"), options())
+    ingestor.ingest_text("notes/b.md", markdown("Zeta"), options(identity="bob"))
+    assert ingestor.ingest_text("notes/a.md", dropped, options()).replaced == 1
+    assert _sources_of(store, beta) == []
+    store.close()
+
+
+def test_a_dry_run_counts_a_later_file_of_the_batch_as_the_real_run_after_a_hand_over(
+    tmp_path: Path,
+) -> None:
+    # The note drops a section the copy holds (handed to it), then the copy comes in the
+    # same batch, unchanged: the dry run says what the real run does.
+    def run(dry_run: bool) -> list[tuple[str, int, int, int]]:
+        name = "dry" if dry_run else "real"
+        store = open_store(tmp_path / f"{name}.db")
+        ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{name}-locks"))
+        ingestor.ingest_text("notes/zz.md", markdown("Alpha", "Beta", "Gamma"), options())
+        ingestor.ingest_text("notes/aa-copy.md", markdown("Alpha", "Beta", "Gamma"), options())
+        batch = [
+            ("notes/zz.md", markdown("Alpha", "Gamma")),
+            ("notes/aa-copy.md", markdown("Alpha", "Beta", "Gamma")),
+        ]
+        reports = ingestor.ingest_texts(batch, options(dry_run=dry_run))
+        store.close()
+        return [(r.source, *counts(r)) for r in reports]
+
+    assert run(True) == run(False) == [("notes/zz.md", 0, 2, 0), ("notes/aa-copy.md", 0, 3, 0)]

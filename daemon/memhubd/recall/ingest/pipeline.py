@@ -175,6 +175,7 @@ class Plan:
     # the rows of `stale` that another file holds: handed to it, not retired.
     copies: frozenset[Copy] = frozenset()
     handed: frozenset[int] = frozenset()
+    copies_changed: bool = False  # `copies` differ from those recorded for the source
 
 
 @dataclass(slots=True)
@@ -514,7 +515,8 @@ class Ingestor:
         if options.dry_run:
             batch = dry_run if dry_run is not None else DryRun()
             plan = self._plan(report, drawers, replace_stale, options, batch)
-            batch.retired.update(plan.stale)
+            # A row handed to a file that holds it stays live, as the real run leaves it.
+            batch.retired.update(set(plan.stale) - plan.handed)
             if replace_stale:
                 batch.copies[report.source] = {c.drawer for c in plan.copies}
             report.status, report.chunks = "dry_run", len(plan.new)
@@ -525,11 +527,9 @@ class Ingestor:
             report.lock_wait_ms = waited
             plan = self._plan(report, drawers, replace_stale, options)
             new, stale, revive = plan.new, plan.stale, plan.revive
-            copies = (report.source, options.identity, plan.copies) if replace_stale else None
+            copies = (report.source, plan.copies) if plan.copies_changed else None
             if not new and not stale and not plan.moved:
-                if copies is not None and plan.copies != self.store.copies_of_source(
-                    report.source, options.identity
-                ):
+                if copies is not None:
                     self.store.set_copies(*copies)
                 report.status = "unchanged"
                 return report
@@ -548,7 +548,7 @@ class Ingestor:
                 record,
                 options.near_duplicate,
                 options.roles,
-                set(stale),
+                set(stale) - plan.handed,  # a row handed to another file stays
             )
             audit = AuditEntry(
                 options.identity,
@@ -645,6 +645,7 @@ class Ingestor:
         gone: list[NewDrawer] = []  # chunks whose drawer was deleted on purpose
         deleted: dict[int, list[str]] | None = None  # read when first needed
         copies: list[Copy] = []  # chunks stored as another source's drawers
+        matched: set[int] = set()  # stored drawers this source's chunks are duplicates of
 
         def grown_from_deleted(drawer: NewDrawer) -> bool:
             """Whether the chunk is one deleted on purpose that has grown since (a
@@ -708,17 +709,26 @@ class Ingestor:
             if drawer.id in seen or (existing is not None and not existing.deleted):
                 report.duplicates += 1
                 report.matched_ids.append(drawer.id)
-                if (
-                    existing is not None
-                    and not existing.deleted
-                    and existing.source_file != report.source
-                    and existing.identity == options.identity
-                ):
-                    # Another source's drawer: this file is where it goes on should that
-                    # source drop it (recorded for the writer's own drawers only).
-                    copies.append(
-                        Copy(existing.rowid, drawer.chunk_index, drawer.locator, drawer.source_kind)
-                    )
+                if existing is not None and not existing.deleted:
+                    matched.add(existing.rowid)
+                    if (
+                        existing.source_file != report.source
+                        and existing.identity == options.identity
+                        and _reads_at_least(options.readers, existing.readers)
+                    ):
+                        # Another source's drawer: this file is where it goes on should
+                        # that source drop it (for the writer's own drawers, and only where
+                        # whoever reads the drawer may read this file's chunks: a hand-over
+                        # must not show a file's name to callers it was kept from).
+                        copies.append(
+                            Copy(
+                                existing.rowid,
+                                drawer.chunk_index,
+                                drawer.locator,
+                                drawer.source_kind,
+                                options.identity,
+                            )
+                        )
             elif (existing is not None and not existing.retired) or (
                 (exchange := _exchange_of(drawer.locator)) is not None
                 and exchange == grown_exchange
@@ -797,7 +807,16 @@ class Ingestor:
         else:
             refreshed = frozenset()
         handed = self._handed(report.source, stale, revive, dry_run) if replace_stale else set()
-        return Plan(new, stale, revive, moved, refreshed, frozenset(copies), frozenset(handed))
+        recorded = self.store.copies_of_source(report.source) if replace_stale else frozenset()
+        # Copies others recorded stay while this ingest still finds their drawers' text
+        # here; a file that no longer holds it must not be cited for it.
+        kept = frozenset(
+            (
+                *copies,
+                *(c for c in recorded if c.identity != options.identity and c.drawer in matched),
+            )
+        )
+        return Plan(new, stale, revive, moved, refreshed, kept, frozenset(handed), kept != recorded)
 
     def _handed(
         self, source: str, stale: list[int], revive: list[int], dry_run: DryRun | None
@@ -1006,6 +1025,16 @@ def _encodable(text: str) -> str:
 def _long_id(drawer: NewDrawer, _identity: str = "") -> str:
     prefix, _, _short = drawer.id.rpartition("_")
     return f"{prefix}_{content_hash(drawer.content)[:LONG_HASH]}"
+
+
+def _reads_at_least(
+    file_readers: tuple[str, ...] | None, drawer_readers: tuple[str, ...] | None
+) -> bool:
+    """Whether every caller who may read a drawer of `drawer_readers` may read a chunk
+    stored with `file_readers` (None: every caller)."""
+    if file_readers is None:
+        return True
+    return drawer_readers is not None and set(drawer_readers) <= set(file_readers)
 
 
 def _new_readers(options: IngestOptions, readers: tuple[str, ...] | None) -> bool:

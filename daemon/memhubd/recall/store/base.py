@@ -180,8 +180,8 @@ class Existing:
     # (`billing-service`, `billing_service`) are still two rooms, so a clash of ids is no
     # match of drawers.
     room: str | None = None
-    # The roles that may read it, None for every caller, and its importance (read by
-    # `chunks_of_source` only).
+    # The roles that may read it, None for every caller (read by `find` and
+    # `chunks_of_source`), and its importance (read by `chunks_of_source` only).
     readers: tuple[str, ...] | None = None
     importance: int = 0
     # Where in its source the text stands (`chars A-B`, `lines A-B`; read by
@@ -199,6 +199,7 @@ class Copy:
     chunk_index: int
     locator: str
     source_kind: str
+    identity: str  # who ingested the file (the drawer's own writer when recorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,8 +340,8 @@ class DrawerStore(abc.ABC):
         the room a re-ingest that names none keeps the source in."""
 
     @abc.abstractmethod
-    def copies_of_source(self, source_file: str, identity: str) -> frozenset[Copy]:
-        """The copies `identity` recorded for one file (see `write`'s `copies`)."""
+    def copies_of_source(self, source_file: str) -> frozenset[Copy]:
+        """The copies recorded for one file, by whoever ingested it (see `write`)."""
 
     @abc.abstractmethod
     def copy_sources(self, rowids: Sequence[int]) -> dict[int, set[str]]:
@@ -348,9 +349,9 @@ class DrawerStore(abc.ABC):
         the drawer's own writer, in a file other than the drawer's source), those files."""
 
     @abc.abstractmethod
-    def set_copies(self, source_file: str, identity: str, copies: Iterable[Copy]) -> None:
-        """Record `copies` as what `identity`'s last ingest of one file found stored
-        under other sources (in place of what it recorded before)."""
+    def set_copies(self, source_file: str, copies: Iterable[Copy]) -> None:
+        """Record `copies` as what one file holds of drawers stored under other sources
+        (in place of every copy recorded for it before)."""
 
     @abc.abstractmethod
     def deleted_of_source(self, source_file: str) -> list[tuple[int, Existing, str]]:
@@ -454,7 +455,7 @@ class DrawerStore(abc.ABC):
         replace: Sequence[int] = (),
         revive: Sequence[int] = (),
         moved: Sequence[tuple[int, int, str]] = (),
-        copies: tuple[str, str, Iterable[Copy]] | None = None,
+        copies: tuple[str, Iterable[Copy]] | None = None,
     ) -> WriteOutcome:
         """Insert drawers (and their vectors, row for row) and retire `replace` (a soft
         delete marked as the source's doing), all in one transaction together with the
@@ -463,7 +464,8 @@ class DrawerStore(abc.ABC):
         chunk_index, locator)` of live rows whose chunk is now at another place in
         their source: only those two columns change. A drawer's `created_at`, when given,
         is kept (a drawer stored again in place of a retired one of the same content).
-        `copies`: `(source, identity, copies)` as `set_copies` records them, first.
+        `copies`: `(source, copies)` as `set_copies` records them, first. Rows stored again
+        under their id (`revive`) take their copies with them.
 
         A row of `replace` (not of `revive`) that another file holds (`copy_sources`) is
         handed to that file instead: retired, and stored again under its id with that

@@ -528,10 +528,10 @@ class SQLiteStore(DrawerStore):
                 part = list(ids[start : start + 500])
                 rows = connection.execute(
                     "SELECT rowid, id, content_hash, deleted_at, retired, room, identity, "
-                    f"source_file FROM drawers WHERE id IN ({','.join('?' * len(part))})",
+                    f"source_file, readers FROM drawers WHERE id IN ({','.join('?' * len(part))})",
                     part,
                 ).fetchall()
-                for rowid, drawer_id, digest, deleted, retired, room, who, source in rows:
+                for rowid, drawer_id, digest, deleted, retired, room, who, source, readers in rows:
                     found[drawer_id] = Existing(
                         rowid,
                         drawer_id,
@@ -540,6 +540,7 @@ class SQLiteStore(DrawerStore):
                         bool(retired),
                         identity=who,
                         room=room,
+                        readers=tuple(json.loads(readers)) if readers is not None else None,
                         source_file=source,
                     )
         return found
@@ -584,12 +585,12 @@ class SQLiteStore(DrawerStore):
             for room, who, readers in rows
         ]
 
-    def copies_of_source(self, source_file: str, identity: str) -> frozenset[Copy]:
+    def copies_of_source(self, source_file: str) -> frozenset[Copy]:
         with self._readers.connection() as connection:
             rows = connection.execute(
-                "SELECT drawer, chunk_index, coalesce(locator, ''), source_kind "
-                "FROM drawer_copies WHERE source_file = ? AND identity = ?",
-                (source_file, identity),
+                "SELECT drawer, chunk_index, coalesce(locator, ''), source_kind, identity "
+                "FROM drawer_copies WHERE source_file = ?",
+                (source_file,),
             ).fetchall()
         return frozenset(Copy(*row) for row in rows)
 
@@ -609,23 +610,20 @@ class SQLiteStore(DrawerStore):
                     found.setdefault(rowid, set()).add(source)
         return found
 
-    def set_copies(self, source_file: str, identity: str, copies: Iterable[Copy]) -> None:
+    def set_copies(self, source_file: str, copies: Iterable[Copy]) -> None:
         with self._transaction() as connection:
-            self._set_copies(connection, source_file, identity, copies)
+            self._set_copies(connection, source_file, copies)
 
     @staticmethod
     def _set_copies(
-        connection: sqlite3.Connection, source_file: str, identity: str, copies: Iterable[Copy]
+        connection: sqlite3.Connection, source_file: str, copies: Iterable[Copy]
     ) -> None:
-        connection.execute(
-            "DELETE FROM drawer_copies WHERE source_file = ? AND identity = ?",
-            (source_file, identity),
-        )
+        connection.execute("DELETE FROM drawer_copies WHERE source_file = ?", (source_file,))
         connection.executemany(
             "INSERT OR REPLACE INTO drawer_copies (source_file, identity, drawer, chunk_index, "
             "locator, source_kind) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (source_file, identity, c.drawer, c.chunk_index, c.locator, c.source_kind)
+                (source_file, c.identity, c.drawer, c.chunk_index, c.locator, c.source_kind)
                 for c in copies
             ],
         )
@@ -1015,7 +1013,7 @@ class SQLiteStore(DrawerStore):
         replace: Sequence[int] = (),
         revive: Sequence[int] = (),
         moved: Sequence[tuple[int, int, str]] = (),
-        copies: tuple[str, str, Iterable[Copy]] | None = None,
+        copies: tuple[str, Iterable[Copy]] | None = None,
     ) -> WriteOutcome:
         if vectors is not None and (embedder is None or len(vectors) != len(drawers)):
             raise ValueError("one vector per drawer, and the embedder that made them")
@@ -1134,6 +1132,8 @@ class SQLiteStore(DrawerStore):
                 "SELECT ?, vector FROM vectors WHERE rowid = ?",
                 carried,
             )
+            # and where other files hold its text
+            connection.executemany("UPDATE drawer_copies SET drawer = ? WHERE drawer = ?", carried)
             handed = [self._hand_over(connection, *item, now) for item in handing]
             self._audit(connection, audit)
         return WriteOutcome(tuple(inserted), tuple(replaced), tuple(handed))
@@ -1298,6 +1298,7 @@ class SQLiteStore(DrawerStore):
             "FROM drawers WHERE rowid = ?",
             (copy,),
         )
+        connection.execute("UPDATE drawer_copies SET drawer = ? WHERE drawer = ?", (copy, rowid))
         # A reindex under way has staged the row's new vector, maybe: the copy keeps it.
         for table in ("vectors", "vectors_next"):
             connection.execute(
