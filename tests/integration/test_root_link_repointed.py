@@ -20,6 +20,9 @@ def test_a_repointed_root_link_serves_and_reviews_nothing_of_the_other_workspace
     examples = copy_examples(tmp_path / "ws", ["team-coding", "assistant"])
     link = tmp_path / "linked"
     link.symlink_to(examples["team-coding"])
+    # a file of each that does not parse: its text is read from disk when shown
+    (Path(examples["team-coding"]) / "broken.mem").write_text("fact broken {\n", encoding="utf-8")
+    (Path(examples["assistant"]) / "broken.mem").write_text("SECRET {\n", encoding="utf-8")
     workspaces = {"linked": str(link), "other": examples["assistant"]}
     with start_daemon(tmp_path, workspaces) as daemon:
         daemon.add_token("mine", "read:summary,write:candidate", workspaces=["linked"])
@@ -34,13 +37,16 @@ def test_a_repointed_root_link_serves_and_reviews_nothing_of_the_other_workspace
                 with daemon.http(daemon.admin_token) as admin:
                     status = admin.get("/v1/workspaces/linked").json()
                 if status.get("problems") and any(
-                    "overlaps workspace 'other'" in p["message"] for p in status["problems"]
+                    "another served workspace" in p["message"] for p in status["problems"]
                 ):
                     break
                 time.sleep(0.1)
             else:
                 raise AssertionError(f"never reported: {status}")
             assert status["health"] == "degraded"
+            with daemon.http(daemon.admin_token) as admin:
+                shown = admin.get("/v1/workspaces/linked/files/broken.mem").text
+            assert "fact broken" in shown and "SECRET" not in shown
             after = sorted(
                 f["path"] for f in client.get("/v1/workspaces/linked/files").json()["files"]
             )

@@ -154,7 +154,7 @@ class WorkspaceHost:
         """The problem when the root now leads to another real directory (`real`) that
         is, holds or lies in another served workspace's: its files would be served (and
         approved into) through both, to tokens of either. Run in the build's thread."""
-        if self.served_real_root is None or real == self.served_real_root:
+        if real == self.served_real_root:
             return None  # the start and the admin API check a workspace as it is added
         from memhubd.runtime.state import overlapping
 
@@ -164,15 +164,23 @@ class WorkspaceHost:
         if clash is None:
             return None
         (one, _one_root), (other, _other_root) = clash
-        named = other if one == self.name else one
+        # The operator's log names the other workspace; the problem, which callers of
+        # this one see, does not (they may have no grant for it).
+        log.warning(
+            "workspace_root_overlaps",
+            workspace=self.name,
+            leads_to=real,
+            overlaps=other if one == self.name else one,
+            served_from=self.served_real_root,
+        )
+        kept = "what was served before stays served" if self.served_real_root else "nothing is served"
         return SourceProblem(
             "read_error",
             self.root,
             0,
             0,
-            f"the workspace directory now leads to {real}, which overlaps workspace "
-            f"'{named}': what was served from {self.served_real_root} stays served until "
-            "it leads back or elsewhere",
+            "the workspace directory now leads into (or above) another served workspace's "
+            f"directory: {kept} until it leads back or elsewhere (the daemon's log says which)",
         )
 
     async def reload(self, changed: Iterable[str] | None = None) -> Snapshot | None:

@@ -691,16 +691,17 @@ def _real_position(text: str, offset: int) -> tuple[int, int]:
     return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
 
 
-def _on_disk(snapshot: Snapshot, path: str, served: str, limit: int) -> str:
-    """The text of `path` as it is on disk now (confined to the workspace; bytes that
-    are not UTF-8 as U+FFFD), else `served` (also for a file over `limit` bytes, which no
-    answer could carry)."""
+def _on_disk(real_root: str, path: str, served: str, limit: int) -> str:
+    """The text of `path` as it is on disk now (confined to the directory the workspace
+    serves, `real_root`, also when its root is a link that now leads elsewhere; bytes
+    that are not UTF-8 as U+FFFD), else `served` (also for a file over `limit` bytes,
+    which no answer could carry)."""
     from memhubd.runtime.confine import Refused, read_confined
 
     try:
         if os.path.getsize(path) > limit:
             return served
-        found = read_confined(path, os.path.realpath(snapshot.root))
+        found = read_confined(path, real_root)
     except (OSError, Refused):
         return served
     if found is None:
@@ -727,7 +728,11 @@ async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) ->
         # there, the text that needs fixing. A caller who may not read everything gets
         # the served text, redacted: unparsed text cannot be.
         limit = int(hub.limits.max_result_bytes)
-        text = await anyio.to_thread.run_sync(_on_disk, view.snapshot, source.path, text, limit)
+        host = hub.hosts.get(name)
+        real_root = host.review_root if host is not None else os.path.realpath(view.snapshot.root)
+        # Under the directory served, not through a root link that may lead elsewhere now.
+        path = os.path.join(real_root, os.path.relpath(source.path, view.snapshot.root))
+        text = await anyio.to_thread.run_sync(_on_disk, real_root, path, text, limit)
     hidden_here = []
     if view.hidden and source.document is not None:
         for raw in source.document.declarations:

@@ -45,7 +45,9 @@ async def test_a_root_link_repointed_onto_another_workspace_keeps_what_it_served
             await host.reload()
             assert served(hub, "linked") == {"fact:a.one"}, target
             assert host.unavailable is not None
-            assert "overlaps workspace 'other'" in host.unavailable.message
+            message = host.unavailable.message
+            assert "leads into (or above) another served workspace" in message
+            assert "'other'" not in message and str(other) not in message  # no grant, maybe
         assert served(hub, "other") == {"fact:b.secret"}
         # Pointed at a directory of its own, it is served from there
         link.unlink()
@@ -55,3 +57,23 @@ async def test_a_root_link_repointed_onto_another_workspace_keeps_what_it_served
         with anyio.fail_after(10):  # once its save rules let the new files in
             while served(hub, "linked") != {"fact:c.moved"}:
                 await anyio.sleep(0.05)
+
+
+async def test_a_root_link_that_never_built_is_checked_too(tmp_path: Path) -> None:
+    broken, other = tmp_path / "broken", tmp_path / "other"
+    for directory in (broken, other):
+        directory.mkdir()
+    (broken / "memdsl.json").write_text("{ not json", encoding="utf-8")
+    (other / "x.mem").write_text(fact("b.secret"), encoding="utf-8")
+    link = tmp_path / "link"
+    link.symlink_to(broken)
+    hub = Hub(watch=WatchSettings(enabled=False))
+    async with hub.running({"linked": str(link), "other": str(other)}):
+        host = hub.get("linked")
+        assert host is not None and host.snapshot is None  # its manifest never loaded
+        link.unlink()
+        link.symlink_to(other)
+        await host.reload()
+        assert host.snapshot is None
+        assert host.unavailable is not None
+        assert "another served workspace" in host.unavailable.message
