@@ -13,7 +13,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,3 +174,14 @@ def memctl(daemon: LiveDaemon, secret: str, *argv: str) -> tuple[int, str, str]:
         env=dict(os.environ),
     )
     return result.returncode, result.stdout, result.stderr
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 15) -> None:
+    """Return once `check()` is true; fail the test after `seconds` (a generous bound for
+    what a daemon serves within about a second)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError("not served in time")

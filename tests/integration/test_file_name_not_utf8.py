@@ -6,13 +6,12 @@ workspaces' watches go on."""
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon, wait_for
 
 ODD = b"\xffodd.mem"
 
@@ -26,15 +25,6 @@ def daemon(tmp_path: Path) -> Iterator[LiveDaemon]:
         tmp_path, {"one": first, "two": second}, **{"watch.rescan_interval_s": 0}
     ) as live:
         yield live
-
-
-def wait_for(check: Callable[[], bool], seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError("not served in time")
 
 
 def test_an_odd_name_is_refused_and_every_watch_goes_on(daemon: LiveDaemon) -> None:

@@ -5,13 +5,12 @@ and the other one was served stale until the periodic re-scan."""
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon, wait_for
 
 APPENDED = '\nfact writing.hard_linked {\n  claim: "Appended through one name."\n}\n'
 
@@ -23,15 +22,6 @@ def daemon(tmp_path: Path) -> Iterator[LiveDaemon]:
     # No periodic re-scan: what is served in time is what the watch delivered.
     with start_daemon(tmp_path, {"one": root}, **{"watch.rescan_interval_s": 0}) as live:
         yield live
-
-
-def wait_for(check: Callable[[], bool], seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError("not served in time")
 
 
 def test_an_append_through_one_name_is_served_under_both(daemon: LiveDaemon) -> None:
