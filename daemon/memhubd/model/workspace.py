@@ -361,12 +361,14 @@ def cyclic_gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def source_files(path: str) -> Iterable[str]:
-    """The files to parse for one load path: itself, or its `*.mem` files top-down."""
+def source_files(path: str, onerror: Callable[[OSError], None] | None = None) -> Iterable[str]:
+    """The files to parse for one load path: itself, or its `*.mem` files top-down.
+    `onerror` is told of each directory that could not be listed (skipped, as memdsl
+    skips it)."""
     if not os.path.isdir(path):
         yield path
         return
-    for root, _dirs, names in os.walk(path):
+    for root, _dirs, names in os.walk(path, onerror=onerror):
         # File names are sorted per directory; subdirectories keep file-system order.
         for name in sorted(names):
             if name.endswith(".mem"):

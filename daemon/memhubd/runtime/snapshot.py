@@ -20,6 +20,7 @@ reuses the previous snapshot's per-file results (`Snapshot.diagnostics`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -43,6 +44,7 @@ from memhubd.runtime.registry import (
 from memhubd.runtime.saves import Pending, SavePolicy, SaveRules, serve_file
 from memhubd.runtime.sources import (
     NEVER_SEEN,
+    REFUSED_DIGEST,
     Saved,
     SourceFile,
     SourceProblem,
@@ -257,7 +259,8 @@ def build_snapshot(
             if previous is not None and root_problem is None
             else {}
         )
-        walked = walk_sources(root) if root_problem is None else []
+        unlisted: list[str] = []
+        walked = walk_sources(root, unlisted) if root_problem is None else []
         # A first build parses what it cannot restore in worker processes (parse_pool).
         first = previous is None
         with (
@@ -268,8 +271,11 @@ def build_snapshot(
                 walked, known, files, refused, rules, root, real_root, source
             )
         has_links = walked_links if root_problem is None else has_links
+        # Under a directory the walk could not list: there, not deleted (their rules go
+        # on applying), served as last read with the problem, as an unreadable file is.
+        held = _unlisted(unlisted, known, saved if first else None)
         # Served last time, not found by this walk, still held through their grace.
-        held = [
+        held += [
             before
             for path, before in known.items()
             if serve_file(path, before, None, rules, real_root) is not None
@@ -400,6 +406,32 @@ def _saved_index(snapshot: Snapshot, sound: list[SourceFile]) -> Any:
         return None
     data = index_data(index)
     return None if data is None else (paths, data)
+
+
+def _unlisted(
+    directories: list[str], known: dict[str, SourceFile], saved: Saved | None
+) -> list[SourceFile]:
+    """The sources served before (`known`, popped from it; on a first build, what the
+    last run saved) under `directories`, which the walk could not list, each with a
+    `read_error` problem."""
+    if not directories:
+        return []
+    prefixes = tuple(d.rstrip(os.sep) + os.sep for d in directories)
+    held = [(p, known.pop(p)) for p in [p for p in known if p.startswith(prefixes)]]
+    if saved is not None:
+        held += [(p, saved.unlisted(p)) for p in list(saved.consolidated) if p.startswith(prefixes)]
+    kept = []
+    for path, before in held:
+        if before is None or before.document is None:
+            continue
+        problem = SourceProblem(
+            "read_error", path, 0, 0, "cannot read: its directory cannot be listed"
+        )
+        # A stat no file has: listed again, it is read again.
+        kept.append(
+            dataclasses.replace(before, digest=REFUSED_DIGEST, problem=problem, stat=NEVER_SEEN)
+        )
+    return kept
 
 
 def _serve_walked(

@@ -132,6 +132,12 @@ class Saved:
         document, typed, segment = entry
         return SourceFile(path, digest, document, None, text, stat, typed, self.registry, segment)
 
+    def unlisted(self, path: str) -> SourceFile | None:
+        """What the last run served of `path`, a file under a directory this start
+        cannot list: taken out of the snapshot, restored from its entry."""
+        held = self.consolidated.pop(path, None)
+        return None if held is None else self._restored(path, held)
+
     def index_for(self, segments: list[Any]) -> Any:
         """The saved index updated to `segments` (the build's, in order), or None when
         there is none or composing from nothing costs less (most files changed). A
@@ -262,9 +268,19 @@ def _broken(
     return dataclasses.replace(previous, digest=digest, problem=problem, stat=stat)
 
 
-def walk_sources(root: str) -> list[str]:
+def walk_sources(root: str, unlisted: list[str] | None = None) -> list[str]:
+    """The workspace's sources, as memdsl walks them. `unlisted`, when given, gets
+    the directories under `root` the walk could not list (their sources are left out,
+    as memdsl leaves them out; the daemon keeps serving what they held)."""
+
+    def failed(error: OSError) -> None:
+        if unlisted is not None and error.filename is not None:
+            unlisted.append(os.fspath(error.filename))
+
     # Emacs lock files (`.#name.mem`) are symbolic links to nowhere, never sources.
-    return [p for p in source_files(root) if not os.path.basename(p).startswith(".#")]
+    return [
+        p for p in source_files(root, onerror=failed) if not os.path.basename(p).startswith(".#")
+    ]
 
 
 def is_source_under(path: str, root: str) -> bool:

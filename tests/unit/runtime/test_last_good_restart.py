@@ -207,3 +207,47 @@ def test_a_file_that_becomes_unreadable_keeps_its_rules_while_running_and_after_
         target.chmod(0o644)
     back = build_snapshot("w", str(workspace), walked, cache=cache, trusted=True)
     assert back.problems == [] and verdict(back) == "block"
+
+
+def _unlistable(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
+    """`directory` there but not to be listed, as a mode without read or execute
+    permission refuses it to the daemon (not to root, the tests' usual user)."""
+    import os
+
+    real_scandir = os.scandir
+
+    def denied(path: object = ".") -> object:
+        if os.fspath(path) == str(directory):  # type: ignore[arg-type]
+            raise PermissionError(13, "Permission denied", str(directory))
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", denied)
+
+
+def test_sources_under_a_directory_that_cannot_be_listed_keep_their_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rule lives in a subdirectory that stops being listable: its files are there,
+    # not deleted, so the MUST rule keeps applying, with the problem reported, while
+    # running and across a start.
+    monkeypatch.setattr(cache_module, "SNAPSHOT_INTERVAL_S", 0.0)
+    root = tmp_path / "w"
+    (root / "rules").mkdir(parents=True)
+    (root / "rules" / "a.mem").write_text(RULE)
+    (root / "b.mem").write_text(FACT)
+    state = tmp_path / "state"
+    cache, first = saved_start(root, state)
+    assert verdict(first) == "block"
+    with monkeypatch.context() as denied:
+        _unlistable(denied, root / "rules")
+        running = build_snapshot("w", str(root), first, cache=cache, trusted=True)
+        assert [(p.kind, p.message) for p in running.problems] == [
+            ("read_error", "cannot read: its directory cannot be listed")
+        ]
+        assert served_ids(running) == served_ids(first) and verdict(running) == "block"
+        persist(running, cache)
+        again = build_snapshot("w", str(root), None, cache=ParseCache(state))
+        assert [p.kind for p in again.problems] == ["read_error"]
+        assert served_ids(again) == served_ids(first) and verdict(again) == "block"
+    listed = build_snapshot("w", str(root), running, cache=cache, trusted=True)
+    assert listed.problems == [] and verdict(listed) == "block"
