@@ -810,13 +810,15 @@ class Ingestor:
         recorded = self.store.copies_of_source(report.source) if replace_stale else frozenset()
         # Copies others recorded stay while this ingest still finds their drawers' text
         # here; a file that no longer holds it must not be cited for it.
-        kept = frozenset(
+        homes = frozenset(
             (
                 *copies,
                 *(c for c in recorded if c.identity != options.identity and c.drawer in matched),
             )
         )
-        return Plan(new, stale, revive, moved, refreshed, kept, frozenset(handed), kept != recorded)
+        return Plan(
+            new, stale, revive, moved, refreshed, homes, frozenset(handed), homes != recorded
+        )
 
     def _handed(
         self, source: str, stale: list[int], revive: list[int], dry_run: DryRun | None
