@@ -377,3 +377,26 @@ def test_a_dry_run_counts_a_later_file_of_the_batch_as_the_real_run_after_a_hand
         return [(r.source, *counts(r)) for r in reports]
 
     assert run(True) == run(False) == [("notes/zz.md", 0, 2, 0), ("notes/aa-copy.md", 0, 3, 0)]
+
+
+def test_a_dry_run_counts_the_change_of_a_drawer_handed_over_earlier_in_the_batch(
+    tmp_path: Path,
+) -> None:
+    # The note drops a section the copy holds (handed to it); the copy, later in the same
+    # batch, changes that section: the real run replaces the handed drawer, and so does
+    # the dry run's count.
+    def run(dry_run: bool) -> list[tuple[str, int, int, int]]:
+        name = "dry" if dry_run else "real"
+        store = open_store(tmp_path / f"{name}.db")
+        ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{name}-locks"))
+        ingestor.ingest_text("notes/a.md", markdown("Alpha", "Beta", "Gamma"), options())
+        ingestor.ingest_text("notes/b-copy.md", markdown("Alpha", "Beta", "Gamma"), options())
+        batch = [
+            ("notes/a.md", markdown("Alpha", "Gamma")),
+            ("notes/b-copy.md", markdown("Alpha", "Beta", "Gamma", Beta="beta was split.")),
+        ]
+        reports = ingestor.ingest_texts(batch, options(dry_run=dry_run))
+        store.close()
+        return [(r.source, *counts(r)) for r in reports]
+
+    assert run(True) == run(False) == [("notes/a.md", 0, 2, 0), ("notes/b-copy.md", 1, 2, 1)]

@@ -188,6 +188,9 @@ class DryRun:
     # The copies each earlier file would have recorded (rowids, by source), in place of
     # what the store holds for it.
     copies: dict[str, set[int]] = field(default_factory=dict)
+    # The drawers earlier files would have handed to a file, by that file: (chunk index,
+    # drawer) as its stored chunks.
+    handed: dict[str, list[tuple[int, Existing]]] = field(default_factory=dict)
 
 
 def directory_room(source: str) -> str | None:
@@ -515,8 +518,11 @@ class Ingestor:
         if options.dry_run:
             batch = dry_run if dry_run is not None else DryRun()
             plan = self._plan(report, drawers, replace_stale, options, batch)
-            # A row handed to a file that holds it stays live, as the real run leaves it.
+            # A row handed to a file that holds it stays live, as the real run leaves it,
+            # as that file's own chunk.
             batch.retired.update(set(plan.stale) - plan.handed)
+            if plan.handed:
+                self._hand_over_dry(report.source, plan.handed, batch)
             if replace_stale:
                 batch.copies[report.source] = {c.drawer for c in plan.copies}
             report.status, report.chunks = "dry_run", len(plan.new)
@@ -607,8 +613,10 @@ class Ingestor:
         every = self.store.chunks_of_source(report.source) if replace_stale else []
         known = self.store.find([d.id for d in drawers])
         if dry_run is not None:
-            # What the batch's earlier files would have retired, the real run finds so.
+            # What the batch's earlier files would have retired, the real run finds so,
+            # and the drawers they would have handed to this file as its own.
             every = [(i, e) for i, e in every if e.rowid not in dry_run.retired]
+            every += dry_run.handed.get(report.source, [])
             known = {
                 i: replace(e, deleted=True, retired=True) if e.rowid in dry_run.retired else e
                 for i, e in known.items()
@@ -819,6 +827,21 @@ class Ingestor:
         return Plan(
             new, stale, revive, moved, refreshed, homes, frozenset(handed), homes != recorded
         )
+
+    def _hand_over_dry(self, source: str, handed: frozenset[int], batch: DryRun) -> None:
+        """Note in `batch` the file each handed row would go to, as `write` picks it (the
+        first by name of those holding it), at its place there."""
+        rows = {e.rowid: e for _i, e in self.store.chunks_of_source(source)}
+        held = self.store.copy_sources(sorted(handed))
+        for rowid in sorted(handed):
+            homes = sorted(s for s in held.get(rowid, ()) if s != source)
+            if not homes or rowid not in rows:
+                continue
+            home = homes[0]
+            place = next((c for c in self.store.copies_of_source(home) if c.drawer == rowid), None)
+            if place is not None:
+                taken = replace(rows[rowid], locator=place.locator)
+                batch.handed.setdefault(home, []).append((place.chunk_index, taken))
 
     def _handed(
         self, source: str, stale: list[int], revive: list[int], dry_run: DryRun | None
