@@ -357,26 +357,33 @@ def test_copies_follow_a_drawer_stored_again_and_never_outlive_the_file_holding_
     store.close()
 
 
+def _batch_counts(
+    tmp_path: Path, first: list[str], batch: list[tuple[str, str]], dry_run: bool
+) -> list[tuple[str, int, int, int]]:
+    """Each of `first` ingested with all three sections, then `batch` in one ingest (a dry
+    run or not), each in a store of its own: the batch's counts."""
+    name = "dry" if dry_run else "real"
+    store = open_store(tmp_path / f"{name}.db")
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{name}-locks"))
+    for source in first:
+        ingestor.ingest_text(source, markdown("Alpha", "Beta", "Gamma"), options())
+    reports = ingestor.ingest_texts(batch, options(dry_run=dry_run))
+    store.close()
+    return [(r.source, *counts(r)) for r in reports]
+
+
 def test_a_dry_run_counts_a_later_file_of_the_batch_as_the_real_run_after_a_hand_over(
     tmp_path: Path,
 ) -> None:
     # The note drops a section the copy holds (handed to it), then the copy comes in the
     # same batch, unchanged: the dry run says what the real run does.
-    def run(dry_run: bool) -> list[tuple[str, int, int, int]]:
-        name = "dry" if dry_run else "real"
-        store = open_store(tmp_path / f"{name}.db")
-        ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{name}-locks"))
-        ingestor.ingest_text("notes/zz.md", markdown("Alpha", "Beta", "Gamma"), options())
-        ingestor.ingest_text("notes/aa-copy.md", markdown("Alpha", "Beta", "Gamma"), options())
-        batch = [
-            ("notes/zz.md", markdown("Alpha", "Gamma")),
-            ("notes/aa-copy.md", markdown("Alpha", "Beta", "Gamma")),
-        ]
-        reports = ingestor.ingest_texts(batch, options(dry_run=dry_run))
-        store.close()
-        return [(r.source, *counts(r)) for r in reports]
-
-    assert run(True) == run(False) == [("notes/zz.md", 0, 2, 0), ("notes/aa-copy.md", 0, 3, 0)]
+    first = ["notes/zz.md", "notes/aa-copy.md"]
+    batch = [
+        ("notes/zz.md", markdown("Alpha", "Gamma")),
+        ("notes/aa-copy.md", markdown("Alpha", "Beta", "Gamma")),
+    ]
+    dry, real = (_batch_counts(tmp_path, first, batch, d) for d in (True, False))
+    assert dry == real == [("notes/zz.md", 0, 2, 0), ("notes/aa-copy.md", 0, 3, 0)]
 
 
 def test_a_dry_run_counts_the_change_of_a_drawer_handed_over_earlier_in_the_batch(
@@ -385,18 +392,10 @@ def test_a_dry_run_counts_the_change_of_a_drawer_handed_over_earlier_in_the_batc
     # The note drops a section the copy holds (handed to it); the copy, later in the same
     # batch, changes that section: the real run replaces the handed drawer, and so does
     # the dry run's count.
-    def run(dry_run: bool) -> list[tuple[str, int, int, int]]:
-        name = "dry" if dry_run else "real"
-        store = open_store(tmp_path / f"{name}.db")
-        ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{name}-locks"))
-        ingestor.ingest_text("notes/a.md", markdown("Alpha", "Beta", "Gamma"), options())
-        ingestor.ingest_text("notes/b-copy.md", markdown("Alpha", "Beta", "Gamma"), options())
-        batch = [
-            ("notes/a.md", markdown("Alpha", "Gamma")),
-            ("notes/b-copy.md", markdown("Alpha", "Beta", "Gamma", Beta="beta was split.")),
-        ]
-        reports = ingestor.ingest_texts(batch, options(dry_run=dry_run))
-        store.close()
-        return [(r.source, *counts(r)) for r in reports]
-
-    assert run(True) == run(False) == [("notes/a.md", 0, 2, 0), ("notes/b-copy.md", 1, 2, 1)]
+    first = ["notes/a.md", "notes/b-copy.md"]
+    batch = [
+        ("notes/a.md", markdown("Alpha", "Gamma")),
+        ("notes/b-copy.md", markdown("Alpha", "Beta", "Gamma", Beta="beta was split.")),
+    ]
+    dry, real = (_batch_counts(tmp_path, first, batch, d) for d in (True, False))
+    assert dry == real == [("notes/a.md", 0, 2, 0), ("notes/b-copy.md", 1, 2, 1)]
