@@ -833,12 +833,15 @@ class Ingestor:
         first by name of those holding it), at its place there."""
         rows = {e.rowid: e for _i, e in self.store.chunks_of_source(source)}
         held = self.store.copy_sources(sorted(handed))
+        places: dict[str, dict[int, Copy]] = {}  # each home's copies, read once
         for rowid in sorted(handed):
             homes = sorted(s for s in held.get(rowid, ()) if s != source)
             if not homes or rowid not in rows:
                 continue
             home = homes[0]
-            place = next((c for c in self.store.copies_of_source(home) if c.drawer == rowid), None)
+            if home not in places:
+                places[home] = {c.drawer: c for c in self.store.copies_of_source(home)}
+            place = places[home].get(rowid)
             if place is not None:
                 taken = replace(rows[rowid], locator=place.locator)
                 batch.handed.setdefault(home, []).append((place.chunk_index, taken))
