@@ -9,8 +9,7 @@ what a key means or which segments are current: callers pass the serials' slots.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from itertools import chain, repeat
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,50 +38,61 @@ def row_codes(row: bytes, serial: int) -> np.ndarray:
 
 
 def fresh_codes(
-    table: str, segments: Sequence[Any], serials: Iterable[int], keys: Collection[str]
+    table: str,
+    segments: Sequence[Any],
+    serials: Iterable[int],
+    numbered: Sequence[np.ndarray],
+    keys: Sequence[str],
 ) -> dict[str, np.ndarray]:
-    """key -> codes of its postings in `table` over the codable `segments`.
+    """key -> codes of its postings in `table` over the codable `segments`, for `keys`.
 
-    Tables of one row width are unpacked together, a chunk of rows at a time, and every
-    posting is sorted once: no Python step per posting, one per file and key at most.
+    `numbered` gives, per segment, the position in `keys` of each of its rows' keys (in
+    row order; -1 for a key not asked for), so no key is looked up here. Tables of one
+    row width are unpacked together, a chunk of rows at a time, and the postings are
+    grouped by key once: no Python step per posting, one per file at most.
     """
     if not keys:
         return {}
-    number = {key: n for n, key in enumerate(keys)}
-    by_width: dict[int, list[tuple[int, Any]]] = {}
-    for segment, serial in zip(segments, serials, strict=True):
+    by_width: dict[int, list[tuple[int, Any, np.ndarray]]] = {}
+    for segment, serial, numbers in zip(segments, serials, numbered, strict=True):
         postings = getattr(segment, table)
-        if postings.keys and codable(segment, serial):
-            by_width.setdefault(postings.width, []).append((serial, postings))
+        if len(numbers) and codable(segment, serial):
+            by_width.setdefault(postings.width, []).append((serial, postings, numbers))
     parts = [
-        _chunk_codes(chunk, width, number)
-        for width, group in by_width.items()
-        for chunk in _chunks(group)
+        _chunk_codes(chunk, width) for width, group in by_width.items() for chunk in _chunks(group)
     ]
     if not parts:
         return dict.fromkeys(keys, EMPTY)
-    merged = np.concatenate(parts)
+    # Grouped by key, not sorted by code: nothing reads a key's codes in order (they
+    # are scattered into bitmaps, or their slots sorted), so a stable partition by key
+    # does, a radix sort in O(postings) while the keys' positions fit in 16 bits.
+    small = len(keys) <= 1 << 16
+    numbers = np.concatenate([n.astype(np.uint16) if small else n for n, _ in parts])
+    codes = np.concatenate([c for _, c in parts])
     del parts
-    merged.sort()
-    counts = np.bincount((merged >> np.uint64(32)).astype(np.intp), minlength=len(number))
-    codes = (merged & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    del merged
-    ends = np.cumsum(counts)
-    starts = ends - counts
+    order = np.argsort(numbers, kind="stable")
+    counts = np.bincount(numbers, minlength=len(keys))
+    del numbers
+    codes = codes[order]
+    del order
+    ends = np.cumsum(counts).tolist()
+    starts = [0, *ends[:-1]]
     # Views of one array, not a copy each: thousands of small allocations scattered
     # over the space the sort's temporaries freed would keep all of it resident.
-    return {key: codes[starts[n] : ends[n]] for key, n in number.items()}
+    return {key: codes[start:end] for key, start, end in zip(keys, starts, ends, strict=True)}
 
 
 _CHUNK_ROWS = 1 << 17  # rows unpacked at once: 8 bytes a row and bit, so ~10 MB at width 7
 
 
-def _chunks(group: list[tuple[int, Any]]) -> Iterator[list[tuple[int, Any]]]:
-    chunk: list[tuple[int, Any]] = []
+def _chunks(
+    group: list[tuple[int, Any, np.ndarray]],
+) -> Iterator[list[tuple[int, Any, np.ndarray]]]:
+    chunk: list[tuple[int, Any, np.ndarray]] = []
     rows = 0
     for item in group:
         chunk.append(item)
-        rows += len(item[1].keys)
+        rows += len(item[2])
         if rows >= _CHUNK_ROWS:
             yield chunk
             chunk, rows = [], 0
@@ -90,27 +100,24 @@ def _chunks(group: list[tuple[int, Any]]) -> Iterator[list[tuple[int, Any]]]:
         yield chunk
 
 
-def _chunk_codes(chunk: list[tuple[int, Any]], width: int, number: dict[str, int]) -> np.ndarray:
-    """(key number << 32 | code) of the postings of keys in `number`, for tables of one width."""
-    keys = list(chain.from_iterable(postings.keys for _, postings in chunk))
-    ids = np.fromiter(map(number.get, keys, repeat(-1)), np.int64, len(keys))
+def _chunk_codes(
+    chunk: list[tuple[int, Any, np.ndarray]], width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(key positions, codes) of the postings of wanted keys, for tables of one width."""
+    ids = np.concatenate([numbers for _, _, numbers in chunk])
     picked = np.flatnonzero(ids >= 0)
     serial = np.repeat(
-        np.array([serial << LOCAL_BITS for serial, _ in chunk], np.uint64),
-        [len(postings.keys) for _, postings in chunk],
+        np.array([serial << LOCAL_BITS for serial, _, _ in chunk], np.uint32),
+        [len(numbers) for _, _, numbers in chunk],
     )
-    data = b"".join(postings.rows for _, postings in chunk)
-    flat = np.frombuffer(data, np.uint8).reshape(len(keys), width)[picked].ravel()
+    data = b"".join(postings.rows for _, postings, _ in chunk)
+    flat = np.frombuffer(data, np.uint8).reshape(len(ids), width)[picked].ravel()
     at = np.flatnonzero(flat)  # scanning bytes, not bits: most are empty
     byte, bit = np.nonzero(BYTE_BITS[flat[at]])
     at = at[byte]
     row = at // width
     local = (at - row * width) * 8 + bit
-    return (  # type: ignore[no-any-return]
-        ids[picked][row].astype(np.uint64) << np.uint64(32)
-        | serial[picked][row]
-        | local.astype(np.uint64)
-    )
+    return ids[picked][row], serial[picked][row] | local.astype(np.uint32)
 
 
 def live_codes(codes: np.ndarray, live: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import sys
 import threading
 import weakref
 from bisect import bisect_right
-from collections import Counter, OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, count, repeat
@@ -267,21 +267,55 @@ class _Holders:
 
     @classmethod
     def fresh(cls, table: str, segments: Sequence[Segment]) -> _Holders:
-        """Holders of `segments`, whose serials are their positions."""
-        counts = Counter(chain.from_iterable(getattr(s, table).keys for s in segments))
-        few = {key for key, count in counts.items() if count <= _RARE}
-        rare: dict[str, tuple[Segment, ...]] = {}
-        for segment in segments:
-            for key in few.intersection(getattr(segment, table).keys):  # set operations in C
-                rare[key] = (*rare.get(key, ()), segment)
-        many = counts.keys() - few
-        found = codes.fresh_codes(table, segments, range(len(segments)), many)
-        wide = [s for n, s in enumerate(segments) if not codes.codable(s, n)]
+        """Holders of `segments`, whose serials are their positions.
+
+        Each key is numbered once, in the order first met (one pass in C over every
+        file's keys); counts, the files of rare keys and the codes of common ones are
+        then array operations over those numbers, not a dict lookup per posting each."""
+        held = tuple(segments)
+        number: defaultdict[str, int] = defaultdict(count().__next__)
+        lookup = number.__getitem__
+        numbered = [
+            np.fromiter(map(lookup, keys), np.int32, len(keys))
+            for keys in (getattr(s, table).keys for s in held)
+        ]
+        keys = list(number)  # by number
+        del number, lookup
+        flat = np.concatenate(numbered) if numbered else np.zeros(0, np.int32)
+        held_by = np.bincount(flat, minlength=len(keys))
+        counts = dict(zip(keys, held_by.tolist(), strict=True))
+        few = held_by <= _RARE
+        # Rare keys: their files in workspace order (a stable sort by key number).
+        owner = np.repeat(np.arange(len(held), dtype=np.int64), [len(n) for n in numbered])
+        picked = few[flat]
+        rare_keys, rare_owners = flat[picked], owner[picked]
+        del owner, picked
+        order = np.argsort(rare_keys, kind="stable")
+        rare_keys, rare_owners = rare_keys[order], rare_owners[order]
+        del order
+        starts = np.flatnonzero(np.diff(rare_keys, prepend=-1)).tolist()
+        ends = [*starts[1:], len(rare_keys)] if starts else []
+        owners = rare_owners.tolist()
+        owned = held.__getitem__
+        rare = {
+            keys[n]: tuple(map(owned, owners[start:end]))
+            for n, start, end in zip(rare_keys[starts].tolist(), starts, ends, strict=True)
+        }
+        del rare_keys, rare_owners, owners
+        # Common keys: codes of their postings, numbered by their place among them.
+        many = np.flatnonzero(~few)
+        many_keys = [keys[n] for n in many.tolist()]
+        place = np.full(len(keys), -1, np.int32)
+        place[many] = np.arange(len(many), dtype=np.int32)
+        found = codes.fresh_codes(
+            table, held, range(len(held)), [place[n] for n in numbered], many_keys
+        )
+        wide = [s for n, s in enumerate(held) if not codes.codable(s, n)]
         common = {
             key: (found[key], tuple(s for s in wide if key in getattr(s, table).index))
-            for key in many
+            for key in many_keys
         }
-        return cls(_Layered(dict(counts)), _Layered(rare), _Layered(common))
+        return cls(_Layered(counts), _Layered(rare), _Layered(common))
 
     def updated(
         self,
