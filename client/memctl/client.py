@@ -78,6 +78,18 @@ class ServerError(ProtocolError):
         return cls(code, message, status=status)
 
 
+class UnexpectedAnswer(ServerError):
+    """A success memctl cannot use: a body that is not JSON, or JSON of another shape than
+    the command reads (a list or null where an object belongs, a key missing, a field of
+    another type), from a proxy, an older or newer daemon, or a bug. Told as the daemon's
+    failure, as a 5xx is: `internal`, exit 2."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            ErrorCode.INTERNAL, f"unexpected answer from the daemon: {reason}", status=502
+        )
+
+
 class MemhubClient:
     """The daemon's operations as methods. `text=True` asks for memdsl's text rendering."""
 
@@ -237,10 +249,8 @@ class MemhubClient:
         try:
             return response.json()
         except ValueError as error:
-            raise ServerError(
-                ErrorCode.INTERNAL,
-                f"the daemon answered {route.path} with something that is not JSON",
-                status=502,
+            raise UnexpectedAnswer(
+                f"{route.path} answered with something that is not JSON"
             ) from error
 
 

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Callable
 
 from memctl import render
-from memctl.client import MemhubClient, ServerError
+from memctl.answers import an_object, from_answer, rendered
+from memctl.client import MemhubClient, ServerError, UnexpectedAnswer
 from memctl.config import Settings
 from memhub_protocol import CheckRequest, ErrorCode, QueryRequest, TokenCreateRequest
 from memhub_protocol.commandline import whole_number as whole_number
@@ -108,8 +109,10 @@ class Session:
     ) -> None:
         """The payload as JSON with --json, else as `as_text` renders it, cleaned of what
         would act on a terminal (the answers quote text agents wrote); memdsl's own text
-        forms pass `render.terminal_safe`, which keeps every other character."""
-        self.emit(render.dump_json(payload) if self.as_json else cleaned(as_text(payload)))
+        forms pass `render.terminal_safe`, which keeps every other character. Rendered
+        with --json too: a payload the text cannot be made of is no answer either."""
+        text = rendered(payload, as_text)
+        self.emit(render.dump_json(payload) if self.as_json else cleaned(text))
 
     def workspace(self) -> str:
         """-w / MEMHUB_WORKSPACE / client.toml, else the caller's only workspace."""
@@ -260,8 +263,8 @@ def cmd_events(session: Session, args: argparse.Namespace) -> int:
 
 
 def _text_or_json(session: Session, payload: Any) -> None:
-    if session.as_json:
-        session.emit_json(payload)
+    if session.as_json:  # memdsl's JSON documents are objects
+        session.emit_json(from_answer(payload, an_object))
     else:
         session.write(render.text_body(render.terminal_safe(str(payload))))
 
@@ -319,18 +322,23 @@ def cmd_check(session: Session, args: argparse.Namespace) -> int:
         exceptions=tuple(args.exceptions),
     )
     payload = session.client.check(session.workspace(), request, text=not session.as_json)
-    _text_or_json(session, payload)
+    if session.as_json:
+        from_answer(payload, an_object)
+    # Read before anything is printed: an answer without a verdict is told alone.
     verdict = render.verdict_of(payload)
     if verdict not in VERDICT_EXIT:
-        raise CommandFailure(f"the daemon's answer carries no known verdict ({verdict!r})")
+        told = "no verdict" if verdict is None else f"an unknown verdict {verdict!r}"
+        raise UnexpectedAnswer(f"{told} in a check's answer")
+    _text_or_json(session, payload)
     return VERDICT_EXIT[verdict]
 
 
 def cmd_lint(session: Session, args: argparse.Namespace) -> int:
     # JSON either way: the exit code needs the counts; render_lint gives memdsl's text.
     payload = session.client.lint(session.workspace())
+    exit_code = from_answer(payload, lambda p: render.lint_exit_code(p, strict=args.strict))
     session.show(payload, render.render_lint, render.terminal_safe)
-    return render.lint_exit_code(payload, strict=args.strict)
+    return int(exit_code)
 
 
 def cmd_list(session: Session, args: argparse.Namespace) -> int:
@@ -365,10 +373,11 @@ def cmd_cat(session: Session, args: argparse.Namespace) -> int:
         if found is None:
             raise
         payload = session.client.file(workspace, found, text=False)
+    content = rendered(payload, lambda p: p["content"])
     if session.as_json:
         session.emit_json(payload)
         return 0
-    session.write(str(payload.get("content", "")))  # byte for byte: no newline added
+    session.write(content)  # byte for byte: no newline added
     if payload.get("stale"):
         print(
             f"memctl: warning: {payload.get('file_id', args.file_id)} does not load now; "
@@ -594,12 +603,13 @@ def cmd_review_show(session: Session, args: argparse.Namespace) -> int:
 
 def cmd_review_diff(session: Session, args: argparse.Namespace) -> int:
     payload = session.client.proposal(session.workspace(), args.id, into=args.into)
+    diff = rendered(payload, lambda p: p["diff"])
     if session.as_json:
         session.emit_json(payload)
-    elif isinstance(payload, dict) and payload.get("diff_withheld"):
+    elif payload.get("diff_withheld"):
         raise CommandFailure("the diff is withheld: the target holds declarations hidden from you")
-    elif isinstance(payload, dict):
-        session.write(render.clean(str(payload.get("diff", ""))))
+    else:
+        session.write(render.clean(diff))
     return 0
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from memctl.answers import from_answer
 from memctl.commands import (
     CommandFailure,
     Session,
@@ -358,6 +359,8 @@ def _drain_into(
             params = None if budget is None else drain_params(drained.messages, fmt, budget)
             try:
                 answer = client._call("cowork_drain", workspace=name, params=params)
+                # Read here: an answer that cannot be read is this workspace's failure.
+                messages, remaining = from_answer(answer, partial(_drained_from, name))
             except _Deadline:
                 raise  # the whole drain's time is up: no other workspace gets a turn
             except Exception as error:
@@ -371,10 +374,17 @@ def _drain_into(
                 )
                 print(f"memctl cowork drain: {name}: {reason}", file=sys.stderr)
                 continue
-            for item in answer.get("messages", []):
-                drained.messages.append({**item, "workspace": answer.get("workspace", name)})
-            remaining = answer.get("remaining", 0)
-            drained.remaining += remaining if isinstance(remaining, int) else 0
+            drained.messages.extend(messages)
+            drained.remaining += remaining
+
+
+def _drained_from(name: str, answer: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The messages one workspace's drain answered, each naming its workspace, and how
+    many still wait there."""
+    workspace = answer.get("workspace", name)
+    messages = [{**item, "workspace": workspace} for item in answer.get("messages", [])]
+    remaining = answer.get("remaining", 0)
+    return messages, remaining if isinstance(remaining, int) else 0
 
 
 def drain_params(taken: list[dict[str, Any]], fmt: str, budget: int) -> dict[str, str]:

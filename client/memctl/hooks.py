@@ -586,6 +586,7 @@ def _transcript_named(args: argparse.Namespace) -> tuple[Path, str]:
 
 def _ingest_transcript(args: argparse.Namespace, path: Path, citation: str) -> int:
     """Ingest the transcript at `path`: the new chunks."""
+    from memctl.answers import an_object, from_answer
     from memctl.client import MemhubClient
     from memctl.commands import Session
     from memctl.config import resolve_settings
@@ -603,6 +604,7 @@ def _ingest_transcript(args: argparse.Namespace, path: Path, citation: str) -> i
         for upload in transcript_parts(path, citation):
             request = IngestRequest(files=(upload,))
             answer = client._call("recall_ingest", workspace=workspace, body=request.to_json())
+            answer = from_answer(answer, an_object)
             chunks += int(answer.get("chunks", 0))
             last = upload.part == upload.parts - 1
             refused = answer.get("failed") or answer.get("skipped")

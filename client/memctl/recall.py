@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
+from memctl.answers import from_answer
 from memctl.client import ServerError
 from memctl.commands import (
     CommandFailure,
@@ -440,7 +441,7 @@ def _send(
             totals["failed"].extend({"source": f.name, "reason": reason} for f in batch)
             answer = None
         else:
-            _add_answer(totals, answer)
+            from_answer(answer, partial(_add_answer, totals))
         whole = sum(1 for f in batch if f.part == f.parts - 1)
         if upload is not None and batch[0].part < batch[0].parts - 1 and not part_kept(answer):
             refused.add(upload)
@@ -449,13 +450,21 @@ def _send(
 
 
 def _add_answer(totals: dict[str, Any], answer: dict[str, Any]) -> None:
-    """One request's answer summed into `totals`."""
+    """One request's answer summed into `totals`. Its counts of files and chunks must be
+    there (the others an older daemon may lack), and its reports be objects, as they are
+    rendered: else a KeyError or TypeError (see `from_answer`)."""
     totals["schema_version"] = answer.get("schema_version")
     totals["workspace"] = answer.get("workspace")
     for key in ("files", "chunks", "duplicates", "replaced", "deleted"):
-        totals[key] += answer.get(key, 0)
+        count = answer[key] if key in ("files", "chunks") else answer.get(key, 0)
+        if not isinstance(count, int):
+            raise TypeError(f"{key!r} is {count!r}, not a count")
+        totals[key] += count
     for key in ("skipped", "failed", "near_duplicates", "sources"):
-        totals[key].extend(answer.get(key, ()))
+        reports = list(answer.get(key, ()))
+        if not all(isinstance(report, dict) for report in reports):
+            raise TypeError(f"{key!r} holds something other than objects")
+        totals[key].extend(reports)
     if answer.get("lock_wait_ms") is not None:
         totals["lock_wait_ms"] = max(totals["lock_wait_ms"] or 0, answer["lock_wait_ms"])
 
@@ -678,6 +687,15 @@ def _render_taxonomy(answer: dict[str, Any]) -> str:
     return "\n".join(lines) or "no taxonomy entries"
 
 
+def _reindex_step(answer: dict[str, Any]) -> tuple[int, float, int, int, bool]:
+    """What one reindex step's answer says: the drawers it re-embedded, its seconds, where
+    the next step starts, the drawers in all, and whether it was the last."""
+    step = (answer["drawers"], answer["seconds"], answer["next"], answer["total"], answer["done"])
+    if not all(isinstance(number, int | float) for number in step):
+        raise TypeError(f"a step's counts that are not numbers: {step!r}")
+    return step
+
+
 def cmd_reindex(session: Session, args: argparse.Namespace) -> int:
     """Re-embed in steps of REINDEX_STEP drawers, so progress can be shown; the daemon
     swaps the new vectors in when the last step is done."""
@@ -687,16 +705,16 @@ def cmd_reindex(session: Session, args: argparse.Namespace) -> int:
         while True:
             request = ReindexRequest(after=after, limit=REINDEX_STEP)
             answer = _ws_call(session, "recall_reindex", body=request.to_json())
-            drawers += answer["drawers"]
-            seconds += answer["seconds"]
-            after = answer["next"]
+            step, took, after, total, done = from_answer(answer, _reindex_step)
+            drawers += step
+            seconds += took
             if show:
-                total = max(answer["total"], drawers, 1)
+                total = max(total, drawers, 1)
                 filled = min(BAR_WIDTH, BAR_WIDTH * drawers // total)
                 bar = "#" * filled + "." * (BAR_WIDTH - filled)
                 sys.stderr.write(f"\r[{bar}] {drawers}/{total} drawers re-embedded")
                 sys.stderr.flush()
-            if answer["done"]:
+            if done:
                 break
     except KeyboardInterrupt:
         if show:

@@ -1,8 +1,9 @@
 """Text for the terminal from the daemon's JSON payloads, and JSON the way memdsl prints it.
 
 Pure functions from data to strings; they must not talk to the daemon or print. Payloads
-from a newer daemon may carry more keys: unknown keys are ignored, and a payload of an
-unexpected shape is shown as JSON rather than dropped.
+from a newer daemon may carry more keys: unknown keys are ignored, and a listing (status,
+workspaces, files, tokens, proposals) of an unexpected shape is shown as JSON rather than
+dropped; what else cannot be read raises (`commands.from_answer` tells it in one line).
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ def render_lint(payload: Any) -> str:
     ]
     lines += [
         f"{d.get('file')}:{d.get('line')}: {d.get('severity')}[{d.get('code')}] {d.get('message')}"
-        for d in payload.get("diagnostics", [])
+        for d in payload["diagnostics"]
     ]
     summary = (
         f"\n{payload.get('declarations', 0)} declarations, "
@@ -222,9 +223,11 @@ def render_lint(payload: Any) -> str:
 
 
 def lint_exit_code(payload: Mapping[str, Any], *, strict: bool) -> int:
-    """memdsl's rule: 1 on any error, or on any warning with --strict."""
-    errors = payload.get("errors", 0)
-    warnings = payload.get("warnings", 0)
+    """memdsl's rule: 1 on any error, or on any warning with --strict. The counts must be
+    there (KeyError, TypeError otherwise): an answer without them is no clean lint."""
+    errors, warnings = payload["errors"], payload["warnings"]
+    if not isinstance(errors, int) or not isinstance(warnings, int):
+        raise TypeError(f"lint counts that are not numbers: {errors!r}, {warnings!r}")
     return 1 if errors or payload.get("ok") is False or (strict and warnings) else 0
 
 
