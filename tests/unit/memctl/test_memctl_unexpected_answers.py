@@ -162,7 +162,12 @@ FIELDS_OF_ANOTHER_TYPE = [
     (["recall", "search", "x"], "POST", WS + "/recall/search", {"hits": [{"fused_score": "hi"}]}),
     (["recall", "wake-up"], "GET", WS + "/recall/wake-up", {"text": None}),
     (["recall", "ingest", "FILE"], "POST", WS + "/recall/ingest", {"files": "1", "chunks": 0}),
-    (["recall", "ingest", "FILE"], "POST", WS + "/recall/ingest", {"files": 1, "chunks": 0, "failed": ["x"]}),  # fmt: skip
+    (
+        ["recall", "ingest", "FILE"],
+        "POST",
+        WS + "/recall/ingest",
+        {"files": 1, "chunks": 0, "failed": ["x"]},
+    ),
     (["lint"], "GET", WS + "/lint", {"errors": "0", "warnings": 0, "diagnostics": []}),
     (["lint"], "GET", WS + "/lint", {"errors": 0, "warnings": 0, "diagnostics": None}),
     (["kg", "query"], "GET", WS + "/kg/triples", {"triples": ["t1"]}),
