@@ -5,6 +5,7 @@ as memdsl does."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,66 @@ def test_json_after_the_separator_is_an_argument(capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit):
         main(["lint", "--bogus", "--", "--json"])
     assert capsys.readouterr().out == ""
+
+
+# Values of no form `--expires` takes (a duration like 30d, or an ISO date/datetime).
+BAD_EXPIRIES = ["garbage", "", " ", "yesterday", "5y", "30x", "2027-13-01", "30d\udce9"]
+
+
+@pytest.mark.parametrize("expires", BAD_EXPIRIES)
+def test_token_create_with_an_expiry_of_no_known_form_is_a_usage_error(
+    expires: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a state directory that does not exist yet
+    monkeypatch.setenv("MEMHUB_STATE_DIR", str(tmp_path / "env-state"))
+    state = tmp_path / "state"
+    # When a token is asked for with an expiry of no form it takes
+    with pytest.raises(SystemExit) as stop:
+        main(["token", "create", "ci", "--scopes", "all", "--expires", expires,
+              "--state-dir", str(state)])  # fmt: skip
+    # Then it is argparse's usage error naming the option and the forms it takes
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "usage: memhubd token create" in err and "Traceback" not in err
+    assert "memhubd token create: error: argument --expires: expected a duration like 30d" in err
+    assert "or an ISO date or datetime" in err
+    # And nothing is created, written or audited
+    assert not state.exists() and not (tmp_path / "env-state").exists()
+
+
+@pytest.mark.parametrize("expires", BAD_EXPIRIES)
+def test_token_create_json_with_an_expiry_of_no_known_form_is_the_usage_envelope_alone(
+    expires: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("MEMHUB_STATE_DIR", str(tmp_path / "env-state"))
+    state = tmp_path / "state"
+    with pytest.raises(SystemExit) as stop:
+        main(["token", "create", "ci", "--scopes", "all", "--expires", expires,
+              "--state-dir", str(state), "--json"])  # fmt: skip
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    error = json.loads(out)["error"]  # one document
+    assert error["code"] == "usage"
+    assert error["message"].startswith("argument --expires: expected a duration like 30d")
+    assert "usage: memhubd token create" in err
+    assert not state.exists() and not (tmp_path / "env-state").exists()
+
+
+def test_token_create_with_a_past_expiry_is_still_the_stores_refusal_and_audited(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    code = main(["token", "create", "ci", "--scopes", "all", "--expires", "2001-01-01",
+                 "--state-dir", str(state), "--json"])  # fmt: skip
+    assert code == 2
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "invalid"
+    audit = (state / "audit" / "admin.jsonl").read_text().splitlines()
+    assert [json.loads(line)["outcome"] for line in audit] == ["refused"]
+    assert not (state / "tokens.json").exists()

@@ -22,7 +22,9 @@ from typing import Any
 
 from memhub_protocol import paths
 from memhub_protocol.paths import STATE_DIR_ENV
+from memhub_protocol.times import parse_iso
 from memhubd.auth.audit import FAILED, OK, REFUSED
+from memhubd.auth.tokens import _DURATION as DURATION  # the store's own reading of 30d
 from memhubd.auth.tokens import TokenError, TokenFileError, TokenRecord, TokenStore, utc_now
 
 Handler = Callable[[argparse.Namespace], int]
@@ -43,7 +45,9 @@ def add_token_commands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scopes", required=True, help="comma-separated scopes, or all")
     p.add_argument("--workspaces", default="*", help="comma-separated workspaces (default *: all)")
     p.add_argument("--roles", default="", help="comma-separated access-policy roles (* sees all)")
-    p.add_argument("--expires", metavar="WHEN", help="30d, 12h, 90m, or an ISO date/datetime")
+    p.add_argument(
+        "--expires", type=_expiry, metavar="WHEN", help="30d, 12h, 90m, or an ISO date/datetime"
+    )
     _common(p, _create)
 
     p = commands.add_parser("list", help="list tokens (never their secrets)")
@@ -52,6 +56,25 @@ def add_token_commands(subparsers: argparse._SubParsersAction) -> None:
     p = commands.add_parser("revoke", help="revoke a token by name")
     p.add_argument("name", help="token name")
     _common(p, _revoke)
+
+
+def _expiry(text: str) -> str:
+    """`--expires`, passed on as written once its form is checked: a duration (`30d`,
+    `12h`, `90m`) or an ISO date/datetime, as `parse_expiry` reads them. A value of
+    another form is a usage error naming the option, told before the state directory
+    is touched (nothing is created, written or audited, as for any usage error); a
+    moment that is not in the future stays the store's refusal, audited."""
+    form = text.strip()
+    if DURATION.fullmatch(form):
+        return text
+    try:
+        parse_iso(form)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration like 30d, 12h or 90m, or an ISO date or datetime such as "
+            f"2027-01-01 or 2027-01-01T09:00:00Z, not {text!r}"
+        ) from None
+    return text
 
 
 def _common(parser: argparse.ArgumentParser, handler: Handler) -> None:

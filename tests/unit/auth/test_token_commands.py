@@ -94,7 +94,7 @@ def test_state_dir_defaults_to_the_environment(tmp_path: Path, monkeypatch, caps
     ("argv", "message"),
     [
         (["create", "alice", "--scopes", "read:all"], "unknown scope(s): read:all"),
-        (["create", "alice", "--scopes", "review", "--expires", "yesterday"], "bad expiry"),
+        (["create", "alice", "--scopes", "review", "--expires", "2001-01-01"], "not in the future"),
         (["create", "bad name", "--scopes", "review"], "bad token name"),
         (["revoke", "ghost"], "no token named 'ghost'"),
     ],
@@ -291,7 +291,6 @@ def test_revoke_of_an_unknown_name_names_the_state_dir(state: str, capsys) -> No
         ["create", "caf\udce9", "--scopes", "read:summary"],
         ["create", "ok", "--scopes", "read:summary", "--roles", "r\udce9"],
         ["create", "ok", "--scopes", "read:summary", "--workspaces", "w\udce9"],
-        ["create", "ok", "--scopes", "read:summary", "--expires", "30d\udce9"],
     ],
 )
 def test_an_argument_that_is_not_utf8_is_refused_and_audited(
