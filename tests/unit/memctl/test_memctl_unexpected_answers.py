@@ -85,9 +85,26 @@ def _told_in_one_line(err: str) -> None:
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+def _told_alone(code: int, out: str, err: str, as_json: bool) -> None:
+    """Exit 2 as a 5xx, one line on stderr, and on stdout nothing of the answer: with
+    --json the error envelope alone (json.loads refuses a second document)."""
+    assert code == 2
+    if as_json:
+        error = json.loads(out)["error"]
+        assert error["code"] == "internal"
+        assert error["message"].startswith("unexpected answer from the daemon: ")
+    else:
+        assert out == ""
+    _told_in_one_line(err)
+
+
+MODES = pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+
+
+@MODES
 @pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
 @pytest.mark.parametrize(("argv", "method", "path"), COMMANDS, ids=lambda v: v)
-def test_an_answer_of_another_shape_is_one_line_and_exit_2(
+def test_an_answer_of_another_shape_is_told_alone_in_one_line(
     fake_daemon: FakeDaemon,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
@@ -95,36 +112,15 @@ def test_an_answer_of_another_shape_is_one_line_and_exit_2(
     method: str,
     path: str,
     body: Canned,
+    as_json: bool,
 ) -> None:
     # Given a daemon that answers the command's request with JSON of another shape
     fake_daemon.on(method, path, body)
-    # When the command runs for a terminal
-    code, out, err = _run(capsys, fake_daemon, argv, tmp_path)
+    # When the command runs
+    code, out, err = _run(capsys, fake_daemon, [*argv, *(["--json"] if as_json else [])], tmp_path)
     # Then it says so in one line, prints nothing of the answer, and fails as a 5xx does
     assert fake_daemon.seen, "the request was made"
-    assert (code, out) == (2, "")
-    _told_in_one_line(err)
-
-
-@pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
-@pytest.mark.parametrize(("argv", "method", "path"), COMMANDS, ids=lambda v: v)
-def test_with_json_an_answer_of_another_shape_is_the_error_envelope_alone(
-    fake_daemon: FakeDaemon,
-    capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
-    argv: list[str],
-    method: str,
-    path: str,
-    body: Canned,
-) -> None:
-    fake_daemon.on(method, path, body)
-    code, out, err = _run(capsys, fake_daemon, [*argv, "--json"], tmp_path)
-    assert code == 2
-    # json.loads refuses a second document after the first
-    error = json.loads(out)["error"]
-    assert error["code"] == "internal"
-    assert error["message"].startswith("unexpected answer from the daemon: ")
-    _told_in_one_line(err)
+    _told_alone(code, out, err, as_json)
 
 
 @pytest.mark.parametrize("body", [LIST, NULL], ids=["list", "null"])
@@ -140,9 +136,7 @@ def test_a_memdsl_document_that_is_no_object_is_the_error_envelope_alone(
 ) -> None:
     fake_daemon.on(method, path, body)
     code, out, err = _run(capsys, fake_daemon, [*argv, "--json"], tmp_path)
-    assert code == 2
-    assert json.loads(out)["error"]["code"] == "internal"
-    _told_in_one_line(err)
+    _told_alone(code, out, err, as_json=True)
 
 
 def test_the_line_names_what_is_wrong(
@@ -177,7 +171,7 @@ FIELDS_OF_ANOTHER_TYPE = [
 ]
 
 
-@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+@MODES
 @pytest.mark.parametrize(("argv", "method", "path", "answer"), FIELDS_OF_ANOTHER_TYPE)
 def test_a_field_of_another_type_is_told_alike(
     fake_daemon: FakeDaemon,
@@ -191,9 +185,7 @@ def test_a_field_of_another_type_is_told_alike(
 ) -> None:
     fake_daemon.on(method, path, Canned(answer))
     code, out, err = _run(capsys, fake_daemon, [*argv, *(["--json"] if as_json else [])], tmp_path)
-    assert code == 2
-    assert (json.loads(out)["error"]["code"] == "internal") if as_json else out == ""
-    _told_in_one_line(err)
+    _told_alone(code, out, err, as_json)
 
 
 def test_a_check_answer_without_a_verdict_in_text_is_told_alone(
