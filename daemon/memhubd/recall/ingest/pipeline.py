@@ -192,6 +192,14 @@ class DryRun:
     # drawer) as its stored chunks.
     handed: dict[str, list[tuple[int, Existing]]] = field(default_factory=dict)
 
+    def found(self, known: dict[str, Existing]) -> dict[str, Existing]:
+        """`known` (the store's answer to `find`) as the real run would find it: the
+        rows earlier files would retire are retired."""
+        return {
+            i: replace(e, deleted=True, retired=True) if e.rowid in self.retired else e
+            for i, e in known.items()
+        }
+
 
 def directory_room(source: str) -> str | None:
     """The room a source's directory suggests: its nearest named parent directory."""
@@ -617,10 +625,7 @@ class Ingestor:
             # and the drawers they would have handed to this file as its own.
             every = [(i, e) for i, e in every if e.rowid not in dry_run.retired]
             every += dry_run.handed.get(report.source, [])
-            known = {
-                i: replace(e, deleted=True, retired=True) if e.rowid in dry_run.retired else e
-                for i, e in known.items()
-            }
+            known = dry_run.found(known)
         hidden: set[int] = set()
         if options.roles is not None:
             # Others' drawers the caller may not read stay out of its plan: replacing
@@ -699,17 +704,19 @@ class Ingestor:
                     readers=options.readers if options.readers is not None else previous.readers,
                     importance=_importance(options, previous.importance),
                 )
-            drawer, existing = self._own_form(drawer, known.get(drawer.id), hidden, options)
+            drawer, existing = self._own_form(
+                drawer, known.get(drawer.id), hidden, options, dry_run
+            )
             if existing is None and seen.get(drawer.id, drawer.room) != drawer.room:
                 # An earlier file of the dry run's batch holds the id in a room spelt
                 # alike: the real run would find it stored and take the long form.
                 drawer = _with_id(drawer, _long_id(drawer))
-                existing = self.store.find([drawer.id]).get(drawer.id)
+                existing = self._find(drawer.id, dry_run)
             if hashes.setdefault(drawer.id, drawer.content_hash) != drawer.content_hash:
                 # Another chunk of this ingest holds the short id with other text (the
                 # first 8 hex digits of both hashes alike): this one takes the long form.
                 drawer = _with_id(drawer, _long_id(drawer))
-                existing = self.store.find([drawer.id]).get(drawer.id)
+                existing = self._find(drawer.id, dry_run)
                 hashes.setdefault(drawer.id, drawer.content_hash)
             places.setdefault(drawer.id, drawer)
             if previous is not None:
@@ -867,12 +874,18 @@ class Ingestor:
             or any(rowid in rows for s, rows in planned.items() if s != source)
         }
 
+    def _find(self, drawer_id: str, dry_run: DryRun | None) -> Existing | None:
+        """What is stored under `drawer_id` (on a dry run, as the real run finds it)."""
+        known = self.store.find([drawer_id])
+        return (known if dry_run is None else dry_run.found(known)).get(drawer_id)
+
     def _own_form(
         self,
         drawer: NewDrawer,
         existing: Existing | None,
         hidden: set[int],
         options: IngestOptions,
+        dry_run: DryRun | None = None,
     ) -> tuple[NewDrawer, Existing | None]:
         """`drawer` under the id it takes, and what is stored under that id."""
         for other_form in (_long_id, _own_id, _own_room_id):
@@ -888,7 +901,7 @@ class Ingestor:
             # hidden (or clashes), the form of the caller's own, which nobody else's
             # drawer can take, and last the caller's own in that very room.
             drawer = _with_id(drawer, other_form(drawer, options.identity))
-            existing = self.store.find([drawer.id]).get(drawer.id)
+            existing = self._find(drawer.id, dry_run)
         return drawer, existing
 
     def _concealed(self, existing: Existing, hidden: set[int], options: IngestOptions) -> bool:

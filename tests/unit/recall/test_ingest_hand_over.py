@@ -1,0 +1,96 @@
+"""Hand-over of a drawer its source drops to another file holding its text: who may see
+the file it is cited from, whose ingests keep or lose a file's copies, and a dry run
+that answers as the real run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from recall_fakes import HashingEmbedder, options
+
+from memhubd.recall.ingest import IngestOptions, Ingestor, SourceLock
+from memhubd.recall.store import DrawerStore, open_store
+
+SECTIONS = {
+    "Alpha": "the alpha service owns invoices and their numbering.",
+    "Beta": "the beta service owns refunds and the refunds queue.",
+    "Zeta": "confidential: the zeta service is to be sold in March.",
+}
+BETA = "refunds queue"
+
+
+def markdown(*names: str) -> str:
+    return "".join(f"# {n}\n\n{SECTIONS[n]}\n\n" for n in names)
+
+
+def alice(**changes: object) -> IngestOptions:
+    return options(identity="alice", roles=frozenset({"dev"}), replaces_others=False, **changes)
+
+
+def lead(**changes: object) -> IngestOptions:
+    return options(identity="lead", roles=frozenset({"lead"}), replaces_others=False, **changes)
+
+
+def admin(**changes: object) -> IngestOptions:
+    return options(identity="root", **changes)
+
+
+def cited_from(store: DrawerStore, text: str, writer: str = "alice") -> list[str]:
+    """The files the writer's live drawers holding `text` are cited from."""
+    return sorted(
+        d.source_file
+        for batch in store.iter_live(1000)
+        for d in batch
+        if text in d.content and d.identity == writer
+    )
+
+
+@pytest.fixture
+def fresh(tmp_path: Path):
+    """A new store and ingestor per call (a dry run and a real run each get one)."""
+    opened: list[DrawerStore] = []
+
+    def make() -> tuple[DrawerStore, Ingestor]:
+        store = open_store(tmp_path / f"{len(opened)}.db")
+        opened.append(store)
+        return store, Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{len(opened)}"))
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def _drop_beta_from_a(
+    ingestor: Ingestor, store: DrawerStore, drop_as: IngestOptions
+) -> tuple[int, int, list[str]]:
+    """`a.md` sent without its Beta section, as a dry run and for real: what each
+    replaced, and where Beta's drawer is cited from after."""
+    dry = ingestor.ingest_text("a.md", markdown("Alpha"), IngestOptions(**_as_dict(drop_as, True)))
+    real = ingestor.ingest_text("a.md", markdown("Alpha"), drop_as)
+    return dry.replaced, real.replaced, cited_from(store, BETA)
+
+
+def _as_dict(given: IngestOptions, dry_run: bool) -> dict[str, object]:
+    values = {name: getattr(given, name) for name in given.__slots__}
+    values["dry_run"] = dry_run
+    return values
+
+
+def test_a_dry_run_finds_the_long_form_an_earlier_file_of_the_batch_retires(fresh) -> None:
+    # Given a lead-only drawer under the short id, and bob's copy of its text under his
+    # long form (the short one hidden from him)
+    one, two = "# One\n\nThe heron cache keeps ten entries.\n", "# Two\n\nIt evicts oldest first.\n"
+    bob = options(identity="bob", roles=frozenset({"dev"}), replaces_others=False)
+    answers = []
+    for dry_run in (True, False):
+        store, ingestor = fresh()
+        ingestor.ingest_text("x.md", one, lead(readers=("lead",)))
+        ingestor.ingest_text("g.md", one, IngestOptions(**_as_dict(bob, False)))
+        # When one batch changes g.md (retiring bob's drawer) and then sends its old text
+        # as a new file
+        batch = [("g.md", two), ("h.md", one)]
+        reports = ingestor.ingest_texts(batch, IngestOptions(**_as_dict(bob, dry_run)))
+        answers.append([(r.source, r.chunks, r.duplicates, r.replaced) for r in reports])
+    # Then the dry run stores the text again, as the real run does
+    assert answers[0] == answers[1] == [("g.md", 1, 0, 1), ("h.md", 1, 0, 0)]
