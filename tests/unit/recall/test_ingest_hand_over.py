@@ -77,6 +77,34 @@ def _as_dict(given: IngestOptions, dry_run: bool) -> dict[str, object]:
     return values
 
 
+def test_content_sent_under_a_files_name_leaves_the_files_copies_as_they_are(fresh) -> None:
+    # Given a note and a file holding one of its sections (its copy recorded), and
+    # another writer's note stored from a file of its own
+    store, ingestor = fresh()
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice())
+    ingestor.ingest_text("b.md", markdown("Zeta", "Beta"), alice())
+    mallory = options(identity="mallory", roles=frozenset({"dev"}), replaces_others=False)
+    ingestor.ingest_text("m.md", "a note of mallory's own", mallory)
+    # When that writer sends the same note as content cited from the file
+    ingestor.ingest_content("a note of mallory's own", mallory, "b.md")
+    # Then the file still holds the section for the note's writer
+    assert _drop_beta_from_a(ingestor, store, alice()) == (0, 0, ["b.md"])
+
+
+def test_a_file_sent_again_by_a_writer_who_may_not_read_the_drawer_keeps_its_copy(
+    fresh,
+) -> None:
+    # Given a dev-only note and a dev-only file holding one of its sections
+    store, ingestor = fresh()
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("b.md", markdown("Zeta", "Beta"), alice(readers=("dev",)))
+    # When a writer who may not read them sends the file again, unchanged
+    ingestor.ingest_text("b.md", markdown("Zeta", "Beta"), lead(readers=("lead",)))
+    # Then the file, which still holds the section, takes it when the note drops it (the
+    # other writer's own drawer of the section stays beside it)
+    assert _drop_beta_from_a(ingestor, store, alice()) == (0, 0, ["b.md"])
+
+
 def test_a_dry_run_finds_the_long_form_an_earlier_file_of_the_batch_retires(fresh) -> None:
     # Given a lead-only drawer under the short id, and bob's copy of its text under his
     # long form (the short one hidden from him)

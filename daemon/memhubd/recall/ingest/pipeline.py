@@ -822,18 +822,30 @@ class Ingestor:
         else:
             refreshed = frozenset()
         handed = self._handed(report.source, stale, revive, dry_run) if replace_stale else set()
-        recorded = self.store.copies_of_source(report.source) if replace_stale else frozenset()
-        # Copies others recorded stay while this ingest still finds their drawers' text
-        # here; a file that no longer holds it must not be cited for it.
-        homes = frozenset(
-            (
-                *copies,
-                *(c for c in recorded if c.identity != options.identity and c.drawer in matched),
-            )
-        )
+        if not replace_stale:
+            # Content sent under a file's name says nothing of what the file holds: the
+            # copies recorded for the file stay as they are, and it records none.
+            return Plan(new, stale, revive, moved, refreshed, frozenset(), frozenset(handed))
+        recorded = self.store.copies_of_source(report.source)
+        homes = frozenset((*copies, *self._still_held(recorded, drawers, options)))
         return Plan(
             new, stale, revive, moved, refreshed, homes, frozenset(handed), homes != recorded
         )
+
+    def _still_held(
+        self, recorded: frozenset[Copy], drawers: list[NewDrawer], options: IngestOptions
+    ) -> list[Copy]:
+        """The copies other writers recorded for this file whose drawer's text the file
+        still holds (by content, whether or not the caller may read the drawer): those
+        stay, and a file that no longer holds the text is no longer cited for it."""
+        others = [c for c in recorded if c.identity != options.identity]
+        if not others:
+            return []
+        here = {d.content_hash for d in drawers}
+        rows = self.store.get([c.drawer for c in others])
+        return [
+            c for c in others if (r := rows.get(c.drawer)) is not None and r.content_hash in here
+        ]
 
     def _hand_over_dry(self, source: str, handed: frozenset[int], batch: DryRun) -> None:
         """Note in `batch` the file each handed row would go to, as `write` picks it (the
