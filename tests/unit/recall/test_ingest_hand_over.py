@@ -77,6 +77,72 @@ def _as_dict(given: IngestOptions, dry_run: bool) -> dict[str, object]:
     return values
 
 
+def test_a_file_sent_again_without_readers_is_no_home_for_a_drawer_its_chunks_are_kept_from(
+    fresh,
+) -> None:
+    # Given a note every caller reads and a dev-only file holding one of its sections,
+    # sent again naming no readers (its stored chunks stay dev-only)
+    store, ingestor = fresh()
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice())
+    ingestor.ingest_text("secret.md", markdown("Zeta", "Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("secret.md", markdown("Zeta", "Beta"), alice())
+    # When the note drops that section
+    # Then the drawer is retired, not cited from the dev-only file, dry run alike
+    assert _drop_beta_from_a(ingestor, store, alice()) == (1, 1, [])
+
+
+def test_a_drawer_widened_after_its_copy_was_recorded_is_not_handed_to_the_narrower_file(
+    fresh,
+) -> None:
+    # Given a note and a file holding one of its sections, both dev-only, then the note
+    # widened to guests too
+    store, ingestor = fresh()
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("secret.md", markdown("Zeta", "Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev", "guest")))
+    # When the note drops the section, then no guest is shown the dev-only file's name
+    assert _drop_beta_from_a(ingestor, store, alice()) == (1, 1, [])
+
+
+def test_a_file_narrowed_by_an_admin_is_no_longer_a_home_for_its_writers_drawers(fresh) -> None:
+    # Given a note and a file holding one of its sections, read by every caller, then
+    # the file sent again by an admin for leads only
+    store, ingestor = fresh()
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice())
+    ingestor.ingest_text("secret.md", markdown("Zeta", "Beta"), alice())
+    ingestor.ingest_text("secret.md", markdown("Zeta", "Beta"), admin(readers=("lead",)))
+    # When the note drops the section, then the drawer is not cited from the lead-only file
+    assert _drop_beta_from_a(ingestor, store, alice()) == (1, 1, [])
+
+
+def test_a_batch_that_narrows_the_file_before_the_note_drops_the_text_hands_nothing(
+    fresh,
+) -> None:
+    # An admin's one ingest narrows the file, then drops the section from the note: the
+    # dry run finds the file narrowed by the earlier file of its batch, as the real run.
+    batch = [("secret.md", markdown("Zeta", "Beta")), ("a.md", markdown("Alpha"))]
+    answers = []
+    for dry_run in (True, False):
+        store, ingestor = fresh()
+        ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice())
+        ingestor.ingest_text("secret.md", markdown("Zeta", "Beta"), alice())
+        reports = ingestor.ingest_texts(batch, admin(readers=("lead",), dry_run=dry_run))
+        answers.append([(r.source, r.chunks, r.duplicates, r.replaced) for r in reports])
+    assert answers[0] == answers[1] == [("secret.md", 0, 2, 0), ("a.md", 0, 1, 1)]
+    assert cited_from(store, BETA) == []
+    assert cited_from(store, BETA, "lead") == []
+
+
+def test_the_file_is_still_a_home_when_its_readers_include_every_reader_of_the_drawer(
+    fresh,
+) -> None:
+    store, ingestor = fresh()
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("copy.md", markdown("Zeta", "Beta"), alice(readers=("dev", "lead")))
+    ingestor.ingest_text("copy.md", markdown("Zeta", "Beta"), alice())
+    assert _drop_beta_from_a(ingestor, store, alice()) == (0, 0, ["copy.md"])
+
+
 def test_content_sent_under_a_files_name_leaves_the_files_copies_as_they_are(fresh) -> None:
     # Given a note and a file holding one of its sections (its copy recorded), and
     # another writer's note stored from a file of its own

@@ -185,12 +185,17 @@ class DryRun:
 
     written: dict[str, str] = field(default_factory=dict)  # drawer id -> its room
     retired: set[int] = field(default_factory=set)
-    # The copies each earlier file would have recorded (rowids, by source), in place of
-    # what the store holds for it.
-    copies: dict[str, set[int]] = field(default_factory=dict)
+    # The copies each earlier file would have recorded (by source), in place of what the
+    # store holds for it.
+    copies: dict[str, frozenset[Copy]] = field(default_factory=dict)
     # The drawers earlier files would have handed to a file, by that file: (chunk index,
     # drawer) as its stored chunks.
     handed: dict[str, list[tuple[int, Existing]]] = field(default_factory=dict)
+    # What decides where a drawer may be handed (see `DrawerStore.copy_sources`): the
+    # readers earlier files would give stored rows (by rowid), and the (writer, readers)
+    # of the drawers they would add to a source, by source.
+    readers: dict[int, tuple[str, ...] | None] = field(default_factory=dict)
+    added: dict[str, list[tuple[str, tuple[str, ...] | None]]] = field(default_factory=dict)
 
     def found(self, known: dict[str, Existing]) -> dict[str, Existing]:
         """`known` (the store's answer to `find`) as the real run would find it: the
@@ -532,7 +537,10 @@ class Ingestor:
             if plan.handed:
                 self._hand_over_dry(report.source, plan.handed, batch)
             if replace_stale:
-                batch.copies[report.source] = {c.drawer for c in plan.copies}
+                batch.copies[report.source] = plan.copies
+            batch.added.setdefault(report.source, []).extend(
+                (d.identity, d.readers) for d in plan.new
+            )
             report.status, report.chunks = "dry_run", len(plan.new)
             report.replaced = len(plan.stale) - len(plan.handed)
             report.drawer_ids = [d.id for d in plan.new]
@@ -734,7 +742,10 @@ class Ingestor:
                         # Another source's drawer: this file is where it goes on should
                         # that source drop it (for the writer's own drawers, and only where
                         # whoever reads the drawer may read this file's chunks: a hand-over
-                        # must not show a file's name to callers it was kept from).
+                        # must not show a file's name to callers it was kept from). Checked
+                        # here against the readers this ingest names, for a file with no
+                        # chunk of its own to tell, and again at the hand-over against the
+                        # file's stored chunks (`DrawerStore.copy_sources`).
                         copies.append(
                             Copy(
                                 existing.rowid,
@@ -821,6 +832,11 @@ class Ingestor:
             refreshed = frozenset(d.id for d in again)
         else:
             refreshed = frozenset()
+            if dry_run is not None:
+                # Not stored again, but where a drawer may be handed depends on them.
+                dry_run.readers.update(
+                    (e.rowid, options.readers) for e in refresh if _new_readers(options, e.readers)
+                )
         handed = self._handed(report.source, stale, revive, dry_run) if replace_stale else set()
         if not replace_stale:
             # Content sent under a file's name says nothing of what the file holds: the
@@ -848,43 +864,85 @@ class Ingestor:
         ]
 
     def _hand_over_dry(self, source: str, handed: frozenset[int], batch: DryRun) -> None:
-        """Note in `batch` the file each handed row would go to, as `write` picks it (the
-        first by name of those holding it), at its place there."""
+        """Note in `batch` the file each handed row would go to, as `write` picks it, at
+        its place there."""
         rows = {e.rowid: e for _i, e in self.store.chunks_of_source(source)}
-        held = self.store.copy_sources(sorted(handed))
-        places: dict[str, dict[int, Copy]] = {}  # each home's copies, read once
-        for rowid in sorted(handed):
-            homes = sorted(s for s in held.get(rowid, ()) if s != source)
-            if not homes or rowid not in rows:
-                continue
-            home = homes[0]
-            if home not in places:
-                places[home] = {c.drawer: c for c in self.store.copies_of_source(home)}
-            place = places[home].get(rowid)
-            if place is not None:
+        rows.update((e.rowid, e) for _i, e in batch.handed.get(source, []))
+        homes = self._homes_dry(source, sorted(handed), batch)
+        for rowid, (home, place) in sorted(homes.items()):
+            if rowid in rows:
                 taken = replace(rows[rowid], locator=place.locator)
                 batch.handed.setdefault(home, []).append((place.chunk_index, taken))
 
     def _handed(
         self, source: str, stale: list[int], revive: list[int], dry_run: DryRun | None
     ) -> set[int]:
-        """The rows of `stale` (not revived) that another file holds (`write` hands
-        them to it); on a dry run, as the batch's earlier files would have left the
-        copies recorded."""
+        """The rows of `stale` (not revived) that another file holds and may take
+        (`write` hands them to it); on a dry run, as the batch's earlier files would
+        have left the copies and the readers."""
         reviving = set(revive)
         candidates = [rowid for rowid in stale if rowid not in reviving]
         if not candidates:
             return set()
-        held = self.store.copy_sources(candidates)
         if dry_run is None:
-            return set(held)
-        planned = dry_run.copies
-        return {
-            rowid
-            for rowid in candidates
-            if any(s not in planned and s != source for s in held.get(rowid, ()))
-            or any(rowid in rows for s, rows in planned.items() if s != source)
-        }
+            return set(self.store.copy_sources(candidates))
+        return set(self._homes_dry(source, candidates, dry_run))
+
+    def _homes_dry(
+        self, source: str, rowids: list[int], batch: DryRun
+    ) -> dict[int, tuple[str, Copy]]:
+        """For each of `rowids` (rows `source` drops) `write` would hand to another
+        file, that file (the first by name, as `write` picks it) and the drawer's place
+        there, by the rule of `DrawerStore.copy_sources` applied to the store as the
+        batch's earlier files would leave it."""
+        rows = self.store.get(rowids)
+        wanted = set(rowids)
+        copies = self.store.writers_copies(rowids)
+        for file, planned in batch.copies.items():
+            for held in copies.values():
+                held.pop(file, None)  # the earlier file's own copies stand for it now
+            for c in planned:
+                if c.drawer in wanted:
+                    copies.setdefault(c.drawer, {})[file] = c
+        chunks: dict[str, list[tuple[str, tuple[str, ...] | None]]] = {}  # by file
+        found: dict[int, tuple[str, Copy]] = {}
+        for rowid in rowids:
+            row = rows.get(rowid)
+            if row is None or row.deleted_at is not None:
+                continue
+            readers = batch.readers.get(rowid, row.readers)
+            homes = sorted(
+                file
+                for file, c in copies.get(rowid, {}).items()
+                if file != source
+                and c.identity == row.identity
+                and all(
+                    _reads_at_least(r, readers)
+                    for writer, r in self._writers_chunks(file, batch, chunks)
+                    if writer == row.identity
+                )
+            )
+            if homes:
+                found[rowid] = (homes[0], copies[rowid][homes[0]])
+        return found
+
+    def _writers_chunks(
+        self, file: str, batch: DryRun, chunks: dict[str, list[tuple[str, tuple[str, ...] | None]]]
+    ) -> list[tuple[str, tuple[str, ...] | None]]:
+        """(writer, readers) of each live chunk of `file` as the batch's earlier files
+        would leave them (read once per file into `chunks`)."""
+        if file not in chunks:
+            # Rows handed to another file leave this one; rows handed to it join it.
+            gone = batch.retired | {
+                e.rowid for other, rows in batch.handed.items() if other != file for _i, e in rows
+            }
+            stored = [*self.store.chunks_of_source(file), *batch.handed.get(file, [])]
+            chunks[file] = [
+                (e.identity, batch.readers.get(e.rowid, e.readers))
+                for _i, e in stored
+                if e.rowid not in gone
+            ] + batch.added.get(file, [])
+        return chunks[file]
 
     def _find(self, drawer_id: str, dry_run: DryRun | None) -> Existing | None:
         """What is stored under `drawer_id` (on a dry run, as the real run finds it)."""

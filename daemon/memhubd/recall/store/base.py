@@ -346,7 +346,16 @@ class DrawerStore(abc.ABC):
     @abc.abstractmethod
     def copy_sources(self, rowids: Sequence[int]) -> dict[int, set[str]]:
         """For each of these live drawers that another file holds (a copy recorded by
-        the drawer's own writer, in a file other than the drawer's source), those files."""
+        the drawer's own writer, in a file other than the drawer's source) and may be
+        handed to, those files: a file whose live chunks stored by the drawer's writer
+        every reader of the drawer may read, as their readers stand now (`write` hands
+        over by the same rule)."""
+
+    @abc.abstractmethod
+    def writers_copies(self, rowids: Sequence[int]) -> dict[int, dict[str, Copy]]:
+        """The copies `copy_sources` starts from, by drawer and file, before the
+        readers of the files are looked at (a dry run looks at them as the earlier
+        files of its batch would leave them)."""
 
     @abc.abstractmethod
     def set_copies(self, source_file: str, copies: Iterable[Copy]) -> None:
@@ -467,8 +476,8 @@ class DrawerStore(abc.ABC):
         `copies`: `(source, copies)` as `set_copies` records them, first. Rows stored again
         under their id (`revive`) take their copies with them.
 
-        A row of `replace` (not of `revive`) that another file holds (`copy_sources`) is
-        handed to that file instead: retired, and stored again under its id with that
+        A row of `replace` (not of `revive`) that another file holds (`copy_sources`: the
+        first by name of those it may be handed to) is handed to that file instead: retired, and stored again under its id with that
         file's citation, place and kind (its text, vector, writer, readers, importance
         and times kept), so that it leaves no index and no cache sees a row change."""
 

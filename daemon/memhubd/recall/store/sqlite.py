@@ -413,6 +413,17 @@ class _VectorCache:
 
 
 # A source's drawers deleted on purpose, through the index made for it (schema v7).
+# A file is a home for a drawer (`d`) its copy (`c`) names only while every chunk of
+# the file stored by the drawer's writer may be read by every reader of the drawer (NULL
+# readers: every caller): decided when the drawer is handed over, as the file's and the
+# drawer's readers stand then, not when the copy was recorded (either may have changed).
+_HOME_READABLE = (
+    "NOT EXISTS (SELECT 1 FROM drawers f WHERE f.source_file = c.source_file "
+    "AND f.identity = d.identity AND f.deleted_at IS NULL AND f.readers IS NOT NULL "
+    "AND (d.readers IS NULL OR EXISTS (SELECT 1 FROM json_each(d.readers) r "
+    "WHERE r.value NOT IN (SELECT value FROM json_each(f.readers)))))"
+)
+
 DELETED_OF_SOURCE = (
     "SELECT chunk_index, rowid, id, content_hash, identity, room, readers, content "
     "FROM drawers WHERE source_file = ? AND deleted_at IS NOT NULL AND retired = 0 "
@@ -604,10 +615,27 @@ class SQLiteStore(DrawerStore):
                     "JOIN drawers d ON d.rowid = c.drawer "
                     f"WHERE c.drawer IN ({','.join('?' * len(part))}) "
                     "AND d.deleted_at IS NULL AND c.identity = d.identity "
-                    "AND c.source_file != d.source_file",
+                    f"AND c.source_file != d.source_file AND {_HOME_READABLE}",
                     part,
                 ):
                     found.setdefault(rowid, set()).add(source)
+        return found
+
+    def writers_copies(self, rowids: Sequence[int]) -> dict[int, dict[str, Copy]]:
+        found: dict[int, dict[str, Copy]] = {}
+        with self._readers.connection() as connection:
+            for start in range(0, len(rowids), 500):
+                part = list(rowids[start : start + 500])
+                for source, *copy in connection.execute(
+                    "SELECT c.source_file, c.drawer, c.chunk_index, coalesce(c.locator, ''), "
+                    "c.source_kind, c.identity FROM drawer_copies c "
+                    "JOIN drawers d ON d.rowid = c.drawer "
+                    f"WHERE c.drawer IN ({','.join('?' * len(part))}) "
+                    "AND d.deleted_at IS NULL AND c.identity = d.identity "
+                    "AND c.source_file != d.source_file",
+                    part,
+                ):
+                    found.setdefault(copy[0], {})[source] = Copy(*copy)
         return found
 
     def set_copies(self, source_file: str, copies: Iterable[Copy]) -> None:
@@ -1035,7 +1063,8 @@ class SQLiteStore(DrawerStore):
                         "SELECT c.source_file, c.chunk_index, c.locator, c.source_kind "
                         "FROM drawer_copies c JOIN drawers d ON d.rowid = c.drawer "
                         "WHERE c.drawer = ? AND c.identity = d.identity "
-                        "AND c.source_file != d.source_file ORDER BY c.source_file LIMIT 1",
+                        f"AND c.source_file != d.source_file AND {_HOME_READABLE} "
+                        "ORDER BY c.source_file LIMIT 1",
                         (rowid,),
                     ).fetchone()
                 )
