@@ -35,9 +35,14 @@ log = structlog.get_logger(__name__)
 
 FILE_FORMAT = "memhub.tokens.v1"
 BOOTSTRAP_NAME = "bootstrap"
+# The identity recall's directory watcher writes drawers as: a token of that name would
+# be the writer of every watched drawer (delete them, give them homes, act in the
+# watcher's name in the audit).
+WATCHER_NAME = "recall-watcher"
 # Identities the admin audit records for the Unix socket's operator, a bootstrap
-# registration and the bootstrap token: never names of tokens created by hand.
-RESERVED_NAMES = frozenset({"local-operator", "environment", BOOTSTRAP_NAME})
+# registration and the bootstrap token, and the watcher's: never names of tokens
+# created by hand.
+RESERVED_NAMES = frozenset({"local-operator", "environment", BOOTSTRAP_NAME, WATCHER_NAME})
 # Of those, the ones no stored token may ever carry (`bootstrap` is the bootstrap
 # token's own): such a token, made before they were reserved, is refused.
 IMPOSTOR_NAMES = RESERVED_NAMES - {BOOTSTRAP_NAME}
@@ -382,8 +387,9 @@ class TokenStore:
         return identity
 
     def impostors(self) -> list[str]:
-        """Stored tokens named as the audit names the operator or the environment
-        (made before those names were reserved): `verify` refuses them."""
+        """Stored tokens named as the audit names the operator or the environment, or
+        as the recall watcher (made before those names were reserved): `verify` refuses
+        them."""
         return sorted({r.name for r in self._read().records if r.name in IMPOSTOR_NAMES})
 
     # ---- writing ---------------------------------------------------------
@@ -406,7 +412,7 @@ class TokenStore:
         """
         if isinstance(name, str) and name in RESERVED_NAMES:
             # The names the admin audit gives the socket's operator and the bootstrap's
-            # registration: a token called so would pass for them there.
+            # registration, and the watcher's: a token called so would pass for them.
             raise TokenError(f"token name {name!r} is reserved; choose another")
         if isinstance(name, str) and name in KEYWORD_NAMES:
             raise TokenError(

@@ -45,6 +45,7 @@ from memhub_protocol.recall import (
 from memhub_protocol.routes import WAKE_UP_MIN_BUDGET
 from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, REVIEW, WRITE_RECALL
 from memhubd.auth.identity import Identity
+from memhubd.auth.tokens import WATCHER_NAME
 from memhubd.recall import aaak
 from memhubd.recall.embed import EmbedderError
 from memhubd.recall.ids import DEFAULT_ROOM
@@ -707,7 +708,7 @@ def open_shelf(directory: Any, config: Any) -> RecallShelf:
 
 # --------------------------------------------------------------------------- watching
 
-WATCHER = "recall-watcher"
+WATCHER = WATCHER_NAME  # a reserved token name: no token may write as the watcher
 WATCH_DEBOUNCE_MS = 200
 # How often a watch without events checks that its directory is still the same one,
 # and how often a missing directory is looked for again.

@@ -373,7 +373,7 @@ def test_bootstrap_refuses_weak_or_ambiguous_secrets(store: TokenStore, environ)
     assert not store.has_tokens()
 
 
-@pytest.mark.parametrize("reserved", ["local-operator", "environment"])
+@pytest.mark.parametrize("reserved", ["local-operator", "environment", "recall-watcher"])
 def test_a_stored_token_named_as_the_operator_is_refused_until_revoked(
     store: TokenStore, state_dir: Path, reserved: str
 ) -> None:
@@ -392,6 +392,14 @@ def test_a_stored_token_named_as_the_operator_is_refused_until_revoked(
     assert store.impostors() == []
 
 
+def test_no_token_may_be_named_as_the_recall_watcher(store: TokenStore) -> None:
+    # Every watched drawer is written as the watcher: a token of that name would be
+    # their writer (and delete them without review or admin)
+    with pytest.raises(TokenError, match="'recall-watcher' is reserved"):
+        store.create("recall-watcher", "read:search,write:recall")
+    assert store.get("recall-watcher") is None
+
+
 def test_the_bootstrap_token_keeps_verifying(state_dir: Path) -> None:
     store = TokenStore(state_dir, clock=Clock())
     secret = "s" * 40
@@ -400,14 +408,15 @@ def test_the_bootstrap_token_keeps_verifying(state_dir: Path) -> None:
     assert store.impostors() == []
 
 
+@pytest.mark.parametrize("reserved", ["local-operator", "recall-watcher"])
 def test_a_start_names_each_token_refused_for_its_name(
-    store: TokenStore, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+    store: TokenStore, state_dir: Path, monkeypatch: pytest.MonkeyPatch, reserved: str
 ) -> None:
     import memhubd.server as server
 
     store.create("impostor", "admin")
     path = state_dir / "tokens.json"
-    path.write_text(path.read_text().replace('"impostor"', '"local-operator"'))
+    path.write_text(path.read_text().replace('"impostor"', f'"{reserved}"'))
     # The module's own logger, recorded: structlog's capture_logs misses a logger that
     # an earlier test of the same process already bound and cached.
     logs: list[dict[str, object]] = []
@@ -419,4 +428,4 @@ def test_a_start_names_each_token_refused_for_its_name(
     monkeypatch.setattr(server, "log", Recorder())
     server.check_tokens_readable(store)
     [warning] = [entry for entry in logs if entry["event"] == "token refused: its name is reserved"]
-    assert warning["token"] == "local-operator" and "revoke" in warning["reason"]
+    assert warning["token"] == reserved and "revoke" in warning["reason"]
