@@ -297,11 +297,18 @@ def check_tokens_readable(tokens: TokenStore) -> None:
     except TokenError as error:
         remedy = getattr(error, "remedy", "restore it from a backup, or move it aside")
         raise StateFileError(f"{error}; {remedy}") from None
+    from memhubd.auth.tokens import WATCHER_NAME
+
     for name in impostors:
+        held_by = (
+            "the recall watcher writes watched drawers under this name"
+            if name == WATCHER_NAME
+            else "the admin audit records the operator under this name"
+        )
         log.warning(
             "token refused: its name is reserved",
             token=name,
-            reason="the admin audit records the operator under this name; revoke it "
+            reason=f"{held_by}; revoke it "
             "(memhubd token revoke NAME) and create one under another name",
         )
 

@@ -429,3 +429,6 @@ def test_a_start_names_each_token_refused_for_its_name(
     server.check_tokens_readable(store)
     [warning] = [entry for entry in logs if entry["event"] == "token refused: its name is reserved"]
     assert warning["token"] == reserved and "revoke" in warning["reason"]
+    # Its reason names what holds the name.
+    held_by = "recall watcher" if reserved == "recall-watcher" else "admin audit"
+    assert held_by in warning["reason"]
