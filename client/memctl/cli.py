@@ -523,8 +523,9 @@ def _server_error(
         line += " (pass --token or set MEMHUB_TOKEN)"
     elif error.status == 401:
         line += (
-            " (the daemon does not know this token: revoked, expired, or created in another"
-            " state directory; see `memhubd token list` with the daemon's --state-dir)"
+            " (the daemon does not know this token: revoked, expired, created in another"
+            " state directory, or made under a name memhub now reserves; see `memhubd token"
+            " list` with the daemon's --state-dir)"
         )
     line += render.available_workspaces(error.detail, choose=choose)
     print(line + "".join(f"\n  {issue}" for issue in issues), file=sys.stderr)

@@ -25,7 +25,14 @@ from memhub_protocol.paths import STATE_DIR_ENV
 from memhub_protocol.times import parse_iso
 from memhubd.auth.audit import FAILED, OK, REFUSED
 from memhubd.auth.tokens import _DURATION as DURATION  # the store's own reading of 30d
-from memhubd.auth.tokens import TokenError, TokenFileError, TokenRecord, TokenStore, utc_now
+from memhubd.auth.tokens import (
+    IMPOSTOR_NAMES,
+    TokenError,
+    TokenFileError,
+    TokenRecord,
+    TokenStore,
+    utc_now,
+)
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -217,7 +224,10 @@ def _list(args: argparse.Namespace) -> int:
         _print_json(listed)
         return 0
     lines = [
-        f"{r.name}{' (EXPIRED)' if r.is_expired(now) else ''}: {_describe(r)}" for r in records
+        f"{r.name}{' (EXPIRED)' if r.is_expired(now) else ''}"
+        f"{' (REFUSED: its name is reserved; revoke it)' if r.name in IMPOSTOR_NAMES else ''}"
+        f": {_describe(r)}"
+        for r in records
     ]
     _emit("\n".join(lines) or f"no tokens in {_where(store)}")
     return 0
@@ -276,7 +286,12 @@ def _describe(record: TokenRecord) -> str:
 
 
 def _listed(record: TokenRecord, now: dt.datetime) -> dict[str, Any]:
-    return {**record.as_dict(), "expired": record.is_expired(now)}
+    # A token made under a name memhub reserved since is refused by the daemon.
+    return {
+        **record.as_dict(),
+        "expired": record.is_expired(now),
+        "name_reserved": record.name in IMPOSTOR_NAMES,
+    }
 
 
 def _print_json(data: dict[str, Any]) -> None:

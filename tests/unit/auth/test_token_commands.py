@@ -303,3 +303,19 @@ def test_an_argument_that_is_not_utf8_is_refused_and_audited(
     assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
     (entry,) = TokenStore(Path(state)).audit.entries()
     assert entry["outcome"] == "refused" and "\\udce9" in json.dumps(entry["token"])
+
+
+def test_list_marks_a_token_made_before_its_name_was_reserved(state: str, capsys) -> None:
+    run("create", "watcher", "--scopes", "write:recall", "--state-dir", state, "--json")
+    run("create", "alice", "--scopes", "review", "--state-dir", state, "--json")
+    capsys.readouterr()
+    path = Path(state) / "tokens.json"
+    path.write_text(path.read_text().replace('"watcher"', '"recall-watcher"'))
+    assert run("list", "--state-dir", state, "--json") == 0
+    listed = {t["name"]: t for t in json.loads(capsys.readouterr().out)["tokens"]}
+    assert listed["recall-watcher"]["name_reserved"] is True
+    assert listed["alice"]["name_reserved"] is False
+    assert run("list", "--state-dir", state) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("recall-watcher (REFUSED: its name is reserved") for line in lines)
+    assert any(line.startswith("alice: scopes review;") for line in lines)
