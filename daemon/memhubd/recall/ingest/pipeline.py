@@ -382,7 +382,7 @@ class Ingestor:
         if not chunks:
             report.status, report.reason = "skipped", parsed.reason or "no text"
             return report, None
-        report.room = self._room(options, parsed, source)
+        report.room = self._room(options, parsed, source, chunks)
         drawers = [
             self._drawer(options, report.room, source, kind, i, c) for i, c in enumerate(chunks)
         ]
@@ -435,28 +435,31 @@ class Ingestor:
         if options.same_entry is not None:
             return None  # a diary entry names its room
         rooms = {DEFAULT_ROOM, *(entry.room for entry in self.store.taxonomy())}
-        ids = [
-            drawer_id(options.workspace, room, content, digits=digits)
+        found = self._held_in([content], rooms, options)
+        # A live drawer before a deleted one, then by room: the same answer every time.
+        found.sort(key=lambda e: (e.deleted, e.room or ""))
+        return found[0].room if found else None
+
+    def _held_in(
+        self, contents: Sequence[str], rooms: set[str], options: IngestOptions
+    ) -> list[Existing]:
+        """The stored drawers holding any of `contents` in one of `rooms` (under either
+        id form) that the caller may read and that were stored on purpose: live, or
+        deleted so that they stay so (not retired by their source)."""
+        wanted = {
+            drawer_id(options.workspace, room, content, digits=digits): content_hash(content)
+            for content in contents
             for room in sorted(rooms)
             for digits in (SHORT_HASH, LONG_HASH)
-        ]
-        wanted = content_hash(content)
-        found = [
+        }
+        return [
             e
-            for e in self.store.find(ids).values()
-            if e.content_hash == wanted and not e.retired and e.room in rooms
+            for i, e in self.store.find(list(wanted)).items()
+            if e.content_hash == wanted[i]
+            and not e.retired
+            and e.room in rooms
+            and (e.identity == options.identity or _readable(e.readers, options.roles))
         ]
-        if not found:
-            return None
-        drawers = self.store.get([e.rowid for e in found])
-        readable = [
-            d
-            for d in drawers.values()
-            if d.identity == options.identity or _readable(d.readers, options.roles)
-        ]
-        # A live drawer before a deleted one, then by room: the same answer every time.
-        readable.sort(key=lambda d: (d.deleted_at is not None, d.room or ""))
-        return readable[0].room if readable else None
 
     def _taxonomy_room(self, text: str) -> str | None:
         taxonomy = self.store.taxonomy()
@@ -465,14 +468,19 @@ class Ingestor:
         routed = taxonomy_rooms.route(text, taxonomy)
         return routed[0] if routed else None
 
-    def _room(self, options: IngestOptions, parsed: Parsed, source: str) -> str:
+    def _room(
+        self, options: IngestOptions, parsed: Parsed, source: str, chunks: list[Chunk]
+    ) -> str:
         if options.room:
             return options.room
-        kept = self._source_room(source, options)
+        kept = self._source_room(source, options) or self._copies_room(source, options)
         if kept is not None:
             return kept
         text = parsed.text or "\n".join(t.text for c in parsed.conversations for t in c.turns)
-        return self._taxonomy_room(text) or parsed.project or directory_room(source) or DEFAULT_ROOM
+        inferred = (
+            self._taxonomy_room(text) or parsed.project or directory_room(source) or DEFAULT_ROOM
+        )
+        return self._chunks_room(chunks, inferred, parsed, source, options) or inferred
 
     def _source_room(self, source: str, options: IngestOptions) -> str | None:
         """The room a source already stored is in, for an ingest that names none: every
@@ -485,6 +493,63 @@ class Ingestor:
             if room and (writer == options.identity or _readable(readers, options.roles)):
                 counts[room] = counts.get(room, 0) + 1
         return max(counts, key=counts.__getitem__) if counts else None
+
+    def _copies_room(self, source: str, options: IngestOptions) -> str | None:
+        """For a file with no drawer of its own the caller may read (every chunk the
+        duplicate of another source's drawer: a transcript renamed aside), the room of
+        the drawers it holds as copies, as `_source_room` counts them: a taxonomy edited
+        since must not send it to another room, where its chunks take new ids and are
+        stored a second time. Only a live drawer the caller may read counts (a hidden
+        one must not tell its room); None when there is none."""
+        copies = sorted(self.store.copies_of_source(source), key=lambda c: c.chunk_index)
+        drawers = self.store.get(sorted({c.drawer for c in copies})) if copies else {}
+        counts: dict[str, int] = {}
+        for copy in copies:
+            d = drawers.get(copy.drawer)
+            if (
+                d is not None
+                and d.deleted_at is None
+                and (d.identity == options.identity or _readable(d.readers, options.roles))
+            ):
+                counts[d.room] = counts.get(d.room, 0) + 1
+        return max(counts, key=counts.__getitem__) if counts else None
+
+    def _chunks_room(
+        self,
+        chunks: list[Chunk],
+        inferred: str,
+        parsed: Parsed,
+        source: str,
+        options: IngestOptions,
+    ) -> str | None:
+        """The room more than half of a file's chunks are already stored in, when it is
+        not `inferred`, among the rooms an inference could have given them (the default
+        room, the taxonomy's, the file's project and directory): a file with no drawer
+        of its own nor copy on record (a copy ingested before copies were recorded)
+        stays with the drawers it duplicates, as `_stored_room` keeps content, rather
+        than being stored a second time after a taxonomy edit. A file sharing a few
+        chunks with others keeps its inferred room. Only drawers the caller may read
+        count; None when no other room holds more of the chunks than `inferred`."""
+        taxonomy = self.store.taxonomy()
+        if not taxonomy:
+            # Without one, a file is inferred the room it was before (its project or
+            # directory): only a taxonomy edit moves it, and a bulk import is spared this.
+            return None
+        rooms = {DEFAULT_ROOM, inferred, *(e.room for e in taxonomy)}
+        rooms |= {r for r in (parsed.project, directory_room(source)) if r}
+        contents = [_encodable(c.content) for c in chunks]
+        holding: dict[str, set[str]] = {}  # room -> the hashes of the chunks it holds
+        for e in self._held_in(contents, rooms, options):
+            holding.setdefault(e.room or DEFAULT_ROOM, set()).add(e.content_hash)
+        counts = {
+            room: sum(1 for c in contents if content_hash(c) in hashes)
+            for room, hashes in holding.items()
+        }
+        # Most chunks first, then the inferred room, then by name: the same answer each time.
+        best = min(counts, key=lambda r: (-counts[r], r != inferred, r), default=None)
+        if best is None or best == inferred or 2 * counts[best] <= len(contents):
+            return None
+        return best
 
     @staticmethod
     def _drawer(

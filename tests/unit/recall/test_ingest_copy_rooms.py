@@ -1,0 +1,122 @@
+"""The room of a file whose every chunk is another source's drawer (a transcript renamed
+aside, a copy of a note): it stays with those drawers after a taxonomy edit, rather than
+being stored a second time in the room the taxonomy gives now, and a drawer the caller
+may not read never decides it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from recall_fakes import HashingEmbedder, options
+
+from memhubd.recall.ingest import IngestOptions, Ingestor, SourceLock
+from memhubd.recall.store import AuditEntry, DrawerStore, TaxonomyEntry, open_store
+
+NOTE = (
+    "# Alpha\n\nthe alpha service owns invoices and their numbering.\n\n"
+    "# Beta\n\nthe beta service owns refunds and the refunds queue.\n\n"
+)
+# A room the taxonomy gives the note once edited; before, its directory's room.
+BILLING = TaxonomyEntry("billing", ("invoices", "refunds"))
+
+
+@pytest.fixture
+def ingestor(tmp_path: Path):
+    store = open_store(tmp_path / "ws.db")
+    yield Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    store.close()
+
+
+def _rooms(store: DrawerStore) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for batch in store.iter_live(1000):
+        for d in batch:
+            counts[d.room] = counts.get(d.room, 0) + 1
+    return counts
+
+
+def _copy_after_taxonomy_edit(ingestor: Ingestor, given: IngestOptions) -> tuple:
+    """`notes/a-old.md` (a copy of `notes/a.md`) ingested again, as a dry run and for
+    real, after the taxonomy was edited to route its text elsewhere."""
+    ingestor.store.set_taxonomy(BILLING, AuditEntry("t", "test", "taxonomy"))
+    dry = ingestor.ingest_text("notes/a-old.md", NOTE, options(**_fields(given, dry_run=True)))
+    real = ingestor.ingest_text("notes/a-old.md", NOTE, given)
+    return dry, real
+
+
+def _fields(given: IngestOptions, **changes: object) -> dict[str, object]:
+    values = {name: getattr(given, name) for name in given.__slots__}
+    values.update(changes)
+    return values
+
+
+def test_a_copy_stays_in_the_room_of_the_drawers_it_holds_after_a_taxonomy_edit(
+    ingestor: Ingestor,
+) -> None:
+    # Given a note stored in its directory's room and a copy of it, its copies recorded
+    store = ingestor.store
+    assert ingestor.ingest_text("notes/a.md", NOTE, options()).room == "notes"
+    first = ingestor.ingest_text("notes/a-old.md", NOTE, options())
+    assert (first.status, first.duplicates) == ("unchanged", 2)
+    recorded = store.copies_of_source("notes/a-old.md")
+    assert len(recorded) == 2
+
+    # When the copy is ingested again after the taxonomy routes its text to another room
+    dry, real = _copy_after_taxonomy_edit(ingestor, options())
+
+    # Then it is a duplicate where its drawers are, dry run alike, and keeps its copies
+    assert (real.room, real.status, real.chunks, real.duplicates) == ("notes", "unchanged", 0, 2)
+    assert (dry.room, dry.chunks, dry.duplicates) == ("notes", 0, 2)
+    assert store.copies_of_source("notes/a-old.md") == recorded
+    assert _rooms(store) == {"notes": 2}
+    # And a new file of that text still goes where the taxonomy says
+    assert ingestor.ingest_text("top.md", NOTE + "more\n", options()).room == "billing"
+
+
+def test_a_copy_without_copies_on_record_stays_where_its_chunks_are_stored(
+    ingestor: Ingestor,
+) -> None:
+    # Given a note and its copy as a store from before copies were recorded holds them
+    store = ingestor.store
+    ingestor.ingest_text("notes/a.md", NOTE, options())
+    ingestor.ingest_text("notes/a-old.md", NOTE, options())
+    store.set_copies("notes/a-old.md", [])
+
+    # When the copy is ingested again after a taxonomy edit
+    dry, real = _copy_after_taxonomy_edit(ingestor, options())
+
+    # Then it joins the room its chunks are stored in, and its copies are recorded now
+    assert (real.room, real.status, real.chunks, real.duplicates) == ("notes", "unchanged", 0, 2)
+    assert (dry.room, dry.chunks, dry.duplicates) == ("notes", 0, 2)
+    assert len(store.copies_of_source("notes/a-old.md")) == 2
+    assert _rooms(store) == {"notes": 2}
+
+
+def test_a_file_sharing_a_chunk_with_another_keeps_the_room_inferred_for_it(
+    ingestor: Ingestor,
+) -> None:
+    ingestor.ingest_text("notes/a.md", NOTE, options())
+    ingestor.store.set_taxonomy(BILLING, AuditEntry("t", "test", "taxonomy"))
+    grown = NOTE + "# Gamma\n\nthe gamma service owns invoices of payouts.\n\n"
+    grown += "# Delta\n\nthe delta service owns refunds of disputes.\n\n"
+    # Half its chunks stored elsewhere: no copy, a file of its own in the taxonomy's room
+    assert ingestor.ingest_text("notes/b.md", grown, options()).room == "billing"
+
+
+@pytest.mark.parametrize("records_copies", [True, False])
+def test_a_drawer_the_caller_may_not_read_never_decides_the_room_of_a_copy(
+    ingestor: Ingestor, records_copies: bool
+) -> None:
+    # Given a lead-only note and its copy, stored by a lead
+    store = ingestor.store
+    lead = options(identity="lead", roles=frozenset({"lead"}), readers=("lead",))
+    ingestor.ingest_text("notes/a.md", NOTE, lead)
+    ingestor.ingest_text("notes/a-old.md", NOTE, lead)
+    if not records_copies:
+        store.set_copies("notes/a-old.md", [])
+    # When a dev, who may not read them, ingests the copy after a taxonomy edit
+    dev = options(identity="dev", roles=frozenset({"dev"}), replaces_others=False)
+    _dry, real = _copy_after_taxonomy_edit(ingestor, dev)
+    # Then its room is the one inferred now, as if nothing were stored
+    assert (real.room, real.chunks) == ("billing", 2)
