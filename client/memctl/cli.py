@@ -169,7 +169,11 @@ def _token(sub: Sub, common: Common) -> None:
         "--workspaces", type=_workspace_list, help="comma-separated names (default: all)"
     )
     c.add_argument("--roles", type=_names, help="comma-separated access-policy roles")
-    c.add_argument("--expires", type=non_empty, help="ISO date/time or a duration such as 30d")
+    c.add_argument(
+        "--expires",
+        type=commands.expiry_value,
+        help="ISO date/time or a duration such as 30d",
+    )
     _command(actions, common, "list", commands.cmd_token_list, "list tokens (no secrets)")
     r = _command(actions, common, "revoke", commands.cmd_token_revoke, "revoke a token")
     r.add_argument("name", type=non_empty, help="token name")

@@ -163,6 +163,18 @@ def non_empty(text: str) -> str:
     return text
 
 
+def expiry_value(text: str) -> str:
+    """`token create --expires`: a duration or an ISO date/date-time, checked here as
+    `memhubd token create` checks it, so that a value of another form is a usage error
+    naming the option rather than the daemon's refusal. Sent as written."""
+    from memhub_protocol.times import check_expiry_form
+
+    try:
+        return check_expiry_form(non_empty(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def time_value(text: str) -> str:
     """A time option's value (`--since`, `--as-of`, …): epoch seconds or an ISO 8601
     date/time, checked here as the daemon checks it, so that a bad one is a usage error

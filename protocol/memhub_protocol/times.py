@@ -51,3 +51,23 @@ def is_ambiguous_digits(text: str) -> bool:
     """True for digits alone that ISO 8601 also reads as a year or a basic date."""
     text = text.strip()
     return text.isascii() and text.isdigit() and len(text) in AMBIGUOUS_DIGITS
+
+
+# A token's lifetime from now (`--expires 30d`): days, hours or minutes.
+EXPIRY_DURATION = re.compile(r"(\d{1,6})([dhm])")
+
+
+def check_expiry_form(text: str) -> str:
+    """`text` if it is of a form `--expires` takes: a duration (`30d`, `12h`, `90m`) or
+    an ISO date or date-time (whether it lies in the future is the token store's to
+    say); ValueError naming the forms otherwise."""
+    form = text.strip()
+    if not EXPIRY_DURATION.fullmatch(form):
+        try:
+            parse_iso(form)
+        except ValueError:
+            raise ValueError(
+                "expected a duration like 30d, 12h or 90m, or an ISO date or datetime such "
+                f"as 2027-01-01 or 2027-01-01T09:00:00Z, not {text!r}"
+            ) from None
+    return text

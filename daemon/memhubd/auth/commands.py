@@ -22,9 +22,8 @@ from typing import Any
 
 from memhub_protocol import paths
 from memhub_protocol.paths import STATE_DIR_ENV
-from memhub_protocol.times import parse_iso
+from memhub_protocol.times import check_expiry_form
 from memhubd.auth.audit import FAILED, OK, REFUSED
-from memhubd.auth.tokens import _DURATION as DURATION  # the store's own reading of 30d
 from memhubd.auth.tokens import (
     IMPOSTOR_NAMES,
     TokenError,
@@ -66,22 +65,14 @@ def add_token_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _expiry(text: str) -> str:
-    """`--expires`, passed on as written once its form is checked: a duration (`30d`,
-    `12h`, `90m`) or an ISO date/datetime, as `parse_expiry` reads them. A value of
-    another form is a usage error naming the option, told before the state directory
-    is touched (nothing is created, written or audited, as for any usage error); a
-    moment that is not in the future stays the store's refusal, audited."""
-    form = text.strip()
-    if DURATION.fullmatch(form):
-        return text
+    """`--expires`, passed on as written once its form is checked (`check_expiry_form`).
+    A value of another form is a usage error naming the option, told before the state
+    directory is touched (nothing is created, written or audited, as for any usage
+    error); a moment that is not in the future stays the store's refusal, audited."""
     try:
-        parse_iso(form)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a duration like 30d, 12h or 90m, or an ISO date or datetime such as "
-            f"2027-01-01 or 2027-01-01T09:00:00Z, not {text!r}"
-        ) from None
-    return text
+        return check_expiry_form(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _common(parser: argparse.ArgumentParser, handler: Handler) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 
 from memhub_protocol.scopes import ALL_SCOPES, parse_scopes
-from memhub_protocol.times import parse_iso
+from memhub_protocol.times import EXPIRY_DURATION, parse_iso
 from memhubd.auth.audit import AdminAudit
 from memhubd.auth.identity import ANY, Identity, grants_beyond, lifetime_beyond
 from memhubd.runtime.state import StateDir, file_lock, write_file_atomic
@@ -59,7 +59,7 @@ _GRANT = re.compile(r"[A-Za-z0-9_.@*:-]{1,128}")  # workspace and role names
 # mh_<public id>_<random>; the id never contains "_", the random part may.
 _SECRET = re.compile(r"mh_([A-Za-z0-9]{1,32})_([A-Za-z0-9_-]{16,256})")
 _MAX_SECRET_LENGTH = 512  # longer input is refused before hashing
-_DURATION = re.compile(r"(\d{1,6})([dhm])")
+_DURATION = EXPIRY_DURATION
 _DURATION_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 
 # (device, inode, size, mtime, ctime): inode and ctime are in it because an atomic

@@ -117,6 +117,8 @@ BAD_VALUES = [
     (["kg", "add", "a", "b", "c", "--confidence", "2"], "--confidence"),
     (["kg", "add", "a", "b", "c", "--confidence", "nan"], "--confidence"),
     (["token", "create", "x", "--scopes", "all", "--expires", ""], "--expires"),
+    (["token", "create", "x", "--scopes", "all", "--expires", "garbage"], "--expires"),
+    (["token", "create", "x", "--scopes", "all", "--expires", "30 days"], "--expires"),
 ]
 
 
@@ -311,3 +313,12 @@ def test_an_interrupted_drain_says_interrupted_not_the_exception_name() -> None:
         "interrupted",
         "interrupted",
     )
+
+
+@pytest.mark.parametrize("expires", ["30d", "12h", "90m", "2027-01-01", "2027-01-01T09:00:00Z"])
+def test_token_create_sends_each_form_of_expires_the_daemon_takes(
+    fake_daemon: FakeDaemon, capsys: pytest.CaptureFixture[str], expires: str
+) -> None:
+    fake_daemon.on("POST", "/v1/tokens", Canned({"name": "x", "token": "mh_x"}))
+    main(["--url", fake_daemon.url, "token", "create", "x", "--scopes", "all", "--expires", expires])
+    assert [seen.body["expires"] for seen in fake_daemon.seen] == [expires]
