@@ -120,3 +120,16 @@ def test_a_drawer_the_caller_may_not_read_never_decides_the_room_of_a_copy(
     _dry, real = _copy_after_taxonomy_edit(ingestor, dev)
     # Then its room is the one inferred now, as if nothing were stored
     assert (real.room, real.chunks) == ("billing", 2)
+
+
+def test_a_copy_in_another_directory_joins_the_room_of_the_note_it_copies(
+    ingestor: Ingestor,
+) -> None:
+    # Given a note stored in the default room, and no taxonomy
+    assert ingestor.ingest_text("a.md", NOTE, options()).room == "default"
+    # When a copy of it comes from a directory of its own
+    copy = ingestor.ingest_text("archive/a.md", NOTE, options())
+    # Then it is a duplicate there, recorded as the note's copy, not stored twice
+    assert (copy.room, copy.chunks, copy.duplicates) == ("default", 0, 2)
+    assert len(ingestor.store.copies_of_source("archive/a.md")) == 2
+    assert _rooms(ingestor.store) == {"default": 2}

@@ -525,17 +525,13 @@ class Ingestor:
         """The room more than half of a file's chunks are already stored in, when it is
         not `inferred`, among the rooms an inference could have given them (the default
         room, the taxonomy's, the file's project and directory): a file with no drawer
-        of its own nor copy on record (a copy ingested before copies were recorded)
-        stays with the drawers it duplicates, as `_stored_room` keeps content, rather
-        than being stored a second time after a taxonomy edit. A file sharing a few
-        chunks with others keeps its inferred room. Only drawers the caller may read
-        count; None when no other room holds more of the chunks than `inferred`."""
-        taxonomy = self.store.taxonomy()
-        if not taxonomy:
-            # Without one, a file is inferred the room it was before (its project or
-            # directory): only a taxonomy edit moves it, and a bulk import is spared this.
-            return None
-        rooms = {DEFAULT_ROOM, inferred, *(e.room for e in taxonomy)}
+        of its own nor copy on record (a copy ingested before copies were recorded, or
+        a new one) stays with the drawers it duplicates, as `_stored_room` keeps
+        content, rather than being stored a second time (after a taxonomy edit, or in
+        its own directory's room). A file sharing a few chunks with others keeps its
+        inferred room. Only drawers the caller may read count; None when no other room
+        holds more of the chunks than `inferred`."""
+        rooms = {DEFAULT_ROOM, inferred, *(e.room for e in self.store.taxonomy())}
         rooms |= {r for r in (parsed.project, directory_room(source)) if r}
         contents = [_encodable(c.content) for c in chunks]
         holding: dict[str, set[str]] = {}  # room -> the hashes of the chunks it holds
