@@ -586,11 +586,10 @@ def _transcript_named(args: argparse.Namespace) -> tuple[Path, str]:
 
 def _ingest_transcript(args: argparse.Namespace, path: Path, citation: str) -> int:
     """Ingest the transcript at `path`: the new chunks."""
-    from memctl.answers import an_object, from_answer
+    from memctl.answers import from_answer
     from memctl.client import MemhubClient
     from memctl.commands import Session
     from memctl.config import resolve_settings
-    from memctl.recall import part_kept
 
     settings = resolve_settings(
         url=getattr(args, "url", None),
@@ -604,16 +603,34 @@ def _ingest_transcript(args: argparse.Namespace, path: Path, citation: str) -> i
         for upload in transcript_parts(path, citation):
             request = IngestRequest(files=(upload,))
             answer = client._call("recall_ingest", workspace=workspace, body=request.to_json())
-            answer = from_answer(answer, an_object)
-            chunks += int(answer.get("chunks", 0))
             last = upload.part == upload.parts - 1
-            refused = answer.get("failed") or answer.get("skipped")
-            if (not last and not part_kept(answer)) or (last and refused):
-                # A part refused ends the upload; the whole file (or its last part)
-                # skipped or failed is said as such, not as "0 new chunk(s)".
-                reason = (refused or [{}])[0].get("reason", "a part was refused")
+            stored, reason = from_answer(answer, lambda a, last=last: _part_taken(a, last))
+            chunks += stored
+            if reason is not None:
                 raise _Stop(f"{citation}: {reason}")
     return chunks
+
+
+def _part_taken(answer: Any, last: bool) -> tuple[int, str | None]:
+    """(new chunks, why the upload ends or None) from one part's ingest answer; a
+    TypeError or KeyError for an answer of another shape (see `from_answer`)."""
+    from memctl.answers import an_object
+    from memctl.recall import part_kept
+
+    answer = an_object(answer)
+    chunks = answer.get("chunks", 0)
+    if not isinstance(chunks, int) or isinstance(chunks, bool):
+        raise TypeError(f"'chunks' is {chunks!r}, not a count")
+    refused = answer.get("failed") or answer.get("skipped")
+    if refused is not None and not (
+        isinstance(refused, list) and all(isinstance(item, dict) for item in refused)
+    ):
+        raise TypeError("'failed' or 'skipped' holds something other than objects")
+    if (not last and not part_kept(answer)) or (last and refused):
+        # A part refused ends the upload; the whole file (or its last part) skipped or
+        # failed is said as such, not as "0 new chunk(s)".
+        return chunks, str((refused or [{}])[0].get("reason", "a part was refused"))
+    return chunks, None
 
 
 # The detached ingest's log: kept under LOG_BYTES, the one before as `<log>.1`.

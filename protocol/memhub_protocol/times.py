@@ -54,7 +54,7 @@ def is_ambiguous_digits(text: str) -> bool:
 
 
 # A token's lifetime from now (`--expires 30d`): days, hours or minutes.
-EXPIRY_DURATION = re.compile(r"(\d{1,6})([dhm])")
+EXPIRY_DURATION = re.compile(r"([0-9]{1,6})([dhm])")  # ASCII digits, as in dates
 
 
 def check_expiry_form(text: str) -> str:
