@@ -119,6 +119,7 @@ BAD_VALUES = [
     (["token", "create", "x", "--scopes", "all", "--expires", ""], "--expires"),
     (["token", "create", "x", "--scopes", "all", "--expires", "garbage"], "--expires"),
     (["token", "create", "x", "--scopes", "all", "--expires", "30 days"], "--expires"),
+    (["token", "create", "x", "--scopes", "all", "--expires", "\uff19d"], "--expires"),
 ]
 
 
