@@ -136,9 +136,13 @@ def test_a_batch_that_narrows_the_file_before_the_note_drops_the_text_hands_noth
 def test_the_file_is_still_a_home_when_its_readers_include_every_reader_of_the_drawer(
     fresh,
 ) -> None:
+    # Given a note and a file holding one of its sections, both for devs and leads, then
+    # the note narrowed to devs (a file naming other readers than a drawer's stores the
+    # text itself: see test_ingest_readers_duplicates.py)
     store, ingestor = fresh()
-    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev", "lead")))
     ingestor.ingest_text("copy.md", markdown("Zeta", "Beta"), alice(readers=("dev", "lead")))
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
     ingestor.ingest_text("copy.md", markdown("Zeta", "Beta"), alice())
     assert _drop_beta_from_a(ingestor, store, alice()) == (0, 0, ["copy.md"])
 

@@ -717,6 +717,8 @@ class Ingestor:
             held = stored.get(index)
             if held is None or held.identity != options.identity or e.identity == options.identity:
                 stored[index] = e
+        recorded = self.store.copies_of_source(report.source) if replace_stale else frozenset()
+        keeps = self._keeps(report.source, every, known, recorded, replace_stale, options)
         new: list[NewDrawer] = []
         stale: list[int] = []
         revive: list[int] = []
@@ -774,7 +776,7 @@ class Ingestor:
                     importance=_importance(options, previous.importance),
                 )
             drawer, existing = self._own_form(
-                drawer, known.get(drawer.id), hidden, options, dry_run
+                drawer, known.get(drawer.id), hidden, options, dry_run, keeps
             )
             if existing is None and seen.get(drawer.id, drawer.room) != drawer.room:
                 # An earlier file of the dry run's batch holds the id in a room spelt
@@ -903,7 +905,6 @@ class Ingestor:
             # Content sent under a file's name says nothing of what the file holds: the
             # copies recorded for the file stay as they are, and it records none.
             return Plan(new, stale, revive, moved, refreshed, frozenset(), frozenset(handed))
-        recorded = self.store.copies_of_source(report.source)
         homes = frozenset((*copies, *self._still_held(recorded, drawers, options)))
         return Plan(
             new, stale, revive, moved, refreshed, homes, frozenset(handed), homes != recorded
@@ -1017,6 +1018,7 @@ class Ingestor:
         hidden: set[int],
         options: IngestOptions,
         dry_run: DryRun | None = None,
+        keeps: frozenset[int] = frozenset(),
     ) -> tuple[NewDrawer, Existing | None]:
         """`drawer` under the id it takes, and what is stored under that id."""
         for other_form in (_long_id, _own_id, _own_room_id):
@@ -1024,16 +1026,41 @@ class Ingestor:
                 existing.content_hash == drawer.content_hash
                 and _same_room(existing, drawer)
                 and not self._concealed(existing, hidden, options)
+                # A diary entry is the writer's own or not (`_concealed`), whatever its
+                # readers: written again, its sharing does not change.
+                and (options.same_entry is not None or _serves(existing, drawer, keeps, dry_run))
             ):
                 break
             # An 8-hex-digit clash with different content, the same content in another
-            # room the id spells alike (`billing-service`, `billing_service`), or the
-            # same drawer hidden from the caller: the long form; if that one too is
-            # hidden (or clashes), the form of the caller's own, which nobody else's
-            # drawer can take, and last the caller's own in that very room.
+            # room the id spells alike (`billing-service`, `billing_service`), the same
+            # drawer hidden from the caller, or kept from some of the readers the chunk
+            # is for: the long form; if that one too is hidden (or clashes), the form of
+            # the caller's own, which nobody else's drawer can take, and last the
+            # caller's own in that very room.
             drawer = _with_id(drawer, other_form(drawer, options.identity))
             existing = self._find(drawer.id, dry_run)
         return drawer, existing
+
+    @staticmethod
+    def _keeps(
+        source: str,
+        every: list[tuple[int, Existing]],
+        known: dict[str, Existing],
+        recorded: frozenset[Copy],
+        replace_stale: bool,
+        options: IngestOptions,
+    ) -> frozenset[int]:
+        """The stored drawers that stand for this ingest's chunks whatever their readers
+        (see `_serves`): the source's own chunks this ingest may change (it gives them
+        its readers), and when it names no readers, the drawers the file holds as copies
+        (it leaves what the file holds as it is). For content, the drawer stored from
+        the same source: sent again, it answers as it was."""
+        if not replace_stale:
+            return frozenset(e.rowid for e in known.values() if e.source_file == source)
+        keeps = {e.rowid for _i, e in every}
+        if options.readers is None:
+            keeps.update(c.drawer for c in recorded)
+        return frozenset(keeps)
 
     def _concealed(self, existing: Existing, hidden: set[int], options: IngestOptions) -> bool:
         """Whether a stored drawer is another's that the caller may not read (or, for a
@@ -1207,6 +1234,23 @@ def _reads_at_least(
     if file_readers is None:
         return True
     return drawer_readers is not None and set(drawer_readers) <= set(file_readers)
+
+
+def _serves(
+    existing: Existing, drawer: NewDrawer, keeps: frozenset[int], dry_run: DryRun | None
+) -> bool:
+    """Whether a stored drawer the caller may read is the chunk's duplicate for every
+    caller the chunk is stored for: its readers include all of the chunk's (None: every
+    caller), or it is one of `keeps`. One deleted stands for it too: deleted on purpose
+    it stays so, retired it is revived with the chunk's readers. Otherwise the text is
+    stored again for them, under another id form: counted a duplicate, it would stay
+    out of their reach. On a dry run, with the readers earlier files of the batch give it."""
+    if existing.deleted or existing.rowid in keeps:
+        return True
+    readers = existing.readers
+    if dry_run is not None:
+        readers = dry_run.readers.get(existing.rowid, readers)
+    return _reads_at_least(readers, drawer.readers)
 
 
 def _new_readers(options: IngestOptions, readers: tuple[str, ...] | None) -> bool:
