@@ -4,6 +4,7 @@ that answers as the real run."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,100 @@ def test_a_dry_run_finds_the_long_form_an_earlier_file_of_the_batch_retires(fres
         answers.append([(r.source, r.chunks, r.duplicates, r.replaced) for r in reports])
     # Then the dry run stores the text again, as the real run does
     assert answers[0] == answers[1] == [("g.md", 1, 0, 1), ("h.md", 1, 0, 0)]
+
+
+def shown_to(store: DrawerStore, roles: frozenset[str]) -> set[str]:
+    """The files a caller of `roles` (not a writer) is shown live drawers cited from."""
+    return {
+        d.source_file
+        for batch in store.iter_live(1000)
+        for d in batch
+        if d.readers is None or not roles.isdisjoint(d.readers)
+    }
+
+
+def test_a_drawer_widened_since_its_copy_was_recorded_is_not_handed_to_a_file_of_copies_only(
+    fresh,
+) -> None:
+    # Given a dev-only note and a dev-only file holding only one of its sections (no
+    # chunk of the writer's own: every chunk a duplicate), then the note widened to guests
+    store, ingestor = fresh()
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("aside.md", markdown("Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev", "guest")))
+    # When the note drops the section
+    # Then the drawer is retired, dry run alike, and no guest is shown the file's name
+    assert _drop_beta_from_a(ingestor, store, alice()) == (1, 1, [])
+    assert shown_to(store, frozenset({"guest"})) == {"a.md"}
+
+
+def test_a_file_of_copies_only_takes_the_drawer_when_its_readers_cover_the_widened_drawer(
+    fresh,
+) -> None:
+    # Given a dev-only note and a file holding only one of its sections, ingested for
+    # devs and guests, then the note widened to guests
+    store, ingestor = fresh()
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("aside.md", markdown("Beta"), alice(readers=("dev", "guest")))
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev", "guest")))
+    # When the note drops the section, then the file takes it, dry run alike
+    assert _drop_beta_from_a(ingestor, store, alice()) == (0, 0, ["aside.md"])
+    assert shown_to(store, frozenset({"guest"})) == {"a.md", "aside.md"}
+
+
+@pytest.mark.parametrize(
+    ("first", "again", "kept", "cited"),
+    [
+        (("dev", "guest"), ("dev",), ("dev",), []),
+        (("dev",), ("dev", "guest"), ("dev", "guest"), ["aside.md"]),
+        (("dev",), None, ("dev",), []),
+    ],
+    ids=["narrowed", "widened", "naming none"],
+)
+def test_a_file_of_copies_only_sent_again_records_the_readers_it_is_sent_with(
+    fresh,
+    first: tuple[str, ...],
+    again: tuple[str, ...] | None,
+    kept: tuple[str, ...],
+    cited: list[str],
+) -> None:
+    # Given a dev-only note and a file holding only one of its sections, sent again
+    # unchanged with other readers, or naming none
+    store, ingestor = fresh()
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("aside.md", markdown("Beta"), alice(readers=first))
+    report = ingestor.ingest_text("aside.md", markdown("Beta"), alice(readers=again))
+    # Then its copy holds the readers of the last ingest naming some
+    assert report.status == "unchanged"
+    assert {c.readers for c in store.copies_of_source("aside.md")} == {kept}
+    # and they decide, once the note is widened to guests and drops the section
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev", "guest")))
+    replaced = 0 if cited else 1
+    assert _drop_beta_from_a(ingestor, store, alice()) == (replaced, replaced, cited)
+
+
+@pytest.mark.parametrize("sent_again", [False, True], ids=["as migrated", "sent again"])
+def test_a_schema_8_copy_counts_for_a_file_of_copies_only_once_the_file_is_sent_again(
+    tmp_path: Path, sent_again: bool
+) -> None:
+    # Given a note and a file holding only one of its sections, both read by every
+    # caller, in a store of schema 8 (its copies recorded with no readers)
+    path = tmp_path / "ws.db"
+    store = open_store(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice())
+    ingestor.ingest_text("aside.md", markdown("Beta"), alice())
+    store.close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("ALTER TABLE drawer_copies DROP COLUMN readers")
+        connection.execute("PRAGMA user_version = 8")
+    # When the current version opens it (and the file is ingested again, or not)
+    store = open_store(path)
+    ingestor = Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / "locks"))
+    if sent_again:
+        assert ingestor.ingest_text("aside.md", markdown("Beta"), alice()).status == "unchanged"
+    # Then the note dropping the section hands it to the file only once the file was sent
+    # again (its readers unknown till then), dry run alike
+    expected = (0, 0, ["aside.md"]) if sent_again else (1, 1, [])
+    assert _drop_beta_from_a(ingestor, store, alice()) == expected
+    store.close()

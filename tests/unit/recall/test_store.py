@@ -207,7 +207,7 @@ def test_a_version_1_store_is_migrated_with_its_index_rebuilt(tmp_path: Path) ->
                 (rowid, f"d{rowid}", text, deleted),
             )
     store = open_store(path)
-    assert store.schema_version == CURRENT_VERSION == 8
+    assert store.schema_version == CURRENT_VERSION == 9
     assert [r.rowid for r in store.lexical(["ledger"], DrawerFilter(), 10)] == [1]
     store.write([drawer("plain words", 3, context="the neighbouring zebra")], None, None, AUDIT)
     (hit,) = store.lexical(["zebra"], DrawerFilter(), 10)
@@ -305,6 +305,49 @@ def test_a_version_3_store_keeps_its_index_and_indexes_new_writes(tmp_path: Path
             r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
         ]
     assert sorted(triggers) == ["drawers_fts_delete", "drawers_fts_soft_delete"]
+
+
+def test_copies_recorded_by_a_version_8_store_are_kept_with_their_readers_unknown(
+    tmp_path: Path,
+) -> None:
+    # Given a store written by version 8: a note's two drawers, one held also by a file
+    # with a chunk of the writer's own, the other by a file holding nothing else
+    path = tmp_path / "v8.db"
+    with store_at(path, 8) as connection:
+        for rowid, source, index in ((1, "note.md", 0), (2, "note.md", 1), (3, "mixed.md", 0)):
+            connection.execute(
+                "INSERT INTO drawers (rowid, id, room, content, source_file, source_kind, "
+                "chunk_index, content_hash, created_at, updated_at, identity) "
+                "VALUES (?, ?, 'r', ?, ?, 'text', ?, 'h', 1, 1, 'alice')",
+                (rowid, f"d{rowid}", f"words of drawer {rowid}", source, index),
+            )
+        connection.execute(
+            "INSERT INTO drawers_fts (rowid, content, speaker, context) "
+            "SELECT rowid, content, '', '' FROM drawers"
+        )
+        connection.execute(
+            "INSERT INTO drawer_copies (source_file, identity, drawer, chunk_index, locator, "
+            "source_kind) VALUES ('mixed.md', 'alice', 1, 1, '', 'text'), "
+            "('aside.md', 'alice', 2, 0, '', 'text')"
+        )
+    # When the current version opens it
+    store = open_store(path)
+    assert store.schema_version == CURRENT_VERSION == 9
+    # Then the copies are kept, with no readers known
+    kept = store.copies_of_source("mixed.md") | store.copies_of_source("aside.md")
+    assert {(c.drawer, c.readers, c.readers_known) for c in kept} == {
+        (1, None, False),
+        (2, None, False),
+    }
+    # and when the note drops both drawers, the file with a chunk of the writer's own
+    # takes its drawer by its chunk's readers, while the file of copies only takes none
+    assert store.copy_sources([1, 2]) == {1: {"mixed.md"}}
+    outcome = store.write([], None, None, AUDIT, replace=[1, 2])
+    assert (outcome.handed, outcome.replaced) == (("d1",), ("d2",))
+    # and a copy written back as it was read stays unknown
+    store.set_copies("aside.md", store.copies_of_source("aside.md"))
+    assert [c.readers_known for c in store.copies_of_source("aside.md")] == [False]
+    store.close()
 
 
 def test_a_store_opened_as_another_process_switches_it_to_wal_waits_for_it(

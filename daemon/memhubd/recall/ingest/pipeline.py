@@ -806,9 +806,10 @@ class Ingestor:
                         # that source drop it (for the writer's own drawers, and only where
                         # whoever reads the drawer may read this file's chunks: a hand-over
                         # must not show a file's name to callers it was kept from). Checked
-                        # here against the readers this ingest names, for a file with no
-                        # chunk of its own to tell, and again at the hand-over against the
-                        # file's stored chunks (`DrawerStore.copy_sources`).
+                        # here against the readers this ingest names, and again at the
+                        # hand-over against the drawer's readers then and the file's stored
+                        # chunks, or, for a file with no chunk of the writer's own to tell,
+                        # the readers recorded here (`DrawerStore.copy_sources`).
                         copies.append(
                             Copy(
                                 existing.rowid,
@@ -816,6 +817,8 @@ class Ingestor:
                                 drawer.locator,
                                 drawer.source_kind,
                                 options.identity,
+                                readers=options.readers,
+                                readers_known=True,
                             )
                         )
             elif (existing is not None and not existing.retired) or (
@@ -905,6 +908,17 @@ class Ingestor:
             # Content sent under a file's name says nothing of what the file holds: the
             # copies recorded for the file stay as they are, and it records none.
             return Plan(new, stale, revive, moved, refreshed, frozenset(), frozenset(handed))
+        if options.readers is None:
+            # An ingest naming no readers leaves a copy's on record as they are, as it
+            # leaves its stored chunks'; a copy new to the file, or with none on record
+            # (recorded before copies kept them), takes the ingest's: every caller.
+            kept = {(c.drawer, c.identity): c.readers for c in recorded if c.readers_known}
+            copies = [
+                replace(c, readers=kept[c.drawer, c.identity])
+                if (c.drawer, c.identity) in kept
+                else c
+                for c in copies
+            ]
         homes = frozenset((*copies, *self._still_held(recorded, drawers, options)))
         return Plan(
             new, stale, revive, moved, refreshed, homes, frozenset(handed), homes != recorded
@@ -978,10 +992,10 @@ class Ingestor:
                 for file, c in copies.get(rowid, {}).items()
                 if file != source
                 and c.identity == row.identity
-                and all(
-                    _reads_at_least(r, readers)
-                    for writer, r in self._writers_chunks(file, batch, chunks)
-                    if writer == row.identity
+                and _may_cite(
+                    c,
+                    readers,
+                    [r for w, r in self._writers_chunks(file, batch, chunks) if w == row.identity],
                 )
             )
             if homes:
@@ -1251,6 +1265,19 @@ def _serves(
     if dry_run is not None:
         readers = dry_run.readers.get(existing.rowid, readers)
     return _reads_at_least(readers, drawer.readers)
+
+
+def _may_cite(
+    copy: Copy,
+    drawer_readers: tuple[str, ...] | None,
+    writers_chunks: list[tuple[str, ...] | None],
+) -> bool:
+    """Whether the file of `copy` may be cited for a drawer of `drawer_readers`, by the
+    readers of the file's live chunks stored by the drawer's writer, or, when it has
+    none, by those its copy was recorded with (none known: it may not)."""
+    if writers_chunks:
+        return all(_reads_at_least(r, drawer_readers) for r in writers_chunks)
+    return copy.readers_known and _reads_at_least(copy.readers, drawer_readers)
 
 
 def _new_readers(options: IngestOptions, readers: tuple[str, ...] | None) -> bool:

@@ -200,6 +200,12 @@ class Copy:
     locator: str
     source_kind: str
     identity: str  # who ingested the file (the drawer's own writer when recorded)
+    # The readers that ingest named (None: it named none, so every caller), unless
+    # `readers_known` is false (a copy recorded before the store kept them): what decides,
+    # at a hand-over, whether a file the writer stored no chunk of may show its name to
+    # the drawer's readers (see `DrawerStore.copy_sources`).
+    readers: tuple[str, ...] | None
+    readers_known: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,8 +354,9 @@ class DrawerStore(abc.ABC):
         """For each of these live drawers that another file holds (a copy recorded by
         the drawer's own writer, in a file other than the drawer's source) and may be
         handed to, those files: a file whose live chunks stored by the drawer's writer
-        every reader of the drawer may read, as their readers stand now (`write` hands
-        over by the same rule)."""
+        every reader of the drawer may read, as their readers stand now, or, for a file
+        the writer stored no chunk of, whose copy's readers are known and include every
+        reader of the drawer as it stands now (`write` hands over by the same rule)."""
 
     @abc.abstractmethod
     def writers_copies(self, rowids: Sequence[int]) -> dict[int, dict[str, Copy]]:

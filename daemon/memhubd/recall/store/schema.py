@@ -183,6 +183,16 @@ _COPIES = [
     "CREATE INDEX drawer_copies_drawer ON drawer_copies (drawer)",
 ]
 
+# v9: the readers of the ingest that recorded each copy, encoded as a drawer's (a JSON
+# list of roles; NULL: it named none, so every caller). A file holding nothing of the
+# writer's own but copies has no stored chunk whose readers tell who may see its name:
+# these do, checked when the drawer is handed over. A copy recorded before v9 has none
+# known: the default, a JSON string (no list of roles), stands for that, and such a copy
+# gives such a file no drawer until the file's next ingest records its readers.
+_COPY_READERS = [
+    """ALTER TABLE drawer_copies ADD COLUMN readers TEXT DEFAULT '"unknown"'""",
+]
+
 MIGRATIONS: tuple[list[str], ...] = (
     _V1,
     _V2,
@@ -192,5 +202,6 @@ MIGRATIONS: tuple[list[str], ...] = (
     _RETIRED_BEFORE_V5,
     _DELETED_BY_SOURCE,
     _COPIES,
+    _COPY_READERS,
 )
 CURRENT_VERSION = len(MIGRATIONS)

@@ -134,6 +134,29 @@ def _drawer(row: Sequence[Any]) -> Drawer:
     )
 
 
+# A copy's readers when not known (a copy recorded before schema v9): any JSON that is
+# no list of roles reads so; this is the migration's default.
+_UNKNOWN_READERS = '"unknown"'
+
+
+def _copy(row: Sequence[Any]) -> Copy:
+    """A `drawer_copies` row (drawer, chunk index, locator, kind, writer, readers)."""
+    *place, readers = row
+    if readers is None:
+        return Copy(*place, readers=None, readers_known=True)
+    names = json.loads(readers)
+    if not isinstance(names, list):
+        return Copy(*place, readers=None, readers_known=False)
+    return Copy(*place, readers=tuple(names), readers_known=True)
+
+
+def _copy_readers(copy: Copy) -> str | None:
+    """The `readers` column of `copy`, as `_copy` reads it back."""
+    if not copy.readers_known:
+        return _UNKNOWN_READERS
+    return json.dumps(list(copy.readers)) if copy.readers is not None else None
+
+
 def fts_query(terms: Sequence[str]) -> str:
     """The MATCH expression for `terms`: each a quoted string (inner quotes doubled),
     joined by OR, so no user text is ever read as FTS5 syntax."""
@@ -412,18 +435,26 @@ class _VectorCache:
             self._connection.close()
 
 
-# A source's drawers deleted on purpose, through the index made for it (schema v7).
 # A file is a home for a drawer (`d`) its copy (`c`) names only while every chunk of
 # the file stored by the drawer's writer may be read by every reader of the drawer (NULL
 # readers: every caller): decided when the drawer is handed over, as the file's and the
 # drawer's readers stand then, not when the copy was recorded (either may have changed).
+# A file the writer stored no chunk of has the readers of the ingest that recorded the
+# copy to go by (schema v9), likewise against the drawer's readers now; a copy recorded
+# before v9 has none known (no JSON list) and makes no such file a home.
 _HOME_READABLE = (
-    "NOT EXISTS (SELECT 1 FROM drawers f WHERE f.source_file = c.source_file "
+    "CASE WHEN EXISTS (SELECT 1 FROM drawers f WHERE f.source_file = c.source_file "
+    "AND f.identity = d.identity AND f.deleted_at IS NULL) "
+    "THEN NOT EXISTS (SELECT 1 FROM drawers f WHERE f.source_file = c.source_file "
     "AND f.identity = d.identity AND f.deleted_at IS NULL AND f.readers IS NOT NULL "
     "AND (d.readers IS NULL OR EXISTS (SELECT 1 FROM json_each(d.readers) r "
-    "WHERE r.value NOT IN (SELECT value FROM json_each(f.readers)))))"
+    "WHERE r.value NOT IN (SELECT value FROM json_each(f.readers))))) "
+    "ELSE c.readers IS NULL OR (json_type(c.readers) = 'array' AND d.readers IS NOT NULL "
+    "AND NOT EXISTS (SELECT 1 FROM json_each(d.readers) r "
+    "WHERE r.value NOT IN (SELECT value FROM json_each(c.readers)))) END"
 )
 
+# A source's drawers deleted on purpose, through the index made for it (schema v7).
 DELETED_OF_SOURCE = (
     "SELECT chunk_index, rowid, id, content_hash, identity, room, readers, content "
     "FROM drawers WHERE source_file = ? AND deleted_at IS NOT NULL AND retired = 0 "
@@ -599,11 +630,11 @@ class SQLiteStore(DrawerStore):
     def copies_of_source(self, source_file: str) -> frozenset[Copy]:
         with self._readers.connection() as connection:
             rows = connection.execute(
-                "SELECT drawer, chunk_index, coalesce(locator, ''), source_kind, identity "
-                "FROM drawer_copies WHERE source_file = ?",
+                "SELECT drawer, chunk_index, coalesce(locator, ''), source_kind, identity, "
+                "readers FROM drawer_copies WHERE source_file = ?",
                 (source_file,),
             ).fetchall()
-        return frozenset(Copy(*row) for row in rows)
+        return frozenset(_copy(row) for row in rows)
 
     def copy_sources(self, rowids: Sequence[int]) -> dict[int, set[str]]:
         found: dict[int, set[str]] = {}
@@ -628,14 +659,14 @@ class SQLiteStore(DrawerStore):
                 part = list(rowids[start : start + 500])
                 for source, *copy in connection.execute(
                     "SELECT c.source_file, c.drawer, c.chunk_index, coalesce(c.locator, ''), "
-                    "c.source_kind, c.identity FROM drawer_copies c "
+                    "c.source_kind, c.identity, c.readers FROM drawer_copies c "
                     "JOIN drawers d ON d.rowid = c.drawer "
                     f"WHERE c.drawer IN ({','.join('?' * len(part))}) "
                     "AND d.deleted_at IS NULL AND c.identity = d.identity "
                     "AND c.source_file != d.source_file",
                     part,
                 ):
-                    found.setdefault(copy[0], {})[source] = Copy(*copy)
+                    found.setdefault(copy[0], {})[source] = _copy(copy)
         return found
 
     def set_copies(self, source_file: str, copies: Iterable[Copy]) -> None:
@@ -649,9 +680,17 @@ class SQLiteStore(DrawerStore):
         connection.execute("DELETE FROM drawer_copies WHERE source_file = ?", (source_file,))
         connection.executemany(
             "INSERT OR REPLACE INTO drawer_copies (source_file, identity, drawer, chunk_index, "
-            "locator, source_kind) VALUES (?, ?, ?, ?, ?, ?)",
+            "locator, source_kind, readers) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (source_file, c.identity, c.drawer, c.chunk_index, c.locator, c.source_kind)
+                (
+                    source_file,
+                    c.identity,
+                    c.drawer,
+                    c.chunk_index,
+                    c.locator,
+                    c.source_kind,
+                    _copy_readers(c),
+                )
                 for c in copies
             ],
         )
