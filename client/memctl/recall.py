@@ -31,7 +31,8 @@ from memctl.commands import (
     time_value,
     whole_number,
 )
-from memctl.render import escaped
+from memctl.render import TIMEOUT, UNREACHABLE, escaped
+from memctl.transport import DaemonUnreachable
 from memhub_protocol import ErrorCode
 from memhub_protocol.recall import (
     BINARY,
@@ -309,8 +310,10 @@ class _Progress:
         self.enabled = enabled
         self.total = max(total, 1)
         self.done = 0
+        self.answered = 0  # requests the daemon answered
 
     def advance(self, count: int, chunks: int) -> None:
+        self.answered += 1
         self.done += count
         if self.enabled:
             filled = min(BAR_WIDTH, BAR_WIDTH * self.done // self.total)
@@ -386,6 +389,11 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         progress.finish()
         raise _ingest_interrupted(totals) from None
+    except DaemonUnreachable as error:
+        progress.finish()
+        if not progress.answered:
+            raise  # nothing stored by this ingest: the failure alone says it all
+        raise _ingest_cut_off(error, totals) from None
     progress.finish()
     if totals["workspace"] is None:  # every source left out here: no answer filled these
         totals["schema_version"] = INGEST_SCHEMA
@@ -398,8 +406,27 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
 
 
 def _ingest_interrupted(totals: dict[str, Any]) -> Interrupted:
-    """Ctrl-C during an ingest: what the daemon said it stored by then (every request it
-    answered is stored; the sources not reported were not sent, or not answered)."""
+    """Ctrl-C during an ingest: what the daemon said it stored by then."""
+    return Interrupted(*_stored_so_far(totals))
+
+
+def _ingest_cut_off(error: DaemonUnreachable, totals: dict[str, Any]) -> CommandFailure:
+    """The daemon gone (a restart) or silent after answering some of an ingest's
+    requests: its failure, as memctl tells it, followed by what was stored by then (as
+    for Ctrl-C), with exit 2 and, with --json, its error envelope carrying both."""
+    done, detail = _stored_so_far(totals)
+    return CommandFailure(
+        f"{error.line.removeprefix('memctl: ')}; {done}",
+        2,
+        code=TIMEOUT if error.timed_out else UNREACHABLE,
+        detail={"url": error.target.url, "reason": error.reason, **detail},
+    )
+
+
+def _stored_so_far(totals: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """What the daemon said an ingest cut short had stored (every request it answered
+    is stored; the sources not reported were not sent, or not answered): a line's end,
+    and the error envelope's detail."""
     stored = sorted({report["source"] for report in totals["sources"] if "source" in report})
     done = (
         f"stored before it: files={totals['files']} chunks={totals['chunks']} "
@@ -408,7 +435,7 @@ def _ingest_interrupted(totals: dict[str, Any]) -> Interrupted:
         "(what is stored is not stored twice)"
     )
     detail = {key: totals[key] for key in ("files", "chunks", "duplicates", "replaced")}
-    return Interrupted(done, {**detail, "sources": stored, "failed": totals["failed"]})
+    return done, {**detail, "sources": stored, "failed": totals["failed"]}
 
 
 def _send(

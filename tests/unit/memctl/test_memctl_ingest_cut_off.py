@@ -1,0 +1,95 @@
+"""A daemon gone mid-ingest (stopped for a restart after answering some requests): memctl
+says so in one line with what was stored by then, as for Ctrl-C, exits 2 as for any
+unreachable daemon, and with --json prints one error envelope carrying both."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from memctl_fakes import Canned, FakeDaemon, Seen, handler_for, run_in_thread
+
+from memctl.cli import main
+
+pytestmark = pytest.mark.usefixtures("no_client_config")
+
+INGEST = "/v1/workspaces/team/recall/ingest"
+ANSWER = {
+    "schema_version": "memhub.recall.ingest.v1",
+    "workspace": "team",
+    "files": 1,
+    "chunks": 3,
+    "sources": [{"source": "a.md", "status": "ingested"}],
+}
+
+
+@pytest.fixture
+def stopping_daemon() -> Iterator[FakeDaemon]:
+    """A canned daemon that stops listening once it has answered the first ingest
+    request: the next one finds the port closed, as during a restart."""
+    daemon = FakeDaemon(url="")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(daemon))
+    server.daemon_threads = True
+    daemon.url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def first_then_stop(_seen: Seen) -> Canned:
+        # Answered on the connection already open; new ones are refused from now on.
+        # (This runs in a thread of its own, not serve_forever's: shutdown may wait.)
+        server.shutdown()
+        server.server_close()
+        return Canned(ANSWER)
+
+    daemon.on("POST", INGEST, first_then_stop)
+    run_in_thread(server)
+    yield daemon
+    server.server_close()
+
+
+def _ingest(daemon: FakeDaemon, tmp_path: Path, *extra: str) -> int:
+    (tmp_path / "a.md").write_text("first file\n" * 50)
+    (tmp_path / "b.md").write_text("second file\n" * 50)
+    files = [str(tmp_path / "a.md"), str(tmp_path / "b.md")]
+    return main(
+        ["--url", daemon.url, "-w", "team", "recall", "ingest", *files, "--request-bytes", "700"]
+        + list(extra)
+    )
+
+
+def test_an_ingest_cut_off_by_a_restart_says_what_was_stored_by_then(
+    stopping_daemon: FakeDaemon, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given two files sent in two requests, the daemon stopping after answering the first
+    code = _ingest(stopping_daemon, tmp_path)
+    out, err = capsys.readouterr()
+    # Then exit 2, one line saying the daemon is unreachable and what was stored
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"memctl: cannot reach memhubd at {stopping_daemon.url} ")
+    assert "; stored before it: files=1 chunks=3 duplicates=0 replaced=0; " in err
+    assert "run the same ingest again" in err
+
+
+def test_an_ingest_cut_off_by_a_restart_prints_one_envelope_with_json(
+    stopping_daemon: FakeDaemon, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _ingest(stopping_daemon, tmp_path, "--json")
+    out, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1
+    error = json.loads(out)["error"]  # one document: a second would not load
+    assert error["code"] == "unreachable"
+    assert error["detail"]["url"] == stopping_daemon.url
+    assert (error["detail"]["files"], error["detail"]["chunks"]) == (1, 3)
+    assert (error["detail"]["sources"], error["detail"]["failed"]) == (["a.md"], [])
+
+
+def test_an_ingest_that_reached_no_daemon_says_only_that(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], closed_port_url: str
+) -> None:
+    daemon = FakeDaemon(url=closed_port_url)
+    assert _ingest(daemon, tmp_path) == 2
+    _out, err = capsys.readouterr()
+    assert err.startswith(f"memctl: cannot reach memhubd at {closed_port_url} ")
+    assert "stored before it" not in err
