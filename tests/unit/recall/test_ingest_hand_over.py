@@ -220,46 +220,49 @@ def test_a_drawer_widened_since_its_copy_was_recorded_is_not_handed_to_a_file_of
     assert shown_to(store, frozenset({"guest"})) == {"a.md"}
 
 
-def test_a_file_of_copies_only_takes_the_drawer_when_its_readers_cover_the_widened_drawer(
+def test_a_file_of_copies_only_takes_the_drawer_when_its_readers_cover_the_drawers_then(
     fresh,
 ) -> None:
-    # Given a dev-only note and a file holding only one of its sections, ingested for
-    # devs and guests, then the note widened to guests
+    # Given a note for devs and guests and a file holding only one of its sections,
+    # ingested for both (a copy: the text is stored for every reader it names), then the
+    # note narrowed to devs
     store, ingestor = fresh()
-    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
-    ingestor.ingest_text("aside.md", markdown("Beta"), alice(readers=("dev", "guest")))
     ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev", "guest")))
+    ingestor.ingest_text("aside.md", markdown("Beta"), alice(readers=("dev", "guest")))
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
     # When the note drops the section, then the file takes it, dry run alike
     assert _drop_beta_from_a(ingestor, store, alice()) == (0, 0, ["aside.md"])
-    assert shown_to(store, frozenset({"guest"})) == {"a.md", "aside.md"}
+    assert shown_to(store, frozenset({"dev"})) == {"a.md", "aside.md"}
 
 
 @pytest.mark.parametrize(
-    ("first", "again", "kept", "cited"),
+    ("note", "first", "again", "kept", "cited"),
     [
-        (("dev", "guest"), ("dev",), ("dev",), []),
-        (("dev",), ("dev", "guest"), ("dev", "guest"), ["aside.md"]),
-        (("dev",), None, ("dev",), []),
+        # narrower than the note: no home for it, its copy not kept at all
+        (("dev", "guest"), ("dev", "guest"), ("dev",), set(), []),
+        (("dev", "guest"), ("dev",), ("dev", "guest"), {("dev", "guest")}, ["aside.md"]),
+        (("dev",), ("dev",), None, {("dev",)}, []),
     ],
     ids=["narrowed", "widened", "naming none"],
 )
 def test_a_file_of_copies_only_sent_again_records_the_readers_it_is_sent_with(
     fresh,
+    note: tuple[str, ...],
     first: tuple[str, ...],
     again: tuple[str, ...] | None,
-    kept: tuple[str, ...],
+    kept: set[tuple[str, ...]],
     cited: list[str],
 ) -> None:
-    # Given a dev-only note and a file holding only one of its sections, sent again
+    # Given a note and a file holding only one of its sections (a copy), sent again
     # unchanged with other readers, or naming none
     store, ingestor = fresh()
-    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev",)))
+    ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=note))
     ingestor.ingest_text("aside.md", markdown("Beta"), alice(readers=first))
     report = ingestor.ingest_text("aside.md", markdown("Beta"), alice(readers=again))
     # Then its copy holds the readers of the last ingest naming some
     assert report.status == "unchanged"
-    assert {c.readers for c in store.copies_of_source("aside.md")} == {kept}
-    # and they decide, once the note is widened to guests and drops the section
+    assert {c.readers for c in store.copies_of_source("aside.md")} == kept
+    # and they decide, once the note is for devs and guests and drops the section
     ingestor.ingest_text("a.md", markdown("Alpha", "Beta"), alice(readers=("dev", "guest")))
     replaced = 0 if cited else 1
     assert _drop_beta_from_a(ingestor, store, alice()) == (replaced, replaced, cited)
