@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,21 @@ def embedder() -> HashingEmbedder:
 @pytest.fixture
 def ingestor(store: DrawerStore, embedder: HashingEmbedder, tmp_path: Path) -> Ingestor:
     return Ingestor(store, embedder, SourceLock(tmp_path / "locks"))
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[Callable[[], tuple[DrawerStore, Ingestor]]]:
+    """A new store and ingestor per call (a dry run and a real run each get one)."""
+    opened: list[DrawerStore] = []
+
+    def make() -> tuple[DrawerStore, Ingestor]:
+        store = open_store(tmp_path / f"{len(opened)}.db")
+        opened.append(store)
+        return store, Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{len(opened)}"))
+
+    yield make
+    for store in opened:
+        store.close()
 
 
 class _Recorder:

@@ -5,34 +5,17 @@ never shows in its counts."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from recall_fakes import HashingEmbedder, options
+from recall_fakes import options
 
-from memhubd.recall.ingest import IngestOptions, Ingestor, SourceLock, SourceReport
-from memhubd.recall.store import DrawerStore, open_store
+from memhubd.recall.ingest import IngestOptions, SourceReport
+from memhubd.recall.store import DrawerStore
 
 NOTE = (
     "# Cache\n\nthe cache key is the pnpm store hash of the lock file.\n\n"
     "# Runner\n\nthe runner keeps the store between jobs of one branch.\n\n"
 )
 TEXT = "pnpm store hash"
-
-
-@pytest.fixture
-def fresh(tmp_path: Path):
-    """A new store and ingestor per call (a dry run and a real run each get one)."""
-    opened: list[DrawerStore] = []
-
-    def make() -> tuple[DrawerStore, Ingestor]:
-        store = open_store(tmp_path / f"{len(opened)}.db")
-        opened.append(store)
-        return store, Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{len(opened)}"))
-
-    yield make
-    for store in opened:
-        store.close()
 
 
 def _with(given: IngestOptions, **changes: object) -> IngestOptions:
