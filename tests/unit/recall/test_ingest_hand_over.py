@@ -47,21 +47,6 @@ def cited_from(store: DrawerStore, text: str, writer: str = "alice") -> list[str
     )
 
 
-@pytest.fixture
-def fresh(tmp_path: Path):
-    """A new store and ingestor per call (a dry run and a real run each get one)."""
-    opened: list[DrawerStore] = []
-
-    def make() -> tuple[DrawerStore, Ingestor]:
-        store = open_store(tmp_path / f"{len(opened)}.db")
-        opened.append(store)
-        return store, Ingestor(store, HashingEmbedder(), SourceLock(tmp_path / f"{len(opened)}"))
-
-    yield make
-    for store in opened:
-        store.close()
-
-
 def _drop_beta_from_a(
     ingestor: Ingestor, store: DrawerStore, drop_as: IngestOptions
 ) -> tuple[int, int, list[str]]:
