@@ -394,6 +394,11 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
         if not progress.answered:
             raise  # nothing stored by this ingest: the failure alone says it all
         raise _ingest_cut_off(error, totals) from None
+    except ServerError as error:  # a refusal, or an answer of another shape, mid-way
+        progress.finish()
+        if not progress.answered:
+            raise
+        raise _ingest_stopped(error, totals) from None
     progress.finish()
     if totals["workspace"] is None:  # every source left out here: no answer filled these
         totals["schema_version"] = INGEST_SCHEMA
@@ -420,6 +425,20 @@ def _ingest_cut_off(error: DaemonUnreachable, totals: dict[str, Any]) -> Command
         2,
         code=TIMEOUT if error.timed_out else UNREACHABLE,
         detail={"url": error.target.url, "reason": error.reason, **detail},
+    )
+
+
+def _ingest_stopped(error: ServerError, totals: dict[str, Any]) -> CommandFailure:
+    """The daemon refusing a request of an ingest (or answering it in another shape)
+    after answering earlier ones: its error, as memctl tells it, followed by what was
+    stored by then, with its exit code and, with --json, its envelope carrying both."""
+    done, detail = _stored_so_far(totals)
+    code = error.code.value
+    return CommandFailure(
+        f"{code}: {error.message}; {done}",
+        1 if 400 <= error.status < 500 else 2,
+        code=code,
+        detail={**error.detail, **detail},
     )
 
 

@@ -93,3 +93,42 @@ def test_an_ingest_that_reached_no_daemon_says_only_that(
     _out, err = capsys.readouterr()
     assert err.startswith(f"memctl: cannot reach memhubd at {closed_port_url} ")
     assert "stored before it" not in err
+
+
+REFUSED = Canned(
+    {"error": {"code": "workspace_unavailable", "message": "disk full", "detail": {}}},
+    status=503,
+)
+ODD = Canned([])  # a list where the ingest answer is an object
+
+
+@pytest.mark.parametrize(
+    ("second", "code", "exit_code"),
+    [(REFUSED, "workspace_unavailable", 2), (ODD, "internal", 2)],
+    ids=["refused", "another shape"],
+)
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_an_ingest_the_daemon_stops_mid_way_says_what_was_stored_by_then(
+    fake_daemon: FakeDaemon,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    second: Canned,
+    code: str,
+    exit_code: int,
+    as_json: bool,
+) -> None:
+    # Given two files sent in two requests, the second refused or answered oddly
+    answers = iter([Canned(ANSWER), second])
+    fake_daemon.on("POST", INGEST, lambda _seen: next(answers))
+    assert _ingest(fake_daemon, tmp_path, *(["--json"] if as_json else [])) == exit_code
+    out, err = capsys.readouterr()
+    # Then one line with the daemon's error and what was stored before it
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"memctl: {code}: ")
+    assert "; stored before it: files=1 chunks=3 duplicates=0 replaced=0; " in err
+    if as_json:
+        error = json.loads(out)["error"]  # one document
+        assert error["code"] == code
+        assert (error["detail"]["files"], error["detail"]["chunks"]) == (1, 3)
+    else:
+        assert out == ""
