@@ -54,6 +54,16 @@ class FakeDaemon:
         return found(request) if callable(found) else found
 
 
+# The daemon's answer to an ingest request that stored one file, a.md, in 3 chunks.
+ONE_FILE_INGESTED = {
+    "schema_version": "memhub.recall.ingest.v1",
+    "workspace": "team",
+    "files": 1,
+    "chunks": 3,
+    "sources": [{"source": "a.md", "status": "ingested"}],
+}
+
+
 def handler_for(daemon: FakeDaemon) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def _serve(self) -> None:

@@ -10,20 +10,14 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from memctl_fakes import Canned, FakeDaemon, Seen, handler_for, run_in_thread
+from memctl_fakes import ONE_FILE_INGESTED, Canned, FakeDaemon, Seen, handler_for, run_in_thread
 
 from memctl.cli import main
 
 pytestmark = pytest.mark.usefixtures("no_client_config")
 
 INGEST = "/v1/workspaces/team/recall/ingest"
-ANSWER = {
-    "schema_version": "memhub.recall.ingest.v1",
-    "workspace": "team",
-    "files": 1,
-    "chunks": 3,
-    "sources": [{"source": "a.md", "status": "ingested"}],
-}
+ANSWER = ONE_FILE_INGESTED
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from memctl_fakes import Canned, FakeDaemon, Seen
+from memctl_fakes import ONE_FILE_INGESTED, Canned, FakeDaemon, Seen
 
 from memhubd import cli as memhubd_cli
 
@@ -51,14 +51,7 @@ def _interrupt(child: subprocess.Popen[bytes]) -> tuple[int, str, str]:
 def _ingested(seen: Seen) -> Canned:
     if "b.md" in [f["name"] for f in seen.body["files"]]:  # held until the interrupt
         return Canned({}, delay=HELD)
-    answer = {
-        "schema_version": "memhub.recall.ingest.v1",
-        "workspace": "team",
-        "files": 1,
-        "chunks": 3,
-        "sources": [{"source": "a.md", "status": "ingested"}],
-    }
-    return Canned(answer)
+    return Canned(ONE_FILE_INGESTED)
 
 
 def test_an_interrupted_ingest_says_what_was_stored_by_then(
