@@ -396,9 +396,13 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
         raise _ingest_cut_off(error, totals) from None
     except ServerError as error:  # a refusal, or an answer of another shape, mid-way
         progress.finish()
-        if not progress.answered:
-            raise
-        raise _ingest_stopped(error, totals) from None
+        if progress.answered:
+            # Told as memctl tells the daemon's errors (its hints, the workspaces one may
+            # use, a refusal's further lines), followed by what was stored by then.
+            done, detail = _stored_so_far(totals)
+            error.message = f"{error.message}; {done}"
+            error.detail = {**error.detail, **detail}
+        raise
     progress.finish()
     if totals["workspace"] is None:  # every source left out here: no answer filled these
         totals["schema_version"] = INGEST_SCHEMA
@@ -428,31 +432,26 @@ def _ingest_cut_off(error: DaemonUnreachable, totals: dict[str, Any]) -> Command
     )
 
 
-def _ingest_stopped(error: ServerError, totals: dict[str, Any]) -> CommandFailure:
-    """The daemon refusing a request of an ingest (or answering it in another shape)
-    after answering earlier ones: its error, as memctl tells it, followed by what was
-    stored by then, with its exit code and, with --json, its envelope carrying both."""
-    done, detail = _stored_so_far(totals)
-    code = error.code.value
-    return CommandFailure(
-        f"{code}: {error.message}; {done}",
-        1 if 400 <= error.status < 500 else 2,
-        code=code,
-        detail={**error.detail, **detail},
-    )
-
-
 def _stored_so_far(totals: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """What the daemon said an ingest cut short had stored (every request it answered
     is stored; the sources not reported were not sent, or not answered): a line's end,
     and the error envelope's detail."""
     stored = sorted({report["source"] for report in totals["sources"] if "source" in report})
-    done = (
-        f"stored before it: files={totals['files']} chunks={totals['chunks']} "
-        f"duplicates={totals['duplicates']} replaced={totals['replaced']}; sources not "
-        "reported were not ingested, or not answered: run the same ingest again to finish "
-        "(what is stored is not stored twice)"
+    counts = (
+        f"files={totals['files']} chunks={totals['chunks']} "
+        f"duplicates={totals['duplicates']} replaced={totals['replaced']}"
     )
+    if totals["dry_run"]:
+        done = (
+            f"a dry run, nothing stored; counted before it: {counts}; sources not reported "
+            "were not counted: run the same dry run again for all of them"
+        )
+    else:
+        done = (
+            f"stored before it: {counts}; sources not reported were not ingested, or not "
+            "answered: run the same ingest again to finish (what is stored is not stored "
+            "twice)"
+        )
     detail = {key: totals[key] for key in ("files", "chunks", "duplicates", "replaced")}
     return done, {**detail, "sources": stored, "failed": totals["failed"]}
 
@@ -498,21 +497,30 @@ def _send(
 def _add_answer(totals: dict[str, Any], answer: dict[str, Any]) -> None:
     """One request's answer summed into `totals`. Its counts of files and chunks must be
     there (the others an older daemon may lack), and its reports be objects, as they are
-    rendered: else a KeyError or TypeError (see `from_answer`)."""
-    totals["schema_version"] = answer.get("schema_version")
-    totals["workspace"] = answer.get("workspace")
+    rendered: else a KeyError or TypeError (see `from_answer`), `totals` left as they
+    were (an answer memctl cannot read is not counted as stored)."""
+    counts = {}
     for key in ("files", "chunks", "duplicates", "replaced", "deleted"):
         count = answer[key] if key in ("files", "chunks") else answer.get(key, 0)
         if not isinstance(count, int):
             raise TypeError(f"{key!r} is {count!r}, not a count")
-        totals[key] += count
+        counts[key] = count
+    reports = {}
     for key in ("skipped", "failed", "near_duplicates", "sources"):
-        reports = list(answer.get(key, ()))
-        if not all(isinstance(report, dict) for report in reports):
+        reports[key] = list(answer.get(key, ()))
+        if not all(isinstance(report, dict) for report in reports[key]):
             raise TypeError(f"{key!r} holds something other than objects")
-        totals[key].extend(reports)
-    if answer.get("lock_wait_ms") is not None:
-        totals["lock_wait_ms"] = max(totals["lock_wait_ms"] or 0, answer["lock_wait_ms"])
+    waited = answer.get("lock_wait_ms")
+    if waited is not None and (not isinstance(waited, int | float) or isinstance(waited, bool)):
+        raise TypeError(f"'lock_wait_ms' is {waited!r}, not a number")
+    totals["schema_version"] = answer.get("schema_version")
+    totals["workspace"] = answer.get("workspace")
+    for key, count in counts.items():
+        totals[key] += count
+    for key, listed in reports.items():
+        totals[key].extend(listed)
+    if waited is not None:
+        totals["lock_wait_ms"] = max(totals["lock_wait_ms"] or 0, waited)
 
 
 def part_kept(answer: dict[str, Any] | None) -> bool:

@@ -126,3 +126,43 @@ def test_an_ingest_the_daemon_stops_mid_way_says_what_was_stored_by_then(
         assert (error["detail"]["files"], error["detail"]["chunks"]) == (1, 3)
     else:
         assert out == ""
+
+
+def test_an_answer_memctl_cannot_read_is_not_counted_as_stored(
+    fake_daemon: FakeDaemon, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a second answer with counts but a report list of another shape
+    odd = Canned({"files": 1, "chunks": 5, "sources": ["b.md"]})
+    answers = iter([Canned(ANSWER), odd])
+    fake_daemon.on("POST", INGEST, lambda _seen: next(answers))
+    assert _ingest(fake_daemon, tmp_path, "--json") == 2
+    detail = json.loads(capsys.readouterr().out)["error"]["detail"]
+    # Then only the first answer's counts are said to be stored
+    assert (detail["files"], detail["chunks"], detail["sources"]) == (1, 3, ["a.md"])
+
+
+def test_a_dry_run_stopped_mid_way_says_nothing_was_stored(
+    fake_daemon: FakeDaemon, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answers = iter([Canned({**ANSWER, "dry_run": True}), REFUSED])
+    fake_daemon.on("POST", INGEST, lambda _seen: next(answers))
+    assert _ingest(fake_daemon, tmp_path, "--dry-run") == 2
+    err = capsys.readouterr().err
+    assert "stored before it" not in err
+    assert "a dry run, nothing stored; counted before it: files=1 chunks=3 " in err
+
+
+def test_a_token_refused_mid_way_keeps_memctls_hint(
+    fake_daemon: FakeDaemon, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refused = Canned(
+        {"error": {"code": "unauthorized", "message": "unknown token", "detail": {}}},
+        status=401,
+    )
+    answers = iter([Canned(ANSWER), refused])
+    fake_daemon.on("POST", INGEST, lambda _seen: next(answers))
+    assert _ingest(fake_daemon, tmp_path, "--token", "x") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "; stored before it: files=1 chunks=3 " in err
+    assert "the daemon does not know this token" in err
