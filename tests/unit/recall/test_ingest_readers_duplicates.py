@@ -131,3 +131,44 @@ def test_content_sent_again_from_its_source_answers_as_it_was_stored(fresh) -> N
     elsewhere = ingestor.ingest_content(note, options(), "notes/other.txt")
     assert again.status == "unchanged" and again.drawer_ids == first.drawer_ids
     assert elsewhere.status == "ingested" and readable_by(store, "dev") == ["notes/other.txt"]
+
+
+def _batch_counts(fresh, first: list[tuple[str, IngestOptions]], then: IngestOptions) -> list:
+    """`first` ingested, then one batch of `note.md` and `copy.md` (both NOTE) with
+    `then`, as a dry run and for real: each run's counts, and the store after the real run."""
+    answers = []
+    for dry_run in (True, False):
+        store, ingestor = fresh()
+        for source, given in first:
+            ingestor.ingest_text(source, NOTE, given)
+        batch = [("note.md", NOTE), ("copy.md", NOTE)]
+        reports = ingestor.ingest_texts(batch, _with(then, dry_run=dry_run))
+        answers.append([counts(r) for r in reports])
+    return [*answers, store]
+
+
+def test_a_batch_dry_run_stores_again_a_copy_of_chunks_an_earlier_file_moves_keeping_readers(
+    fresh,
+) -> None:
+    # Given a note stored for leads
+    first = [("note.md", options(readers=("lead",)))]
+    # When it and a copy are sent in one batch into a named room, naming no readers (the
+    # note's chunks move there, keeping theirs)
+    dry, real, store = _batch_counts(fresh, first, options(room="deploys"))
+    # Then the copy is stored again for every caller, and the dry run counts it so
+    assert dry == real == [(2, 0, 2, 0), (2, 0, 0, 0)]
+    assert readable_by(store, "guest") == ["copy.md"]
+
+
+def test_a_batch_dry_run_finds_hidden_what_an_earlier_file_narrows_from_the_caller(
+    fresh,
+) -> None:
+    # Given a note alice stored for devs and reviewers
+    first = [("note.md", options(identity="alice", readers=("dev", "reviewer")))]
+    # When carol, a dev, sends it for reviewers only and a copy of it in one batch
+    carol = options(identity="carol", roles=frozenset({"dev"}), readers=("reviewer",))
+    dry, real, store = _batch_counts(fresh, first, carol)
+    # Then the copy finds the note's drawers hidden from carol and stores its own, as
+    # the dry run counts
+    assert dry == real == [(0, 2, 0, 0), (2, 0, 0, 0)]
+    assert readable_by(store, "reviewer") == ["copy.md", "note.md"]

@@ -183,7 +183,9 @@ class DryRun:
     """What a dry run's earlier files of one batch would have written and retired: a
     later file's plan must find them so, as the real run's would."""
 
-    written: dict[str, str] = field(default_factory=dict)  # drawer id -> its room
+    # Drawer id -> its room and readers: a later file's chunk is its duplicate only
+    # where those readers cover the chunk's (`_serves`), as the real run finds it.
+    written: dict[str, tuple[str, tuple[str, ...] | None]] = field(default_factory=dict)
     retired: set[int] = field(default_factory=set)
     # The copies each earlier file would have recorded (by source), in place of what the
     # store holds for it.
@@ -703,7 +705,8 @@ class Ingestor:
             hidden = {
                 rowid
                 for rowid, d in rows.items()
-                if d.identity != options.identity and not _readable(d.readers, options.roles)
+                if d.identity != options.identity
+                and not _readable(_readers_now(rowid, d.readers, dry_run), options.roles)
             }
             every = [(i, e) for i, e in every if e.rowid not in hidden]
         if not options.replaces_others:
@@ -723,7 +726,8 @@ class Ingestor:
         stale: list[int] = []
         revive: list[int] = []
         # A dry run's earlier files' drawers are found stored, as the real run's would be.
-        seen: dict[str, str] = dry_run.written if dry_run is not None else {}
+        earlier = dry_run.written if dry_run is not None else {}
+        seen: dict[str, tuple[str, tuple[str, ...] | None]] = {}  # this file's new drawers
         places: dict[str, NewDrawer] = {}  # each id's first chunk in the source
         hashes: dict[str, str] = {}  # each id's content in this ingest, to tell clashes
         gone: list[NewDrawer] = []  # chunks whose drawer was deleted on purpose
@@ -778,7 +782,7 @@ class Ingestor:
             drawer, existing = self._own_form(
                 drawer, known.get(drawer.id), hidden, options, dry_run, keeps
             )
-            if existing is None and seen.get(drawer.id, drawer.room) != drawer.room:
+            if existing is None and earlier.get(drawer.id, (drawer.room,))[0] != drawer.room:
                 # An earlier file of the dry run's batch holds the id in a room spelt
                 # alike: the real run would find it stored and take the long form.
                 drawer = _with_id(drawer, _long_id(drawer))
@@ -792,7 +796,11 @@ class Ingestor:
             places.setdefault(drawer.id, drawer)
             if previous is not None:
                 stale.append(previous.rowid)
-            if drawer.id in seen or (existing is not None and not existing.deleted):
+            if (
+                drawer.id in seen
+                or drawer.id in earlier
+                or (existing is not None and not existing.deleted)
+            ):
                 report.duplicates += 1
                 report.matched_ids.append(drawer.id)
                 if existing is not None and not existing.deleted:
@@ -836,8 +844,10 @@ class Ingestor:
                 # before it came back whole): the content is the source's again.
                 if existing is not None:
                     revive.append(existing.rowid)
-                seen[drawer.id] = drawer.room
+                seen[drawer.id] = (drawer.room, drawer.readers)
                 new.append(drawer)
+        if dry_run is not None:
+            dry_run.written.update(seen)
         if gone:
             # Nor its text, through its neighbours' context (as a delete left them).
             contexts = _leaving_out(drawers, gone)
@@ -1036,14 +1046,15 @@ class Ingestor:
     ) -> tuple[NewDrawer, Existing | None]:
         """`drawer` under the id it takes, and what is stored under that id."""
         for other_form in (_long_id, _own_id, _own_room_id):
-            if existing is None or (
+            stored_serves = existing is None or (
                 existing.content_hash == drawer.content_hash
                 and _same_room(existing, drawer)
-                and not self._concealed(existing, hidden, options)
+                and not self._concealed(existing, hidden, options, dry_run)
                 # A diary entry is the writer's own or not (`_concealed`), whatever its
                 # readers: written again, its sharing does not change.
                 and (options.same_entry is not None or _serves(existing, drawer, keeps, dry_run))
-            ):
+            )
+            if stored_serves and _serves_planned(existing, drawer, keeps, dry_run):
                 break
             # An 8-hex-digit clash with different content, the same content in another
             # room the id spells alike (`billing-service`, `billing_service`), the same
@@ -1076,9 +1087,16 @@ class Ingestor:
             keeps.update(c.drawer for c in recorded)
         return frozenset(keeps)
 
-    def _concealed(self, existing: Existing, hidden: set[int], options: IngestOptions) -> bool:
+    def _concealed(
+        self,
+        existing: Existing,
+        hidden: set[int],
+        options: IngestOptions,
+        dry_run: DryRun | None = None,
+    ) -> bool:
         """Whether a stored drawer is another's that the caller may not read (or, for a
-        diary write, anything but the writer's own entry)."""
+        diary write, anything but the writer's own entry); on a dry run, by the readers
+        earlier files of the batch give it."""
         if options.same_entry is not None:
             # The writer's own entry is readable to it; anything else is concealed.
             found = self.store.get([existing.rowid]).get(existing.rowid)
@@ -1091,7 +1109,7 @@ class Ingestor:
         return (
             row is not None
             and row.identity != options.identity
-            and not _readable(row.readers, options.roles)
+            and not _readable(_readers_now(row.rowid, row.readers, dry_run), options.roles)
         )
 
     def _embed(
@@ -1261,10 +1279,31 @@ def _serves(
     out of their reach. On a dry run, with the readers earlier files of the batch give it."""
     if existing.deleted or existing.rowid in keeps:
         return True
-    readers = existing.readers
-    if dry_run is not None:
-        readers = dry_run.readers.get(existing.rowid, readers)
-    return _reads_at_least(readers, drawer.readers)
+    return _reads_at_least(_readers_now(existing.rowid, existing.readers, dry_run), drawer.readers)
+
+
+def _serves_planned(
+    existing: Existing | None, drawer: NewDrawer, keeps: frozenset[int], dry_run: DryRun | None
+) -> bool:
+    """On a dry run, whether the drawer an earlier file of the batch would write under
+    `drawer`'s id serves the chunk, as `_serves` finds it once written: in its room, and
+    for every caller the chunk is for (True when no earlier file writes the id)."""
+    planned = dry_run.written.get(drawer.id) if dry_run is not None else None
+    if planned is None:
+        return True
+    room, readers = planned
+    if room != drawer.room:
+        return False
+    return (existing is not None and existing.rowid in keeps) or _reads_at_least(
+        readers, drawer.readers
+    )
+
+
+def _readers_now(
+    rowid: int, readers: tuple[str, ...] | None, dry_run: DryRun | None
+) -> tuple[str, ...] | None:
+    """A stored row's readers; on a dry run, those earlier files of the batch give it."""
+    return readers if dry_run is None else dry_run.readers.get(rowid, readers)
 
 
 def _may_cite(
