@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from recall_fakes import HashingEmbedder, options
 
-from memhubd.recall.ingest import IngestOptions, Ingestor, SourceLock
+from memhubd.recall.ingest import IngestOptions, Ingestor, SourceLock, pipeline
 from memhubd.recall.store import AuditEntry, DrawerStore, TaxonomyEntry, open_store
 
 NOTE = (
@@ -133,3 +133,21 @@ def test_a_copy_in_another_directory_joins_the_room_of_the_note_it_copies(
     assert (copy.room, copy.chunks, copy.duplicates) == ("default", 0, 2)
     assert len(ingestor.store.copies_of_source("archive/a.md")) == 2
     assert _rooms(ingestor.store) == {"default": 2}
+
+
+@pytest.mark.parametrize("embed_batch", [4096, 1])
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_copy_sent_in_the_same_request_as_its_note_joins_the_note_s_room(
+    ingestor: Ingestor, monkeypatch: pytest.MonkeyPatch, embed_batch: int, dry_run: bool
+) -> None:
+    # Given no taxonomy, and requests of any size (one file a group: the copy is
+    # prepared while the note may still be being written)
+    monkeypatch.setattr(pipeline, "EMBED_BATCH", embed_batch)
+    # When a note and a copy of it from a directory of its own come in one request
+    note, copy = ingestor.ingest_texts(
+        [("a.md", NOTE), ("archive/a.md", NOTE)], options(dry_run=dry_run)
+    )
+    # Then the copy takes the note's room and is its duplicate, as when sent after it
+    assert (note.room, note.chunks, note.duplicates) == ("default", 2, 0)
+    assert (copy.room, copy.chunks, copy.duplicates) == ("default", 0, 2)
+    assert _rooms(ingestor.store) == ({} if dry_run else {"default": 2})

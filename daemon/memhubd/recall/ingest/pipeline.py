@@ -179,6 +179,21 @@ class Plan:
 
 
 @dataclass(slots=True)
+class PreparedRooms:
+    """The rooms the files one `ingest_texts` call has prepared so far put each text in,
+    by content hash: a later file's room is chosen as if they were stored, as when the
+    files are sent one after the other. Filled as files are prepared (in order, by the
+    preparing thread), never as they are written. They are the caller's own drawers, so
+    it may read them."""
+
+    by_hash: dict[str, set[str]] = field(default_factory=dict)
+
+    def add(self, drawers: Iterable[NewDrawer]) -> None:
+        for d in drawers:
+            self.by_hash.setdefault(d.content_hash, set()).add(d.room)
+
+
+@dataclass(slots=True)
 class DryRun:
     """What a dry run's earlier files of one batch would have written and retired: a
     later file's plan must find them so, as the real run's would."""
@@ -272,10 +287,11 @@ class Ingestor:
         """
         run = guard or (lambda work, _source: work())
         dry_run = DryRun() if options.dry_run else None
+        prepared = PreparedRooms()
         reports: list[SourceReport] = []
         with ThreadPoolExecutor(1, thread_name_prefix="recall-ingest-write") as writer:
             written: Future[list[SourceReport]] | None = None
-            for group in self._groups(sources, options, run):
+            for group in self._groups(sources, options, run, prepared):
                 ready = self._embed_ahead(group, options)
                 if written is not None:
                     reports += written.result()
@@ -289,9 +305,14 @@ class Ingestor:
         return reports
 
     def _groups(
-        self, sources: Iterable[tuple[str, str]], options: IngestOptions, run: Guard
+        self,
+        sources: Iterable[tuple[str, str]],
+        options: IngestOptions,
+        run: Guard,
+        earlier: PreparedRooms,
     ) -> Iterator[list[Prepared]]:
-        """The prepared files, in groups of about EMBED_BATCH drawers."""
+        """The prepared files, in groups of about EMBED_BATCH drawers (each file's room
+        chosen seeing the rooms `earlier` files were prepared in)."""
         group: list[Prepared] = []
         pending = 0
         for source, text in sources:
@@ -300,7 +321,7 @@ class Ingestor:
             def prepare(
                 source: str = source, text: str = text, prepared: list[Any] = prepared
             ) -> SourceReport:
-                report, drawers = self._prepare(source, text, options)
+                report, drawers = self._prepare(source, text, options, earlier)
                 prepared.append((report, drawers))
                 return report
 
@@ -355,10 +376,15 @@ class Ingestor:
         ]
 
     def _prepare(
-        self, source: str, text: str, options: IngestOptions
+        self,
+        source: str,
+        text: str,
+        options: IngestOptions,
+        earlier: PreparedRooms | None = None,
     ) -> tuple[SourceReport, list[NewDrawer] | None]:
         """Detect, parse and chunk one file: its report, and its drawers (None when
-        the report already says why nothing is stored)."""
+        the report already says why nothing is stored). `earlier`: the rooms of the
+        files of the same call prepared before it, to which this file's are added."""
         report = SourceReport(source)
         if options.format not in ("auto", *FORMATS):
             return self._failed(report, f"unknown format {options.format!r}"), None
@@ -384,10 +410,12 @@ class Ingestor:
         if not chunks:
             report.status, report.reason = "skipped", parsed.reason or "no text"
             return report, None
-        report.room = self._room(options, parsed, source, chunks)
+        report.room = self._room(options, parsed, source, chunks, earlier)
         drawers = [
             self._drawer(options, report.room, source, kind, i, c) for i, c in enumerate(chunks)
         ]
+        if earlier is not None:
+            earlier.add(drawers)
         return report, drawers
 
     def ingest_content(
@@ -471,7 +499,12 @@ class Ingestor:
         return routed[0] if routed else None
 
     def _room(
-        self, options: IngestOptions, parsed: Parsed, source: str, chunks: list[Chunk]
+        self,
+        options: IngestOptions,
+        parsed: Parsed,
+        source: str,
+        chunks: list[Chunk],
+        earlier: PreparedRooms | None = None,
     ) -> str:
         if options.room:
             return options.room
@@ -482,7 +515,7 @@ class Ingestor:
         inferred = (
             self._taxonomy_room(text) or parsed.project or directory_room(source) or DEFAULT_ROOM
         )
-        return self._chunks_room(chunks, inferred, parsed, source, options) or inferred
+        return self._chunks_room(chunks, inferred, parsed, source, options, earlier) or inferred
 
     def _source_room(self, source: str, options: IngestOptions) -> str | None:
         """The room a source already stored is in, for an ingest that names none: every
@@ -523,10 +556,12 @@ class Ingestor:
         parsed: Parsed,
         source: str,
         options: IngestOptions,
+        earlier: PreparedRooms | None = None,
     ) -> str | None:
-        """The room more than half of a file's chunks are already stored in, when it is
-        not `inferred`, among the rooms an inference could have given them (the default
-        room, the taxonomy's, the file's project and directory): a file with no drawer
+        """The room more than half of a file's chunks are already stored in (or that
+        `earlier` files of the same call put them in), when it is not `inferred`, among
+        the rooms an inference could have given them (the default room, the taxonomy's,
+        the file's project and directory): a file with no drawer
         of its own nor copy on record (a copy ingested before copies were recorded, or
         a new one) stays with the drawers it duplicates, as `_stored_room` keeps
         content, rather than being stored a second time (after a taxonomy edit, or in
@@ -539,6 +574,10 @@ class Ingestor:
         holding: dict[str, set[str]] = {}  # room -> the hashes of the chunks it holds
         for e in self._held_in(contents, rooms, options):
             holding.setdefault(e.room or DEFAULT_ROOM, set()).add(e.content_hash)
+        if earlier is not None:
+            for hashed in map(content_hash, contents):
+                for room in earlier.by_hash.get(hashed, set()) & rooms:
+                    holding.setdefault(room, set()).add(hashed)
         counts = {
             room: sum(1 for c in contents if content_hash(c) in hashes)
             for room, hashes in holding.items()
