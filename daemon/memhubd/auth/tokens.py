@@ -59,7 +59,6 @@ _GRANT = re.compile(r"[A-Za-z0-9_.@*:-]{1,128}")  # workspace and role names
 # mh_<public id>_<random>; the id never contains "_", the random part may.
 _SECRET = re.compile(r"mh_([A-Za-z0-9]{1,32})_([A-Za-z0-9_-]{16,256})")
 _MAX_SECRET_LENGTH = 512  # longer input is refused before hashing
-_DURATION = EXPIRY_DURATION
 _DURATION_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 
 # (device, inode, size, mtime, ctime): inode and ctime are in it because an atomic
@@ -181,7 +180,7 @@ def parse_expiry(text: str, now: dt.datetime) -> dt.datetime:
     """`30d` / `12h` / `90m` from now, or an ISO date (midnight UTC) or datetime
     (naive means UTC). Refuses a moment that is not in the future."""
     text = text.strip()
-    duration = _DURATION.fullmatch(text)
+    duration = EXPIRY_DURATION.fullmatch(text)
     try:
         if duration:
             amount, unit = duration.groups()
