@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memhub_protocol.prompt_text import INVISIBLE_KEPT, shown
+from memhub_protocol.prompt_text import INVISIBLE_KEPT, left_out, shown
 
 ZWJ, ZWNJ, TEXT_STYLE, EMOJI_STYLE = "\u200d", "\u200c", "\ufe0e", "\ufe0f"
 # What may follow a character under the rule before this one: none or one selector,
@@ -133,3 +133,14 @@ def test_a_character_carries_no_more_than_the_choices_that_act(
 def test_what_a_prompt_shows_it_shows_again_unchanged(text: str) -> None:
     # The daemon keeps peek texts cleaned, and memctl cleans them again.
     assert shown(shown(text)) == shown(text)
+
+
+def test_ascii_text_loses_what_left_out_names_and_nothing_else() -> None:
+    # Every ASCII character, alone and around others: ASCII text has a shorter way.
+    for code in range(128):
+        ch = chr(code)
+        expected = "" if left_out(ch) else ch
+        assert shown(ch) == expected
+        assert shown(f"a{ch}b") == f"a{expected}b"
+    every = "".join(map(chr, range(128)))
+    assert shown(every) == "".join(ch for ch in every if not left_out(ch))
