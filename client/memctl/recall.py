@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
-from memctl.answers import from_answer
+from memctl.answers import from_answer, json_kind
 from memctl.client import ServerError
 from memctl.commands import (
     CommandFailure,
@@ -397,8 +397,9 @@ def cmd_ingest(session: Session, args: argparse.Namespace) -> int:
     except ServerError as error:  # a refusal, or an answer of another shape, mid-way
         progress.finish()
         if progress.answered:
-            # Told as memctl tells the daemon's errors (its hints, the workspaces one may
-            # use, a refusal's further lines), followed by what was stored by then.
+            # The daemon's message followed by what was stored by then, told as memctl
+            # tells the daemon's errors: its hints (a 401's token hint, the workspaces
+            # one may use) end the line, a refusal's further lines follow it.
             done, detail = _stored_so_far(totals)
             error.message = f"{error.message}; {done}"
             error.detail = {**error.detail, **detail}
@@ -494,22 +495,43 @@ def _send(
         progress.advance(whole, totals["chunks"])
 
 
+# The fields of each report `_render_ingest` prints (checked before anything is summed:
+# an answer failing there would otherwise fail after every request was sent, and the
+# files stored would not be told).
+_REPORT_FIELDS = {
+    "skipped": ("source", "reason"),
+    "failed": ("source", "reason"),
+    "near_duplicates": ("drawer_id", "similar_drawer_id", "similarity", "preview"),
+    "sources": (),
+}
+
+
 def _add_answer(totals: dict[str, Any], answer: dict[str, Any]) -> None:
     """One request's answer summed into `totals`. Its counts of files and chunks must be
-    there (the others an older daemon may lack), and its reports be objects, as they are
-    rendered: else a KeyError or TypeError (see `from_answer`), `totals` left as they
-    were (an answer memctl cannot read is not counted as stored)."""
+    there (the others an older daemon may lack), whole numbers, and its reports objects
+    with the fields they are rendered with: else a KeyError or TypeError (see
+    `from_answer`), `totals` left as they were (an answer memctl cannot read is not
+    counted as stored)."""
     counts = {}
     for key in ("files", "chunks", "duplicates", "replaced", "deleted"):
         count = answer[key] if key in ("files", "chunks") else answer.get(key, 0)
-        if not isinstance(count, int):
+        if not isinstance(count, int) or isinstance(count, bool):
             raise TypeError(f"{key!r} is {count!r}, not a count")
         counts[key] = count
     reports = {}
-    for key in ("skipped", "failed", "near_duplicates", "sources"):
-        reports[key] = list(answer.get(key, ()))
-        if not all(isinstance(report, dict) for report in reports[key]):
-            raise TypeError(f"{key!r} holds something other than objects")
+    for key, fields in _REPORT_FIELDS.items():
+        listed = answer.get(key, [])
+        if not isinstance(listed, list) or not all(isinstance(r, dict) for r in listed):
+            raise TypeError(f"{key!r} is not a list of objects")
+        for report in listed:
+            for field in fields:
+                report[field]  # noqa: B018 - a KeyError names the field missing
+            warnings = report.get("warnings", [])
+            if not isinstance(warnings, list):
+                raise TypeError(f"'warnings' of {key!r} is {json_kind(warnings)}, not a list")
+            if warnings:
+                report["source"]  # noqa: B018 - a warning is printed with its source
+        reports[key] = listed
     waited = answer.get("lock_wait_ms")
     if waited is not None and (not isinstance(waited, int | float) or isinstance(waited, bool)):
         raise TypeError(f"'lock_wait_ms' is {waited!r}, not a number")

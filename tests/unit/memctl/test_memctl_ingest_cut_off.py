@@ -166,3 +166,32 @@ def test_a_token_refused_mid_way_keeps_memctls_hint(
     assert err.count("\n") == 1
     assert "; stored before it: files=1 chunks=3 " in err
     assert "the daemon does not know this token" in err
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"near_duplicates": [{"similar_drawer_id": "x", "similarity": 0.99, "preview": "p"}]},
+        {"skipped": [{"source": "b.md"}]},
+        {"failed": [{"reason": "unreadable"}]},
+        {"sources": [{"source": "b.md", "warnings": "one string"}]},
+        {"sources": [{"warnings": ["a warning"]}]},
+        {"files": True},
+        {"chunks": False},
+        {"skipped": {"source": "b.md", "reason": "binary"}},
+    ],
+    ids=["near-duplicate-id", "skip-reason", "failed-source", "warnings-string",
+         "warning-source", "files-bool", "chunks-bool", "skipped-object"],
+)  # fmt: skip
+def test_an_answer_missing_what_is_printed_is_told_with_what_was_stored(
+    fake_daemon: FakeDaemon, tmp_path: Path, capsys: pytest.CaptureFixture[str], odd: dict
+) -> None:
+    # Given a second answer lacking a field its summary prints, or of another type
+    answers = iter([Canned(ANSWER), Canned({**ANSWER, **odd})])
+    fake_daemon.on("POST", INGEST, lambda _seen: next(answers))
+    assert _ingest(fake_daemon, tmp_path, "--json") == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    # Then it is the daemon's unexpected answer, told with the first answer's stored counts
+    assert error["code"] == "internal"
+    assert (error["detail"]["files"], error["detail"]["chunks"]) == (1, 3)
+    assert error["detail"]["sources"] == ["a.md"]
