@@ -22,7 +22,7 @@ from memctl.commands import (
     time_value,
     whole_number,
 )
-from memhub_protocol.routes import KG_MAX_LIMIT
+from memhub_protocol.routes import KG_MAX_LIMIT, KG_MAX_OFFSET
 
 
 def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -55,6 +55,13 @@ def add_graph_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         default=100,
         metavar="N",
         help=f"most triples (default 100, at most {KG_MAX_LIMIT})",
+    )
+    a.add_argument(
+        "--offset",
+        type=whole_number(0, KG_MAX_OFFSET),
+        default=0,
+        metavar="N",
+        help=f"triples to skip: the previous page's next_offset (at most {KG_MAX_OFFSET})",
     )
 
     a = command(actions, "invalidate", cmd_invalidate, "end a triple's validity (never deletes)")
@@ -105,6 +112,8 @@ def _added(answer: dict[str, Any]) -> str:
 
 def cmd_query(session: Session, args: argparse.Namespace) -> int:
     params = {"limit": str(args.limit)}
+    if args.offset:
+        params["offset"] = str(args.offset)
     for key in ("subject", "predicate", "object", "as_of"):
         if getattr(args, key) is not None:
             params[key] = getattr(args, key)
@@ -136,6 +145,10 @@ def _open_end(t: dict[str, Any]) -> str:
 def _render_triples(answer: dict[str, Any]) -> str:
     lines = [_triple_line(t) for t in answer["triples"]]
     lines.append(f"{len(answer['triples'])} triple(s)")
+    if answer.get("next_offset") is not None:
+        lines.append(f"more: --offset {answer['next_offset']}")
+    elif answer.get("truncated"):
+        lines.append("more: narrow the query (--subject, --predicate, --object) to see them")
     return "\n".join(lines)
 
 

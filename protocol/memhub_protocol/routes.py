@@ -132,6 +132,7 @@ WAKE_UP_MIN_BUDGET = 200
 DIARY_MAX_LIMIT = 100
 PEEK_MAX_LIMIT = 50
 KG_MAX_LIMIT = 1000
+KG_MAX_OFFSET = 10000
 _SEVERAL = "; several: repeat it or separate them by commas"
 MAX_LIST_LIMIT = 500  # declarations per page
 MAX_PROPOSALS_LIMIT = 10000
@@ -477,6 +478,13 @@ ROUTES: tuple[Route, ...] = (
             Param("as_of", description="valid at this instant (epoch seconds or ISO 8601)"),
             Param("all", "boolean", description="every period, expired and retired included"),
             Param("limit", "integer", 1, KG_MAX_LIMIT, description="most triples (default 100)"),
+            Param(
+                "offset",
+                "integer",
+                0,
+                KG_MAX_OFFSET,
+                description="triples to skip: the `next_offset` of the previous page (default 0)",
+            ),
         ),
     ),
     Route(

@@ -507,6 +507,57 @@ async def test_api_mcp_and_memctl_give_the_same_graph_answers(daemon: LiveDaemon
 
 
 @pytest.mark.anyio
+async def test_a_query_says_when_it_is_cut_and_where_the_next_page_starts(
+    daemon: LiveDaemon,
+) -> None:
+    # Given five triples about one subject
+    with daemon.http(daemon.admin_token) as http:
+        for n in range(5):
+            body = {"subject": "Pager", "predicate": "rings", "object": f"Desk{n}"}
+            assert http.post(kg("/triples"), json=body).status_code == 201
+    admin, secret = daemon.admin_token, developer(daemon)
+    whole = api(daemon, admin, "GET", kg("/triples"), params={"subject": "Pager"}).json()
+    assert len(whole["triples"]) == 5 and whole["action"] == "query"
+    assert (whole["truncated"], whole["next_offset"], whole["offset"]) == (False, None, 0)
+    # When the API is asked two at a time, by a caller who reads everything or not
+    for caller in (admin, secret):
+        pages, start = [], 0
+        while start is not None:
+            params = {"subject": "Pager", "limit": 2, "offset": start}
+            page = api(daemon, caller, "GET", kg("/triples"), params=params).json()
+            pages.append((page["truncated"], page["next_offset"], page["triples"]))
+            start = page["next_offset"]
+        # Then each page says whether there is more and where it starts, and together
+        # they are the whole answer
+        assert [(cut, following) for cut, following, _ in pages] == [
+            (True, 2),
+            (True, 4),
+            (False, None),
+        ]
+        assert [t for *_, triples in pages for t in triples] == whole["triples"]
+    # And MCP and memctl page alike
+    args = {"action": "query", "subject": "Pager", "limit": 2, "offset": 2}
+    mcp_page = await call(daemon, secret, "memory_kg", args)
+    assert mcp_page["triples"] == whole["triples"][2:4]
+    assert (mcp_page["truncated"], mcp_page["next_offset"]) == (True, 4)
+    argv = ["-w", TEAM, "kg", "query", "--subject", "Pager", "--limit", "2"]
+    code, out, err = memctl(daemon, secret, *argv, "--offset", "4", "--json")
+    assert code == 0, err
+    assert json.loads(out)["triples"] == whole["triples"][4:]
+    assert json.loads(out)["truncated"] is False
+    code, out, err = memctl(daemon, secret, *argv)
+    assert code == 0, err
+    assert out.splitlines()[-2:] == ["2 triple(s)", "more: --offset 2"]
+    # An offset out of range is refused at every door, naming it
+    far = {"subject": "Pager", "offset": 10_001}
+    refused = api(daemon, secret, "GET", kg("/triples"), params=far)
+    assert refused.status_code == 422 and refused.json()["error"]["detail"]["field"] == "offset"
+    async with mcp_client(daemon, secret) as client:
+        result = await client.call_tool("memory_kg", {"action": "query", "offset": -1})
+    assert result.is_error and "offset" in result.content[0].text
+
+
+@pytest.mark.anyio
 async def test_memctl_and_mcp_add_and_invalidate(daemon: LiveDaemon) -> None:
     secret = developer(daemon)
     code, out, err = memctl(daemon, secret, "-w", TEAM, "kg", "add", "Omar", "manages", "Pia")

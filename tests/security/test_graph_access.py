@@ -229,3 +229,40 @@ def test_a_writer_cites_its_own_private_diary_entry_and_no_one_else_sees_it(
         )
     assert theirs.json()["triples"] == [] and drawer not in theirs.text
     assert cite.status_code == 404, cite.text
+
+
+def test_a_query_page_counts_only_triples_the_caller_may_read(daemon: LiveDaemon) -> None:
+    # Given two triples anyone may read and, between them in the answer's order, one
+    # citing a drawer only `board` may read
+    writer = token(daemon, "board-writer", workspaces=[TEAM], roles=["board"])
+    drawer = hidden_drawer(daemon, writer, "the board set the pager budget")
+    path = f"/v1/workspaces/{TEAM}/kg/triples"
+    with daemon.http(writer) as http:
+        for target, confidence, cited in (("Alpha", 1.0, None), ("Hidden", 0.8, drawer)):
+            body = {"subject": "pager", "predicate": "pages", "object": target}
+            added = http.post(path, json={**body, "confidence": confidence, "source_drawer": cited})
+            assert added.status_code == 201, added.text
+        body = {"subject": "pager", "predicate": "pages", "object": "Omega", "confidence": 0.5}
+        assert http.post(path, json=body).status_code == 201
+    reader = token(daemon, "page-reader", workspaces=[TEAM])
+
+    def page(secret: str, **params: Any) -> dict[str, Any]:
+        with daemon.http(secret) as http:
+            answer = http.get(path, params={"subject": "pager", **params})
+        assert answer.status_code == 200, answer.text
+        return answer.json()  # type: ignore[no-any-return]
+
+    # When a caller without the role reads every triple it may read in one page
+    whole = page(reader, limit=2)
+    # Then the hidden triple does not make the page look cut
+    assert [t["object"] for t in whole["triples"]] == ["Alpha", "Omega"]
+    assert (whole["truncated"], whole["next_offset"]) == (False, None)
+    # And pages of one skip it without a trace: the second page is the last
+    first, second = page(reader, limit=1), page(reader, limit=1, offset=1)
+    assert (first["truncated"], first["next_offset"]) == (True, 1)
+    assert [t["object"] for t in second["triples"]] == ["Omega"]
+    assert (second["truncated"], second["next_offset"]) == (False, None)
+    # While the writer, who may read it, is told there is more
+    own = page(writer, limit=2)
+    assert [t["object"] for t in own["triples"]] == ["Alpha", "Hidden"]
+    assert (own["truncated"], own["next_offset"]) == (True, 2)

@@ -78,6 +78,7 @@ def graph_handlers(context: ApiContext) -> dict[str, Handler]:
             as_of=params["as_of"],
             active_only=not params["all"],
             limit=params["limit"],
+            offset=params["offset"],
         )
         return _result(context, data)
 

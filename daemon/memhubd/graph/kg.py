@@ -34,12 +34,14 @@ def matches(
     return at is None or fact.valid_at(at)
 
 
-def merge(stored: Iterable[Fact], derived: Iterable[Fact], limit: int) -> list[Fact]:
+def merge(
+    stored: Iterable[Fact], derived: Iterable[Fact], limit: int, offset: int = 0
+) -> list[Fact]:
     """Stored and derived facts as one list: confidence first, then id (mempal's order),
-    then the period's start; at most `limit`."""
+    then the period's start; at most `limit` of them, from place `offset` on."""
     every = [*stored, *derived]
     every.sort(key=lambda f: (-f.confidence, f.id, f.valid_from or 0))
-    return every[:limit]
+    return every[offset : offset + limit]
 
 
 def timeline(stored: Iterable[Fact], derived: Iterable[Fact], entity: str) -> list[Fact]:

@@ -30,6 +30,10 @@ WING = (
     "you may use several."
 )
 
+OFFSET = (
+    "query: triples to skip (0-10000): the next_offset of the previous page, whose "
+    "answer says truncated=true"
+)
 AS_OF = "query: valid at this instant (RFC 3339 / ISO 8601, or epoch seconds)"
 NOW = "check as of this instant (RFC 3339 / ISO 8601, or epoch seconds)"
 
@@ -55,7 +59,8 @@ DESCRIBE = {
     "memory_kg": (
         "Temporal knowledge graph. action=add (subject, predicate, object, optional "
         "source_drawer to cite), query (optional subject/predicate/object; valid triples "
-        "only unless active_only=false; as_of for any past instant), invalidate "
+        "only unless active_only=false; as_of for any past instant; limit triples from "
+        "offset: truncated=true says more follow, from next_offset), invalidate "
         "(triple_id: ends its validity, never deletes), timeline (subject: the entity, "
         "oldest first), stats. Answers include read-only triples derived from governed "
         "declarations (derived=true, source_declaration): those change only through a "
@@ -115,6 +120,7 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         source_drawer: Annotated[str, Field(description="add: the drawer it rests on")] = "",
         as_of: Annotated[Instant, Field(description=AS_OF)] = None,
         limit: Annotated[int, Strict(), Field(description="query: most triples (1-1000)")] = 100,
+        offset: Annotated[int, Strict(), Field(description=OFFSET)] = 0,
         wing: Annotated[str, Field(description=WING)] = "",
         workspace: Annotated[str, Field(description="same as wing")] = "",
     ) -> CallToolResult:
@@ -145,6 +151,7 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
                     as_of=as_of,
                     active_only=active_only,
                     limit=limit,
+                    offset=offset,
                 )
             if action == "invalidate":
                 return await _invalidate(hub, identity, name, triple_id)

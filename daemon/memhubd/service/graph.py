@@ -64,6 +64,7 @@ FACT_CHECK_SCHEMA = "memhub.fact_check.v1"
 MAX_NAME = 500
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
+MAX_OFFSET = 10_000  # a query's pages reach at most MAX_OFFSET + MAX_LIMIT triples
 # Stored periods read for one answer of a caller whose roles are not `*` (its oldest
 # ones); a timeline, whoever asks, lists at most this many periods (its oldest ones).
 MAX_SCAN = 10_000
@@ -113,6 +114,16 @@ def _limit(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_LIMIT:
         raise ProtocolError(
             ErrorCode.INVALID, f"'limit' must be 1 to {MAX_LIMIT}", {"field": "limit"}
+        )
+    return value
+
+
+def _offset(value: Any) -> int:
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_OFFSET:
+        raise ProtocolError(
+            ErrorCode.INVALID, f"'offset' must be 0 to {MAX_OFFSET}", {"field": "offset"}
         )
     return value
 
@@ -309,9 +320,12 @@ async def kg_query(
     as_of: Any = None,
     active_only: bool = True,
     limit: Any = None,
+    offset: Any = None,
 ) -> dict[str, Any]:
     """Triples valid now (default), valid at `as_of`, or all (`active_only=False`);
-    stored and derived together, by confidence then id."""
+    stored and derived together, by confidence then id: `limit` of them from place
+    `offset` on. `truncated` says whether the caller may read more past this page, and
+    `next_offset` where the next page starts (None on the last, or past MAX_OFFSET)."""
     require_scope(identity, READ_SEARCH)
     view = _view(hub, identity, name)
     fields = {
@@ -331,14 +345,18 @@ async def kg_query(
     if at is None and active_only:
         at = _now()
     count = _limit(limit)
+    start = _offset(offset)
     store = _shelf(hub).store(name)
 
     def work() -> dict[str, Any]:
         where = TripleFilter(fields["subject"], fields["predicate"], fields["object"], at=at)
+        # One fact past the page says whether there are more. It is one the caller may
+        # read: a fact hidden from it never makes a page truncated.
+        wanted = start + count + 1
         if _roles(identity) is None:
             # Nothing is hidden: the store orders every period as the answer does and
-            # reads only the first `count` of them.
-            stored = [Fact.of(t) for t in store.strongest_triples(where, count)]
+            # reads only the first `wanted` of them.
+            stored = [Fact.of(t) for t in store.strongest_triples(where, wanted)]
         else:
             stored = _stored(store, identity, store.triples(where, MAX_SCAN))
         derived = [
@@ -346,8 +364,21 @@ async def kg_query(
             for f in _derived(view)
             if matches(f, fields["subject"], fields["predicate"], fields["object"], at)
         ]
-        facts = merge(stored, derived, count)
-        return _answer(name, "query", facts, as_of=at, active_only=at is not None)
+        facts = merge(stored, derived, count + 1, start)
+        truncated = len(facts) > count
+        # Past MAX_OFFSET no page starts: a narrower query (by subject, predicate or
+        # object) reaches the rest.
+        following = start + count if truncated and start + count <= MAX_OFFSET else None
+        return _answer(
+            name,
+            "query",
+            facts[:count],
+            as_of=at,
+            active_only=at is not None,
+            offset=start,
+            truncated=truncated,
+            next_offset=following,
+        )
 
     return await anyio.to_thread.run_sync(work, limiter=_READ)
 

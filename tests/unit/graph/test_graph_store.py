@@ -154,6 +154,8 @@ def test_merge_orders_by_confidence_then_id_and_limits(store: DrawerStore) -> No
     merged = merge(facts(store), [derived], 10)
     assert [f.id for f in merged] == sorted([high.id, "derived_a"]) + [low.id]
     assert len(merge(facts(store), [derived], 2)) == 2
+    # A page from an offset is that stretch of the whole order
+    assert [f.id for f in merge(facts(store), [derived], 2, 1)] == [f.id for f in merged[1:3]]
 
 
 def test_matches_is_exact_and_respects_the_instant() -> None:

@@ -20,6 +20,7 @@ from memhub_protocol.recall import MAX_LIMIT
 from memhub_protocol.routes import (
     DIARY_MAX_LIMIT,
     KG_MAX_LIMIT,
+    KG_MAX_OFFSET,
     PEEK_MAX_LIMIT,
     WAKE_UP_MAX_LIMIT,
     WAKE_UP_MIN_BUDGET,
@@ -115,6 +116,11 @@ def refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[str, s
             ["kg", "query", "--limit", str(KG_MAX_LIMIT + 1)],
             f"argument --limit: must be at most {KG_MAX_LIMIT}, not {KG_MAX_LIMIT + 1}",
         ),
+        (["kg", "query", "--offset", "-1"], "argument --offset: must be at least 0, not -1"),
+        (
+            ["kg", "query", "--offset", str(KG_MAX_OFFSET + 1)],
+            f"argument --offset: must be at most {KG_MAX_OFFSET}, not {KG_MAX_OFFSET + 1}",
+        ),
     ],
 )
 def test_a_number_out_of_range_is_a_usage_error(
@@ -146,6 +152,7 @@ def test_the_recall_diary_cowork_and_graph_bounds_are_the_daemons() -> None:
 
     assert (WAKE_UP_MAX_LIMIT, DIARY_MAX_LIMIT) == (recall.WAKE_UP_LIMIT, diary.MAX_READ_LIMIT)
     assert (PEEK_MAX_LIMIT, KG_MAX_LIMIT) == (cowork.MAX_PEEK_LIMIT, graph.MAX_LIMIT)
+    assert KG_MAX_OFFSET == graph.MAX_OFFSET
 
 
 # -- empty ids and names -------------------------------------------------------------------
