@@ -619,3 +619,33 @@ async def test_mcp_says_when_wing_and_workspace_differ_at_every_recall_tool(
                 tool,
                 result.content[0].text,
             )
+
+
+@pytest.mark.anyio
+async def test_fact_check_in_a_room_uses_the_callers_only_workspace(daemon: LiveDaemon) -> None:
+    # Given a caller granted one workspace
+    secret = developer(daemon)
+    text = "Ines leads the ledger guild."
+    # When it checks a draft in a room without naming the workspace
+    answer = await call(daemon, secret, "memory_fact_check", {"text": text, "room": "ledger"})
+    # Then the room is its workspace's, as the API answers for that workspace
+    assert (answer["workspace"], answer["room"]) == (TEAM, "ledger")
+    path = f"/v1/workspaces/{TEAM}/fact-check"
+    body = {"text": text, "room": "ledger", "now": answer["now"]}
+    assert api(daemon, secret, "POST", path, json=body).json() == answer
+
+
+@pytest.mark.anyio
+async def test_fact_check_in_a_room_names_the_workspace_argument_to_a_caller_with_several(
+    daemon: LiveDaemon,
+) -> None:
+    two = token(daemon, "graph-two", "read:summary,read:search", workspaces=[TEAM, WRITING])
+    async with mcp_client(daemon, two) as client:
+        result = await client.call_tool(
+            "memory_fact_check", {"text": "Ines leads the guild", "room": "ledger"}
+        )
+    said = result.content[0].text
+    assert result.is_error and "'workspace' argument is required" in said, said
+    assert f"Workspaces you may use: {TEAM}, {WRITING}" in said or (
+        f"Workspaces you may use: {WRITING}, {TEAM}" in said
+    ), said

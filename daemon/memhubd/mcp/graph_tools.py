@@ -183,13 +183,9 @@ def register_graph_tools(server: MCPServer, hub: Hub) -> None:
         now: Annotated[Instant, Field(description=NOW)] = None,
         workspace: Annotated[str, Field(description="same as wing")] = "",
     ) -> CallToolResult:
+        # A room is a room of the workspace the call is about: named, or the caller's
+        # only one (mempal, with every wing in one store, needed the wing named).
         requested = wing_or_workspace(wing, workspace)
-        if room and not requested:
-            raise tool_error(
-                ProtocolError(
-                    ErrorCode.INVALID, "invalid scope: room needs wing", {"field": "room"}
-                )
-            )
 
         async def work(identity: Any, name: str) -> dict[str, Any]:
             return await graph.fact_check(hub, identity, name, text, room=room or None, now=now)
