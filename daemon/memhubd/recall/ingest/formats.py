@@ -53,6 +53,16 @@ _CLAUDE_HARNESS = (
     "<bash-stderr>",
     "<task-notification>",
 )
+# What Claude Code writes as a `user` line's text when the user stops it (Esc): the whole
+# text of a block, not the user's words. A line of markers alone is kept as a tool turn,
+# as the harness lines above are; beside what the user typed, a marker is left out.
+_CLAUDE_INTERRUPTED = frozenset(
+    {"[Request interrupted by user]", "[Request interrupted by user for tool use]"}
+)
+# Context an IDE integration adds to the user's message as text blocks of their own: the
+# file opened, the lines selected. A block that, trimmed, is such blocks only, each closed
+# by the tag that opened it, is left out (as Codex's injected context is).
+_CLAUDE_IDE = re.compile(r"(?:<(ide_[A-Za-z0-9_]+)\b[^>]*>.*?</\1>\s*)+", re.DOTALL)
 _CODEX_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
@@ -500,6 +510,37 @@ def _queued_prompt(value: dict[str, Any]) -> Any:
     return attachment.get("prompt")
 
 
+def _claude_synthetic(value: dict[str, Any]) -> bool:
+    """Whether a line is one Claude Code writes in the assistant's place when no reply
+    came (an API error, a usage limit): marked `isApiErrorMessage`, or of the model
+    `<synthetic>`. The model said nothing there."""
+    message = value.get("message")
+    model = message.get("model") if isinstance(message, dict) else None
+    return value.get("isApiErrorMessage") is True or model == "<synthetic>"
+
+
+def _claude_typed(content: Any) -> tuple[Any, list[str]]:
+    """A user message's content without the text blocks Claude Code added to it (an IDE's
+    context, interrupt markers), and the interrupt markers taken out."""
+    blocks = [content] if isinstance(content, str) else content
+    if not isinstance(blocks, list):
+        return content, []
+    kept: list[Any] = []
+    interrupted: list[str] = []
+    for block in blocks:
+        text = block if isinstance(block, str) else None
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+        text = text.strip() if isinstance(text, str) else None
+        if text in _CLAUDE_INTERRUPTED:
+            interrupted.append(text)
+        elif text is None or not (text.startswith("<ide_") and _CLAUDE_IDE.fullmatch(text)):
+            kept.append(block)
+    if isinstance(content, str):
+        return (content if kept else ""), interrupted
+    return kept, interrupted
+
+
 def _claude_turns(value: dict[str, Any], where: str, asked: set[str] | None = None) -> list[Turn]:
     """The turns one Claude Code line holds (none for lines that hold no message).
     `asked`: as `_blocks_text` takes it."""
@@ -513,14 +554,19 @@ def _claude_turns(value: dict[str, Any], where: str, asked: set[str] | None = No
         return [Turn("user", "user", body, at, where)] if body else []
     if value.get("type") not in ("user", "assistant", "human") or value.get("isMeta"):
         return []
+    if _claude_synthetic(value):
+        return []
     found = _claude_message(value)
     if found is None:
         return []
     role, content = found
+    interrupted: list[str] = []
+    if role in ("user", "human"):
+        content, interrupted = _claude_typed(content)
     pieces, only_results, said = _blocks_text(content, asked)
     body = "\n".join(p.strip() for p in pieces if p.strip())
     if not body:
-        return []
+        return [Turn("tool", "tool", "\n".join(interrupted), at, where)] if interrupted else []
     role = "user" if role in ("user", "human") else "assistant"
     if role == "user" and value.get("isCompactSummary") is True:
         return [Turn("summary", "summary", "[summary] " + body, at, where)]
