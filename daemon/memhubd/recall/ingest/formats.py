@@ -784,6 +784,11 @@ def _chatgpt_conversation(data: dict[str, Any], index: int) -> Conversation:
                 continue
             if role == "tool":
                 body = _clip(f"[tool {author.get('name') or '?'}] {body}")
+            recipient = message.get("recipient")
+            if role == "assistant" and recipient not in (None, "all"):
+                # A call of a tool (`python`, `browser`, `bio`, `dalle.text2im`, a canvas
+                # `canmore.…`), written as a message to it: no words of the assistant.
+                role, body = "tool", _clip(f"[tool_use {recipient}] {body}")
             where = f"conversation {title} message {message.get('id') or node.get('id')}"
             turns.append(Turn(role, role, body, epoch(message.get("create_time")), where))
     else:
