@@ -122,6 +122,10 @@ _CODEX_INJECTED_WHOLE = (
 )
 # A shell command the user ran (`!cmd`) and its output, also a "user" item: a tool turn.
 _CODEX_USER_SHELL = ("<user_shell_command>", "</user_shell_command>")
+# The text items Codex writes around an image the user pasted (`<image name=[Image #1]
+# path="…">`, the image, `</image>`): markup, not words. The opening one stands for the
+# image as `[image]`, as a Claude Code image block does.
+_CODEX_IMAGE = re.compile(r"<image\b[^<>]*>|</image>", re.IGNORECASE)
 
 
 class FormatError(ValueError):
@@ -640,7 +644,10 @@ def _codex_message(payload: dict[str, Any], at: int | None, where: str) -> list[
     ran: list[Turn] = []
     for text in _codex_texts(payload.get("content")):
         item = text.strip()
-        if role == "user" and _codex_marked(item.lower(), _CODEX_USER_SHELL):
+        if role == "user" and _CODEX_IMAGE.fullmatch(item):
+            if not item.startswith("</"):
+                words.append("[image]")
+        elif role == "user" and _codex_marked(item.lower(), _CODEX_USER_SHELL):
             ran.append(Turn("tool", "tool", _clip(text), at, where))
         elif role == "assistant" or not _codex_injected(item):
             words.append(text)
