@@ -838,9 +838,21 @@ def _parse_chatgpt(text: str) -> Parsed:
     return Parsed("chatgpt", conversations)
 
 
+# Notices Slack posts as messages (joins, renames, pins, a deleted message's stand-in):
+# nobody's words.
 _SLACK_SKIPPED = frozenset(
-    {"channel_join", "channel_leave", "channel_topic", "channel_purpose", "bot_add", "bot_remove"}
-)
+    {
+        "channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name",
+        "channel_archive", "channel_unarchive", "pinned_item", "tombstone", "bot_add",
+        "bot_remove",
+    }
+)  # fmt: skip
+# Slack's control sequences in a message's text (mrkdwn): `<@U123>` (a mention),
+# `<#C123|name>` (a channel), `<!here>` (a special mention), `<https://…|label>` (a link),
+# each with an optional `|label`. A `<`, `>` or `&` that was typed is escaped instead.
+_SLACK_CONTROL = re.compile(r"<([@#!][^<>|]*|[A-Za-z][A-Za-z0-9+.-]*:[^<>|]*)(?:\|([^<>]*))?>")
+_SLACK_EVERYONE = ("here", "channel", "everyone")
+_SLACK_ESCAPES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
 
 
 def _slack_attachments_text(item: dict[str, Any]) -> str:
@@ -858,6 +870,53 @@ def _slack_attachments_text(item: dict[str, Any]) -> str:
     return "\n".join(pieces)
 
 
+def _slack_files_text(item: dict[str, Any]) -> str:
+    """A `[file: title]` line for each file a message shares (by its title, else name)."""
+    files = item.get("files")
+    names = [
+        _stripped(shared.get("title")) or _stripped(shared.get("name"))
+        for shared in (files if isinstance(files, list) else [])
+        if isinstance(shared, dict)
+    ]
+    return "\n".join(f"[file: {name}]" for name in names if name)
+
+
+def _slack_text(text: str, names: dict[str, str]) -> str:
+    """A message's mrkdwn as it reads in Slack: a mention as `@Name` (`names`: user id to
+    name, from the file's messages; the id when the file names nobody so), a channel as
+    `#name`, `<!here>` as `@here`, a link as `label (url)` or its URL, and `&lt;`,
+    `&gt;`, `&amp;` as the characters typed."""
+
+    def shown(found: re.Match[str]) -> str:
+        target, label = found.group(1), found.group(2)
+        if target.startswith("@"):
+            return "@" + (label or names.get(target[1:]) or target[1:])
+        if target.startswith("#"):
+            return "#" + (label or target[1:])
+        if target.startswith("!"):
+            special = target[1:].split("^", 1)[0]
+            return "@" + special if special in _SLACK_EVERYONE or not label else label
+        return f"{label} ({target})" if label and label != target else target
+
+    text = _SLACK_CONTROL.sub(shown, text)
+    for escaped, typed in _SLACK_ESCAPES:
+        text = text.replace(escaped, typed)
+    return text
+
+
+def _slack_speaker(item: dict[str, Any]) -> str:
+    """Who posted a message: the profile's name, else the user or bot name, else the id."""
+    profile = item.get("user_profile") if isinstance(item.get("user_profile"), dict) else {}
+    return str(
+        profile.get("real_name")
+        or profile.get("display_name")
+        or item.get("user_name")
+        or item.get("username")
+        or item.get("user")
+        or "unknown"
+    )
+
+
 def _stripped(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
@@ -866,24 +925,21 @@ def _parse_slack(text: str) -> Parsed:
     data = _json_document(text)
     if not isinstance(data, list):
         raise FormatError("not a Slack export (a JSON array of messages)")
+    messages = [i for i in data if isinstance(i, dict) and i.get("type") == "message"]
+    names = {  # the users the file names, for their mentions
+        str(item["user"]): _slack_speaker(item)
+        for item in messages
+        if isinstance(item.get("user"), str) and isinstance(item.get("user_profile"), dict)
+    }
     turns: list[Turn] = []
-    for item in data:
-        if not isinstance(item, dict) or item.get("type") != "message":
-            continue
+    for item in messages:
         if item.get("subtype") in _SLACK_SKIPPED:
             continue
-        body = str(item.get("text") or "").strip() or _slack_attachments_text(item)
+        said = str(item.get("text") or "").strip() or _slack_attachments_text(item)
+        body = _slack_text(said, names).strip() or _slack_files_text(item)
         if not body:
             continue
-        profile = item.get("user_profile") if isinstance(item.get("user_profile"), dict) else {}
-        speaker = str(
-            profile.get("real_name")
-            or profile.get("display_name")
-            or item.get("user_name")
-            or item.get("username")
-            or item.get("user")
-            or "unknown"
-        )
+        speaker = _slack_speaker(item)
         ts = item.get("ts")
         where = f"ts {ts}" if ts else ""
         turns.append(Turn("user", speaker, body, epoch(ts), where))
