@@ -41,6 +41,20 @@ SKIP_DIRS = frozenset(
         ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea",
     }
 )  # fmt: skip
+# Where Claude Code 2.x offloads a session's large tool outputs: `<session>/tool-results/`
+# beside `<session>.jsonl`. The session holds them already, cut as tool output is; read
+# whole as text they would be thousands of chunks of a build log.
+CLAUDE_TOOL_RESULTS = "tool-results"
+
+
+def skipped_directory(path: str) -> bool:
+    """Whether the ingest walk leaves out the directory at `path` below one it was
+    given: hidden, in SKIP_DIRS, or a Claude Code session's `tool-results` (its parent
+    has a sibling `<parent's name>.jsonl`)."""
+    parent, name = os.path.split(os.path.normpath(path))
+    if name in SKIP_DIRS or name.startswith("."):
+        return True
+    return name == CLAUDE_TOOL_RESULTS and os.path.isfile(parent + ".jsonl")
 
 
 def _invalid(message: str, field: str) -> ProtocolError:
@@ -536,7 +550,8 @@ def walk_sources(
 ) -> Iterator[SourceFile]:
     """The files under `paths` in a stable order, each with a reason if it is skipped.
 
-    Hidden and tool directories are not entered; hidden files, binaries, files over
+    Hidden and tool directories are not entered (nor the `tool-results` of a Claude
+    Code session: `skipped_directory`); hidden files, binaries, files over
     `max_file_bytes` and what is no regular file (a FIFO, a device) are reported as
     skipped. A file named directly is never skipped for being hidden. A file whose
     citation is not UTF-8 text is reported as failed, under its name with U+FFFD for
@@ -561,7 +576,7 @@ def _walk_one(given: str, max_file_bytes: int) -> Iterator[SourceFile]:
         yield SourceFile(root, given, reason)
         return
     for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not skipped_directory(os.path.join(directory, d)))
         for name in sorted(files):
             path = os.path.join(directory, name)
             relative = os.path.relpath(path, root).replace(os.sep, "/")

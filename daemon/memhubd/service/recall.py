@@ -29,6 +29,7 @@ import structlog
 from memhub_protocol import ErrorCode, ProtocolError
 from memhub_protocol.recall import (
     BINARY,
+    CLAUDE_TOOL_RESULTS,
     HEAD_BYTES,
     MISSING,
     NOT_REGULAR,
@@ -41,6 +42,7 @@ from memhub_protocol.recall import (
     looks_binary,
     read_regular,
     read_text,
+    skipped_directory,
 )
 from memhub_protocol.routes import WAKE_UP_MIN_BUDGET
 from memhub_protocol.scopes import ADMIN, READ_SEARCH, READ_SUMMARY, REVIEW, WRITE_RECALL
@@ -767,6 +769,12 @@ class _WatchFilter:
         below = os.path.relpath(path, self.root).split(os.sep)
         if any(part in SKIP_DIRS for part in below[:-1]):
             return False
+        # A Claude Code session's `tool-results`, itself (moved in whole) or what is in it.
+        for depth, part in enumerate(below):
+            if part == CLAUDE_TOOL_RESULTS and skipped_directory(
+                os.path.join(self.root, *below[: depth + 1])
+            ):
+                return False
         return self.default(change, path) and not self.TEMPORARY.search(below[-1])
 
 
@@ -1091,7 +1099,7 @@ class _Poller:
         """The files created or modified since the last look (a blocking walk)."""
         now: dict[str, tuple[int, int]] = {}
         for directory, dirs, files in os.walk(self.root, onerror=self._unreadable):
-            dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
+            dirs[:] = [d for d in dirs if not skipped_directory(os.path.join(directory, d))]
             for file in files:
                 path = os.path.join(directory, file)
                 seen = _seen(path)
