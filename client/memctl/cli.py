@@ -24,7 +24,7 @@ from memhub_protocol.commandline import (
     run_command_line,
 )
 from memhub_protocol.models import MAX_BUDGET, MAX_QUERY_LIMIT, MIN_BUDGET_BYTES
-from memhub_protocol.routes import MAX_LIST_LIMIT
+from memhub_protocol.routes import MAX_LIST_LIMIT, MAX_PROPOSALS_LIMIT
 from memhub_protocol.scopes import parse_scopes
 
 Handler = Callable[[commands.Session, argparse.Namespace], int]
@@ -311,6 +311,18 @@ def _review(sub: Sub, common: Common) -> None:
     actions = p.add_subparsers(dest="review_action", metavar="ACTION", required=True)
     a = _command(actions, common, "list", commands.cmd_review_list, "proposals by status")
     a.add_argument("--status", choices=REVIEW_STATUSES, default="pending", help="default pending")
+    a.add_argument(
+        "--limit",
+        type=commands.whole_number(1, MAX_PROPOSALS_LIMIT),
+        metavar="N",
+        help=f"at most N proposals (at most {MAX_PROPOSALS_LIMIT}; default all)",
+    )
+    a.add_argument(
+        "--offset",
+        type=commands.whole_number(0),
+        metavar="N",
+        help="skip the first N (the oldest come first)",
+    )
     a = _command(actions, common, "show", commands.cmd_review_show, "one proposal in full")
     a.add_argument("id", type=non_empty, help="proposal id (p-YYYYMMDD-HHMMSS-xxxxxx)")
     a.add_argument("--into", metavar="FILE", help="also show the diff approving into FILE makes")

@@ -177,8 +177,20 @@ class MemhubClient:
     def propose(self, workspace: str, request: ProposeRequest) -> Any:
         return self._call("proposal_create", workspace=workspace, body=request.to_json())
 
-    def proposals(self, workspace: str, *, status: str = "pending") -> Any:
-        return self._call("proposals", workspace=workspace, params={"status": status})
+    def proposals(
+        self,
+        workspace: str,
+        *,
+        status: str = "pending",
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Any:
+        params = {"status": status}
+        if limit is not None:
+            params["limit"] = str(limit)
+        if offset is not None:
+            params["offset"] = str(offset)
+        return self._call("proposals", workspace=workspace, params=params)
 
     def proposal(self, workspace: str, proposal_id: str, *, into: str | None = None) -> Any:
         params = {"into": into} if into else None

@@ -602,7 +602,9 @@ def _drawer_beside(payload: Any) -> str:
 
 
 def cmd_review_list(session: Session, args: argparse.Namespace) -> int:
-    payload = session.client.proposals(session.workspace(), status=args.status)
+    payload = session.client.proposals(
+        session.workspace(), status=args.status, limit=args.limit, offset=args.offset
+    )
     session.show(payload, render.render_proposals)
     return 0
 

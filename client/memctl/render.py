@@ -324,9 +324,17 @@ def render_proposals(payload: Any) -> str:
         return dump_json(payload)
     status = payload.get("filter")
     kind = "proposal(s)" if status in (None, "all") else f"{status} proposal(s)"
+    start, total = payload.get("offset") or 0, payload.get("total")
     if not rows:
-        return f"no {kind}"
-    return f"{table(rows, PROPOSAL_COLUMNS)}\n\n{len(rows)} {kind}"
+        return f"no {kind}" if not start else f"no {kind} after the first {start} ({total} in all)"
+    count = f"{len(rows)} {kind}"
+    if isinstance(total, int) and (start or total > len(rows)):
+        # A page of a longer list: where it is, and the option that reads on.
+        following = start + len(rows)
+        count += f" ({start + 1}-{following} of {total})"
+        if following < total:
+            count += f"; the next with --offset {following}"
+    return f"{table(rows, PROPOSAL_COLUMNS)}\n\n{count}"
 
 
 def render_proposal(payload: Any) -> str:

@@ -227,10 +227,11 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         _WS + "/proposals",
         READ_SUMMARY,
-        "List proposals; `?status=pending|approved|rejected|all&limit=N`.",
+        "List proposals, oldest first; `?status=pending|approved|rejected|all&limit=N&offset=N`.",
         params=(
             Param("status", choices=("pending", "approved", "rejected", "all")),
             Param("limit", "integer", 1, MAX_PROPOSALS_LIMIT, description="most proposals"),
+            Param("offset", "integer", 0, description="skip this many of the listed proposals"),
         ),
     ),
     Route(

@@ -437,6 +437,61 @@ async def test_review_list_rejects_an_unknown_status(daemon) -> None:
     assert payload["ok"] is False and payload["status"] == "invalid"
 
 
+def fact_named(name: str) -> str:
+    return PROPOSAL.replace("notes.tabs_style", name)
+
+
+def review_writer(daemon: LiveDaemon) -> str:
+    return token(
+        daemon,
+        "review-writer",
+        "read:summary,write:candidate",
+        workspaces=[TEAM],
+        roles=["developer"],
+    )
+
+
+async def test_review_list_pages_by_offset_to_the_newest_proposals(daemon) -> None:
+    # given three new proposals at the end of the queue
+    async with mcp_client(daemon, review_writer(daemon)) as client:
+        for n in range(3):
+            await call(client, "memory_propose", {"source": fact_named(f"notes.paged_{n}")})
+        everything = await call(client, "memory_review_list", {"status": "all", "limit": 200})
+        total = everything["total"]
+        ids = [p["id"] for p in everything["proposals"]]
+
+        # when the caller pages with an offset
+        last = await call(
+            client, "memory_review_list", {"status": "all", "limit": 1, "offset": total - 1}
+        )
+        middle = await call(
+            client, "memory_review_list", {"status": "all", "limit": 1, "offset": total - 3}
+        )
+        past_the_end = await call(
+            client, "memory_review_list", {"status": "all", "offset": total + 5}
+        )
+
+    # then each page is that slice of what total counts, and says where the next starts
+    assert len(ids) == total <= 200
+    assert "offset" not in everything and "next_offset" not in everything  # memdsl's answer
+    assert [p["id"] for p in last["proposals"]] == ids[-1:]
+    assert (last["total"], last["offset"], last["next_offset"]) == (total, total - 1, None)
+    assert last["next_actions"] == [everything["next_actions"][0]]
+    assert [p["id"] for p in middle["proposals"]] == [ids[-3]]
+    assert middle["next_offset"] == total - 2
+    assert f"offset={total - 2}" in middle["next_actions"][1]
+    assert "2 more proposal(s)" in middle["next_actions"][1]
+    assert past_the_end["proposals"] == [] and past_the_end["next_offset"] is None
+
+
+@pytest.mark.parametrize("offset", [-1, "2", 1.5, True])
+async def test_review_list_refuses_an_offset_that_is_not_a_whole_number(daemon, offset) -> None:
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        payload = await call(client, "memory_review_list", {"offset": offset})
+    assert payload["ok"] is False and payload["status"] == "invalid"
+    assert "'offset' must be an integer at least 0" in payload["error"]
+
+
 # --- memdsl's argument handling ---------------------------------------------------------
 
 

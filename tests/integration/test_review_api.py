@@ -326,6 +326,37 @@ def test_proposals_of_hidden_declarations_stay_hidden(daemon: LiveDaemon) -> Non
     assert shown.status_code == 404
 
 
+def test_proposals_page_by_offset_over_the_ones_the_caller_may_see(daemon: LiveDaemon) -> None:
+    # given the oldest proposal hidden from the agent, then three it may see
+    hidden = (
+        'fact ledger.secret {\n  subject: Service.Ledger\n  claim: "A secret."\n'
+        '  evidence { source: "s" quote: "q" }\n'
+        "  access_policy { readers: [security] }\n}\n"
+    )
+    assert propose(daemon, hidden).status_code == 201
+    for n in range(3):
+        assert propose(daemon, fact(f"tidewater.paged_{n}")).status_code == 201
+
+    with daemon.http(daemon.tokens["agent-build"]) as client:
+        everything = client.get(f"{BASE}/proposals").json()
+        middle = client.get(f"{BASE}/proposals", params={"offset": 1, "limit": 1}).json()
+        rest = client.get(f"{BASE}/proposals", params={"offset": 2}).json()
+        negative = client.get(f"{BASE}/proposals", params={"offset": -1})
+        word = client.get(f"{BASE}/proposals", params={"offset": "two"})
+
+    # then the offset counts what `total` counts, and the answer says where the next page starts
+    ids = [p["id"] for p in everything["proposals"]]
+    assert (everything["total"], everything["hidden_by_access_policy"], len(ids)) == (3, 1, 3)
+    assert "offset" not in everything and "next_offset" not in everything
+    assert [p["id"] for p in middle["proposals"]] == ids[1:2]
+    assert (middle["total"], middle["offset"], middle["next_offset"]) == (3, 1, 2)
+    assert [p["id"] for p in rest["proposals"]] == ids[2:] and rest["next_offset"] is None
+    for refused in (negative, word):
+        assert refused.status_code == 422
+        assert error_of(refused)["detail"]["field"] == "offset"
+        assert error_of(refused)["message"] == "'offset' must be an integer at least 0"
+
+
 def test_diff_is_withheld_when_the_target_holds_hidden_declarations(daemon: LiveDaemon) -> None:
     proposal_id = propose(daemon, NATS).json()["proposal_id"]
 

@@ -130,6 +130,37 @@ def test_review_list_show_and_diff(daemon: LiveDaemon) -> None:
     assert code == 0 and proposal_id in {p["id"] for p in json.loads(as_json)["proposals"]}
 
 
+def test_review_list_pages_with_limit_and_offset(daemon: LiveDaemon) -> None:
+    # given three new proposals at the end of the queue
+    for n in range(3):
+        source = NATS.replace("tidewater.uses_nats", f"tidewater.paged_{n}")
+        assert memctl(daemon, "agent-build", "propose", "-", stdin=source)[0] == 0
+    code, as_json, _ = memctl(daemon, "alice", "review", "list", "--status", "all", "--json")
+    assert code == 0
+    ids = [p["id"] for p in json.loads(as_json)["proposals"]]
+    total = len(ids)
+
+    # when a page is asked for
+    code, page, _ = memctl(
+        daemon, "alice", "review", "list", "--status", "all", "--limit", "1",
+        "--offset", str(total - 3),
+    )  # fmt: skip
+    code_last, last, _ = memctl(
+        daemon, "alice", "review", "list", "--status", "all", "--offset", str(total - 1)
+    )
+    code_bad, _out, bad = memctl(daemon, "alice", "review", "list", "--offset", "-1")
+
+    # then it shows that slice, where it is, and how to read on
+    assert (code, code_last) == (0, 0)
+    assert [line.split()[0] for line in page.splitlines()[1:2]] == [ids[-3]]
+    assert page.rstrip().endswith(
+        f"1 proposal(s) ({total - 2}-{total - 2} of {total}); the next with --offset {total - 2}"
+    )
+    assert ids[-1] in last and ids[-2] not in last
+    assert last.rstrip().endswith(f"1 proposal(s) ({total}-{total} of {total})")
+    assert code_bad == 2 and "--offset" in bad
+
+
 def test_reject_records_the_reason(daemon: LiveDaemon) -> None:
     source = NATS.replace("tidewater.uses_nats", "tidewater.rejected")
     _code, out, _err = memctl(daemon, "agent-build", "propose", "-", stdin=source)

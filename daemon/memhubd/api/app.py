@@ -407,7 +407,9 @@ def _handlers(context: ApiContext) -> dict[str, Handler]:
     async def proposals(request: Request, identity: Identity) -> Response:
         params = query_params(request)
         status = params["status"] or "pending"
-        data = await service.list_proposals(hub, identity, ws(request), status, params["limit"])
+        data = await service.list_proposals(
+            hub, identity, ws(request), status, params["limit"], params["offset"]
+        )
         return _result(context, data)
 
     async def proposal(request: Request, identity: Identity) -> Response:

@@ -285,7 +285,9 @@ def propose_invalid(error: Any, workspace: str) -> dict[str, Any]:
 
 
 def review_list_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
-    return {
+    """memdsl's answer; asked with an `offset` (memhub's), also where the page starts and
+    where the next one does, with the call that reads it."""
+    payload = {
         **_head(MCP_REVIEW_LIST, "ok", workspace),
         "filter": data["filter"],
         "total": data["total"],
@@ -294,6 +296,14 @@ def review_list_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
         "boundary": text.PROPOSE_BOUNDARY,
         "next_actions": [text.NEXT_REVIEW],
     }
+    if "offset" in data:
+        following = data["next_offset"]
+        payload["offset"] = data["offset"]
+        payload["next_offset"] = following
+        if following is not None:
+            more = data["total"] - following
+            payload["next_actions"].append(text.next_review_page(more, following))
+    return payload
 
 
 def review_invalid_status(workspace: str) -> dict[str, Any]:

@@ -171,6 +171,16 @@ def next_supersede(declaration_id: str) -> str:
 
 # memdsl says "via the memdsl review CLI".
 NEXT_REVIEW = "Approval and rejection are human-only, via the memctl review CLI."
+
+
+def next_review_page(more: int, offset: int) -> str:
+    """memhub's hint when a page of the review queue (asked with an offset) has more after it."""
+    return (
+        f"{more} more proposal(s) follow, the newest last: call memory_review_list again "
+        f"with offset={offset}."
+    )
+
+
 NEXT_STATUS = (
     "Pass one of these workspace names as `workspace` to the memory tools, then start "
     "with memory_map."
@@ -228,7 +238,9 @@ DESCRIBE = {
     "memory_review_list": (
         "List the proposals in a workspace's review queue (status pending, approved, "
         "rejected or all; limit 1-200): what was proposed, by whom, and how it was "
-        "decided. Approving and rejecting are for people only, with `memctl review`."
+        "decided. Oldest first: when total is more than the proposals shown, page on with "
+        "offset (the newest are last). Approving and rejecting are for people only, with "
+        "`memctl review`."
     ),
     "memory_status": (
         "Who you are on this server (token name, scopes, roles) and the health of the "

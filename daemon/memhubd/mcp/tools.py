@@ -376,13 +376,20 @@ def _register_proposals(server: MCPServer, hub: Hub) -> None:
         ),
         limit: Annotated[int, Field(description="at most this many (1-200)")] = 50,
         workspace: WorkspaceArg = "",
+        # memhub's own, read as the JSON API reads it (memdsl's above keep memdsl's lax
+        # reading): a wrong value is refused in its words.
+        offset: Annotated[
+            AsSent, Field(description="skip this many, oldest first (the newest are last)")
+        ] = None,
     ) -> CallToolResult:
         async def work(identity: Identity, name: str) -> Payload:
             await service.workspace(hub, identity, name)
             if status not in payloads.REVIEW_STATUSES:
                 return payloads.review_invalid_status(name)
             clamped = max(1, min(200, limit))
-            data = await service.list_proposals(hub, identity, name, status, limit=clamped)
+            data = await service.list_proposals(
+                hub, identity, name, status, limit=clamped, offset=offset
+            )
             return payloads.review_list_payload(data, name)
 
         return reply(await run_tool(hub, payloads.MCP_REVIEW_LIST, READ_SUMMARY, workspace, work))

@@ -455,15 +455,31 @@ async def _propose(
 
 
 async def list_proposals(
-    hub: Hub, identity: Identity, name: str, status: str = "pending", limit: int | None = None
+    hub: Hub,
+    identity: Identity,
+    name: str,
+    status: str = "pending",
+    limit: int | None = None,
+    offset: int | None = None,
 ) -> dict[str, Any]:
-    """Proposals with `status` (or "all") in creation order; hidden ones are only counted."""
+    """Proposals with `status` (or "all") in creation order; hidden ones are only counted.
+
+    `offset` skips that many of the listed ones (those `total` counts): the oldest come
+    first, so the newest are only reached by paging. Given, the answer also has it and
+    `next_offset` (None after the last page); left out, the answer is as it always was.
+    """
     view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
     if status not in LIST_STATUSES:
         raise ProtocolError(
             ErrorCode.INVALID,
             f"status must be one of {', '.join(LIST_STATUSES)}",
             {"field": "status", "status": status},
+        )
+    if offset is not None and (
+        isinstance(offset, bool) or not isinstance(offset, int) or offset < 0
+    ):
+        raise ProtocolError(
+            ErrorCode.INVALID, "'offset' must be an integer at least 0", {"field": "offset"}
         )
     store = _review_store(hub, host_for(hub, identity, name))
 
@@ -473,14 +489,21 @@ async def list_proposals(
         return shown, len(found) - len(shown)
 
     shown, hidden = await run_engine(work)
-    return {
+    start = offset or 0
+    page = shown[start:] if limit is None else shown[start : start + limit]
+    answer = {
         "schema_version": PROPOSALS_SCHEMA,
         "workspace": name,
         "filter": status,
         "total": len(shown),
         "hidden_by_access_policy": hidden,
-        "proposals": [p.summary() for p in shown[:limit]],
+        "proposals": [p.summary() for p in page],
     }
+    if offset is not None:
+        following = start + len(page)
+        answer["offset"] = offset
+        answer["next_offset"] = following if following < len(shown) else None
+    return answer
 
 
 async def show_proposal(

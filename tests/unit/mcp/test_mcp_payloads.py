@@ -139,3 +139,40 @@ def test_a_refusal_from_part_of_an_answer_says_its_size_is_a_lower_bound() -> No
     assert {k: v for k, v in early.items() if k != "message"} == {
         k: v for k, v in whole.items() if k != "message"
     }
+
+
+def review_list(**extra):
+    data = {"filter": "all", "total": 5, "proposals": [{"id": "p-1"}], **extra}
+    return payloads.review_list_payload(data, "ws")
+
+
+def test_a_review_list_asked_without_an_offset_is_memdsls_answer():
+    payload = review_list()
+    assert list(payload) == [
+        "ok",
+        "schema_version",
+        "status",
+        "workspace",
+        "filter",
+        "total",
+        "proposals",
+        "hidden_by_access_policy",
+        "boundary",
+        "next_actions",
+    ]
+    assert payload["next_actions"] == [text.NEXT_REVIEW]
+
+
+def test_a_review_list_page_says_where_the_next_one_starts():
+    page = review_list(offset=2, next_offset=3)
+    last = review_list(offset=4, next_offset=None)
+    assert (page["offset"], page["next_offset"]) == (2, 3)
+    assert page["next_actions"] == [
+        text.NEXT_REVIEW,
+        "2 more proposal(s) follow, the newest last: call memory_review_list again with offset=3.",
+    ]
+    assert (last["offset"], last["next_offset"], last["next_actions"]) == (
+        4,
+        None,
+        [text.NEXT_REVIEW],
+    )

@@ -194,6 +194,28 @@ def test_a_new_proposal_names_the_workspace_in_the_reviewers_command() -> None:
     ]
 
 
+def proposals(ids: list[str], total: int, **extra: object) -> dict:
+    rows = [{"id": i, "status": "pending", "declaration": "fact:x"} for i in ids]
+    return {"filter": "pending", "total": total, "proposals": rows, **extra}
+
+
+def test_a_whole_proposal_list_ends_with_its_count_alone() -> None:
+    assert render.render_proposals(proposals(["p-1", "p-2"], 2)).endswith(
+        "\n\n2 pending proposal(s)"
+    )
+
+
+def test_a_page_of_proposals_says_where_it_is_and_how_to_read_on() -> None:
+    first = render.render_proposals(proposals(["p-1"], 3))
+    middle = render.render_proposals(proposals(["p-2"], 3, offset=1, next_offset=2))
+    last = render.render_proposals(proposals(["p-3"], 3, offset=2, next_offset=None))
+    beyond = render.render_proposals(proposals([], 3, offset=5, next_offset=None))
+    assert first.endswith("\n\n1 pending proposal(s) (1-1 of 3); the next with --offset 1")
+    assert middle.endswith("\n\n1 pending proposal(s) (2-2 of 3); the next with --offset 2")
+    assert last.endswith("\n\n1 pending proposal(s) (3-3 of 3)")
+    assert beyond == "no pending proposal(s) after the first 5 (3 in all)"
+
+
 def test_taxonomy_lines_show_a_rooms_display_name_when_it_has_one() -> None:
     from memctl.recall import _render_taxonomy
 
