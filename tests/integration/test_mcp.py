@@ -492,6 +492,61 @@ async def test_review_list_refuses_an_offset_that_is_not_a_whole_number(daemon, 
     assert "'offset' must be an integer at least 0" in payload["error"]
 
 
+async def test_review_show_gives_one_proposal_with_its_source_and_decision(daemon) -> None:
+    # given a pending proposal and a rejected one
+    async with mcp_client(daemon, review_writer(daemon)) as client:
+        pending = await call(client, "memory_propose", {"source": fact_named("notes.shown")})
+        rejected = await call(client, "memory_propose", {"source": fact_named("notes.refused")})
+    with daemon.http(daemon.admin_token) as http:
+        url = route_by_name("proposal_reject").url(
+            workspace=TEAM, proposal_id=rejected["proposal_id"]
+        )
+        assert http.post(url, json={"reason": "say it as a rule"}).status_code == 200
+
+    # when a reader shows each over MCP
+    async with mcp_client(daemon, team_reader(daemon)) as client:
+        shown = await call(client, "memory_review_show", {"id": pending["proposal_id"]})
+        decided = await call(client, "memory_review_show", {"id": rejected["proposal_id"]})
+
+    # then it reads what the JSON API's show answers: source, validation, decision
+    expected = api_get(
+        daemon, team_reader(daemon), "proposal", workspace=TEAM, proposal_id=pending["proposal_id"]
+    )
+    assert {k: v for k, v in shown.items() if k != "next_actions"} == expected
+    assert shown["proposal"]["source"] == fact_named("notes.shown")
+    assert shown["proposal"]["proposer"] == "review-writer"
+    assert shown["validation"]["ok"] is True
+    assert "human-only" in shown["next_actions"][0]
+    assert decided["proposal"]["status"] == "rejected"
+    assert decided["proposal"]["reject_reason"] == "say it as a rule"
+    assert decided["validation"] is None
+
+
+async def test_review_show_hides_what_the_list_hides(daemon) -> None:
+    # given a proposal whose declaration only the security role may read
+    source = fact_named("notes.secret").replace(
+        '"tabs, please" }', '"tabs, please" }\n  access_policy { readers: [security] }'
+    )
+    with daemon.http(daemon.admin_token) as http:
+        made = http.post(
+            route_by_name("proposal_create").url(workspace=TEAM), json={"source": source}
+        )
+    assert made.status_code == 201, made.text
+    hidden_id = made.json()["proposal_id"]
+
+    async with mcp_client(daemon, review_writer(daemon)) as client:
+        listed = await call(client, "memory_review_list", {"status": "all", "limit": 200})
+        hidden = await tool_error(client, "memory_review_show", {"id": hidden_id})
+        unknown = await tool_error(client, "memory_review_show", {"id": "p-20260101-000000-abcdef"})
+        empty = await tool_error(client, "memory_review_show", {"id": " "})
+
+    assert hidden_id not in {p["id"] for p in listed["proposals"]}
+    assert listed["hidden_by_access_policy"] >= 1
+    assert hidden.startswith("not_found") and hidden_id in hidden
+    assert hidden.replace(hidden_id, "ID") == unknown.replace("p-20260101-000000-abcdef", "ID")
+    assert "'id' must not be empty" in empty
+
+
 # --- memdsl's argument handling ---------------------------------------------------------
 
 

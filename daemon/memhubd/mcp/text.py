@@ -242,6 +242,12 @@ DESCRIBE = {
         "offset (the newest are last). Approving and rejecting are for people only, with "
         "`memctl review`."
     ),
+    "memory_review_show": (
+        "Show one proposal of the review queue by id (from memory_review_list): its .mem "
+        "source, proposer and reason, how it was decided (reject_reason), and for a pending "
+        "one its validation against the workspace now. Read-only: approving and rejecting "
+        "are for people only, with `memctl review`."
+    ),
     "memory_status": (
         "Who you are on this server (token name, scopes, roles) and the health of the "
         "workspaces you may use: declarations, files, load problems. Use first when a "

@@ -1,4 +1,5 @@
-"""The eleven MCP tools: memdsl's nine plus `memory_status` and `memory_workspaces`.
+"""The twelve MCP tools: memdsl's nine plus `memory_review_show`, `memory_status` and
+`memory_workspaces`.
 
 Each tool checks the caller's scope, picks the workspace, calls the same `service`
 function as the JSON API and shapes the answer with `payloads`. Access errors become
@@ -393,6 +394,19 @@ def _register_proposals(server: MCPServer, hub: Hub) -> None:
             return payloads.review_list_payload(data, name)
 
         return reply(await run_tool(hub, payloads.MCP_REVIEW_LIST, READ_SUMMARY, workspace, work))
+
+    @server.tool(description=text.DESCRIBE["memory_review_show"], annotations=READ_ONLY)
+    async def memory_review_show(
+        id: Annotated[str, Field(description="proposal id (p-YYYYMMDD-HHMMSS-xxxxxx)")],
+        workspace: WorkspaceArg = "",
+    ) -> CallToolResult:
+        async def work(identity: Identity, name: str) -> Payload:
+            if not id.strip():
+                raise ProtocolError(ErrorCode.INVALID, "'id' must not be empty", {"field": "id"})
+            data = await service.show_proposal(hub, identity, name, id.strip())
+            return {**data, "next_actions": [text.NEXT_REVIEW]}
+
+        return reply(await run_tool(hub, None, READ_SUMMARY, workspace, work))
 
 
 def _register_daemon(server: MCPServer, hub: Hub) -> None:
