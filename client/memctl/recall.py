@@ -1,4 +1,5 @@
-"""`memctl recall ...`: ingest, search, wake-up, status, delete, purge, taxonomy, reindex.
+"""`memctl recall ...`: ingest, search, show, wake-up, status, delete, purge, taxonomy,
+reindex.
 
 Argument parsing and rendering for the recall routes. Files are read and walked here,
 on the caller's machine, and uploaded in batches; the daemon parses and stores them.
@@ -40,6 +41,7 @@ from memhub_protocol.recall import (
     FORMATS,
     HEAD_BYTES,
     MAX_FILES_PER_REQUEST,
+    MAX_HIT_CHARS,
     MAX_LIMIT,
     SOURCE_KINDS,
     UNREADABLE,
@@ -141,7 +143,16 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
         metavar="N",
         help=f"hits (default 10, at most {MAX_LIMIT})",
     )
+    a.add_argument(
+        "--max-chars",
+        type=whole_number(1, MAX_HIT_CHARS),
+        metavar="N",
+        help="cut each hit's content to N characters (read one whole: recall show ID)",
+    )
     a.add_argument("--format", choices=("text", "aaak"), default="text", help="aaak: AAAK only")
+
+    a = command(actions, "show", cmd_show, "one drawer whole, by its id")
+    a.add_argument("drawer_id", type=non_empty, help="the drawer id")
 
     a = command(actions, "wake-up", cmd_wake_up, "identity, top drawers, memory map header")
     a.add_argument(
@@ -602,6 +613,7 @@ def cmd_search(session: Session, args: argparse.Namespace) -> int:
         since=since,
         until=until,
         identities=tuple(args.identity) if args.identity else None,
+        max_chars=args.max_chars,
     )
     params = {"format": "aaak"} if args.format == "aaak" else None
     if args.all:
@@ -627,6 +639,11 @@ def render_search(answer: dict[str, Any]) -> str:
         if hit.get("tunnel_hints"):
             lines.append(f"tunnel: also in {', '.join(hit['tunnel_hints'])}")
         lines.append(hit["content"])
+        if hit.get("content_truncated"):
+            lines.append(
+                f"[cut at {len(hit['content'])} of {hit['content_chars']} characters: "
+                f"memctl recall show {hit['drawer_id']} -w {hit['workspace']}]"
+            )
         lines.append("")
     if not answer["hits"]:
         lines.append("no results")
@@ -636,11 +653,39 @@ def render_search(answer: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- the rest
 
 
+def cmd_show(session: Session, args: argparse.Namespace) -> int:
+    session.show(_ws_call(session, "recall_drawer", drawer_id=args.drawer_id), render_drawer)
+    return 0
+
+
+def render_drawer(answer: dict[str, Any]) -> str:
+    drawer = answer["drawer"]
+    source = drawer["source_file"] or f"mempal://drawer/{drawer['drawer_id']}"
+    at = f" ({drawer['locator']})" if drawer.get("locator") else ""
+    return "\n".join(
+        [
+            f"{answer['workspace']}/{drawer['room']} {drawer['drawer_id']}",
+            f"source: {source}{at}",
+            drawer["content"],
+        ]
+    )
+
+
 def cmd_wake_up(session: Session, args: argparse.Namespace) -> int:
     params = {"limit": str(args.limit), "budget": str(args.budget), "format": args.format}
     answer = _ws_call(session, "recall_wake_up", params=params)
-    session.show(answer, lambda a: a["text"])
+    session.show(answer, _wake_up_text)
     return 0
+
+
+def _wake_up_text(answer: dict[str, Any]) -> str:
+    """The text, pointing where memctl reads a drawer whole (the daemon names its route),
+    a pointer no longer than the route's, so the text stays within its budget."""
+    text: str = answer["text"]
+    route = answer.get("read_whole")
+    if route:
+        text = text.replace(route, "memctl recall show <drawer_id>", 1)
+    return text
 
 
 def cmd_compress(session: Session, args: argparse.Namespace) -> int:

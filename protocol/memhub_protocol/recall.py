@@ -28,6 +28,9 @@ from memhub_protocol.times import (
 FORMATS = ("auto", "claude-code", "chatgpt", "codex", "slack", "markdown", "text")
 SOURCE_KINDS = ("claude-code", "chatgpt", "codex", "slack", "markdown", "text", "manual")
 MAX_LIMIT = 100
+# The most characters a search may ask each hit's content cut to (`max_chars`): a drawer
+# is at most a request body long, so a bound above it would cut nothing.
+MAX_HIT_CHARS = 1_000_000
 MAX_FILES_PER_REQUEST = 1000
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 # A file's `name` and an ingest's `source` are citations, stored with each drawer and
@@ -330,8 +333,19 @@ class SearchRequest:
     until: int | None = None
     identities: tuple[str, ...] | None = None
     workspaces: tuple[str, ...] | None = None  # only on the cross-workspace route
+    max_chars: int | None = None  # each hit's content cut to this many characters
 
-    FIELDS = ("query", "limit", "room", "source_kind", "since", "until", "identity", "workspaces")
+    FIELDS = (
+        "query",
+        "limit",
+        "room",
+        "source_kind",
+        "since",
+        "until",
+        "identity",
+        "workspaces",
+        "max_chars",
+    )
 
     @staticmethod
     def json_schema() -> dict[str, Any]:
@@ -351,6 +365,12 @@ class SearchRequest:
                 "until": _TIME_SCHEMA,
                 "identity": _NAMES_SCHEMA,
                 "workspaces": {**_NAMES_SCHEMA, "description": "cross-workspace route only"},
+                "max_chars": {
+                    "type": ["integer", "null"],
+                    "minimum": 1,
+                    "maximum": MAX_HIT_CHARS,
+                    "description": "cut each hit's content to this many characters",
+                },
             },
         }
 
@@ -383,6 +403,7 @@ class SearchRequest:
             until=until,
             identities=_names(data, "identity", filter_=True),
             workspaces=_names(data, "workspaces", filter_=True),
+            max_chars=_optional_integer(data, "max_chars", 1, MAX_HIT_CHARS),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -395,6 +416,7 @@ class SearchRequest:
             "until": self.until,
             "identity": list(self.identities) if self.identities else None,
             "workspaces": list(self.workspaces) if self.workspaces else None,
+            "max_chars": self.max_chars,
         }
         return {key: value for key, value in out.items() if value is not None}
 

@@ -125,6 +125,7 @@ _AAAK = Param("format", choices=("json", "aaak"), description="aaak: add the hit
 # memhub_protocol.recall.MAX_LIMIT and the daemon's wake-up bounds, written out: importing
 # them would cost memctl `dataclasses` on every command (a test holds the limits equal).
 RECALL_MAX_LIMIT = 100
+RECALL_MAX_HIT_CHARS = 1_000_000
 WAKE_UP_MAX_LIMIT = 50
 WAKE_UP_MIN_BUDGET = 200
 # The daemon's bounds of a diary read, a cowork peek and a graph query, named so that
@@ -281,7 +282,7 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         _WS + "/recall/search",
         READ_SEARCH,
-        "Search the drawers: `?q=&room=&source_kind=&since=&until=&identity=&limit=` (`top_k` is `limit`); other parameters are refused.",
+        "Search the drawers: `?q=&room=&source_kind=&since=&until=&identity=&limit=&max_chars=` (`top_k` is `limit`); other parameters are refused.",
         params=(
             Param("q", description="the words to search for (required, as `q` or `query`)"),
             Param("query", description="the same as `q`"),
@@ -296,6 +297,13 @@ ROUTES: tuple[Route, ...] = (
             Param("since", description="only drawers from this time on (epoch seconds or ISO)"),
             Param("until", description="only drawers up to this time (epoch seconds or ISO)"),
             Param("identity", description="only drawers this identity wrote" + _SEVERAL),
+            Param(
+                "max_chars",
+                "integer",
+                1,
+                RECALL_MAX_HIT_CHARS,
+                description="cut each hit's content to this many characters",
+            ),
             _AAAK,
         ),
     ),

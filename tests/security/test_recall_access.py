@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
+from tests.integration.conftest import LiveDaemon, copy_examples, memctl, start_daemon
+from tests.security.test_role_hiding import mcp_client
 
 TEAM, OTHER = "team-coding", "writing"
 AGENT = "read:summary,read:search,write:recall"
@@ -98,6 +99,40 @@ def test_a_hidden_drawer_answers_exactly_as_a_missing_one(daemon: LiveDaemon) ->
             ].replace(missing, "X")
     with daemon.http(writer) as http:  # and the failed delete left it in place
         assert http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{hidden}").status_code == 200
+
+
+@pytest.mark.anyio
+async def test_reading_a_hidden_drawer_by_id_answers_as_a_missing_one_at_mcp_and_memctl(
+    daemon: LiveDaemon,
+) -> None:
+    # Given a drawer only `legal` may read, and an id of the same form that names nothing
+    writer = token(daemon, "get-writer", workspaces=[TEAM], roles=["legal"])
+    reader = token(daemon, "get-reader", workspaces=[TEAM])
+    (hidden,) = ingest(
+        daemon, writer, content="the walrus settlement sum stays sealed", readers=["legal"]
+    )
+    missing = hidden[:-4] + ("0000" if not hidden.endswith("0000") else "1111")
+    # When a caller without the role reads both by id, at MCP and with memctl
+    async with mcp_client(daemon, reader) as client:
+        seen = await client.call_tool("memory_get_drawer", {"drawer_id": hidden})
+        absent = await client.call_tool("memory_get_drawer", {"drawer_id": missing})
+        # (a workspace the caller has no grant for is told as one that does not exist)
+        other = await client.call_tool("memory_get_drawer", {"drawer_id": hidden, "wing": OTHER})
+        unknown = await client.call_tool("memory_get_drawer", {"drawer_id": hidden, "wing": "nope"})
+    shown = [memctl(daemon, reader, "-w", TEAM, "recall", "show", i) for i in (hidden, missing)]
+    # Then both answer alike but for the id asked, and nothing of the drawer shows
+    assert seen.is_error and absent.is_error
+    assert seen.content[0].text.replace(hidden, "X") == absent.content[0].text.replace(missing, "X")
+    assert other.is_error and unknown.is_error
+    assert other.content[0].text.replace(OTHER, "X") == unknown.content[0].text.replace("nope", "X")
+    (code, out, err), (code_missing, out_missing, err_missing) = shown
+    assert code == code_missing != 0 and out == out_missing == ""
+    assert err.replace(hidden, "X") == err_missing.replace(missing, "X")
+    assert "walrus" not in seen.content[0].text + err
+    # And the writer, who holds the role, reads it whole
+    async with mcp_client(daemon, writer) as client:
+        read = await client.call_tool("memory_get_drawer", {"drawer_id": hidden})
+    assert not read.is_error and "walrus settlement" in read.content[0].text
 
 
 def test_wake_up_never_names_the_daemons_state_directory(daemon: LiveDaemon) -> None:

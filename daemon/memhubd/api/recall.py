@@ -49,7 +49,7 @@ _GET_SEARCH_PARAMS = frozenset(param.name for param in route_by_name("recall_sea
 
 
 def _search_from_params(request: Request) -> SearchRequest:
-    """`?q=&room=&source_kind=&since=&until=&identity=&limit=` as a SearchRequest
+    """`?q=&room=&source_kind=&since=&until=&identity=&limit=&max_chars=` as a SearchRequest
     (`top_k` is mempal's `limit`, and wins over it). An unknown parameter is refused, as
     the POST body's unknown fields are: a misspelt filter must not widen the search
     unnoticed. `limit` and `top_k` were checked by `endpoint`, each under its own name."""
@@ -73,6 +73,8 @@ def _search_from_params(request: Request) -> SearchRequest:
     for name in ("limit", "top_k"):
         if checked[name] is not None:
             data["limit"] = checked[name]
+    if checked["max_chars"] is not None:
+        data["max_chars"] = checked["max_chars"]
     for name in ("room", "source_kind", "identity"):
         values = params.getlist(name)
         if values:

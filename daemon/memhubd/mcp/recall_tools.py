@@ -1,6 +1,6 @@
 """The recall MCP tools, with mempal's argument names under the `memory_` prefix:
-memory_search, memory_ingest, memory_delete, memory_taxonomy, memory_wake_up and
-memory_recall_status.
+memory_search, memory_get_drawer, memory_ingest, memory_delete, memory_taxonomy,
+memory_wake_up and memory_recall_status.
 
 `wing` (mempal's word) and `workspace` name the same thing. Each tool calls the same
 `service.recall` function as the JSON API; access errors become tool errors.
@@ -15,8 +15,13 @@ from mcp_types import CallToolResult
 from pydantic import Field, Strict
 
 from memhub_protocol import ErrorCode, ProtocolError
-from memhub_protocol.recall import IngestRequest, SearchRequest, TaxonomyEditRequest
-from memhub_protocol.scopes import READ_SUMMARY, WRITE_RECALL
+from memhub_protocol.recall import (
+    MAX_HIT_CHARS,
+    IngestRequest,
+    SearchRequest,
+    TaxonomyEditRequest,
+)
+from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY, WRITE_RECALL
 from memhubd.mcp import text
 from memhubd.mcp.caller import current_caller, note_workspace, wing_or_workspace
 from memhubd.mcp.tools import DESTRUCTIVE, READ_ONLY, WRITE, reply, run_tool, tool_error
@@ -29,6 +34,8 @@ DOOR = "mcp"
 WING = "Workspace (mempal's wing). Leave it out to use your only workspace; for "
 WING_SEARCH = WING + "memory_search, leave it out to search every workspace you may use."
 WING_ONE = WING + "the others, it is required when you may use several."
+# How this door reads one drawer whole, as wake-up's text points to it.
+READ_WHOLE = "memory_get_drawer {drawer_id}"
 
 DESCRIBE = {
     "memory_search": (
@@ -37,7 +44,13 @@ DESCRIBE = {
         "room, source_file and a citation: cite them. Results also carry entities, topics, flags, "
         "emotions and importance_stars (computed from the content, never stored). Rooms "
         "boost, they never filter, unless you "
-        "pass `room`. Only filter by a room you have seen in memory_recall_status."
+        "pass `room`. Only filter by a room you have seen in memory_recall_status. Pass "
+        "max_chars to cut each hit's content: a cut hit says content_truncated and "
+        "content_chars, and memory_get_drawer reads it whole."
+    ),
+    "memory_get_drawer": (
+        "Read one drawer whole by its drawer_id (from memory_search or memory_wake_up): "
+        "its verbatim content, room, source_file and locator."
     ),
     "memory_ingest": (
         "Store one piece of text verbatim as a drawer (a decision with its rationale, a "
@@ -68,11 +81,20 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         top_k: Annotated[int, Strict(), Field(description="number of hits (1-100)", ge=1, le=100)] = 10,
         workspace: Annotated[str, Field(description="same as wing")] = "",
         format: Annotated[str, Field(description="json, or aaak: add AAAK")] = "json",  # noqa: A002
+        max_chars: Annotated[
+            int | None,
+            Strict(),
+            Field(
+                description=f"cut each hit's content to this many characters (1-{MAX_HIT_CHARS})",
+                ge=1,
+                le=MAX_HIT_CHARS,
+            ),
+        ] = None,
     ) -> CallToolResult:
         try:
             identity = current_caller()
             name = wing_or_workspace(wing, workspace) or None
-            data: dict[str, Any] = {"query": query, "limit": top_k}
+            data: dict[str, Any] = {"query": query, "limit": top_k, "max_chars": max_chars}
             if room:
                 data["room"] = [room]
             request = SearchRequest.from_json(data)
@@ -83,6 +105,21 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
             return reply({k if k != "hits" else "results": v for k, v in answer.items()})
         except ProtocolError as error:
             raise tool_error(error) from None
+
+    @server.tool(description=DESCRIBE["memory_get_drawer"], annotations=READ_ONLY)
+    async def memory_get_drawer(
+        drawer_id: Annotated[str, Field(description="the drawer to read")],
+        wing: Annotated[str, Field(description=WING_ONE)] = "",
+        workspace: Annotated[str, Field(description="same as wing")] = "",
+    ) -> CallToolResult:
+        async def work(identity: Any, name: str) -> dict[str, Any]:
+            # A drawer the caller may not read is answered as one that does not exist.
+            data = await recall.get_drawer(hub, identity, name, drawer_id)
+            return {**data, "wing": name}
+
+        return reply(
+            await run_tool(hub, None, READ_SEARCH, wing_or_workspace(wing, workspace), work)
+        )
 
     @server.tool(description=DESCRIBE["memory_ingest"], annotations=WRITE)
     async def memory_ingest(
@@ -181,7 +218,7 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         format: Annotated[str, Field(description="text, or aaak: one zettel")] = "text",  # noqa: A002
     ) -> CallToolResult:
         async def work(identity: Any, name: str) -> dict[str, Any]:
-            return await recall.wake_up(hub, identity, name, limit, budget, format)
+            return await recall.wake_up(hub, identity, name, limit, budget, format, READ_WHOLE)
 
         return reply(
             await run_tool(hub, None, READ_SUMMARY, wing_or_workspace(wing, workspace), work)

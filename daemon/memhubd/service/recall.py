@@ -78,6 +78,8 @@ MAX_NAME = 200
 WAKE_UP_LIMIT = 50
 WAKE_UP_BUDGET = 4000
 WAKE_UP_CUT = 200
+# How the JSON API reads one drawer whole, as wake-up's text points to it.
+WAKE_UP_READ_WHOLE = "GET /v1/workspaces/{workspace}/recall/drawers/<drawer_id>"
 MAP_HEADER_LINES = 12
 # The status of a file part kept until its upload's last part (not yet a file).
 PART_RECEIVED = "part_received"
@@ -395,6 +397,8 @@ async def search_recall(
                 w for w in tunnels.get(hit.drawer.room, ()) if w != workspace
             )
             data.update(analyze(hit.drawer.content).as_dict())
+            if request.max_chars is not None:
+                data.update(_cut_content(hit.drawer.content, request.max_chars))
             hits.append(data)
         answer = {
             "schema_version": RESULT_SCHEMA,
@@ -405,7 +409,7 @@ async def search_recall(
             "warnings": warnings,
             "hits": hits,
             "took_ms": round((time.perf_counter() - started) * 1000, 2),
-        } | ({"aaak": _aaak_hits(names, merged)} if fmt == "aaak" else {})
+        } | ({"aaak": _aaak_hits(names, merged, request.max_chars)} if fmt == "aaak" else {})
         return answer, counted
 
     data, counted = await anyio.to_thread.run_sync(work, limiter=_SEARCH)
@@ -441,11 +445,23 @@ def _route(name: str | None, request: SearchRequest) -> dict[str, Any]:
     return {"wing": None, "room": None, "confidence": 0.0, "reason": reason}
 
 
-def _aaak_hits(names: list[str], merged: list[tuple[str, Hit]]) -> str:
-    """The hits as one AAAK document, one zettel per hit in rank order."""
+def _cut_content(content: str, max_chars: int) -> dict[str, Any]:
+    """A hit's content held to `max_chars` characters (code points: a cut never splits
+    one, though it may part a letter from its combining mark), and whether it was cut.
+    Its signals were read from the whole; the drawer id reads the whole again."""
+    return {
+        "content": content[:max_chars],
+        "content_truncated": len(content) > max_chars,
+        "content_chars": len(content),
+    }
+
+
+def _aaak_hits(names: list[str], merged: list[tuple[str, Hit]], max_chars: int | None) -> str:
+    """The hits as one AAAK document, one zettel per hit in rank order; each hit's text
+    cut to `max_chars` as its content is, since AAAK quotes a text whole."""
     wing = merged[0][0] if merged else ",".join(names)
     room = merged[0][1].drawer.room if merged else DEFAULT_ROOM
-    texts = [hit.drawer.content for _w, hit in merged] or ["memhub search: no results"]
+    texts = [hit.drawer.content[:max_chars] for _w, hit in merged] or ["memhub search: no results"]
     return aaak.encode_many(texts, wing, room, str(int(time.time())), "search").document
 
 
@@ -580,10 +596,13 @@ async def wake_up(
     limit: int = 5,
     budget: int = WAKE_UP_BUDGET,
     fmt: str = "text",
+    read_whole: str | None = None,
 ) -> dict[str, Any]:
     """A bounded context refresh: identity text, top drawers by importance then
     recency, and the governed memory map's header, within `budget` characters.
-    `fmt="aaak"`: `text` is instead the top drawers as one AAAK zettel (as mempal)."""
+    `fmt="aaak"`: `text` is instead the top drawers as one AAAK zettel (as mempal).
+    `read_whole` is how the caller's door reads one drawer whole (by default the JSON
+    API's route): the text points there, beside the summaries that stand for drawers."""
     require_scope(identity, READ_SUMMARY)
     host_for(hub, identity, name)
     _format(fmt, WAKE_UP_FORMATS)
@@ -620,10 +639,17 @@ async def wake_up(
             ends.append(sum(len(line) + 1 for line in lines) + len(first))
             lines += [first, f"  source: {drawer.source_file}", f"  {summary}"]
             # Bounded like the text: the summary stands for the content (read a drawer
-            # whole by its id), so a wake-up never carries whole drawers.
+            # whole by its id, as the text says how), so a wake-up never carries whole
+            # drawers.
             item = drawer.as_dict()
             del item["content"]
             items.append({**item, "summary": summary})
+        how = read_whole or WAKE_UP_READ_WHOLE.format(workspace=name)
+        pointer = f"(summaries; read a drawer whole: {how})"
+        # After the drawers, so a small budget still shows them; told whole or not at
+        # all, since a pointer cut short points nowhere.
+        if drawers and sum(len(line) + 1 for line in lines) + len(pointer) <= budget - 3:
+            lines.append(pointer)
         if not drawers:
             lines.append("no recent drawers")
         if header:
@@ -646,6 +672,7 @@ async def wake_up(
             "text": text,
             "truncated": truncated,
             "estimated_tokens": len(text.split()),
+            "read_whole": how,
         }
 
     return await anyio.to_thread.run_sync(work, limiter=_READ)

@@ -16,7 +16,12 @@ from schemathesis.specs.openapi.definitions import OPENAPI_31
 
 import memhub_protocol.recall as recall_models
 from memhub_protocol import ROUTES
-from memhub_protocol.routes import RECALL_MAX_LIMIT, WAKE_UP_MAX_LIMIT, WAKE_UP_MIN_BUDGET
+from memhub_protocol.routes import (
+    RECALL_MAX_HIT_CHARS,
+    RECALL_MAX_LIMIT,
+    WAKE_UP_MAX_LIMIT,
+    WAKE_UP_MIN_BUDGET,
+)
 from memhubd.api.openapi import HANDLER_BODIES, openapi_document
 from memhubd.service import recall
 
@@ -136,10 +141,11 @@ def test_get_search_lists_every_parameter_it_takes(document: dict[str, Any]) -> 
     params = query_parameters(document, "get", WS + "/recall/search")
     assert set(params) == {
         *("q", "query", "limit", "top_k", "room", "source_kind"),
-        *("since", "until", "identity", "format"),
+        *("since", "until", "identity", "max_chars", "format"),
     }
     for name in ("limit", "top_k"):
         assert params[name] == {"type": "integer", "minimum": 1, "maximum": RECALL_MAX_LIMIT}
+    assert params["max_chars"] == {"type": "integer", "minimum": 1, "maximum": RECALL_MAX_HIT_CHARS}
 
 
 def test_wake_up_lists_its_limit_and_budget(document: dict[str, Any]) -> None:
@@ -151,6 +157,7 @@ def test_wake_up_lists_its_limit_and_budget(document: dict[str, Any]) -> None:
 
 def test_the_route_tables_recall_bounds_are_the_daemons() -> None:
     assert RECALL_MAX_LIMIT == recall_models.MAX_LIMIT
+    assert RECALL_MAX_HIT_CHARS == recall_models.MAX_HIT_CHARS
     assert WAKE_UP_MAX_LIMIT == recall.WAKE_UP_LIMIT
 
 

@@ -56,6 +56,21 @@ STORED_TEXT = [
     (["recall", "search", "zebrafish"], "POST", "/recall/search", {"hits": [_hit(HOSTILE)]}),
     (["recall", "wake-up"], "GET", "/recall/wake-up", {"text": f"identity\n{HOSTILE}"}),
     (
+        ["recall", "show", "d1"],
+        "GET",
+        "/recall/drawers/d1",
+        {
+            "workspace": "team",
+            "drawer": {
+                "drawer_id": "d1",
+                "room": "general",
+                "source_file": "notes.md",
+                "locator": None,
+                "content": HOSTILE,
+            },
+        },
+    ),
+    (
         ["diary", "read"],
         "GET",
         "/diary",
