@@ -29,6 +29,7 @@ from memctl.transport import (
     describe_failure,
     parse_target,
 )
+from memhub_protocol.errors import MCP_REFUSED
 
 if TYPE_CHECKING:
     import httpx
@@ -41,7 +42,7 @@ INPUT_CHUNK = 64 * 1024
 MAX_LINE_BYTES = 64 * 1024 * 1024
 PARSE_ERROR = -32700
 DAEMON_UNREACHABLE = -32000
-DAEMON_REFUSED = -32001
+DAEMON_REFUSED = MCP_REFUSED  # the daemon's code for a request refused before MCP
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 # The method -> params key mirrored in the Mcp-Name header (modern protocol routing).
 NAMED_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -211,7 +212,10 @@ def forward(relay: Relay, raw: bytes) -> None:
         return
     replies = replies_from(response)
     _remember(relay, message, response, replies)
-    if replies:
+    refusal = _daemon_refusal(response, replies)
+    if refusal is not None:
+        _refused(relay, message, response, refusal)
+    elif replies:
         for reply in replies:
             relay.write(reply)
     elif response.status_code >= 400:
@@ -229,17 +233,33 @@ def _remember(relay: Relay, message: Any, response: httpx.Response, replies: lis
                 relay.protocol_version = version
 
 
-def _refused(relay: Relay, message: Any, response: httpx.Response) -> None:
-    """An HTTP error without a JSON-RPC body, e.g. the daemon's 401 envelope.
+def _daemon_refusal(response: httpx.Response, replies: list[Any]) -> dict[str, Any] | None:
+    """The daemon's JSON-RPC error for a request it refused before MCP (its 401, 413...)."""
+    if response.status_code < 400 or len(replies) != 1:
+        return None
+    error = replies[0].get("error")
+    if isinstance(error, dict) and error.get("code") == DAEMON_REFUSED:
+        return error
+    return None
+
+
+def _refused(
+    relay: Relay, message: Any, response: httpx.Response, refusal: dict[str, Any] | None = None
+) -> None:
+    """An HTTP error the daemon refused with (its JSON-RPC `refusal`, or an envelope from
+    a daemon before those), or one without a JSON-RPC body, answered for `message`.
 
     The line names the daemon's address, as an unreachable daemon's does: a client's
     log then shows which daemon refused (a token meant for another one, say)."""
-    try:
-        envelope = response.json()
-    except ValueError:
-        envelope = {"body": response.text[:500]}
-    detail = envelope.get("error", {}) if isinstance(envelope, dict) else {}
-    text = detail.get("message") if isinstance(detail, dict) else None
+    if refusal is not None:
+        envelope, text = refusal.get("data"), refusal.get("message")
+    else:
+        try:
+            envelope = response.json()
+        except ValueError:
+            envelope = {"body": response.text[:500]}
+        detail = envelope.get("error", {}) if isinstance(envelope, dict) else {}
+        text = detail.get("message") if isinstance(detail, dict) else None
     line = (
         f"memhubd at {relay.target.url} answered {response.status_code}: "
         f"{text or response.reason_phrase}"

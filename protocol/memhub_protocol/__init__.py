@@ -6,7 +6,13 @@ It depends on nothing of the daemon, so the thin client can import it alone.
 
 from __future__ import annotations
 
-from memhub_protocol.errors import ErrorCode, ProtocolError, error_envelope
+from memhub_protocol.errors import (
+    MCP_REFUSED,
+    ErrorCode,
+    ProtocolError,
+    error_envelope,
+    jsonrpc_refusal,
+)
 from memhub_protocol.models import (
     DECISION_SCHEMA,
     PROPOSAL_SCHEMA,
@@ -82,11 +88,13 @@ __all__ = [
     "ProposeRequest",
     "RejectRequest",
     "ErrorCode",
+    "MCP_REFUSED",
     "ProtocolError",
     "QueryRequest",
     "Route",
     "TokenCreateRequest",
     "WorkspaceAddRequest",
     "error_envelope",
+    "jsonrpc_refusal",
     "route_by_name",
 ]

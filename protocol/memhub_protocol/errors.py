@@ -1,4 +1,5 @@
-"""Error codes and the error envelope `{"error": {"code", "message", "detail"}}`."""
+"""Error codes and the error envelope `{"error": {"code", "message", "detail"}}`, and the
+JSON-RPC error that carries the envelope when the daemon refuses a request at `/mcp`."""
 
 from __future__ import annotations
 
@@ -76,3 +77,31 @@ def error_envelope(
     code: ErrorCode, message: str, detail: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     return {"error": {"code": code.value, "message": message, "detail": detail or {}}}
+
+
+# The JSON-RPC error code of a request refused before MCP read it (token, host, size):
+# in the range JSON-RPC leaves to servers, and the code `memctl mcp` answers such a
+# refusal with.
+MCP_REFUSED = -32001
+
+# What a caller does next, where the refusal's own message does not say it.
+_NEXT_STEP = {
+    ErrorCode.TOO_LARGE: "; send less in one request (split a long text over several calls)",
+}
+
+
+def jsonrpc_refusal(
+    code: ErrorCode, message: str, detail: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A refusal at `/mcp` as a JSON-RPC error response: MCP clients pass on the error of
+    a non-2xx answer only in this shape. `data` is the envelope the JSON API answers
+    with; `id` is null, as the request was refused before its body was read."""
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": MCP_REFUSED,
+            "message": f"{code.value}: {message}{_NEXT_STEP.get(code, '')}",
+            "data": error_envelope(code, message, detail),
+        },
+    }
