@@ -435,6 +435,7 @@ async def _run(
     if config.mcp.enabled:  # /mcp on both listeners, the SDK imported after the start
         mcp = DeferredMcp(context, config.mcp)
         context.extra_routes.append(mcp.route())
+        context.jsonrpc_paths.add(MCP_PATH)
     app = build_app(context)
     sockets = [bind_tcp(config.host, config.port)]
     socket_path = config.socket_path

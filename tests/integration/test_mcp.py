@@ -331,7 +331,7 @@ def test_mcp_without_a_valid_token_is_401_with_an_envelope(daemon, secret) -> No
     with daemon.http(secret) as http:
         response = http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
     assert response.status_code == 401
-    assert response.json()["error"]["code"] == "unauthorized"
+    assert response.json()["error"]["data"]["error"]["code"] == "unauthorized"
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
@@ -687,7 +687,7 @@ async def test_browser_request_from_a_foreign_origin_is_refused(daemon) -> None:
             "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "origin": "http://localhost:3000"}
         )
     assert foreign.status_code == rebound.status_code == 403
-    assert foreign.json()["error"]["code"] == "forbidden"
+    assert foreign.json()["error"]["data"]["error"]["code"] == "forbidden"
     assert local.status_code == 200
 
 
@@ -868,7 +868,7 @@ async def test_ingest_takes_readers_and_restricts_the_drawer_to_them(daemon) -> 
     assert shown["readers"] == ["vault"]
 
 
-async def test_a_body_over_the_limit_is_refused_in_the_daemons_envelope(daemon) -> None:
+async def test_a_body_over_the_limit_is_refused_with_the_daemons_envelope(daemon) -> None:
     headers = {
         "Authorization": f"Bearer {team_reader(daemon)}",
         "Content-Type": "application/json",
@@ -885,7 +885,7 @@ async def test_a_body_over_the_limit_is_refused_in_the_daemons_envelope(daemon) 
     async with httpx2.AsyncClient(timeout=30) as http:
         answer = await http.post(f"{daemon.url}/mcp", content=body, headers=headers)
     assert answer.status_code == 413
-    assert answer.json()["error"]["code"] == "too_large"
+    assert answer.json()["error"]["data"]["error"]["code"] == "too_large"
 
 
 async def test_an_argument_over_a_limit_is_an_ok_false_answer_not_a_tool_error(daemon) -> None:
@@ -913,8 +913,9 @@ async def test_a_get_opens_no_stream_and_says_to_post(daemon) -> None:
         anonymous = await http.get(f"{daemon.url}/mcp", headers={"Accept": "text/event-stream"})
     assert {a.status_code for a in answers} == {405}
     assert answers[0].headers["allow"] == "POST"
-    assert answers[0].json()["error"]["message"] == "GET is not served here; use POST"
-    assert answers[0].json()["error"]["code"] == "method_not_allowed"  # as the API's 405
+    envelope = answers[0].json()["error"]["data"]  # the API's 405, in a JSON-RPC error
+    assert envelope["error"]["message"] == "GET is not served here; use POST"
+    assert envelope["error"]["code"] == "method_not_allowed"
     assert anonymous.status_code == 405  # as the API's, with or without a token
 
 

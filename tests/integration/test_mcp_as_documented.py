@@ -94,7 +94,7 @@ def test_every_method_but_post_is_the_daemons_405_with_allow(daemon, method, wit
     assert answer.headers["allow"] == "POST"
     if method == "HEAD":
         return  # no body
-    error = answer.json()["error"]  # the envelope, not JSON-RPC
+    error = answer.json()["error"]["data"]["error"]  # the envelope, in a JSON-RPC error
     assert error["code"] == "method_not_allowed"
     assert error["detail"]["allow"] == ["POST"]
     assert error["message"] == f"{method} is not served here; use POST"
@@ -105,7 +105,7 @@ def test_a_method_but_post_over_the_unix_socket_is_405_too(daemon) -> None:
     with httpx2.Client(transport=transport, timeout=10) as http:
         answer = http.delete("http://memhub/mcp")
     assert answer.status_code == 405 and answer.headers["allow"] == "POST"
-    assert answer.json()["error"]["detail"]["allow"] == ["POST"]
+    assert answer.json()["error"]["data"]["error"]["detail"]["allow"] == ["POST"]
 
 
 # --- answers over max_result_bytes name their workspace ---------------------------------

@@ -106,7 +106,10 @@ def test_a_rejected_token_becomes_a_json_rpc_error(daemon, secret: str) -> None:
     replies, stderr = run_lines(daemon.url, secret, PING)
     assert [reply["id"] for reply in replies] == [7]
     error = replies[0]["error"]
-    assert "401" in error["message"] and error["data"]["error"]["code"] == "unauthorized"
+    # The words an MCP client at /mcp sees, after the daemon's address and status.
+    said = "unauthorized: invalid or expired token; send Authorization: Bearer <token>"
+    assert error["message"] == f"memhubd at {daemon.url} answered 401: {said}"
+    assert error["code"] == -32001 and error["data"]["error"]["code"] == "unauthorized"
     assert "401" in stderr
 
 

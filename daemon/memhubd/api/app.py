@@ -100,6 +100,8 @@ class ApiContext:
     max_body_bytes: int = 1024 * 1024
     max_result_bytes: int = 8 * 1024 * 1024
     extra_routes: list[Any] = field(default_factory=list)
+    # Paths whose refusals are JSON-RPC errors carrying the envelope (MCP's `/mcp`).
+    jsonrpc_paths: set[str] = field(default_factory=set)
     lifespan: Any = None
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import structlog
 
-from memhub_protocol import ErrorCode, error_envelope
+from memhub_protocol import ErrorCode, error_envelope, jsonrpc_refusal
 from memhubd.auth.identity import Identity, local_operator
 from memhubd.runtime.logging import access_log
 
@@ -54,9 +54,17 @@ def declared_length(scope: Scope) -> int:
 
 
 async def send_error(
-    send: Any, code: ErrorCode, message: str, request_id: str, *, close: bool = False
+    send: Any,
+    code: ErrorCode,
+    message: str,
+    request_id: str,
+    *,
+    close: bool = False,
+    jsonrpc: bool = False,
 ) -> None:
-    body = json.dumps(error_envelope(code, message)).encode()
+    """The error envelope, or with `jsonrpc` the JSON-RPC error that carries it."""
+    refusal = jsonrpc_refusal(code, message) if jsonrpc else error_envelope(code, message)
+    body = json.dumps(refusal).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
@@ -137,7 +145,8 @@ class ApiMiddleware:
                 log.exception("unhandled error", request_id=request_id, path=scope.get("path"))
                 code, message = ErrorCode.INTERNAL, "internal error; see the daemon log"
             status_holder["status"] = code.http_status
-            await send_error(send, code, message, request_id, close=close)
+            jsonrpc = scope.get("path") in self.context.jsonrpc_paths
+            await send_error(send, code, message, request_id, close=close, jsonrpc=jsonrpc)
         finally:
             self._record(scope, status_holder["status"], time.perf_counter() - started)
 

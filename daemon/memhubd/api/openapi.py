@@ -368,8 +368,8 @@ _MCP = {
         "200": {"description": "The JSON-RPC answer", "content": {"application/json": {}}},
         "202": {"description": "Accepted: a notification or response, no body"},
         "default": {
-            "description": "The error envelope for a refused token, host or size; a JSON-RPC "
-            "error for a malformed MCP message",
+            "description": "A JSON-RPC error: for a refused token, host, size, method or "
+            "content type its code is -32001 and its `data` the error envelope",
             "content": {"application/json": {}},
         },
     },

@@ -3,7 +3,8 @@ on the Unix socket, stateless with JSON responses.
 
 `mount_mcp` adds the route and the session manager's lifespan to an `ApiContext`.
 The endpoint reuses the API middleware's identity (401 without one), refuses
-browser requests from non-local origins, and hands the identity to the tools.
+browser requests from non-local origins, and hands the identity to the tools. What it
+refuses before MCP is a JSON-RPC error carrying the JSON API's envelope, at that status.
 Answers larger than `limits.max_result_bytes` are replaced by a refusal, as on the
 JSON API. It must not verify tokens itself or know what a tool does.
 """
@@ -29,11 +30,10 @@ from mcp_types import (
     TextContent,
 )
 from pydantic import ValidationError
-from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from memhub_protocol import ErrorCode, error_envelope
+from memhub_protocol import ErrorCode, jsonrpc_refusal
 from memhubd import __version__
 from memhubd.api.app import ApiContext
 from memhubd.api.middleware import BodyTooLarge, declared_length, over_unix_socket
@@ -242,10 +242,19 @@ class McpEndpoint:
             # carries what a server sends unasked, and this stateless server sends nothing
             # so (each stream would only hold a connection open, unbounded and past its
             # token's revocation); it has no session for a DELETE to end. The spec lets
-            # such a server answer 405. Raised for the app's handler to answer as it
-            # answers a method any route does not serve (envelope, `Allow`,
-            # `detail.allow`), with or without a token.
-            raise HTTPException(405, headers={"Allow": "POST"})
+            # such a server answer 405, with or without a token, as the app answers a
+            # method any route does not serve (`Allow`, `detail.allow`).
+            method = scope["method"]
+            await _refuse(
+                scope,
+                receive,
+                send,
+                ErrorCode.METHOD_NOT_ALLOWED,
+                f"{method} is not served here; use POST",
+                detail={"path": scope["path"], "allow": ["POST"]},
+                headers={"Allow": "POST"},
+            )
+            return
         if not over_unix_socket(scope):
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
             problem = rebinding_problem(
@@ -261,10 +270,16 @@ class McpEndpoint:
             await _refuse(scope, receive, send, ErrorCode.UNAUTHORIZED, message)
             return
         if self.max_body_bytes is not None and declared_length(scope) > self.max_body_bytes:
-            # Refused here in the daemon's error envelope, as the JSON API refuses it
+            # Refused here with the daemon's error envelope, as the JSON API refuses it
             # (the SDK would answer a bare text line).
             message = str(BodyTooLarge(self.max_body_bytes))
             await _refuse(scope, receive, send, ErrorCode.TOO_LARGE, message)
+            return
+        if not _json_content(scope):
+            # The SDK's own check answers a bare text line, which its client reports as
+            # an unexplained error; the status stays the SDK's.
+            message = "Content-Type must be application/json"
+            await _refuse(scope, receive, send, ErrorCode.INVALID, message, status=400)
             return
         token = set_caller(identity)
 
@@ -282,14 +297,35 @@ class McpEndpoint:
             reset_caller(token)
 
 
-async def _refuse(scope: Any, receive: Any, send: Any, code: ErrorCode, message: str) -> None:
-    headers = {}
+async def _refuse(
+    scope: Any,
+    receive: Any,
+    send: Any,
+    code: ErrorCode,
+    message: str,
+    *,
+    detail: dict[str, Any] | None = None,
+    status: int | None = None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """A request refused before MCP: a JSON-RPC error, the only error body an MCP client
+    passes on to its caller, carrying the JSON API's envelope as its `data`."""
+    headers = dict(headers or {})
     if code is ErrorCode.UNAUTHORIZED:
         headers["WWW-Authenticate"] = 'Bearer realm="memhub"'
         if scope["state"].get("bad_token"):
             headers["WWW-Authenticate"] += ', error="invalid_token"'
-    response = JSONResponse(error_envelope(code, message), code.http_status, headers=headers)
+    body = jsonrpc_refusal(code, message, detail)
+    response = JSONResponse(body, status or code.http_status, headers=headers)
     await response(scope, receive, send)
+
+
+def _json_content(scope: Any) -> bool:
+    # As the SDK checks a POST's Content-Type before reading it.
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return value.decode("latin-1").lower().startswith("application/json")
+    return False
 
 
 def mount_mcp(context: ApiContext, settings: McpConfig | None = None) -> None:
@@ -324,6 +360,7 @@ def mount_mcp(context: ApiContext, settings: McpConfig | None = None) -> None:
             log.warning("mcp_fast_path_disabled", reason=repr(exc))
     endpoint = McpEndpoint(app, settings.allowed_hosts, context.max_body_bytes)
     context.extra_routes.append(Route(MCP_PATH, endpoint, name=ROUTE_NAME))
+    context.jsonrpc_paths.add(MCP_PATH)
     inner = context.lifespan
 
     @contextlib.asynccontextmanager

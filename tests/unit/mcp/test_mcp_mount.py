@@ -61,7 +61,7 @@ async def test_mounted_endpoint_answers_inside_the_hub_lifespan(tmp_path):
             listed = await http.post(MCP_PATH, json=TOOLS_LIST, headers=auth)
     assert events == ["hub up", "hub down"]
     assert anonymous.status_code == 401
-    assert anonymous.json()["error"]["code"] == "unauthorized"
+    assert anonymous.json()["error"]["data"]["error"]["code"] == "unauthorized"
     assert listed.status_code == 200
     names = {tool["name"] for tool in listed.json()["result"]["tools"]}
     assert names >= set(TOOL_NAMES)
