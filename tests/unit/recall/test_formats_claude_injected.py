@@ -104,6 +104,19 @@ def test_ide_context_is_no_user_words_and_what_was_typed_beside_it_is_kept() -> 
     ]
 
 
+@pytest.mark.parametrize("form", ["string", "block"])
+def test_ide_context_opening_the_typed_text_in_one_piece_is_left_out_of_it(form: str) -> None:
+    typed = OPENED + "\n" + SELECTED + "\n\nWhy does this line disable the cache?"
+    given = session(
+        said("user", typed if form == "string" else text(typed), 0),
+        said("assistant", "tmpfs=True keeps it in memory only.", 1),
+    )
+
+    assert exchanges(given) == [
+        "> Why does this line disable the cache?\ntmpfs=True keeps it in memory only."
+    ]
+
+
 def test_a_user_message_that_only_mentions_an_ide_tag_is_the_users_words() -> None:
     typed = "<ide_opened_file> shows up in my prompt, what writes it?"
     given = session(said("user", text(typed), 0), said("assistant", "The IDE plugin.", 1))

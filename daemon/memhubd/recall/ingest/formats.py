@@ -61,7 +61,8 @@ _CLAUDE_INTERRUPTED = frozenset(
 )
 # Context an IDE integration adds to the user's message as text blocks of their own: the
 # file opened, the lines selected. A block that, trimmed, is such blocks only, each closed
-# by the tag that opened it, is left out (as Codex's injected context is).
+# by the tag that opened it, is left out (as Codex's injected context is); such blocks
+# opening a text (a message sent as one string) are left out of it.
 _CLAUDE_IDE = re.compile(r"(?:<(ide_[A-Za-z0-9_]+)\b[^>]*>.*?</\1>\s*)+", re.DOTALL)
 _CODEX_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -536,12 +537,16 @@ def _claude_typed(content: Any) -> tuple[Any, list[str]]:
         if isinstance(block, dict) and block.get("type") == "text":
             text = block.get("text")
         text = text.strip() if isinstance(text, str) else None
+        ide = _CLAUDE_IDE.match(text) if text is not None and text.startswith("<ide_") else None
         if text in _CLAUDE_INTERRUPTED:
             interrupted.append(text)
-        elif text is None or not (text.startswith("<ide_") and _CLAUDE_IDE.fullmatch(text)):
+        elif ide is None:
             kept.append(block)
+        elif rest := text[ide.end() :].strip():
+            # The IDE's blocks opening the text the user typed after them (one string).
+            kept.append(rest if isinstance(block, str) else {**block, "text": rest})
     if isinstance(content, str):
-        return (content if kept else ""), interrupted
+        return (kept[0] if kept else ""), interrupted
     return kept, interrupted
 
 
