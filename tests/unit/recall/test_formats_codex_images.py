@@ -56,3 +56,19 @@ def test_a_message_that_only_mentions_an_image_tag_is_the_users_words() -> None:
     given = rollout(line(1, "user", typed(said)), line(2, "assistant", answer("Escape it.")))
 
     assert [c.content for c in chunk(parse(given, "codex"))] == [f"> {said}\nEscape it."]
+
+
+def test_an_image_with_no_markup_around_it_reads_as_image() -> None:
+    # Older rollouts write the image item alone.
+    pixels = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+    given = rollout(
+        line(1, "user", pixels, typed("Why is the weft chart clipped?")),
+        line(2, "assistant", answer("Its y-axis max is fixed at 40.")),
+        line(3, "user", pixels),
+        line(4, "assistant", answer("The same clip again.")),
+    )
+
+    assert [c.content for c in chunk(parse(given, "codex"))] == [
+        "> [image]\nWhy is the weft chart clipped?\nIts y-axis max is fixed at 40.",
+        "> [image]\nThe same clip again.",
+    ]

@@ -618,11 +618,31 @@ def _parse_claude(text: str, lines: JsonLines | None = None) -> Parsed:
     return Parsed("claude-code", conversations, project=name, meta={"session": session})
 
 
+# What `_codex_texts` gives for an image item itself (`input_image`): markup as the
+# wrapper Codex writes around it, so that a wrapped image reads `[image]` once and an
+# image with no wrapper (older rollouts) reads `[image]` too.
+_CODEX_IMAGE_ITEM = "<image>"
+
+
 def _codex_texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]
     blocks = content if isinstance(content, list) else []
-    return [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    texts: list[str] = []
+    wrapped = False  # the item before was the opening wrapper of an image
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "input_image":
+            if not wrapped:
+                texts.append(_CODEX_IMAGE_ITEM)
+            wrapped = False
+        elif isinstance(block.get("text"), str):
+            text = block["text"]
+            item = text.strip()
+            wrapped = bool(_CODEX_IMAGE.fullmatch(item)) and not item.startswith("</")
+            texts.append(text)
+    return texts
 
 
 def _codex_marked(item: str, markers: tuple[str, str]) -> bool:
