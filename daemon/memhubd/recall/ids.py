@@ -25,10 +25,19 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-def drawer_id(workspace: str, room: str | None, content: str, *, digits: int = SHORT_HASH) -> str:
-    """`drawer_{workspace}_{room}_{sha256(content)[:8]}`, as mempal builds it."""
+def drawer_id(
+    workspace: str,
+    room: str | None,
+    content: str,
+    *,
+    digits: int = SHORT_HASH,
+    digest: str | None = None,
+) -> str:
+    """`drawer_{workspace}_{room}_{sha256(content)[:8]}`, as mempal builds it (`digest`:
+    the content's hash, when the caller has it already)."""
     room_part = sanitize(room or DEFAULT_ROOM)
-    return f"drawer_{sanitize(workspace)}_{room_part}_{content_hash(content)[:digits]}"
+    digest = digest or content_hash(content)
+    return f"drawer_{sanitize(workspace)}_{room_part}_{digest[:digits]}"
 
 
 def source_key(source: str) -> str:

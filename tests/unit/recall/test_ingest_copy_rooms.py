@@ -151,3 +151,51 @@ def test_a_copy_sent_in_the_same_request_as_its_note_joins_the_note_s_room(
     assert (note.room, note.chunks, note.duplicates) == ("default", 2, 0)
     assert (copy.room, copy.chunks, copy.duplicates) == ("default", 0, 2)
     assert _rooms(ingestor.store) == ({} if dry_run else {"default": 2})
+
+
+@pytest.mark.parametrize("embed_batch", [4096, 1])
+@pytest.mark.parametrize(
+    ("note", "copy", "taxonomy", "room"),
+    [
+        ("a.md", "archive/a.md", None, "archive"),
+        ("notes/a.md", "notes/a-old.md", BILLING, "billing"),
+    ],
+)
+def test_a_file_of_a_request_is_placed_seeing_what_earlier_files_retire_as_one_at_a_time(
+    fresh,
+    monkeypatch: pytest.MonkeyPatch,
+    embed_batch: int,
+    note: str,
+    copy: str,
+    taxonomy: TaxonomyEntry | None,
+    room: str,
+) -> None:
+    # Given a note stored in its directory's room (in one case a taxonomy edited since
+    # routes its text elsewhere), and requests of any size (one file a group: the copy
+    # is prepared once the note's edit is written, or before)
+    monkeypatch.setattr(pipeline, "EMBED_BATCH", embed_batch)
+    beta = NOTE[NOTE.index("# Beta") :]
+    request = [
+        (note, beta),
+        ("plants.md", "# Plants\n\nthe office plants need water.\n"),
+        (copy, NOTE),
+    ]
+
+    def answers(how: str) -> list[tuple[str, str, int, int, int]]:
+        store, ingestor = fresh()
+        ingestor.ingest_text(note, NOTE, options())
+        if taxonomy is not None:
+            store.set_taxonomy(taxonomy, AuditEntry("t", "test", "taxonomy"))
+        if how == "one at a time":
+            reports = [ingestor.ingest_text(s, t, options()) for s, t in request]
+        else:
+            reports = ingestor.ingest_texts(request, options(dry_run=how == "dry run"))
+        return [(r.source, r.room, r.chunks, r.duplicates, r.replaced) for r in reports]
+
+    # When the note loses a chunk and a copy of its old text comes in the same request
+    one_at_a_time = answers("one at a time")
+    # Then the copy holds less than half its chunks in the note's room: it takes the
+    # room inferred for it, in the dry run and the real run as one file at a time
+    assert one_at_a_time[2] == (copy, room, 2, 0, 0)
+    assert answers("real run") == one_at_a_time
+    assert answers("dry run") == one_at_a_time

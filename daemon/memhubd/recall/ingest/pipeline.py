@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextvars
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -152,8 +152,24 @@ class SourceReport:
 
 # Runs one file's work and turns its failure into a report (see `ingest_texts`).
 Guard = Callable[[Callable[[], SourceReport], str], SourceReport]
-# A file's report, and its drawers (None when the report already says why nothing is stored).
-Prepared = tuple[SourceReport, list[NewDrawer] | None]
+
+
+@dataclass(slots=True)
+class Inference:
+    """What a file's room is inferred from where the store keeps it in none: its text
+    (by the taxonomy), project and directory. Worked out when first needed (matching
+    the taxonomy reads every word of the text), by `Ingestor._inferred`."""
+
+    parsed: Parsed
+    source: str
+    # The room inferred, and every room an inference could have given the file's chunks
+    # (the default room, the taxonomy's, its project's and directory's).
+    worked: tuple[str, frozenset[str]] | None = None
+
+
+# A file's report, its drawers (None when the report already says why nothing is
+# stored), and what its room is inferred from (None when the ingest names the room).
+Prepared = tuple[SourceReport, list[NewDrawer] | None, Inference | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,21 +192,6 @@ class Plan:
     copies: frozenset[Copy] = frozenset()
     handed: frozenset[int] = frozenset()
     copies_changed: bool = False  # `copies` differ from those recorded for the source
-
-
-@dataclass(slots=True)
-class PreparedRooms:
-    """The rooms the files one `ingest_texts` call has prepared so far put each text in,
-    by content hash: a later file's room is chosen as if they were stored, as when the
-    files are sent one after the other. Filled as files are prepared (in order, by the
-    preparing thread), never as they are written. They are the caller's own drawers, so
-    it may read them."""
-
-    by_hash: dict[str, set[str]] = field(default_factory=dict)
-
-    def add(self, drawers: Iterable[NewDrawer]) -> None:
-        for d in drawers:
-            self.by_hash.setdefault(d.content_hash, set()).add(d.room)
 
 
 @dataclass(slots=True)
@@ -262,7 +263,7 @@ class Ingestor:
 
     def ingest_text(self, source: str, text: str, options: IngestOptions) -> SourceReport:
         """Ingest one file's text, cited as `source`."""
-        report, drawers = self._prepare(source, text, options)
+        report, drawers, _inference = self._prepare(source, text, options)
         if drawers is None:
             return report
         return self._store(report, drawers, options, replace_stale=True)
@@ -283,15 +284,16 @@ class Ingestor:
 
         A second thread writes each group while this one prepares and embeds the next:
         a write is mostly SQLite's own work (FTS5 indexing, pages to the WAL), which
-        runs without the GIL, so on two cores the two overlap.
+        runs without the GIL, so on two cores the two overlap. So a file's room is
+        chosen again when it is stored (`_placed`): where it is prepared, the files
+        before it may be written or not yet.
         """
         run = guard or (lambda work, _source: work())
         dry_run = DryRun() if options.dry_run else None
-        prepared = PreparedRooms()
         reports: list[SourceReport] = []
         with ThreadPoolExecutor(1, thread_name_prefix="recall-ingest-write") as writer:
             written: Future[list[SourceReport]] | None = None
-            for group in self._groups(sources, options, run, prepared):
+            for group in self._groups(sources, options, run):
                 ready = self._embed_ahead(group, options)
                 if written is not None:
                     reports += written.result()
@@ -305,14 +307,9 @@ class Ingestor:
         return reports
 
     def _groups(
-        self,
-        sources: Iterable[tuple[str, str]],
-        options: IngestOptions,
-        run: Guard,
-        earlier: PreparedRooms,
+        self, sources: Iterable[tuple[str, str]], options: IngestOptions, run: Guard
     ) -> Iterator[list[Prepared]]:
-        """The prepared files, in groups of about EMBED_BATCH drawers (each file's room
-        chosen seeing the rooms `earlier` files were prepared in)."""
+        """The prepared files, in groups of about EMBED_BATCH drawers."""
         group: list[Prepared] = []
         pending = 0
         for source, text in sources:
@@ -321,12 +318,11 @@ class Ingestor:
             def prepare(
                 source: str = source, text: str = text, prepared: list[Any] = prepared
             ) -> SourceReport:
-                report, drawers = self._prepare(source, text, options, earlier)
-                prepared.append((report, drawers))
-                return report
+                prepared.append(self._prepare(source, text, options))
+                return prepared[-1][0]
 
             failed = run(prepare, source)
-            group.append(prepared[0] if prepared else (failed, None))
+            group.append(prepared[0] if prepared else (failed, None, None))
             pending += len(group[-1][1] or ())
             if pending >= EMBED_BATCH:
                 yield group
@@ -341,7 +337,7 @@ class Ingestor:
         if options.dry_run or self.embedder is None:
             return {}
         texts: dict[str, None] = {}
-        for _report, drawers in group:
+        for _report, drawers, _inference in group:
             if drawers:
                 known = self.store.find([d.id for d in drawers])
                 texts.update(dict.fromkeys(d.content for d in drawers if d.id not in known))
@@ -367,38 +363,32 @@ class Ingestor:
             report
             if drawers is None
             else run(
-                lambda r=report, d=drawers: self._store(
-                    r, d, options, replace_stale=True, ready=ready, dry_run=dry_run
+                lambda r=report, d=drawers, i=inference: self._store(
+                    r, d, options, replace_stale=True, ready=ready, dry_run=dry_run, inference=i
                 ),
                 report.source,
             )
-            for report, drawers in group
+            for report, drawers, inference in group
         ]
 
-    def _prepare(
-        self,
-        source: str,
-        text: str,
-        options: IngestOptions,
-        earlier: PreparedRooms | None = None,
-    ) -> tuple[SourceReport, list[NewDrawer] | None]:
-        """Detect, parse and chunk one file: its report, and its drawers (None when
-        the report already says why nothing is stored). `earlier`: the rooms of the
-        files of the same call prepared before it, to which this file's are added."""
+    def _prepare(self, source: str, text: str, options: IngestOptions) -> Prepared:
+        """Detect, parse and chunk one file: its report, its drawers (None when the
+        report already says why nothing is stored), each in the room chosen from the
+        store as it is now, and what that room was inferred from."""
         report = SourceReport(source)
         if options.format not in ("auto", *FORMATS):
-            return self._failed(report, f"unknown format {options.format!r}"), None
+            return self._failed(report, f"unknown format {options.format!r}"), None, None
         text = text.removeprefix("\ufeff")  # a byte order mark is never content
         lines = json_lines(text)  # read once for detection and parsing
         kind = detect(text, source, lines) if options.format == "auto" else options.format
         report.format = kind
         if not text.strip():
             report.status, report.reason = "skipped", "empty"
-            return report, None
+            return report, None, None
         try:
             parsed = parse(text, kind, source, lines)
         except FormatError as error:
-            return self._failed(report, f"not {kind}: {error}"), None
+            return self._failed(report, f"not {kind}: {error}"), None, None
         skipped = getattr(lines, "skipped", None) if kind in ("claude-code", "codex") else None
         if skipped:
             shown = ", ".join(map(str, skipped[:5])) + (", …" if len(skipped) > 5 else "")
@@ -409,14 +399,18 @@ class Ingestor:
         chunks = chunk(parsed)
         if not chunks:
             report.status, report.reason = "skipped", parsed.reason or "no text"
-            return report, None
-        report.room = self._room(options, parsed, source, chunks, earlier)
+            return report, None, None
+        inference = None
+        if options.room:
+            report.room = options.room
+        else:
+            inference = Inference(parsed, source)
+            contents = [_encodable(c.content) for c in chunks]
+            report.room = self._room(options, source, contents, inference)
         drawers = [
             self._drawer(options, report.room, source, kind, i, c) for i, c in enumerate(chunks)
         ]
-        if earlier is not None:
-            earlier.add(drawers)
-        return report, drawers
+        return report, drawers, inference
 
     def ingest_content(
         self, content: str, options: IngestOptions, source: str | None
@@ -471,24 +465,36 @@ class Ingestor:
         return found[0].room if found else None
 
     def _held_in(
-        self, contents: Sequence[str], rooms: set[str], options: IngestOptions
+        self,
+        contents: Sequence[str],
+        rooms: Collection[str],
+        options: IngestOptions,
+        dry_run: DryRun | None = None,
     ) -> list[Existing]:
         """The stored drawers holding any of `contents` in one of `rooms` (under either
         id form) that the caller may read and that were stored on purpose: live, or
-        deleted so that they stay so (not retired by their source)."""
+        deleted so that they stay so (not retired by their source). On a dry run, as
+        the batch's earlier files would leave them (those they retire are retired)."""
+        # Each content hashed once, not once for each room and id form.
         wanted = {
-            drawer_id(options.workspace, room, content, digits=digits): content_hash(content)
-            for content in contents
+            drawer_id(options.workspace, room, content, digits=digits, digest=hashed): hashed
+            for content, hashed in zip(contents, map(content_hash, contents), strict=True)
             for room in sorted(rooms)
             for digits in (SHORT_HASH, LONG_HASH)
         }
+        found = self.store.find(list(wanted))
+        if dry_run is not None:
+            found = dry_run.found(found)
         return [
             e
-            for i, e in self.store.find(list(wanted)).items()
+            for i, e in found.items()
             if e.content_hash == wanted[i]
             and not e.retired
             and e.room in rooms
-            and (e.identity == options.identity or _readable(e.readers, options.roles))
+            and (
+                e.identity == options.identity
+                or _readable(_readers_now(e.rowid, e.readers, dry_run), options.roles)
+            )
         ]
 
     def _taxonomy_room(self, text: str) -> str | None:
@@ -498,90 +504,156 @@ class Ingestor:
         routed = taxonomy_rooms.route(text, taxonomy)
         return routed[0] if routed else None
 
+    def _inferred(self, inference: Inference) -> tuple[str, frozenset[str]]:
+        """The room inferred for a file, and the rooms an inference could have given its
+        chunks (see `Inference`)."""
+        if inference.worked is None:
+            parsed, source = inference.parsed, inference.source
+            taxonomy = self.store.taxonomy()
+            routed = None
+            if taxonomy:  # else nothing to match: spare reading a whole file's words
+                text = parsed.text or "\n".join(
+                    t.text for c in parsed.conversations for t in c.turns
+                )
+                routed = taxonomy_rooms.route(text, taxonomy)
+            inferred = (routed[0] if routed else None) or parsed.project or directory_room(source)
+            inferred = inferred or DEFAULT_ROOM
+            rooms = {DEFAULT_ROOM, inferred, *(e.room for e in taxonomy)}
+            rooms |= {r for r in (parsed.project, directory_room(source)) if r}
+            inference.worked = inferred, frozenset(rooms)
+        return inference.worked
+
     def _room(
         self,
         options: IngestOptions,
-        parsed: Parsed,
         source: str,
-        chunks: list[Chunk],
-        earlier: PreparedRooms | None = None,
+        contents: list[str],
+        inference: Inference,
+        dry_run: DryRun | None = None,
     ) -> str:
-        if options.room:
-            return options.room
-        kept = self._source_room(source, options) or self._copies_room(source, options)
+        """The room of a file the ingest names none for, from the store as it is now
+        (on a dry run, as the batch's earlier files would leave it)."""
+        kept = self._source_room(source, options, dry_run) or self._copies_room(
+            source, options, dry_run
+        )
         if kept is not None:
             return kept
-        text = parsed.text or "\n".join(t.text for c in parsed.conversations for t in c.turns)
-        inferred = (
-            self._taxonomy_room(text) or parsed.project or directory_room(source) or DEFAULT_ROOM
-        )
-        return self._chunks_room(chunks, inferred, parsed, source, options, earlier) or inferred
+        inferred, rooms = self._inferred(inference)
+        return self._chunks_room(contents, inferred, rooms, options, dry_run) or inferred
 
-    def _source_room(self, source: str, options: IngestOptions) -> str | None:
+    def _placed(
+        self,
+        report: SourceReport,
+        drawers: list[NewDrawer],
+        options: IngestOptions,
+        inference: Inference,
+        dry_run: DryRun | None,
+    ) -> list[NewDrawer]:
+        """A batch's file, whose room was chosen where it was prepared, in the room chosen
+        as it is stored: from the store as the batch's earlier files leave it (or, on a
+        dry run, would leave it), as when the files are sent one after the other. Where
+        it was prepared, they might be written or not yet (a group is written while the
+        next is prepared), and what they retire must count as much as what they add."""
+        room = self._room(options, report.source, [d.content for d in drawers], inference, dry_run)
+        if room == report.room:
+            return drawers
+        report.room = room
+        return [
+            replace(d, room=room, id=drawer_id(options.workspace, room, d.content)) for d in drawers
+        ]
+
+    def _source_room(
+        self, source: str, options: IngestOptions, dry_run: DryRun | None = None
+    ) -> str | None:
         """The room a source already stored is in, for an ingest that names none: every
         chunk of a file shares one room, so a chunk new in it joins the stored ones (put
         there by a `--room` or by the taxonomy of the time) instead of the room inferred
         now. The room most of its drawers the caller may read are in (of equal counts,
-        the first chunk's); None when the caller may read none."""
+        the first chunk's); None when the caller may read none. On a dry run, without
+        what the batch's earlier files would retire and with what they would hand it."""
+        if dry_run is None:
+            rows = self.store.rooms_of_source(source)
+        else:
+            held = [
+                (i, e)
+                for i, e in self.store.chunks_of_source(source)
+                if e.rowid not in dry_run.retired
+            ]
+            held += dry_run.handed.get(source, [])
+            held.sort(key=lambda p: (p[0], p[1].rowid))  # as `rooms_of_source` orders them
+            rows = [
+                (e.room or "", e.identity, _readers_now(e.rowid, e.readers, dry_run))
+                for _i, e in held
+            ]
         counts: dict[str, int] = {}
-        for room, writer, readers in self.store.rooms_of_source(source):
+        for room, writer, readers in rows:
             if room and (writer == options.identity or _readable(readers, options.roles)):
                 counts[room] = counts.get(room, 0) + 1
         return max(counts, key=counts.__getitem__) if counts else None
 
-    def _copies_room(self, source: str, options: IngestOptions) -> str | None:
+    def _copies_room(
+        self, source: str, options: IngestOptions, dry_run: DryRun | None = None
+    ) -> str | None:
         """For a file with no drawer of its own the caller may read (every chunk the
         duplicate of another source's drawer: a transcript renamed aside), the room of
         the drawers it holds as copies, as `_source_room` counts them: a taxonomy edited
         since must not send it to another room, where its chunks take new ids and are
         stored a second time. Only a live drawer the caller may read counts (a hidden
-        one must not tell its room); None when there is none."""
-        copies = sorted(self.store.copies_of_source(source), key=lambda c: c.chunk_index)
-        drawers = self.store.get(sorted({c.drawer for c in copies})) if copies else {}
+        one must not tell its room); None when there is none. On a dry run, as the
+        batch's earlier files would leave the copies and their drawers."""
+        copies = dry_run.copies.get(source) if dry_run is not None else None
+        if copies is None:
+            copies = self.store.copies_of_source(source)
+        retired = dry_run.retired if dry_run is not None else set()
+        ordered = sorted(copies, key=lambda c: c.chunk_index)
+        drawers = self.store.get(sorted({c.drawer for c in ordered})) if ordered else {}
         counts: dict[str, int] = {}
-        for copy in copies:
+        for copy in ordered:
             d = drawers.get(copy.drawer)
             if (
                 d is not None
                 and d.deleted_at is None
-                and (d.identity == options.identity or _readable(d.readers, options.roles))
+                and copy.drawer not in retired
+                and (
+                    d.identity == options.identity
+                    or _readable(_readers_now(copy.drawer, d.readers, dry_run), options.roles)
+                )
             ):
                 counts[d.room] = counts.get(d.room, 0) + 1
         return max(counts, key=counts.__getitem__) if counts else None
 
     def _chunks_room(
         self,
-        chunks: list[Chunk],
+        contents: list[str],
         inferred: str,
-        parsed: Parsed,
-        source: str,
+        rooms: frozenset[str],
         options: IngestOptions,
-        earlier: PreparedRooms | None = None,
+        dry_run: DryRun | None = None,
     ) -> str | None:
-        """The room more than half of a file's chunks are already stored in (or that
-        `earlier` files of the same call put them in), when it is not `inferred`, among
-        the rooms an inference could have given them (the default room, the taxonomy's,
-        the file's project and directory): a file with no drawer
-        of its own nor copy on record (a copy ingested before copies were recorded, or
-        a new one) stays with the drawers it duplicates, as `_stored_room` keeps
-        content, rather than being stored a second time (after a taxonomy edit, or in
-        its own directory's room). A file sharing a few chunks with others keeps its
-        inferred room. Only drawers the caller may read count; None when no other room
-        holds more of the chunks than `inferred`."""
-        rooms = {DEFAULT_ROOM, inferred, *(e.room for e in self.store.taxonomy())}
-        rooms |= {r for r in (parsed.project, directory_room(source)) if r}
-        contents = [_encodable(c.content) for c in chunks]
+        """The room more than half of a file's chunks are already stored in, when it is
+        not `inferred`, among the `rooms` an inference could have given them (the
+        default room, the taxonomy's, the file's project and directory): a file with no
+        drawer of its own nor copy on record (a copy ingested before copies were
+        recorded, or a new one) stays with the drawers it duplicates, as `_stored_room`
+        keeps content, rather than being stored a second time (after a taxonomy edit,
+        or in its own directory's room). A file sharing a few chunks with others keeps
+        its inferred room. Only drawers the caller may read count; None when no other
+        room holds more of the chunks than `inferred`. On a dry run, the drawers
+        the batch's earlier files would write count (the caller's own) and those they
+        would retire do not, as the real run finds them."""
         holding: dict[str, set[str]] = {}  # room -> the hashes of the chunks it holds
-        for e in self._held_in(contents, rooms, options):
+        for e in self._held_in(contents, rooms, options, dry_run):
             holding.setdefault(e.room or DEFAULT_ROOM, set()).add(e.content_hash)
-        if earlier is not None:
-            for hashed in map(content_hash, contents):
-                for room in earlier.by_hash.get(hashed, set()) & rooms:
-                    holding.setdefault(room, set()).add(hashed)
-        counts = {
-            room: sum(1 for c in contents if content_hash(c) in hashes)
-            for room, hashes in holding.items()
-        }
+        hashed = [content_hash(c) for c in contents]
+        if dry_run is not None and dry_run.written:
+            for content, digest in zip(contents, hashed, strict=True):
+                for room, digits in ((r, d) for r in rooms for d in (SHORT_HASH, LONG_HASH)):
+                    planned = dry_run.written.get(
+                        drawer_id(options.workspace, room, content, digits=digits, digest=digest)
+                    )
+                    if planned is not None and planned[0] in rooms:
+                        holding.setdefault(planned[0], set()).add(digest)
+        counts = {room: sum(1 for h in hashed if h in hashes) for room, hashes in holding.items()}
         # Most chunks first, then the inferred room, then by name: the same answer each time.
         best = min(counts, key=lambda r: (-counts[r], r != inferred, r), default=None)
         if best is None or best == inferred or 2 * counts[best] <= len(contents):
@@ -629,9 +701,13 @@ class Ingestor:
         lock_key: str | None = None,
         ready: dict[str, np.ndarray] | None = None,
         dry_run: DryRun | None = None,
+        inference: Inference | None = None,
     ) -> SourceReport:
+        """Write one file's drawers (`inference`: a batch's file, placed again here)."""
         if options.dry_run:
             batch = dry_run if dry_run is not None else DryRun()
+            if inference is not None:
+                drawers = self._placed(report, drawers, options, inference, batch)
             plan = self._plan(report, drawers, replace_stale, options, batch)
             # A row handed to a file that holds it stays live, as the real run leaves it,
             # as that file's own chunk.
@@ -649,6 +725,8 @@ class Ingestor:
             return report
         with self.locks.hold(lock_key or report.source) as waited:
             report.lock_wait_ms = waited
+            if inference is not None:
+                drawers = self._placed(report, drawers, options, inference, None)
             plan = self._plan(report, drawers, replace_stale, options)
             new, stale, revive = plan.new, plan.stale, plan.revive
             copies = (report.source, plan.copies) if plan.copies_changed else None
