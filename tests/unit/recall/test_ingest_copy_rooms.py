@@ -5,6 +5,7 @@ may not read never decides it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,27 @@ def test_a_copy_sent_in_the_same_request_as_its_note_joins_the_note_s_room(
     assert _rooms(ingestor.store) == ({} if dry_run else {"default": 2})
 
 
+PLANTS = ("plants.md", "# Plants\n\nthe office plants need water.\n")
+Answer = tuple[str, str, int, int, int]
+
+
+def _answers(
+    fresh, given: Callable[[Ingestor], object], request: list[tuple[str, str]]
+) -> dict[str, list[Answer]]:
+    """What `request` answers on a store `given` fills, its files sent one at a time, as
+    one request, and as one dry run (each on a store of its own)."""
+    answers = {}
+    for how in ("one at a time", "real run", "dry run"):
+        _store, ingestor = fresh()
+        given(ingestor)
+        if how == "one at a time":
+            reports = [ingestor.ingest_text(s, t, options()) for s, t in request]
+        else:
+            reports = ingestor.ingest_texts(request, options(dry_run=how == "dry run"))
+        answers[how] = [(r.source, r.room, r.chunks, r.duplicates, r.replaced) for r in reports]
+    return answers
+
+
 @pytest.mark.parametrize("embed_batch", [4096, 1])
 @pytest.mark.parametrize(
     ("note", "copy", "taxonomy", "room"),
@@ -174,28 +196,42 @@ def test_a_file_of_a_request_is_placed_seeing_what_earlier_files_retire_as_one_a
     # routes its text elsewhere), and requests of any size (one file a group: the copy
     # is prepared once the note's edit is written, or before)
     monkeypatch.setattr(pipeline, "EMBED_BATCH", embed_batch)
-    beta = NOTE[NOTE.index("# Beta") :]
-    request = [
-        (note, beta),
-        ("plants.md", "# Plants\n\nthe office plants need water.\n"),
-        (copy, NOTE),
-    ]
 
-    def answers(how: str) -> list[tuple[str, str, int, int, int]]:
-        store, ingestor = fresh()
+    def given(ingestor: Ingestor) -> None:
         ingestor.ingest_text(note, NOTE, options())
         if taxonomy is not None:
-            store.set_taxonomy(taxonomy, AuditEntry("t", "test", "taxonomy"))
-        if how == "one at a time":
-            reports = [ingestor.ingest_text(s, t, options()) for s, t in request]
-        else:
-            reports = ingestor.ingest_texts(request, options(dry_run=how == "dry run"))
-        return [(r.source, r.room, r.chunks, r.duplicates, r.replaced) for r in reports]
+            ingestor.store.set_taxonomy(taxonomy, AuditEntry("t", "test", "taxonomy"))
 
     # When the note loses a chunk and a copy of its old text comes in the same request
-    one_at_a_time = answers("one at a time")
+    beta = NOTE[NOTE.index("# Beta") :]
+    answers = _answers(fresh, given, [(note, beta), PLANTS, (copy, NOTE)])
     # Then the copy holds less than half its chunks in the note's room: it takes the
     # room inferred for it, in the dry run and the real run as one file at a time
-    assert one_at_a_time[2] == (copy, room, 2, 0, 0)
-    assert answers("real run") == one_at_a_time
-    assert answers("dry run") == one_at_a_time
+    assert answers["one at a time"][2] == (copy, room, 2, 0, 0)
+    assert answers["real run"] == answers["one at a time"]
+    assert answers["dry run"] == answers["one at a time"]
+
+
+@pytest.mark.parametrize("embed_batch", [4096, 1])
+def test_a_copy_whose_drawer_an_earlier_file_retires_is_placed_as_one_at_a_time(
+    fresh, monkeypatch: pytest.MonkeyPatch, embed_batch: int
+) -> None:
+    # Given a copy of a note's first chunk, recorded for `dev`, and the note shared with
+    # `lead` since: the copy may no longer take the chunk's drawer over
+    monkeypatch.setattr(pipeline, "EMBED_BATCH", embed_batch)
+    alpha, beta = NOTE[: NOTE.index("# Beta")], NOTE[NOTE.index("# Beta") :]
+
+    def given(ingestor: Ingestor) -> None:
+        ingestor.ingest_text("a.md", NOTE, options(readers=("dev",)))
+        assert ingestor.ingest_text("archive/a.md", alpha, options(readers=("dev",))).room == (
+            "default"
+        )
+        ingestor.ingest_text("a.md", NOTE, options(readers=("dev", "lead")))
+
+    # When the note drops the chunk (its drawer retired) and the copy comes after it
+    answers = _answers(fresh, given, [("a.md", beta), PLANTS, ("archive/a.md", alpha)])
+    # Then the copy holds nothing stored any more: it is stored in its own directory's
+    # room, in the dry run and the real run as one file at a time
+    assert answers["one at a time"][2] == ("archive/a.md", "archive", 1, 0, 0)
+    assert answers["real run"] == answers["one at a time"]
+    assert answers["dry run"] == answers["one at a time"]
