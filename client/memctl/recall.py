@@ -680,12 +680,23 @@ def cmd_wake_up(session: Session, args: argparse.Namespace) -> int:
 
 def _wake_up_text(answer: dict[str, Any]) -> str:
     """The text, pointing where memctl reads a drawer whole (the daemon names its route),
-    a pointer no longer than the route's, so the text stays within its budget."""
+    a pointer no longer than the route's, so the text stays within its budget. Only the
+    pointer's own line changes: the first line after the drawers' heading that is the
+    pointer whole (a drawer's lines start with `- ` or two spaces), never a drawer's or
+    the identity's text that quotes the route."""
     text: str = answer["text"]
     route = answer.get("read_whole")
-    if route:
-        text = text.replace(route, "memctl recall show <drawer_id>", 1)
-    return text
+    if not route:
+        return text
+    lines = text.split("\n")
+    pointer = f"(summaries; read a drawer whole: {route})"
+    heading = f"## Recent recall ({answer['workspace']})"
+    after = lines.index(heading) + 1 if heading in lines else len(lines)
+    for at in range(after, len(lines)):
+        if lines[at] == pointer:
+            lines[at] = "(summaries; read a drawer whole: memctl recall show <drawer_id>)"
+            break
+    return "\n".join(lines)
 
 
 def cmd_compress(session: Session, args: argparse.Namespace) -> int:

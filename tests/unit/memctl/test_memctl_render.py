@@ -227,3 +227,26 @@ def test_taxonomy_lines_show_a_rooms_display_name_when_it_has_one() -> None:
         "billing (Billing & invoices): invoice, vat",
         "ops: pager",
     ]
+
+
+def test_wake_up_points_memctl_at_recall_show_and_leaves_drawers_quoting_the_route() -> None:
+    from memctl.recall import _wake_up_text
+
+    route = "GET /v1/workspaces/team/recall/drawers/<drawer_id>"
+    quoting = f"to read one, {route} or (summaries; read a drawer whole: {route})"
+    text = "\n".join(
+        [
+            "## Identity",
+            "(no identity text)",
+            "",
+            "## Recent recall (team)",
+            "- notes drawer_team_notes_1 (importance 5)",
+            "  source: notes/a.md",
+            f"  {quoting}",
+            f"(summaries; read a drawer whole: {route})",
+        ]
+    )
+    shown = _wake_up_text({"workspace": "team", "text": text, "read_whole": route})
+    lines = shown.split("\n")
+    assert lines[6] == f"  {quoting}"  # the drawer as stored
+    assert lines[7] == "(summaries; read a drawer whole: memctl recall show <drawer_id>)"
