@@ -101,6 +101,20 @@ def test_aaak_of_a_bounded_search_quotes_the_cut_contents(daemon: LiveDaemon) ->
         )
     assert answer.status_code == 200, answer.text
     assert len(answer.json()["aaak"]) < 10_000
+    # Each zettel's fields but its quote are read from the whole drawer, as unbounded.
+    with daemon.http(reader(daemon)) as http:
+        tiny, whole = (
+            http.post(
+                f"/v1/workspaces/{TEAM}/recall/search",
+                json={"query": QUERY, **bound},
+                params={"format": "aaak"},
+            ).json()["aaak"]
+            for bound in ({"max_chars": 7}, {})
+        )
+    for short, full in zip(tiny.splitlines()[1:], whole.splitlines()[1:], strict=True):
+        fields, full_fields = short.split("|"), full.split("|")
+        assert fields[:2] == full_fields[:2] and fields[3:] == full_fields[3:]
+        assert len(fields[2]) <= 7 + 2  # the quote, cut
 
 
 @pytest.mark.parametrize("value", [0, -1, MAX_HIT_CHARS + 1, "many", True])

@@ -144,14 +144,20 @@ def _header_field(value: str) -> str:
 # --------------------------------------------------------------------------- encoding
 
 
-def zettel(text: str, zettel_id: int = 0, aliases: Mapping[str, str] | None = None) -> Zettel:
-    """One zettel whose quote is the whole normalised text."""
+def zettel(
+    text: str,
+    zettel_id: int = 0,
+    aliases: Mapping[str, str] | None = None,
+    quote_chars: int | None = None,
+) -> Zettel:
+    """One zettel whose quote is the whole normalised text (its first `quote_chars`
+    characters when given); its signals are read from the whole text either way."""
     found: Signals = analyze(text, aliases)
     return Zettel(
         id=zettel_id,
         entities=found.entities,
         topics=found.topics or (DEFAULT_TOPIC,),
-        quote=normalize(text),
+        quote=normalize(text if quote_chars is None else text[:quote_chars]),
         weight=found.importance_stars,
         emotions=found.emotions,
         flags=found.flags,
@@ -177,12 +183,16 @@ def encode_many(
     date: str,
     source: str,
     aliases: Mapping[str, str] | None = None,
+    quote_chars: int | None = None,
 ) -> Encoded:
-    """A header and one zettel per text, numbered from 0 (search results, one per hit)."""
-    zettels = tuple(zettel(text, i, aliases) for i, text in enumerate(texts))
+    """A header and one zettel per text, numbered from 0 (search results, one per hit);
+    each quote cut to `quote_chars` characters when given (its signals read whole), and
+    the round trip checked against what is quoted."""
+    zettels = tuple(zettel(text, i, aliases, quote_chars) for i, text in enumerate(texts))
     document = Document(Header(wing, room, date, source), zettels).render()
     truncated = sum(max(0, analyze(text, aliases).topics_total - 3) for text in texts)
-    check = verify_roundtrip(" ".join(texts), document, aliases)
+    quoted = texts if quote_chars is None else [text[:quote_chars] for text in texts]
+    check = verify_roundtrip(" ".join(quoted), document, aliases)
     report = Report(truncated, False, check.coverage, check.lost_assertions)
     return Encoded(document, report)
 

@@ -457,12 +457,14 @@ def _cut_content(content: str, max_chars: int) -> dict[str, Any]:
 
 
 def _aaak_hits(names: list[str], merged: list[tuple[str, Hit]], max_chars: int | None) -> str:
-    """The hits as one AAAK document, one zettel per hit in rank order; each hit's text
-    cut to `max_chars` as its content is, since AAAK quotes a text whole."""
+    """The hits as one AAAK document, one zettel per hit in rank order; each hit's quote
+    cut to `max_chars` as its content is (AAAK quotes a text whole), its signals read
+    from the whole content as the JSON hit's are."""
     wing = merged[0][0] if merged else ",".join(names)
     room = merged[0][1].drawer.room if merged else DEFAULT_ROOM
-    texts = [hit.drawer.content[:max_chars] for _w, hit in merged] or ["memhub search: no results"]
-    return aaak.encode_many(texts, wing, room, str(int(time.time())), "search").document
+    texts = [hit.drawer.content for _w, hit in merged] or ["memhub search: no results"]
+    date = str(int(time.time()))
+    return aaak.encode_many(texts, wing, room, date, "search", quote_chars=max_chars).document
 
 
 async def compress(hub: Hub, identity: Identity, text: str) -> dict[str, Any]:

@@ -140,3 +140,20 @@ def test_decode_of_encode_gives_the_normalised_text(
     )
     assert encoded.report.coverage == 1.0
     assert aaak.parse(parsed.render()) == parsed
+
+
+def test_a_quote_cut_short_keeps_the_signals_of_the_whole_text() -> None:
+    text = (
+        "Zebrafish migration note. We decided to move the tank sensors to the new rack, "
+        "because the old rack kept failing every night."
+    )
+    whole = aaak.zettel(text, 0)
+    cut = aaak.zettel(text, 0, quote_chars=7)
+    assert cut.quote == normalize(text[:7])
+    assert (cut.topics, cut.flags, cut.weight, cut.entities) == (
+        whole.topics, whole.flags, whole.weight, whole.entities
+    )  # fmt: skip
+    document = aaak.encode_many([text], "w", "r", "0", "search", quote_chars=7).document
+    assert document.splitlines()[1] == aaak.Document(
+        aaak.Header("w", "r", "0", "search"), (cut,)
+    ).render().splitlines()[1]
