@@ -479,8 +479,9 @@ async def test_review_list_pages_by_offset_to_the_newest_proposals(daemon) -> No
     assert last["next_actions"] == [everything["next_actions"][0]]
     assert [p["id"] for p in middle["proposals"]] == [ids[-3]]
     assert middle["next_offset"] == total - 2
-    assert f"offset={total - 2}" in middle["next_actions"][1]
-    assert "2 more proposal(s)" in middle["next_actions"][1]
+    hint = middle["next_actions"][1]
+    assert f'status="all", limit=1, offset={total - 2}, workspace=' in hint
+    assert "2 more proposal(s)" in hint
     assert past_the_end["proposals"] == [] and past_the_end["next_offset"] is None
 
 

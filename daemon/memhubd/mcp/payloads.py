@@ -284,9 +284,9 @@ def propose_invalid(error: Any, workspace: str) -> dict[str, Any]:
     }
 
 
-def review_list_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
+def review_list_payload(data: dict[str, Any], workspace: str, limit: int = 50) -> dict[str, Any]:
     """memdsl's answer; asked with an `offset` (memhub's), also where the page starts and
-    where the next one does, with the call that reads it."""
+    where the next one does, with the call that reads it (`limit`: the page's size)."""
     payload = {
         **_head(MCP_REVIEW_LIST, "ok", workspace),
         "filter": data["filter"],
@@ -302,7 +302,8 @@ def review_list_payload(data: dict[str, Any], workspace: str) -> dict[str, Any]:
         payload["next_offset"] = following
         if following is not None:
             more = data["total"] - following
-            payload["next_actions"].append(text.next_review_page(more, following))
+            hint = text.next_review_page(more, following, data["filter"], limit, workspace)
+            payload["next_actions"].append(hint)
     return payload
 
 

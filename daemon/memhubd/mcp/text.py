@@ -6,6 +6,8 @@ Plain constants and two small formatters; no logic that decides what a payload h
 
 from __future__ import annotations
 
+import json
+
 # memdsl's line for an empty MUST layer, and memhub's when a budget emptied it: shared
 # with the JSON API's text, which the query pack renders.
 from memhubd.query.pack import MUST_LEFT_OUT as MUST_LEFT_OUT
@@ -173,11 +175,14 @@ def next_supersede(declaration_id: str) -> str:
 NEXT_REVIEW = "Approval and rejection are human-only, via the memctl review CLI."
 
 
-def next_review_page(more: int, offset: int) -> str:
-    """memhub's hint when a page of the review queue (asked with an offset) has more after it."""
+def next_review_page(more: int, offset: int, status: str, limit: int, workspace: str) -> str:
+    """memhub's hint when a page of the review queue (asked with an offset) has more after
+    it: the call for the next page, every argument of the page's given (the defaults would
+    read another status or page size)."""
     return (
         f"{more} more proposal(s) follow, the newest last: call memory_review_list again "
-        f"with offset={offset}."
+        f"with status={json.dumps(status)}, limit={limit}, offset={offset}, "
+        f"workspace={json.dumps(workspace)}."
     )
 
 

@@ -391,7 +391,7 @@ def _register_proposals(server: MCPServer, hub: Hub) -> None:
             data = await service.list_proposals(
                 hub, identity, name, status, limit=clamped, offset=offset
             )
-            return payloads.review_list_payload(data, name)
+            return payloads.review_list_payload(data, name, clamped)
 
         return reply(await run_tool(hub, payloads.MCP_REVIEW_LIST, READ_SUMMARY, workspace, work))
 

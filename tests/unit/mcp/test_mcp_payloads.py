@@ -169,7 +169,8 @@ def test_a_review_list_page_says_where_the_next_one_starts():
     assert (page["offset"], page["next_offset"]) == (2, 3)
     assert page["next_actions"] == [
         text.NEXT_REVIEW,
-        "2 more proposal(s) follow, the newest last: call memory_review_list again with offset=3.",
+        "2 more proposal(s) follow, the newest last: call memory_review_list again with "
+        'status="all", limit=50, offset=3, workspace="ws".',
     ]
     assert (last["offset"], last["next_offset"], last["next_actions"]) == (
         4,
