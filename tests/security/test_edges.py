@@ -162,6 +162,7 @@ def test_event_stream_ends_when_its_token_is_revoked(live_daemon: Any, tmp_path:
         stream.wait_connected()
         add_workspace(live_daemon, "before", tmp_path / "before")
         assert stream.next_named("workspace_added")["workspace"] == "before"
+        assert stream.next_named("reloaded")["workspace"] == "before"  # its first load
 
         with live_daemon.http(live_daemon.admin_token) as admin:
             assert admin.delete("/v1/tokens/listener").is_success
@@ -184,6 +185,27 @@ def test_events_carry_an_rfc3339_time_beside_the_unix_time(
     moment = dt.datetime.fromisoformat(data["time"])
     assert data["time"].endswith("Z") and moment.tzinfo is not None
     assert abs(moment.timestamp() - data["at"]) < 0.001
+
+
+def test_a_workspace_added_is_announced_before_its_first_load(
+    live_daemon: Any, tmp_path: Path
+) -> None:
+    root = tmp_path / "announced"
+    root.mkdir()
+    (root / "a.mem").write_text('fact notes.one {\n  text: "one"\n}\n')
+    with live_daemon.http(live_daemon.admin_token, timeout=WAIT) as client:
+        stream = EventStream(client)
+        stream.wait_connected()
+        with live_daemon.http(live_daemon.admin_token) as admin:
+            added = admin.post("/v1/workspaces", json={"name": "announced", "path": str(root)})
+            assert added.is_success, added.text
+        names = []
+        while "reloaded" not in names:
+            name, data = stream.next()
+            assert name not in ("closed", "<eof>", "<error>"), (name, data)
+            if isinstance(data, dict) and data.get("workspace") == "announced":
+                names.append(name)
+    assert names[0] == "workspace_added", names
 
 
 class _Errors(logging.Handler):

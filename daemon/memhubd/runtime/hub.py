@@ -454,9 +454,14 @@ class Hub:
             async with self.lint_limiter:  # never beside a save of the warm step
                 await anyio.to_thread.run_sync(save, abandon_on_cancel=True)
 
-    async def _start(self, name: str, root: str) -> WorkspaceHost:
+    async def _start(self, name: str, root: str, *, announce: bool = False) -> WorkspaceHost:
+        """Serve `name` from `root`. `announce`: a workspace added at run time, told on the
+        event stream before its first load is (a `reloaded` or `unavailable` naming a
+        workspace a listener has not heard of would come first otherwise)."""
         host = WorkspaceHost(name, root, self)
         self.hosts[name] = host
+        if announce:
+            self.events.publish("workspace_added", workspace=name, root=host.root)
         # The watcher starts first so that an edit made during the initial build
         # is seen as an event rather than at the next periodic re-scan.
         if self._tg is not None and self.watch_settings.enabled:
@@ -635,10 +640,9 @@ class Hub:
                 await anyio.to_thread.run_sync(self._membership.add, name, os.path.abspath(root))
             await self._call(self.recall, "admit", name)
             await self._call(self.cowork, "admit", name)
-            host = await self._start(name, root)
+            host = await self._start(name, root, announce=True)
         finally:
             self._changing.discard(name)
-        self.events.publish("workspace_added", workspace=name, root=host.root)
         return host
 
     async def forget_unserved(self, name: str) -> bool:
