@@ -243,6 +243,10 @@ def cmd_events(session: Session, args: argparse.Namespace) -> int:
     or the connection ended) is a failure: one line on stderr and exit 1 when the token
     was revoked or expired, else 2 (the daemon is gone, as when it is unreachable)."""
     only = session.settings.workspace  # -w (or its setting): that workspace's events
+    if only is not None:
+        # Filtered here, not by the daemon: a name the token may not use (or a typo)
+        # would wait for ever on events that never come. Refused as every command is.
+        session.client._call("workspace", workspace=only)
     events = session.client.events()
     if only is not None:
         events = (

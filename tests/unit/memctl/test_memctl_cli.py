@@ -492,3 +492,21 @@ def test_memctl_never_imports_the_daemon_or_its_web_stack() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=30, check=True
     )
     assert result.stdout.strip() == ""
+
+
+def test_events_of_a_workspace_the_token_may_not_use_are_refused_not_awaited(
+    fake_daemon: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unknown = {
+        "error": {
+            "code": "not_found",
+            "message": "unknown workspace 'nope'",
+            "detail": {"workspace": "nope", "available": ["team"]},
+        }
+    }
+    fake_daemon.on("GET", "/v1/workspaces/nope", Canned(unknown, status=404))
+    fake_daemon.on("GET", "/v1/events", Canned("", content_type="text/event-stream"))
+    code, out, err = run(capsys, "--url", fake_daemon.url, "-w", "nope", "events")
+    assert (code, out) == (1, "")
+    assert err.startswith("memctl: not_found: unknown workspace 'nope'") and "team" in err
+    assert [seen.path for seen in fake_daemon.seen] == ["/v1/workspaces/nope"]
