@@ -220,6 +220,24 @@ def _not_found(proposal_id: str, name: str) -> ProtocolError:
     return _refusal({"status": "not_found", "proposal_id": proposal_id}, name)
 
 
+def _queue_readable(store: ReviewStore, name: str) -> None:
+    """Raise `workspace_unavailable` when the workspace directory itself is gone (moved
+    away, a restore under way): its review queue cannot be read, which is not an empty
+    queue, and an agent told so would propose again. A workspace never proposed to has
+    no `.memdsl` yet; its queue is empty."""
+    if os.path.isdir(store.root):
+        return
+    structlog.get_logger("memhubd.service").warning(
+        "review files cannot be read", workspace=name, path=store.root, reason="missing"
+    )
+    raise ProtocolError(
+        ErrorCode.WORKSPACE_UNAVAILABLE,
+        f"review files cannot be read (the workspace directory {store.root} is missing); "
+        "retry once it is back: its proposals are kept there",
+        {"workspace": name, "status": "missing", "reason": "workspace directory is missing"},
+    )
+
+
 def _hidden_proposal(view: View, identity: Identity, proposal: Proposal) -> bool:
     """True when the proposed declaration would be hidden from the caller once served."""
     from memhubd.auth.access import is_visible
@@ -240,10 +258,13 @@ def _hidden_proposal(view: View, identity: Identity, proposal: Proposal) -> bool
 
 
 def _visible_proposal(
-    store: ReviewStore, view: View, identity: Identity, proposal_id: str
+    store: ReviewStore, view: View, identity: Identity, proposal_id: str, name: str
 ) -> Proposal | None:
-    """The proposal, or None when there is none or the caller may not see it (blocking)."""
+    """The proposal, or None when there is none or the caller may not see it (blocking);
+    `workspace_unavailable` when the workspace directory is gone (`_queue_readable`)."""
     proposal = store.get(proposal_id) if is_proposal_id(proposal_id) else None
+    if proposal is None:
+        _queue_readable(store, name)
     if proposal is None or _hidden_proposal(view, identity, proposal):
         return None
     return proposal
@@ -485,6 +506,8 @@ async def list_proposals(
 
     def work() -> tuple[list[Proposal], int]:
         found = store.list(status)
+        if not found:
+            _queue_readable(store, name)
         shown = [p for p in found if not _hidden_proposal(view, identity, p)]
         return shown, len(found) - len(shown)
 
@@ -514,7 +537,7 @@ async def show_proposal(
     store = _review_store(hub, host_for(hub, identity, name))
 
     def work() -> dict[str, Any]:
-        proposal = _visible_proposal(store, view, identity, proposal_id)
+        proposal = _visible_proposal(store, view, identity, proposal_id, name)
         if proposal is None:
             raise _not_found(proposal_id, name)
         validation = suggested = interrupted = None
@@ -669,7 +692,7 @@ async def _approve_once(
         held = dict(host.held_back)
 
         def work() -> Any:
-            proposal = _visible_proposal(store, view, identity, proposal_id)
+            proposal = _visible_proposal(store, view, identity, proposal_id, name)
             if proposal is None and is_proposal_id(proposal_id):
                 raise _not_found(proposal_id, name)
             if (
@@ -832,7 +855,7 @@ async def reject_proposal(
     store = _review_store(hub, host_for(hub, identity, name))
 
     def work() -> Any:
-        proposal = _visible_proposal(store, view, identity, proposal_id)
+        proposal = _visible_proposal(store, view, identity, proposal_id, name)
         if is_proposal_id(proposal_id) and proposal is None:
             raise _not_found(proposal_id, name)
         # Should this finish an approval cut short: the generation to serve its block.
