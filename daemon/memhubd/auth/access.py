@@ -62,8 +62,11 @@ def policy_readable(policy: dict[str, Any], roles: frozenset[str]) -> bool:
     return not readers or not readers.isdisjoint(roles)
 
 
-# Problem messages that are fixed text (they quote nothing from any file).
-_FIXED_PROBLEM_MESSAGES = frozenset({"workspace directory is missing"})
+# Problem messages that are fixed text (they quote nothing from any file): a missing
+# workspace directory's (`memhubd.runtime.snapshot.ROOT_MISSING`).
+_FIXED_PROBLEM_MESSAGES = frozenset(
+    {"workspace directory is missing; its last good version is served until it is back"}
+)
 # Schema files are served whole to every reader (`types`), so their errors hide nothing.
 _UNREDACTED_KINDS = frozenset({"schema_error"})
 _NEUTRAL_PROBLEM_MESSAGES = {

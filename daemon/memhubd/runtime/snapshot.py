@@ -69,6 +69,10 @@ __all__ = [
     "unchanged",
 ]
 
+# The problem of a workspace whose directory is gone: its files stay served (each
+# reported stale) until it is back.
+ROOT_MISSING = "workspace directory is missing; its last good version is served until it is back"
+
 
 @dataclass(frozen=True, eq=False)  # identity semantics: snapshots key per-caller caches
 class Snapshot:
@@ -236,7 +240,7 @@ def build_snapshot(
     if not os.path.isdir(root):
         # A vanished root is far more often a checkout or sync in progress than a
         # decision to forget everything: keep serving what was there.
-        root_problem = SourceProblem("read_error", root, 0, 0, "workspace directory is missing")
+        root_problem = SourceProblem("read_error", root, 0, 0, ROOT_MISSING)
         files = list(previous.files) if previous is not None else []
         rules.pending.update(held)
     served = None

@@ -34,7 +34,7 @@ from memhubd.auth.identity import Identity
 from memhubd.query.pack import compact_json, must_left_out
 from memhubd.runtime.hub import Hub, WorkspaceHost
 from memhubd.runtime.snapshot import Snapshot
-from memhubd.runtime.sources import SourceFile
+from memhubd.runtime.sources import SourceFile, SourceProblem
 from memhubd.service.access import (
     STARTED_AT,
     View,
@@ -650,6 +650,17 @@ def _file_id(snapshot: Snapshot, source: SourceFile) -> str:
     return os.path.relpath(source.path, snapshot.root)
 
 
+def _load_problem(snapshot: Snapshot, source: SourceFile) -> SourceProblem | None:
+    """Why `source` is served from its last good version, if it is: its own problem, or
+    the workspace directory's (gone: every file is then served as last read)."""
+    return source.problem or snapshot.root_problem
+
+
+def _status(snapshot: Snapshot, source: SourceFile) -> str:
+    problem = _load_problem(snapshot, source)
+    return problem.kind if problem is not None else "ok"
+
+
 async def files(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
     view = await awaited_view_for(hub, identity, name, READ_SUMMARY)
     counts: dict[str, int] = {}
@@ -663,7 +674,7 @@ async def files(hub: Hub, identity: Identity, name: str) -> dict[str, Any]:
                 "file_id": _file_id(view.snapshot, source),
                 "path": source.path,
                 "declarations": counts.get(source.path, 0),
-                "status": source.problem.kind if source.problem else "ok",
+                "status": _status(view.snapshot, source),
             }
             for source in view.snapshot.files
         ],
@@ -746,6 +757,6 @@ async def file_content(hub: Hub, identity: Identity, name: str, file_id: str) ->
         "file_id": _file_id(view.snapshot, source),
         "path": source.path,
         "content": text,
-        "stale": source.problem is not None,
+        "stale": _load_problem(view.snapshot, source) is not None,
         "hidden_declarations": len(hidden_here),
     }

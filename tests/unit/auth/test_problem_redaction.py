@@ -46,7 +46,7 @@ def test_a_parse_error_keeps_its_position_and_loses_its_quote() -> None:
             "file": "/w",
             "line": 0,
             "column": 0,
-            "message": "workspace directory is missing",
+            "message": "workspace directory is missing; its last good version is served until it is back",
         },
     ],
 )
