@@ -95,6 +95,15 @@ def test_the_review_queue_of_a_moved_away_workspace_is_unavailable_not_empty(
             assert "workspace directory" in message and "missing" in message
             assert "retry once it is back" in message
         assert listed.json()["error"]["detail"]["status"] == "missing"
+        # And it cannot be decided either
+        reviewer = token(daemon, "reviewer", "review,read:summary", roles=["*"])
+        with daemon.http(reviewer) as client:
+            approved = client.post(
+                f"{BASE}/proposals/{proposal_id}/approve", json={"into": "facts.mem"}
+            )
+            rejected = client.post(f"{BASE}/proposals/{proposal_id}/reject", json={})
+        for decision in (approved, rejected):
+            unavailable(decision)
         assert not root.exists()  # nothing made in its place
     finally:
         moved.rename(root)
