@@ -88,8 +88,19 @@ def unavailable(schema: str, error: ProtocolError, workspace: str) -> dict[str, 
     return {
         **_head(schema, "unavailable", workspace, ok=False),
         "error": error.message,
-        "next_actions": [text.NEXT_UNAVAILABLE],
+        "next_actions": [_next_unavailable(error)],
     }
+
+
+def _next_unavailable(error: ProtocolError) -> str:
+    """What to do, by cause: lint fixes a workspace whose sources do not load; the
+    workspace's or the daemon's files that cannot be read or written need their
+    permissions or disk fixed; a search index being built or a daemon stopping, a retry."""
+    if error.detail.get("problem"):
+        return text.NEXT_UNAVAILABLE
+    if "problem" in error.detail or error.detail.get("status") in ("index_building", "stopping"):
+        return text.NEXT_RETRY  # still loading, or soon over
+    return text.NEXT_STATE_UNAVAILABLE
 
 
 def too_large(
@@ -353,14 +364,16 @@ def memdsl_status_payload(
     identity: dict[str, Any],
     version: str,
     tools: list[str] | None = None,
+    warnings: list[str] | None = None,
 ) -> dict[str, Any]:
     """memdsl's `memdsl://status` for the caller's one workspace.
 
     `counts` holds what the caller can see: `declarations`, `active`, `kinds`
-    (type -> count), `registered_types`, `schema_files` and `pending_proposals`.
+    (type -> count), `registered_types`, `schema_files` and `pending_proposals`
+    (None when the review files cannot be read: `warnings` say why, after memdsl's keys).
     """
     kinds = dict(sorted(counts["kinds"].items()))
-    return {
+    payload = {
         "ok": True,
         "schema_version": MCP_STATUS,
         "server": "memhub",
@@ -380,6 +393,9 @@ def memdsl_status_payload(
         "pending_proposals": counts["pending_proposals"],
         "boundary": text.STATUS_BOUNDARY,
     }
+    if warnings:
+        payload["warnings"] = list(warnings)
+    return payload
 
 
 def files_payload(data: dict[str, Any], workspace: str, numbered: bool) -> dict[str, Any]:

@@ -105,6 +105,11 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
             return reply({k if k != "hits" else "results": v for k, v in answer.items()})
         except ProtocolError as error:
             raise tool_error(error) from None
+        except Exception as error:  # as run_tool tells it: a store that cannot be used
+            unusable = service.state_database_failure(error)
+            if unusable is None:
+                raise
+            raise tool_error(unusable) from error
 
     @server.tool(description=DESCRIBE["memory_get_drawer"], annotations=READ_ONLY)
     async def memory_get_drawer(

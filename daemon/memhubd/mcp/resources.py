@@ -37,7 +37,13 @@ def dump(payload: dict[str, Any]) -> str:
 async def read_guarded(work: Callable[[Identity], Awaitable[str]]) -> str:
     """Run a resource read as the current caller; protocol errors become resource errors."""
     try:
-        return await work(current_caller())
+        try:
+            return await work(current_caller())
+        except Exception as error:  # a state file that cannot be used, as the tools say it
+            unusable = service.state_database_failure(error)
+            if unusable is None:
+                raise
+            raise unusable from error
     except ProtocolError as error:
         if error.code in _NOT_FOUND:
             raise ResourceNotFoundError(describe_error(error)) from None
@@ -187,9 +193,20 @@ async def memdsl_status(
     for declaration in ws.declarations:
         kinds[declaration.kind] = kinds.get(declaration.kind, 0) + 1
     # Pending proposals the caller may see (one whose declaration is hidden is not counted).
-    pending = await service.list_proposals(hub, identity, name, "pending", limit=0)
+    # Review files that cannot be read leave the count unknown, not the status.
+    pending: int | None = None
+    warnings: list[str] = []
+    try:
+        pending = (await service.list_proposals(hub, identity, name, "pending", limit=0))["total"]
+    except Exception as error:
+        unusable = (
+            error if isinstance(error, ProtocolError) else service.state_database_failure(error)
+        )
+        if unusable is None or unusable.code is not ErrorCode.WORKSPACE_UNAVAILABLE:
+            raise
+        warnings.append(f"pending_proposals unknown: {unusable.message}")
     counts = {
-        "pending_proposals": pending["total"],
+        "pending_proposals": pending,
         "declarations": len(ws.declarations),
         "active": len(ws.active()),
         "kinds": kinds,
@@ -197,7 +214,7 @@ async def memdsl_status(
         "schema_files": list(ws.registry.schema_files),
     }
     whoami = {"scopes": sorted(identity.scopes)}
-    return payloads.memdsl_status_payload(summary, counts, whoami, __version__, tools)
+    return payloads.memdsl_status_payload(summary, counts, whoami, __version__, tools, warnings)
 
 
 def _register_prompts(server: MCPServer) -> None:

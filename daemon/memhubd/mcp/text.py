@@ -147,6 +147,11 @@ NEXT_FILE_NOT_FOUND = "Read memdsl://files for valid file ids."
 NEXT_UNAVAILABLE = (
     "Run `memctl lint` on the workspace and fix the reported source, manifest, or schema file."
 )
+NEXT_STATE_UNAVAILABLE = (
+    "The file the error names cannot be read or written (its permissions, a read-only or "
+    "full disk): have the operator fix that, then retry; the memory itself needs no change."
+)
+NEXT_RETRY = "Retry in a few seconds."
 NEXT_PROPOSE_INVALID = (
     "Fix the declaration source: it must parse to exactly one declaration "
     "and pass lint against the live workspace (types with the "
