@@ -967,7 +967,10 @@ def state_database_failure(error: BaseException) -> ProtocolError | None:
         # read-only state dir): the machine's doing, not the request's.
         path = str(error.filename) if error.filename else None
         named = os.sep.join(path.split(os.sep)[-2:]) if path else "a state file"
-        message = f"{named}: {error.strerror}; see the daemon log"
+        message = (
+            f"{named}: {error.strerror}; check the permissions and free space of the "
+            "directory holding it; see the daemon log"
+        )
     else:
         return None
     import structlog

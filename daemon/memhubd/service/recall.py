@@ -210,7 +210,8 @@ async def ingest(
 
 
 def _guarded(run: Any, source: str) -> SourceReport:
-    """One source's ingest; its failure is reported, never raised into the batch."""
+    """One source's ingest; its failure is reported, never raised into the batch, unless
+    the store or its lock cannot be used: then the request is refused (503)."""
     try:
         return run()
     except LockTimeout as error:
@@ -218,8 +219,10 @@ def _guarded(run: Any, source: str) -> SourceReport:
     except Exception as error:
         log.exception("ingest failed", source=source)
         unusable = state_database_failure(error)
-        if unusable is not None:  # e.g. a full disk: say so, the file is not at fault
-            return SourceReport(source, "failed", unusable.message)
+        if unusable is not None:
+            # e.g. a read-only or full disk: the file is not at fault and every file
+            # after it would fail the same. What was stored before it stays stored.
+            raise unusable from error
         if isinstance(error, EmbedderError):  # its message says what to change
             return SourceReport(source, "failed", f"embedder: {error}")
         return SourceReport(
