@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon, wait_for
 from tests.integration.test_mcp import TEAM, mcp_client, mcp_mounted, token
@@ -119,15 +118,16 @@ async def test_mcp_says_the_review_queue_of_a_moved_away_workspace_cannot_be_rea
     async with mcp_client(daemon, agent(daemon)) as client:
         listed = await client.call_tool("memory_review_list", {})
         shown = await client.call_tool("memory_review_show", {"id": "p-20260101-000000-abcdef"})
-        with pytest.raises(MCPError) as status:
-            await client.read_resource("memdsl://status")
+        status = await client.read_resource("memdsl://status")
     listed_text = listed.content[0].text
     assert "missing" in listed_text and '"total": 0' not in listed_text
     assert json.loads(listed_text)["status"] == "unavailable"
     shown_text = shown.content[0].text
     assert "missing" in shown_text and "not_found" not in shown_text
-    assert "workspace_unavailable" in status.value.error.message
-    assert "missing" in status.value.error.message
+    # The status says what it can, the pending count unknown rather than 0
+    payload = json.loads(status.contents[0].text)
+    assert payload["pending_proposals"] is None
+    assert any("missing" in warning for warning in payload["warnings"])
 
 
 def test_a_workspace_never_proposed_to_has_an_empty_queue(daemon: LiveDaemon) -> None:
