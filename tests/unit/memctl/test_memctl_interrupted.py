@@ -78,9 +78,10 @@ def test_an_interrupted_ingest_says_what_was_stored_by_then(
 
 
 def test_interrupted_events_say_so(fake_daemon: FakeDaemon) -> None:
+    fake_daemon.on("GET", WS, Canned({"name": "team"}))  # -w is checked first
     fake_daemon.on("GET", "/v1/events", Canned(": connected\n\n", delay=HELD))
     child = _start(fake_daemon, "events", "--json")
-    _when_seen(fake_daemon, 1)
+    _when_seen(fake_daemon, 2)
     code, out, err = _interrupt(child)
     assert (code, err) == (130, "memctl: interrupted\n")
     assert json.loads(out)["error"]["code"] == "interrupted"

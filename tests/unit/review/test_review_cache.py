@@ -19,6 +19,7 @@ from review_helpers import fact_source, load, make_workspace
 
 from memhubd.review import LIST_STATUSES, Proposal, ReviewStore, render_proposal
 from memhubd.review import proposal as proposal_module
+from memhubd.review import store as store_module
 from memhubd.review.audit import AuditLog
 from memhubd.review.proposal import new_proposal_id, parse_proposal
 from memhubd.review.store import CACHED_STAGINGS, kept_reads
@@ -238,6 +239,9 @@ def test_cached_reads_match_fresh_reads_whatever_changes_the_files(
     # Given a store whose files other writers change between its own operations,
     # keeping decided proposals whole or (whole=1) almost all by status only
     monkeypatch.setattr(proposal_module, "FULL_DECIDED", whole)
+    # One clock second for every stamp: a diff's approval stamp is the time it is made, so
+    # the cached and the fresh diff would differ when a second ends between the two.
+    monkeypatch.setattr(store_module, "now_iso", lambda: "2030-01-01T00:00:00+00:00")
     world = World(make_workspace(tmp_path / "ws"), seed)
     names, weights = list(OPERATIONS), list(OPERATIONS.values())
     for _ in range(STEPS):
