@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memhubd.recall.ingest.lock import SourceLock
+from memhubd.recall.ingest.lock import LockTimeout, SourceLock
 from memhubd.review.store import ReviewStore
 from tests.integration.conftest import copy_examples, memctl, start_daemon
 from tests.integration.test_mcp import call, mcp_client, mcp_mounted, tool_error
@@ -217,3 +217,23 @@ def test_a_file_that_fails_to_parse_leaves_the_others_of_its_batch_stored(
     assert "no user or assistant messages" in summary["failed"][0]["reason"]
     stored = {s["source"]: s["status"] for s in summary["sources"]}
     assert stored["a.md"] == stored["c.md"] == "ingested"
+
+
+@pytest.mark.anyio
+async def test_a_content_ingest_whose_lock_another_ingest_holds_is_a_conflict_to_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def held(self: SourceLock, source: str, path: Path, started: float) -> int:
+        raise LockTimeout(f"ingest lock for {source!r} is held elsewhere (waited 30 s)")
+
+    workspaces = copy_examples(tmp_path / "ws", [WS])
+    with mcp_mounted(), start_daemon(tmp_path, workspaces) as live:
+        # Given a source whose ingest lock another ingest holds past the wait
+        monkeypatch.setattr(SourceLock, "_acquire", held)
+        async with mcp_client(live, live.admin_token) as client:
+            said = await tool_error(
+                client, "memory_ingest", {"wing": WS, "content": "the ledger closes at six"}
+            )
+    # Then the agent is told to send it again later, not that its text is invalid
+    assert said.startswith("conflict: ingest lock: "), said
+    assert "is held elsewhere" in said and "send it again" in said

@@ -251,12 +251,25 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
         )
 
 
+def _ingest_failure(reason: str) -> ProtocolError:
+    """A content ingest that failed, coded by its cause: a lock another ingest holds is a
+    conflict (send it again later), an embedder or the daemon failing is not the text's
+    fault (`workspace_unavailable`, `internal`); only the rest asks for another text."""
+    if reason.startswith(recall.LOCK_FAILED):
+        return ProtocolError(ErrorCode.CONFLICT, f"{reason}; send it again once that ingest ends")
+    if reason.startswith(recall.EMBEDDER_FAILED):
+        return ProtocolError(ErrorCode.WORKSPACE_UNAVAILABLE, reason)
+    if reason.startswith(recall.INTERNAL_FAILED):
+        return ProtocolError(ErrorCode.INTERNAL, reason)
+    return ProtocolError(ErrorCode.INVALID, reason)
+
+
 def _ingest_answer(summary: dict[str, Any]) -> dict[str, Any]:
     """mempal's ingest answer: the drawer id, a duplicate warning, lock_wait_ms; and
     memhub's `warnings` of the source when it has any (e.g. stored without a vector)."""
     source = summary["sources"][0]
     if source["status"] == "failed":
-        raise ProtocolError(ErrorCode.INVALID, source.get("reason") or "ingest failed")
+        raise _ingest_failure(source.get("reason") or "ingest failed")
     ids = source["drawer_ids"]
     answer: dict[str, Any] = {
         "drawer_id": ids[0] if ids else None,

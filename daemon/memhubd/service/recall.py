@@ -209,13 +209,20 @@ async def ingest(
     return ingest_summary(name, request.dry_run, reports)
 
 
+# How a failed source's reason begins, by cause: a door that answers one source alone
+# (MCP `memory_ingest`) tells a retry from a text to change by it.
+LOCK_FAILED = "ingest lock: "
+EMBEDDER_FAILED = "embedder: "
+INTERNAL_FAILED = "internal error: "
+
+
 def _guarded(run: Any, source: str) -> SourceReport:
     """One source's ingest; its failure is reported, never raised into the batch, unless
     the store or its lock cannot be used: then the request is refused (503)."""
     try:
         return run()
     except LockTimeout as error:
-        return SourceReport(source, "failed", f"ingest lock: {error}")
+        return SourceReport(source, "failed", f"{LOCK_FAILED}{error}")
     except Exception as error:
         log.exception("ingest failed", source=source)
         unusable = state_database_failure(error)
@@ -224,9 +231,9 @@ def _guarded(run: Any, source: str) -> SourceReport:
             # after it would fail the same. What was stored before it stays stored.
             raise unusable from error
         if isinstance(error, EmbedderError):  # its message says what to change
-            return SourceReport(source, "failed", f"embedder: {error}")
+            return SourceReport(source, "failed", f"{EMBEDDER_FAILED}{error}")
         return SourceReport(
-            source, "failed", f"internal error: {type(error).__name__}; see the daemon log"
+            source, "failed", f"{INTERNAL_FAILED}{type(error).__name__}; see the daemon log"
         )
 
 
