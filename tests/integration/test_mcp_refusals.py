@@ -124,16 +124,31 @@ def test_a_browser_request_from_a_foreign_origin_is_403(daemon) -> None:
     assert "DNS rebinding protection" in error["message"]
 
 
-def test_a_body_that_is_not_json_by_its_content_type_is_400(daemon) -> None:
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/json-rpc", "application/jsonl", "Application/JSON"]
+)
+def test_a_body_that_is_not_json_by_its_content_type_is_400(daemon, content_type) -> None:
     headers = {
         **MCP_HEADERS,
-        "content-type": "text/plain",
+        "content-type": content_type,
         "authorization": f"Bearer {team_reader(daemon)}",
     }
     with httpx2.Client(timeout=10) as http:
         answer = http.post(f"{daemon.url}/mcp", content=json.dumps(PING), headers=headers)
     error = refusal(answer, 400, "invalid")
     assert error["message"] == "invalid: Content-Type must be application/json"
+
+
+def test_a_json_content_type_with_parameters_is_served(daemon) -> None:
+    headers = {
+        **MCP_HEADERS,
+        "content-type": "application/json; charset=utf-8",
+        "authorization": f"Bearer {team_reader(daemon)}",
+    }
+    with httpx2.Client(timeout=10) as http:
+        answer = http.post(f"{daemon.url}/mcp", content=json.dumps(PING), headers=headers)
+    assert answer.status_code != 400, answer.text
+    assert "Content-Type must be" not in answer.text
 
 
 def test_a_method_but_post_is_405_with_allow(daemon) -> None:

@@ -276,8 +276,8 @@ class McpEndpoint:
             await _refuse(scope, receive, send, ErrorCode.TOO_LARGE, message)
             return
         if not _json_content(scope):
-            # The SDK's own check answers a bare text line, which its client reports as
-            # an unexplained error; the status stays the SDK's.
+            # The SDK's own check answers a bare text line or its own error, which its
+            # client reports as an unexplained error: refused here, 400 for every type.
             message = "Content-Type must be application/json"
             await _refuse(scope, receive, send, ErrorCode.INVALID, message, status=400)
             return
@@ -321,10 +321,13 @@ async def _refuse(
 
 
 def _json_content(scope: Any) -> bool:
-    # As the SDK checks a POST's Content-Type before reading it.
+    # As the SDK checks a POST's Content-Type before reading it, so that every type it
+    # would refuse in its own words is refused here: the media type exactly, as written
+    # (`application/json-rpc` is another type), its parameters (`; charset=utf-8`) aside.
     for name, value in scope["headers"]:
         if name == b"content-type":
-            return value.decode("latin-1").lower().startswith("application/json")
+            media = value.decode("latin-1").split(";", 1)[0]
+            return any(part.strip() == "application/json" for part in media.split(","))
     return False
 
 
