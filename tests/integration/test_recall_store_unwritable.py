@@ -237,3 +237,24 @@ async def test_a_content_ingest_whose_lock_another_ingest_holds_is_a_conflict_to
     # Then the agent is told to send it again later, not that its text is invalid
     assert said.startswith("conflict: ingest lock: "), said
     assert "is held elsewhere" in said and "send it again" in said
+
+
+def test_a_file_where_the_ingest_locks_folder_belongs_is_unavailable(tmp_path: Path) -> None:
+    workspaces = copy_examples(tmp_path / "ws", [WS])
+    with start_daemon(tmp_path, workspaces) as live:
+        # Given a regular file where the workspace's ingest lock folder belongs
+        locks = live.state_dir / "recall" / "locks" / WS
+        if locks.exists():
+            locks.rename(locks.with_name(f"{WS}.aside"))
+        locks.parent.mkdir(parents=True, exist_ok=True)
+        locks.write_text("not a folder\n")
+        # When text is ingested
+        with live.http(live.admin_token) as http:
+            api = http.post(f"{BASE}/recall/ingest", json={"content": "the ledger closes at six"})
+    # Then the workspace's state is unavailable, saying what is in the way: not a file
+    # of the request that failed
+    assert api.status_code == 503, api.text
+    error = api.json()["error"]
+    assert error["code"] == "workspace_unavailable"
+    assert "something else is in its place" in error["message"], error["message"]
+    assert str(tmp_path) not in error["message"]

@@ -932,8 +932,10 @@ def review_lock_held(name: str, waited_s: float) -> ProtocolError:
 
 
 _ENVIRONMENT_ERRNOS = frozenset(
-    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EMFILE}
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EMFILE, errno.EIO}
 )
+# A state path taken by something else: a file where a directory belongs, or the reverse.
+_PATH_TAKEN_ERRNOS = frozenset({errno.EEXIST, errno.ENOTDIR, errno.EISDIR})
 
 
 # What SQLite, and a recall store's pool of readers, raise for a connection closed.
@@ -962,15 +964,19 @@ def state_database_failure(error: BaseException) -> ProtocolError | None:
         path = None
     elif isinstance(error, sqlite3.DatabaseError):
         message, path = f"a state database failed: {error}; see the daemon log", None
-    elif isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS:
+    elif isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS | _PATH_TAKEN_ERRNOS:
         # A state file that cannot be made or written (an ingest lock, a full disk, a
-        # read-only state dir): the machine's doing, not the request's.
+        # read-only state dir, a file where its directory belongs): the machine's doing,
+        # not the request's.
         path = str(error.filename) if error.filename else None
         named = os.sep.join(path.split(os.sep)[-2:]) if path else "a state file"
-        message = (
-            f"{named}: {error.strerror}; check the permissions and free space of the "
-            "directory holding it; see the daemon log"
+        check = (
+            "something else is in its place in the state directory (a file where a "
+            "directory belongs, or the reverse): move it away"
+            if error.errno in _PATH_TAKEN_ERRNOS
+            else "check the permissions and free space of the directory holding it"
         )
+        message = f"{named}: {error.strerror}; {check}; see the daemon log"
     else:
         return None
     import structlog
