@@ -837,6 +837,12 @@ class Ingestor:
             held = stored.get(index)
             if held is None or held.identity != options.identity or e.identity == options.identity:
                 stored[index] = e
+        # An ingest naming no readers (as every watched one) gives a new or changed chunk
+        # the readers all the source's stored chunks share, not every caller: else what a
+        # narrowed transcript says next would be read by all. Naming no importance, a
+        # changed chunk keeps the one it replaces and a new one takes the source's highest.
+        shared = _shared_readers(_readers_now(e.rowid, e.readers, dry_run) for _i, e in every)
+        highest = max((e.importance for _i, e in every), default=0)
         recorded = self.store.copies_of_source(report.source) if replace_stale else frozenset()
         keeps = self._keeps(report.source, every, known, recorded, replace_stale, options)
         new: list[NewDrawer] = []
@@ -896,6 +902,13 @@ class Ingestor:
                     readers=options.readers if options.readers is not None else previous.readers,
                     importance=_importance(options, previous.importance),
                 )
+            elif every:
+                theirs = previous.importance if previous is not None else highest
+                drawer = replace(
+                    drawer,
+                    readers=options.readers if options.readers is not None else shared,
+                    importance=options.importance if options.importance is not None else theirs,
+                )
             drawer, existing = self._own_form(
                 drawer, known.get(drawer.id), hidden, options, dry_run, keeps
             )
@@ -925,13 +938,13 @@ class Ingestor:
                     if (
                         existing.source_file != report.source
                         and existing.identity == options.identity
-                        and _reads_at_least(options.readers, existing.readers)
+                        and _reads_at_least(drawer.readers, existing.readers)
                     ):
                         # Another source's drawer: this file is where it goes on should
                         # that source drop it (for the writer's own drawers, and only where
                         # whoever reads the drawer may read this file's chunks: a hand-over
                         # must not show a file's name to callers it was kept from). Checked
-                        # here against the readers this ingest names, and again at the
+                        # here against the readers the chunk takes, and again at the
                         # hand-over against the drawer's readers then and the file's stored
                         # chunks, or, for a file with no chunk of the writer's own to tell,
                         # the readers recorded here (`DrawerStore.copy_sources`).
@@ -942,7 +955,7 @@ class Ingestor:
                                 drawer.locator,
                                 drawer.source_kind,
                                 options.identity,
-                                readers=options.readers,
+                                readers=drawer.readers,
                                 readers_known=True,
                             )
                         )
@@ -1038,7 +1051,8 @@ class Ingestor:
         if options.readers is None:
             # An ingest naming no readers leaves a copy's on record as they are, as it
             # leaves its stored chunks'; a copy new to the file, or with none on record
-            # (recorded before copies kept them), takes the ingest's: every caller.
+            # (recorded before copies kept them), takes its chunk's: those the file's
+            # stored chunks share, or every caller.
             kept = {(c.drawer, c.identity): c.readers for c in recorded if c.readers_known}
             copies = [
                 replace(c, readers=kept[c.drawer, c.identity])
@@ -1441,6 +1455,18 @@ def _new_readers(options: IngestOptions, readers: tuple[str, ...] | None) -> boo
     return options.readers is not None and (
         readers is None or sorted(readers) != sorted(options.readers)
     )
+
+
+def _shared_readers(
+    readers: Iterable[tuple[str, ...] | None],
+) -> tuple[str, ...] | None:
+    """The roles every one of `readers` names (None: every caller; none given, None):
+    the readers a chunk may take without widening who reads any of them."""
+    shared: set[str] | None = None
+    for names in readers:
+        if names is not None:
+            shared = set(names) if shared is None else shared & set(names)
+    return None if shared is None else tuple(sorted(shared))
 
 
 def _importance(options: IngestOptions, stored: int) -> int:
