@@ -258,8 +258,9 @@ class IngestRequest:
                     "type": ["integer", "null"],
                     "minimum": 0,
                     "maximum": 5,
-                    "description": "new drawers take it (0 when not given); given, the "
-                    "source's stored chunks take it too",
+                    "description": "new drawers take it (when not given, that of the "
+                    "stored chunk they replace or the source's highest, else 0); given, "
+                    "the source's stored chunks take it too",
                 },
                 "format": {"type": "string", "enum": list(FORMATS), "default": "auto"},
                 "dry_run": {"type": "boolean", "default": False},

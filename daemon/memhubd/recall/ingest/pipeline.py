@@ -86,12 +86,15 @@ class IngestOptions:
     door: str
     room: str | None = None
     # Given (0-5): new drawers take it, and so do the stored chunks of the source, as
-    # given `readers` reach them. None: new drawers take 0 and stored ones keep theirs.
+    # given `readers` reach them. None: stored ones keep theirs, a changed chunk takes
+    # that of the one it replaces and a new one the source's highest (0 with none stored).
     importance: int | None = None
     # A diary entry written again keeps the importance it was stored with.
     keeps_importance: bool = False
     format: str = "auto"
     dry_run: bool = False
+    # Given: every chunk of the source takes them. None: stored chunks keep theirs, and
+    # new and changed ones take those the source's stored chunks share (`_shared_readers`).
     readers: tuple[str, ...] | None = None
     near_duplicate: float = NEAR_DUPLICATE
     # The ingesting caller's roles (None: it may read every drawer). A drawer it may not
