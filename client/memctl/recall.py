@@ -1,5 +1,5 @@
-"""`memctl recall ...`: ingest, search, show, wake-up, status, delete, purge, taxonomy,
-reindex.
+"""`memctl recall ...`: ingest, search, show, wake-up, status, delete (a drawer or a
+source), purge, taxonomy, reindex.
 
 Argument parsing and rendering for the recall routes. Files are read and walked here,
 on the caller's machine, and uploaded in batches; the daemon parses and stores them.
@@ -32,7 +32,7 @@ from memctl.commands import (
     time_value,
     whole_number,
 )
-from memctl.render import TIMEOUT, UNREACHABLE, escaped
+from memctl.render import TIMEOUT, UNREACHABLE, USAGE, escaped
 from memctl.transport import DaemonUnreachable
 from memhub_protocol import ErrorCode
 from memhub_protocol.recall import (
@@ -49,6 +49,7 @@ from memhub_protocol.recall import (
     NotRegular,
     ReindexRequest,
     SearchRequest,
+    SourceDeleteRequest,
     SourceFile,
     TaxonomyEditRequest,
     UploadedFile,
@@ -174,8 +175,16 @@ def add_recall_commands(sub: argparse._SubParsersAction, common: argparse.Argume
     a.add_argument("text", nargs="+", metavar="TEXT", help="the text; '-' reads stdin")
 
     command(actions, "status", cmd_status, "drawer counts, rooms, embedder, sizes")
-    a = command(actions, "delete", cmd_delete, "soft-delete a drawer (audited)")
-    a.add_argument("drawer_id", type=non_empty, help="the drawer id")
+    a = command(actions, "delete", cmd_delete, "soft-delete a drawer, or a source's (audited)")
+    which = a.add_mutually_exclusive_group(required=True)
+    which.add_argument("drawer_id", nargs="?", type=non_empty, help="the drawer id")
+    which.add_argument(
+        "--source",
+        type=non_empty,
+        metavar="CITATION",
+        help="every drawer of this source you may read (its citation, as `show` gives it)",
+    )
+    a.add_argument("--dry-run", action="store_true", help="with --source: only list the drawers")
     a = command(actions, "purge", cmd_purge, "remove soft-deleted drawers for good (admin)")
     a.add_argument(
         "--before", type=time_value, help="only those deleted before this time (ISO or epoch)"
@@ -757,6 +766,10 @@ def _render_status(data: dict[str, Any]) -> str:
 
 
 def cmd_delete(session: Session, args: argparse.Namespace) -> int:
+    if args.source is not None:
+        return _delete_source(session, args.source, args.dry_run)
+    if args.dry_run:
+        raise CommandFailure("--dry-run goes with --source", code=USAGE)
     answer = _ws_call(session, "recall_delete", drawer_id=args.drawer_id)
     session.show(
         answer,
@@ -765,6 +778,22 @@ def cmd_delete(session: Session, args: argparse.Namespace) -> int:
             f"  content: {a['preview']}\n  (use `memctl recall purge` to remove it for good)"
         ),
     )
+    return 0
+
+
+def _delete_source(session: Session, source: str, dry_run: bool) -> int:
+    request = SourceDeleteRequest(source, dry_run)
+    answer = _ws_call(session, "recall_delete_source", body=request.to_json())
+
+    def shown(a: dict[str, Any]) -> str:
+        done = "would soft-delete" if a.get("dry_run") else "soft-deleted"
+        lines = [f"{done} {a['deleted']} drawer(s) of {escaped(a['source'])}"]
+        lines.extend(f"  {drawer_id}" for drawer_id in a["drawer_ids"])
+        if not a.get("dry_run"):
+            lines.append("  (use `memctl recall purge` to remove them for good)")
+        return "\n".join(lines)
+
+    session.show(answer, shown)
     return 0
 
 

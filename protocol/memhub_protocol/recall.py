@@ -1,5 +1,5 @@
-"""The recall part of the wire contract: request models for ingest, search, delete,
-purge and taxonomy, time values, and which files a directory ingest sends.
+"""The recall part of the wire contract: request models for ingest, search, delete
+(of a source), purge and taxonomy, time values, and which files a directory ingest sends.
 
 Shared by the daemon (which validates) and memctl (which builds requests and walks
 directories); depends on nothing of the daemon.
@@ -420,6 +420,41 @@ class SearchRequest:
             "max_chars": self.max_chars,
         }
         return {key: value for key, value in out.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDeleteRequest:
+    """Soft-delete every drawer of one source (its citation, as drawers carry it in
+    `source_file`) the caller may read; with `dry_run`, only say which they would be."""
+
+    source: str
+    dry_run: bool = False
+
+    FIELDS = ("source", "dry_run")
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["source"],
+            "additionalProperties": False,
+            "properties": {
+                "source": {"type": "string", "minLength": 1, "maxLength": MAX_CITATION},
+                "dry_run": {"type": "boolean", "default": False},
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> SourceDeleteRequest:
+        data = _object(data, cls.FIELDS)
+        dry_run = data.get("dry_run", False)
+        if not isinstance(dry_run, bool):
+            raise _invalid("'dry_run' must be true or false", "dry_run")
+        source = _string(data, "source", required=True, limit=MAX_CITATION) or ""
+        return cls(source=source, dry_run=dry_run)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "dry_run": self.dry_run}
 
 
 @dataclass(frozen=True, slots=True)

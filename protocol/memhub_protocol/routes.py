@@ -383,6 +383,15 @@ ROUTES: tuple[Route, ...] = (
         "Soft-delete a drawer (audited).",
     ),
     Route(
+        "recall_delete_source",
+        "POST",
+        _WS + "/recall/sources/delete",
+        WRITE_RECALL,
+        "Soft-delete every drawer of one source `{source, dry_run?}` the caller may read "
+        "(audited); another identity's need review or admin.",
+        request_model="SourceDeleteRequest",
+    ),
+    Route(
         "recall_purge",
         "POST",
         _WS + "/recall/purge",

@@ -444,3 +444,80 @@ def test_a_writer_still_replaces_its_own_file_written_for_readers_it_lacks(
         )
     assert answer.status_code == 201, answer.text
     assert (answer.json()["chunks"], answer.json()["replaced"]) == (1, 1), answer.text
+
+
+def test_deleting_a_source_never_counts_or_tells_of_drawers_hidden_from_the_caller(
+    daemon: LiveDaemon,
+) -> None:
+    # Given a file cited `minutes/board.md` only `board` may read, and a caller without
+    # the role that stored a file of the same name
+    board = token(daemon, "source-board", workspaces=[TEAM], roles=["board"])
+    caller = token(daemon, "source-caller", workspaces=[TEAM])
+    upload = {"name": "minutes/board.md", "content": "# Board\nsell the harbour depot in May"}
+    (hidden,) = ingest(daemon, board, files=[upload], readers=["board"])
+    (sealed,) = ingest(
+        daemon,
+        board,
+        files=[{"name": "minutes/sealed.md", "content": "# Sealed\nthe depot price"}],
+        readers=["board"],
+    )
+    mine = {"name": "minutes/board.md", "content": "# Board\nmy own notes of the meeting"}
+    (own,) = ingest(daemon, caller, files=[mine])
+    base = f"/v1/workspaces/{TEAM}/recall/sources/delete"
+    with daemon.http(caller) as http:
+        # When it deletes the source of only hidden drawers, or one that does not exist
+        answers = [
+            http.post(base, json={"source": source, "dry_run": dry})
+            for source in ("minutes/sealed.md", "minutes/nothing.md")
+            for dry in (True, False)
+        ]
+        # and the source it shares with the hidden drawer
+        dry = http.post(base, json={"source": "minutes/board.md", "dry_run": True})
+        done = http.post(base, json={"source": "minutes/board.md"})
+    # Then the hidden-only source answers exactly as the missing one
+    for seen, absent in (answers[0:3:2], answers[1:4:2]):
+        assert seen.status_code == absent.status_code == 404
+        assert seen.json()["error"]["message"].replace("sealed", "X") == absent.json()["error"][
+            "message"
+        ].replace("nothing", "X")
+        assert seen.json()["error"]["code"] == absent.json()["error"]["code"] == "not_found"
+    # and the shared one counts and deletes its own drawer only
+    for answer in (dry, done):
+        assert answer.status_code == 200, answer.text
+        assert (answer.json()["deleted"], answer.json()["drawer_ids"]) == (1, [own])
+        assert hidden not in answer.text and "harbour" not in answer.text
+    with daemon.http(board) as http:
+        for drawer in (hidden, sealed):
+            assert http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer}").status_code == 200
+
+
+def test_deleting_a_source_holding_others_drawers_needs_review_and_deletes_none(
+    daemon: LiveDaemon,
+) -> None:
+    # Given a file two teammates stored under the same name, readable by both
+    first = token(daemon, "source-first", workspaces=[TEAM])
+    second = token(daemon, "source-second", workspaces=[TEAM])
+    (theirs,) = ingest(
+        daemon, first, files=[{"name": "shared/rota.md", "content": "# Rota\nfirst's week"}]
+    )
+    (mine,) = ingest(
+        daemon, second, files=[{"name": "shared/rota.md", "content": "# Rota\nsecond's turn"}]
+    )
+    # When the second, without review, deletes the source
+    with daemon.http(second) as http:
+        refused = http.post(
+            f"/v1/workspaces/{TEAM}/recall/sources/delete", json={"source": "shared/rota.md"}
+        )
+        # Then it is refused whole, naming how many are another's and the scope needed
+        assert refused.status_code == 403, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "forbidden"
+        assert error["detail"] == {
+            "source": "shared/rota.md",
+            "others": 1,
+            "required_scope": "review",
+        }
+        assert "1 of the 2 drawers" in error["message"]
+        # and neither drawer went
+        for drawer in (theirs, mine):
+            assert http.get(f"/v1/workspaces/{TEAM}/recall/drawers/{drawer}").status_code == 200

@@ -72,6 +72,7 @@ DEFERRED_ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
             "recall_wake_up",
             "recall_drawer",
             "recall_delete",
+            "recall_delete_source",
             "recall_purge",
             "recall_taxonomy",
             "recall_taxonomy_edit",

@@ -1,5 +1,5 @@
-"""JSON API handlers of recall: ingest, search, status, wake-up, drawers, purge,
-taxonomy and reindex.
+"""JSON API handlers of recall: ingest, search, status, wake-up, drawers, a source's
+deletion, purge, taxonomy and reindex.
 
 Each handler parses its input, calls one `service.recall` function and returns its
 data; scopes and query parameters are checked by `endpoint` from the route table,
@@ -19,6 +19,7 @@ from memhub_protocol.recall import (
     IngestRequest,
     ReindexRequest,
     SearchRequest,
+    SourceDeleteRequest,
     TaxonomyEditRequest,
     parse_time,
 )
@@ -158,6 +159,11 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
         data = await recall.delete(hub, identity, _ws(request), drawer_id, DOOR)
         return _result(context, data)
 
+    async def delete_source(request: Request, identity: Identity) -> Response:
+        name = _granted(hub, identity, request)
+        body = SourceDeleteRequest.from_json(await _json_body(request))
+        return _result(context, await recall.delete_source(hub, identity, name, body, DOOR))
+
     async def purge(request: Request, identity: Identity) -> Response:
         name = _granted(hub, identity, request)
         body = await _json_body(request)
@@ -202,6 +208,7 @@ def recall_handlers(context: ApiContext) -> dict[str, Handler]:
         "recall_wake_up": wake_up,
         "recall_drawer": drawer,
         "recall_delete": delete,
+        "recall_delete_source": delete_source,
         "recall_purge": purge,
         "recall_taxonomy": taxonomy,
         "recall_taxonomy_edit": taxonomy_edit,

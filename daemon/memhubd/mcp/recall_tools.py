@@ -19,6 +19,7 @@ from memhub_protocol.recall import (
     MAX_HIT_CHARS,
     IngestRequest,
     SearchRequest,
+    SourceDeleteRequest,
     TaxonomyEditRequest,
 )
 from memhub_protocol.scopes import READ_SEARCH, READ_SUMMARY, WRITE_RECALL
@@ -57,7 +58,11 @@ DESCRIBE = {
         "lesson). Leave `room` out to let the workspace taxonomy route it. Answers with "
         "drawer_id, a duplicate_warning when a very similar drawer exists, and lock_wait_ms."
     ),
-    "memory_delete": "Soft-delete one drawer by id (audited; an admin purge removes it).",
+    "memory_delete": (
+        "Soft-delete one drawer by id, or with `source` every drawer of that source (a file "
+        "ingested by mistake), audited; an admin purge removes them for good. `dry_run` with "
+        "`source` only lists the drawer ids."
+    ),
     "memory_taxonomy": (
         "List (action=list) or set (action=edit with room and keywords) the room keywords "
         "that route ingested text to rooms and boost matching rooms in search."
@@ -168,11 +173,31 @@ def register_recall_tools(server: MCPServer, hub: Hub) -> None:
 
     @server.tool(description=DESCRIBE["memory_delete"], annotations=DESTRUCTIVE)
     async def memory_delete(
-        drawer_id: Annotated[str, Field(description="the drawer to soft-delete")],
+        drawer_id: Annotated[str, Field(description="the drawer to soft-delete")] = "",
         wing: Annotated[str, Field(description=WING_ONE)] = "",
         workspace: Annotated[str, Field(description="same as wing")] = "",
+        source: Annotated[
+            str,
+            Field(description="instead of drawer_id: every drawer of this source (its citation)"),
+        ] = "",
+        dry_run: Annotated[
+            bool, Strict(), Field(description="with source: only say which would be deleted")
+        ] = False,
     ) -> CallToolResult:
         async def work(identity: Any, name: str) -> dict[str, Any]:
+            if bool(drawer_id) == bool(source):
+                raise ProtocolError(
+                    ErrorCode.INVALID,
+                    "give exactly one of 'drawer_id' and 'source'",
+                    {"field": "source" if source else "drawer_id"},
+                )
+            if source:
+                request = SourceDeleteRequest.from_json({"source": source, "dry_run": dry_run})
+                return await recall.delete_source(hub, identity, name, request, DOOR)
+            if dry_run:
+                raise ProtocolError(
+                    ErrorCode.INVALID, "'dry_run' goes with 'source'", {"field": "dry_run"}
+                )
             try:
                 return await recall.delete(hub, identity, name, drawer_id, DOOR)
             except ProtocolError as error:

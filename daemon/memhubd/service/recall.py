@@ -1426,8 +1426,10 @@ def _below(path: str, paths: list[str]) -> bool:
 
 
 # Delete, purge, taxonomy and reindex live in recall_admin (which imports this
-# module's helpers); they stay reachable here under their old names.
-_ADMIN_OPERATIONS = frozenset({"delete", "purge", "taxonomy", "taxonomy_edit", "reindex"})
+# module's helpers); they stay reachable here under their names.
+_ADMIN_OPERATIONS = frozenset(
+    {"delete", "delete_source", "purge", "taxonomy", "taxonomy_edit", "reindex"}
+)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""Recall administration for every door: delete, purge, taxonomy and reindex.
+"""Recall administration for every door: delete (a drawer or a source), purge, taxonomy
+and reindex.
 
 Split from service/recall.py (which keeps ingest, search, status and wake-up, and
 still answers to these names). Checks scopes and grants first, runs the store in
@@ -15,7 +16,7 @@ import numpy as np
 import structlog
 
 from memhub_protocol import ErrorCode, ProtocolError
-from memhub_protocol.recall import ReindexRequest, TaxonomyEditRequest
+from memhub_protocol.recall import ReindexRequest, SourceDeleteRequest, TaxonomyEditRequest
 from memhub_protocol.scopes import ADMIN, READ_SUMMARY, REVIEW, WRITE_RECALL
 from memhubd.auth.identity import Identity
 from memhubd.recall.embed import EmbedderError
@@ -82,6 +83,53 @@ async def delete(
             "source_file": removed.source_file,
             "preview": removed.content[:100],
         }
+
+    return await anyio.to_thread.run_sync(work, limiter=_INGEST)
+
+
+async def delete_source(
+    hub: Hub, identity: Identity, name: str, request: SourceDeleteRequest, door: str
+) -> dict[str, Any]:
+    """Soft-delete every drawer of one source the caller may read, as `delete` does one
+    (audited per drawer, on purpose: a later ingest does not bring them back); with
+    `request.dry_run`, only say which. All or nothing: when some were written by another
+    identity and the caller may not delete those, none is deleted."""
+    require_scope(identity, WRITE_RECALL)
+    host_for(hub, identity, name)
+    shelf = shelf_of(hub)
+    source = request.source
+
+    def work() -> dict[str, Any]:
+        store = shelf.store(name)
+        # Those the caller may not read are none of its business: never deleted, counted
+        # or named, so that a source of hidden drawers only answers as an unknown one.
+        readable = [e for _, e in store.chunks_of_source(source) if _visible(identity, e.readers)]
+        if not readable:
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND, f"no live drawers of source '{source}'", {"source": source}
+            )
+        others = sum(1 for e in readable if e.identity != identity.name)
+        if others and not (identity.has_scope(REVIEW) or identity.has_scope(ADMIN)):
+            raise ProtocolError(
+                ErrorCode.FORBIDDEN,
+                f"{others} of the {len(readable)} drawers of source '{source}' were written by "
+                "another identity: only their writer, a reviewer or an admin may delete them; "
+                "none was deleted",
+                {"source": source, "others": others, "required_scope": REVIEW},
+            )
+        ids = [e.id for e in readable]
+        if not request.dry_run:
+            audit = _audit(identity, door, "delete", source=source)
+            ids = [d.id for d in store.soft_delete_many(ids, audit)]
+        answer: dict[str, Any] = {
+            "workspace": name,
+            "source": source,
+            "deleted": len(ids),
+            "drawer_ids": ids,
+        }
+        if request.dry_run:
+            answer["dry_run"] = True
+        return answer
 
     return await anyio.to_thread.run_sync(work, limiter=_INGEST)
 

@@ -492,6 +492,12 @@ class DrawerStore(abc.ABC):
     def soft_delete(self, drawer_id: str, audit: AuditEntry) -> Drawer | None: ...
 
     @abc.abstractmethod
+    def soft_delete_many(self, drawer_ids: Sequence[str], audit: AuditEntry) -> list[Drawer]:
+        """Soft-delete (on purpose) those of these drawers still live, in one transaction,
+        each audited as `audit` with its `drawer_id` (a drawer deleted on purpose has a
+        `delete` entry naming it); returns those deleted, in the order given."""
+
+    @abc.abstractmethod
     def purge(self, before: int | None, audit: AuditEntry) -> int: ...
 
     @abc.abstractmethod

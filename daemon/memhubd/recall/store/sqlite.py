@@ -1282,6 +1282,27 @@ class SQLiteStore(DrawerStore):
             self._audit(connection, audit)
         return deleted
 
+    def soft_delete_many(self, drawer_ids: Sequence[str], audit: AuditEntry) -> list[Drawer]:
+        now = _now()
+        deleted: list[Drawer] = []
+        with self._transaction() as connection:
+            for drawer_id in drawer_ids:
+                row = connection.execute(
+                    f"UPDATE drawers SET deleted_at = ?, updated_at = ? "
+                    f"WHERE id = ? AND deleted_at IS NULL RETURNING {_COLUMNS}",
+                    (now, now, drawer_id),
+                ).fetchone()
+                if row is None:
+                    continue
+                deleted.append(_drawer(row))
+                detail = {**dict(audit.detail), "drawer_id": drawer_id}
+                self._audit(
+                    connection, AuditEntry(audit.identity, audit.door, audit.action, detail)
+                )
+            # After them all: a neighbour deleted too is no longer live to be stored again.
+            self._leave_out(connection, deleted, now)
+        return deleted
+
     def purge(self, before: int | None, audit: AuditEntry) -> int:
         with self._transaction() as connection:
             # `before=0` purges what was deleted before 1970 (nothing), never everything.
