@@ -1268,19 +1268,8 @@ class SQLiteStore(DrawerStore):
             )
 
     def soft_delete(self, drawer_id: str, audit: AuditEntry) -> Drawer | None:
-        now = _now()
-        with self._transaction() as connection:
-            row = connection.execute(
-                f"UPDATE drawers SET deleted_at = ?, updated_at = ? "
-                f"WHERE id = ? AND deleted_at IS NULL RETURNING {_COLUMNS}",
-                (now, now, drawer_id),
-            ).fetchone()
-            if row is None:
-                return None
-            deleted = _drawer(row)
-            self._leave_out(connection, [deleted], now)
-            self._audit(connection, audit)
-        return deleted
+        deleted = self.soft_delete_many([drawer_id], audit)
+        return deleted[0] if deleted else None
 
     def soft_delete_many(self, drawer_ids: Sequence[str], audit: AuditEntry) -> list[Drawer]:
         now = _now()
