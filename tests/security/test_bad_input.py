@@ -66,6 +66,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "DrawerProposeRequest": {"type": "fact", "id": "a.b", "quote": "q", "reason": "r"},
     "DiaryWriteRequest": {"type": "LESSON", "content": "drain first"},
     "PurgeRequest": {"before": "2024-01-01"},
+    "SourceDeleteRequest": {"source": "notes/a.md", "dry_run": True},
     "CoworkPushRequest": {"to": "nobody", "content": "hello"},
     "TripleAddRequest": {
         "subject": "a",
