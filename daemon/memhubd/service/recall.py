@@ -862,6 +862,7 @@ class _WatchedBatch:
             identity=WATCHER,
             door="watch",
             near_duplicate=shelf.settings.near_duplicate,
+            keeps_stored_readers=True,
         )
         self.ingestor: Any = None
         self.sources: Iterator[SourceFile] | None = None

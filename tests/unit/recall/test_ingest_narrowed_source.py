@@ -91,3 +91,34 @@ def test_a_dry_run_counts_the_narrowed_chunks_as_the_real_run_stores_them(
     # included, in the dry run as in the real run
     dry, real = reports
     assert [r[1:] for r in dry] == [r[1:] for r in real] == [(1, 3), (4, 0)]
+
+
+def test_the_watcher_meeting_a_narrowed_transcript_renamed_aside_keeps_it_narrowed(
+    fresh: Fresh,
+) -> None:
+    # Given a watched transcript narrowed by hand to lead, then renamed aside (its text
+    # under a new name) while a new session starts under the old one
+    aside = "claude/live.jsonl.1"
+    watcher = {"identity": "recall-watcher", "door": "watch", "keeps_stored_readers": True}
+    batch = [(aside, transcript(3)), (SOURCE, transcript(1))]
+    results = []
+    for dry_run in (True, False):
+        store, ingestor = fresh()
+        ingestor.ingest_text(SOURCE, transcript(3), options(**{**watcher, "dry_run": False}))
+        ingestor.ingest_text(SOURCE, transcript(3), options(readers=("lead",), importance=4))
+        # When the watcher, which names no readers, ingests both files
+        reports = ingestor.ingest_texts(batch, options(dry_run=dry_run, **watcher))
+        results.append([(r.chunks, r.duplicates) for r in reports])
+    # Then the renamed file's exchanges are the lead's drawers, not stored again for
+    # every caller, in the dry run as in the real run, handed to it as the session drops
+    # them
+    dry, real = results
+    assert dry == real
+    assert real[0] == (0, 3)
+    assert not store.lexical(["rebalance"], DEV, 10)
+    assert len(store.lexical(["rebalance"], LEAD, 10)) == 2
+    # while a caller sending the same text without readers still publishes it
+    store, ingestor = fresh()
+    ingestor.ingest_text(SOURCE, transcript(3), options(readers=("lead",)))
+    ingestor.ingest_text("notes/copy.jsonl", transcript(3), options())
+    assert store.lexical(["rebalance"], DEV, 10)

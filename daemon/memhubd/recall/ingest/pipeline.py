@@ -108,6 +108,13 @@ class IngestOptions:
     # identity wrote (a reviewer's, an admin's, the daemon's watcher); else it changes
     # only the caller's own, as only a drawer's writer may delete it.
     replaces_others: bool = True
+    # Set for an ingest that never chooses readers (the directory watcher): a chunk
+    # given none whose text a stored drawer holds is that drawer's duplicate (a copy),
+    # whatever its readers, rather than stored again for every caller, so that text
+    # narrowed by hand stays narrowed when the watcher meets it in another file (a
+    # transcript renamed aside, or copied). A caller sending text without readers
+    # publishes it to every caller it is stored for.
+    keeps_stored_readers: bool = False
 
 
 @dataclass(slots=True)
@@ -1179,6 +1186,8 @@ class Ingestor:
         keeps: frozenset[int] = frozenset(),
     ) -> tuple[NewDrawer, Existing | None]:
         """`drawer` under the id it takes, and what is stored under that id."""
+        # Readers chosen by no one (the watcher's): stored text keeps its own.
+        any_readers = options.keeps_stored_readers and drawer.readers is None
         for other_form in (_long_id, _own_id, _own_room_id):
             stored_serves = existing is None or (
                 existing.content_hash == drawer.content_hash
@@ -1186,9 +1195,15 @@ class Ingestor:
                 and not self._concealed(existing, hidden, options, dry_run)
                 # A diary entry is the writer's own or not (`_concealed`), whatever its
                 # readers: written again, its sharing does not change.
-                and (options.same_entry is not None or _serves(existing, drawer, keeps, dry_run))
+                and (
+                    options.same_entry is not None
+                    or any_readers
+                    or _serves(existing, drawer, keeps, dry_run)
+                )
             )
-            if stored_serves and _serves_planned(existing, drawer, keeps, dry_run):
+            if stored_serves and (
+                any_readers or _serves_planned(existing, drawer, keeps, dry_run)
+            ):
                 break
             # An 8-hex-digit clash with different content, the same content in another
             # room the id spells alike (`billing-service`, `billing_service`), the same
