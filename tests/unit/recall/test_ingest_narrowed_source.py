@@ -12,7 +12,7 @@ from recall_fakes import options
 from test_ingest_context import EXCHANGES, transcript
 
 from memhubd.recall.ingest import Ingestor
-from memhubd.recall.store import DrawerFilter, DrawerStore
+from memhubd.recall.store import AuditEntry, DrawerFilter, DrawerStore
 
 SOURCE = "claude/live.jsonl"
 DEV = DrawerFilter(roles=frozenset({"dev"}))
@@ -122,3 +122,24 @@ def test_the_watcher_meeting_a_narrowed_transcript_renamed_aside_keeps_it_narrow
     ingestor.ingest_text(SOURCE, transcript(3), options(readers=("lead",)))
     ingestor.ingest_text("notes/copy.jsonl", transcript(3), options())
     assert store.lexical(["rebalance"], DEV, 10)
+
+
+def test_a_narrowed_transcript_whose_drawers_were_deleted_keeps_its_readers_for_what_follows(
+    fresh: Fresh,
+) -> None:
+    # Given a watched transcript narrowed to lead whose every drawer was then deleted
+    # on purpose (taken out while the session is still written to)
+    watcher = {"identity": "recall-watcher", "door": "watch", "keeps_stored_readers": True}
+    store, ingestor = fresh()
+    ingestor.ingest_text(SOURCE, transcript(3), options(**watcher))
+    narrowed = ingestor.ingest_text(SOURCE, transcript(3), options(readers=("lead",)))
+    ids = [d.id for batch in store.iter_live(100) for d in batch if d.source_file == SOURCE]
+    assert len(ids) == 3 and narrowed.status == "ingested"
+    store.soft_delete_many(ids, AuditEntry("tester", "test", "delete"))
+    # When the session appends an exchange and the watcher ingests the file
+    report = ingestor.ingest_text(SOURCE, transcript(4), options(**watcher))
+    # Then the new exchange is stored for lead alone, the deleted ones stay deleted
+    assert (report.chunks, report.deleted) == (1, 3)
+    assert [r[1] for r in live(store)] == [("lead",)]
+    assert not store.lexical(["membership"], DEV, 10)
+    assert store.lexical(["membership"], LEAD, 10)

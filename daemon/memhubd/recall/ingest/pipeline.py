@@ -852,6 +852,16 @@ class Ingestor:
         # narrowed transcript says next would be read by all. Naming no importance, a
         # changed chunk keeps the one it replaces and a new one takes the source's highest.
         shared = _shared_readers(_readers_now(e.rowid, e.readers, dry_run) for _i, e in every)
+        if not every and replace_stale and options.readers is None:
+            # A source whose every drawer was deleted on purpose (a narrowed session
+            # taken out while it is still written to): what it says next takes the
+            # readers those drawers shared, not every caller.
+            shared = _shared_readers(
+                e.readers
+                for _index, e, _content in self.store.deleted_of_source(report.source)
+                if e.identity == options.identity
+                or (options.replaces_others and _readable(e.readers, options.roles))
+            )
         highest = max((e.importance for _i, e in every), default=0)
         recorded = self.store.copies_of_source(report.source) if replace_stale else frozenset()
         keeps = self._keeps(report.source, every, known, recorded, replace_stale, options)
@@ -912,7 +922,7 @@ class Ingestor:
                     readers=options.readers if options.readers is not None else previous.readers,
                     importance=_importance(options, previous.importance),
                 )
-            elif every:
+            elif every or shared is not None:
                 theirs = previous.importance if previous is not None else highest
                 drawer = replace(
                     drawer,
