@@ -93,7 +93,7 @@ def _integer(data: dict[str, Any], field: str, default: int, low: int, high: int
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _invalid(f"'{field}' must be an integer from {low} to {high}", field)
+        raise _invalid(f"'{field}' must be an integer between {low} and {high}", field)
     return value
 
 

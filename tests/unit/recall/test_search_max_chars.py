@@ -24,7 +24,7 @@ def test_max_chars_outside_its_bounds_or_not_an_integer_is_refused(value: object
     with pytest.raises(ProtocolError) as refused:
         SearchRequest.from_json({"query": "ledger", "max_chars": value})
     assert refused.value.detail["field"] == "max_chars"
-    assert f"from 1 to {MAX_HIT_CHARS}" in refused.value.message
+    assert f"between 1 and {MAX_HIT_CHARS}" in refused.value.message
 
 
 def test_a_long_content_is_cut_at_a_character_and_says_its_whole_length() -> None:
