@@ -1336,6 +1336,18 @@ async def _ingest_watched_batch(
     added = sum(f.report.chunks for f in files)
     if added:
         hub.events.publish("recall_ingested", workspace=name, chunks=added, door="watch")
+    changed = [f.report for f in files if f.report.chunks or f.report.replaced]
+    if paths is None and changed:
+        # A whole directory read (at start, or again after failures): what it changed,
+        # e.g. the transcripts an upgrade reads anew, told once, not per file.
+        log.info(
+            "watched directory ingested",
+            workspace=name,
+            path=root,
+            files=len(changed),
+            chunks=sum(r.chunks for r in changed),
+            replaced=sum(r.replaced for r in changed),
+        )
     return retries.settle(paths, files, time.monotonic())
 
 

@@ -142,3 +142,28 @@ def test_a_watched_path_that_cannot_be_a_directory_is_none() -> None:
 
     assert _directory_identity("/tmp/a\0b") is None
     assert _directory_identity("/proc/self/status") is None
+
+
+async def test_a_whole_directory_ingested_says_once_what_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memhubd.recall.shelf import RecallSettings, RecallShelf
+
+    told: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(recall.log, "info", lambda event, **fields: told.append((event, fields)))
+    shelf = RecallShelf(tmp_path / "recall", RecallSettings(vectors=False))
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    for name in ("a", "b"):
+        (watched / f"{name}.jsonl").write_text(EXCHANGE.format(name))
+    hub = SimpleNamespace(events=SimpleNamespace(publish=lambda *_a, **_k: None))
+    try:
+        for _ in range(2):  # a start's scan, then another finding nothing new
+            retries = recall._Retries("team", str(watched))  # noqa: SLF001
+            await recall._ingest_watched_batch(hub, shelf, "team", str(watched), None, retries)  # noqa: SLF001
+        (watched / "a.jsonl").write_text(EXCHANGE.format("c"))  # a changed file
+        await recall._ingest_watched_batch(hub, shelf, "team", str(watched), None, retries)  # noqa: SLF001
+    finally:
+        shelf.close()
+    scans = [fields for event, fields in told if event == "watched directory ingested"]
+    assert [(s["files"], s["chunks"], s["replaced"]) for s in scans] == [(2, 2, 0), (1, 1, 1)]
