@@ -98,7 +98,11 @@ def _next_unavailable(error: ProtocolError) -> str:
     permissions or disk fixed; a search index being built or a daemon stopping, a retry."""
     if error.detail.get("problem"):
         return text.NEXT_UNAVAILABLE
-    if "problem" in error.detail or error.detail.get("status") in ("index_building", "stopping"):
+    if "problem" in error.detail or error.detail.get("status") in (
+        "index_building",
+        "stopping",
+        "closed",
+    ):
         return text.NEXT_RETRY  # still loading, or soon over
     return text.NEXT_STATE_UNAVAILABLE
 

@@ -952,6 +952,7 @@ def state_database_failure(error: BaseException) -> ProtocolError | None:
 
     from memhubd.sqlite import UnusableDatabase
 
+    detail: dict[str, Any] = {}
     if isinstance(error, UnusableDatabase):
         message, path = f"{str(error).rstrip('.')}; see the daemon log", str(error.path)
     elif isinstance(error, sqlite3.ProgrammingError) and str(error) in _CLOSED:
@@ -961,7 +962,7 @@ def state_database_failure(error: BaseException) -> ProtocolError | None:
             "the workspace's state was closed while this request ran (the workspace was "
             "removed, or the daemon is stopping); what had not been stored was not"
         )
-        path = None
+        path, detail = None, {"status": "closed"}
     elif isinstance(error, sqlite3.DatabaseError):
         message, path = f"a state database failed: {error}; see the daemon log", None
     elif isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS | _PATH_TAKEN_ERRNOS:
@@ -984,4 +985,4 @@ def state_database_failure(error: BaseException) -> ProtocolError | None:
     structlog.get_logger("memhubd.service").warning(
         "state database unusable", error=str(error), kind=type(error).__name__, path=path
     )
-    return ProtocolError(ErrorCode.WORKSPACE_UNAVAILABLE, message)
+    return ProtocolError(ErrorCode.WORKSPACE_UNAVAILABLE, message, detail)

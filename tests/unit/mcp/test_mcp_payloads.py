@@ -177,3 +177,20 @@ def test_a_review_list_page_says_where_the_next_one_starts():
         None,
         [text.NEXT_REVIEW],
     )
+
+
+def test_a_store_closed_under_a_request_is_told_to_retry_not_to_fix_files():
+    import sqlite3
+
+    from memhubd.service.access import state_database_failure
+
+    closed = state_database_failure(
+        sqlite3.ProgrammingError("Cannot operate on a closed database.")
+    )
+    assert closed is not None and closed.detail == {"status": "closed"}
+    assert payloads.unavailable("s", closed, "ws")["next_actions"] == [text.NEXT_RETRY]
+    unwritable = state_database_failure(OSError(30, "Read-only file system", "/s/recall/x.lock"))
+    assert unwritable is not None
+    assert payloads.unavailable("s", unwritable, "ws")["next_actions"] == [
+        text.NEXT_STATE_UNAVAILABLE
+    ]
