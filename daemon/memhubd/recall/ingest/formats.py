@@ -318,11 +318,19 @@ def heading_starts(text: str) -> list[int]:
 
 
 def _detect_lines(values: list[dict[str, Any]]) -> str | None:
-    if _older_codex(values):
+    # A line with no `type` of text (`{}`, a number, a list) is left out of the vote, as
+    # a line that is no JSON object is: one odd line must not cost a whole session. (An
+    # older rollout's header and state lines have no `type` at all.)
+    allowed = max(_SKIPPABLE_LINES, int(_SKIPPABLE_SHARE * len(values)))
+    plain = [value for value in values if isinstance(value.get("type"), str | None)]
+    if len(values) - len(plain) <= allowed and _older_codex(plain):
         return "codex"
-    types = [value.get("type") for value in values]
-    if not all(isinstance(t, str) for t in types):
+    typed = [value for value in values if isinstance(value.get("type"), str)]
+    untyped = len(values) - len(typed)
+    if untyped > allowed or len(typed) <= untyped:
         return None
+    values = typed
+    types = [value["type"] for value in values]
     if "session_meta" in types and all(t in _CODEX_TYPES for t in types):
         return "codex"
     if all("payload" in v for v in values) and any(t == "response_item" for t in types):
@@ -349,7 +357,7 @@ def _older_codex(values: list[dict[str, Any]]) -> bool:
             header = index == 0 and "id" in value and "timestamp" in value
             if not header and value.get("record_type") != "state":
                 return False
-        elif kind not in _CODEX_ITEMS or "payload" in value:
+        elif not isinstance(kind, str) or kind not in _CODEX_ITEMS or "payload" in value:
             return False
         elif kind == "message" and isinstance(value.get("content"), str | list):
             messages += value.get("role") in ("user", "assistant")
@@ -688,6 +696,8 @@ def _parse_codex(text: str, lines: JsonLines | None = None) -> Parsed:
     for number, value in _need_lines(text, "Codex", lines):
         payload = value.get("payload")
         kind = value.get("type")
+        if not isinstance(kind, str):
+            kind = None  # no type of text: no item of any kind
         if not isinstance(payload, dict) and kind in _CODEX_ITEMS:
             payload, kind = value, "response_item"  # an older rollout's unwrapped item
         if not isinstance(payload, dict):
@@ -958,7 +968,8 @@ def _parse_slack(text: str) -> Parsed:
     }
     turns: list[Turn] = []
     for item in messages:
-        if item.get("subtype") in _SLACK_SKIPPED:
+        subtype = item.get("subtype")
+        if isinstance(subtype, str) and subtype in _SLACK_SKIPPED:
             continue
         said = str(item.get("text") or "").strip() or _slack_attachments_text(item)
         body = _slack_text(said, names).strip() or _slack_files_text(item)
