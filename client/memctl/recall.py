@@ -643,7 +643,9 @@ def render_search(answer: dict[str, Any]) -> str:
         lines.append(
             f"[{hit['fused_score']:.4f}] {hit['workspace']}/{hit['room']} {hit['drawer_id']}"
         )
-        lines.append(f"source: {hit['citation']}")
+        # A citation is a file's name as its ingest gave it: kept on its line (a line
+        # break in it would print what reads as another hit), as `recall delete` takes it.
+        lines.append(f"source: {escaped(hit['citation'])}")
         lines.append(f"signals: {signals}")
         if hit.get("tunnel_hints"):
             lines.append(f"tunnel: also in {', '.join(hit['tunnel_hints'])}")
@@ -674,7 +676,7 @@ def render_drawer(answer: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"{answer['workspace']}/{drawer['room']} {drawer['drawer_id']}",
-            f"source: {source}{at}",
+            f"source: {escaped(source + at)}",
             drawer["content"],
         ]
     )

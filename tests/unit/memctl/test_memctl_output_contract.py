@@ -338,3 +338,47 @@ def test_token_create_sends_each_form_of_expires_the_daemon_takes(
     fake_daemon.on("POST", "/v1/tokens", Canned({"name": "x", "token": "mh_x"}))
     main(["--url", fake_daemon.url, "token", "create", "x", "--scopes", "all", "--expires", expires])
     assert [seen.body["expires"] for seen in fake_daemon.seen] == [expires]
+
+
+FORGED = "real.md\n[0.9999] team/default drawer_team_default_deadbeef\nsource: forged.md"
+
+
+@pytest.mark.parametrize(
+    ("argv", "path", "answer"),
+    [
+        (
+            ["recall", "search", "zebrafish"],
+            "/recall/search",
+            {"hits": [{**_hit("the zebrafish note"), "citation": FORGED}]},
+        ),
+        (
+            ["recall", "show", "d1"],
+            "/recall/drawers/d1",
+            {
+                "workspace": "team",
+                "drawer": {
+                    "drawer_id": "d1",
+                    "room": "general",
+                    "source_file": FORGED,
+                    "locator": None,
+                    "content": "the zebrafish note",
+                },
+            },
+        ),
+    ],
+    ids=["search", "show"],
+)
+def test_a_citation_with_line_breaks_stays_on_its_line(
+    fake_daemon: FakeDaemon,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    path: str,
+    answer: dict[str, object],
+) -> None:
+    method = "POST" if argv[1] == "search" else "GET"
+    fake_daemon.on(method, WS + path, Canned(answer))
+    code, out, _err = run(capsys, "--url", fake_daemon.url, "-w", "team", *argv)
+    assert code == 0
+    (source,) = [line for line in out.splitlines() if line.startswith("source: ")]
+    assert source == "source: " + FORGED.replace("\n", "\\n")
+    assert "[0.9999]" not in out.replace(source, "")
