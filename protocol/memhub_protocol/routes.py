@@ -21,16 +21,21 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# A query parameter that may be given more than once says so in its description.
+_SEVERAL = "; several: repeat it or separate them by commas"
+
+
 class Param(Record):
     """A query parameter: checked by the daemon before the route runs, and documented."""
 
-    __slots__ = ("name", "kind", "minimum", "maximum", "choices", "description")
+    __slots__ = ("name", "kind", "minimum", "maximum", "choices", "description", "several")
     name: str
     kind: str  # "string", "integer" or "boolean"
     minimum: int | None
     maximum: int | None
     choices: tuple[str, ...]
     description: str
+    several: bool  # may be given more than once; any other is refused when it is
 
     def __init__(
         self,
@@ -40,6 +45,7 @@ class Param(Record):
         maximum: int | None = None,
         choices: tuple[str, ...] = (),
         description: str = "",
+        several: bool = False,
     ) -> None:
         self._set(
             name=name,
@@ -47,7 +53,8 @@ class Param(Record):
             minimum=minimum,
             maximum=maximum,
             choices=choices,
-            description=description,
+            description=description + (_SEVERAL if several else ""),
+            several=several,
         )
 
     def json_schema(self) -> dict[str, Any]:
@@ -134,7 +141,6 @@ DIARY_MAX_LIMIT = 100
 PEEK_MAX_LIMIT = 50
 KG_MAX_LIMIT = 1000
 KG_MAX_OFFSET = 10000
-_SEVERAL = "; several: repeat it or separate them by commas"
 MAX_LIST_LIMIT = 500  # declarations per page
 MAX_PROPOSALS_LIMIT = 10000
 
@@ -288,15 +294,16 @@ ROUTES: tuple[Route, ...] = (
             Param("query", description="the same as `q`"),
             Param("limit", "integer", 1, RECALL_MAX_LIMIT, description="most hits (default 10)"),
             Param("top_k", "integer", 1, RECALL_MAX_LIMIT, description="mempal's name of `limit`"),
-            Param("room", description="only drawers in this room" + _SEVERAL),
+            Param("room", description="only drawers in this room", several=True),
             Param(
                 "source_kind",
                 description="only drawers of this source kind (claude-code, chatgpt, codex, "
-                "slack, markdown, text, manual)" + _SEVERAL,
+                "slack, markdown, text, manual)",
+                several=True,
             ),
             Param("since", description="only drawers from this time on (epoch seconds or ISO)"),
             Param("until", description="only drawers up to this time (epoch seconds or ISO)"),
-            Param("identity", description="only drawers this identity wrote" + _SEVERAL),
+            Param("identity", description="only drawers this identity wrote", several=True),
             Param(
                 "max_chars",
                 "integer",

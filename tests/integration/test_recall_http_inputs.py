@@ -194,3 +194,29 @@ def test_an_ingest_citation_over_4096_characters_is_refused(daemon: LiveDaemon, 
     # Then the long one is refused naming its field; the one at the bound is stored
     assert refused_field(refused) == field
     assert taken.status_code == 201, taken.text[:200]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [
+        (SEARCH, [("q", "deploy"), ("max_chars", "abc"), ("max_chars", "5")], "max_chars"),
+        (SEARCH, [("q", "deploy"), ("limit", "3"), ("limit", "4")], "limit"),
+        (f"/v1/workspaces/{TEAM}/kg/triples", [("offset", "99999"), ("offset", "1")], "offset"),
+        (f"/v1/workspaces/{TEAM}/proposals", [("status", "bogus"), ("status", "pending")], "status"),
+    ],
+    ids=["search-max-chars", "search-limit", "kg-offset", "proposals-status"],
+)
+def test_a_query_parameter_given_twice_is_refused_not_taken_at_its_last(
+    daemon: LiveDaemon, path: str, params: list[tuple[str, str]], field: str
+) -> None:
+    with daemon.http(daemon.admin_token) as http:
+        answer = http.get(path, params=params)
+    assert refused_field(answer) == field
+    assert "given more than once" in answer.json()["error"]["message"]
+
+
+def test_the_parameters_that_take_several_values_still_take_them(daemon: LiveDaemon) -> None:
+    with daemon.http(daemon.admin_token) as http:
+        answer = http.get(SEARCH, params=[("q", "deploy"), ("room", "default"), ("room", "x")])
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["hits"]

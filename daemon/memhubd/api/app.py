@@ -160,6 +160,14 @@ def _check_params(request: Request, spec: RouteSpec) -> dict[str, Any]:
     if not spec.params:  # most routes take none: the query string is not even parsed
         return {}
     raw = request.query_params
+    for param in spec.params:
+        if not param.several and len(raw.getlist(param.name)) > 1:
+            # One value would win unseen (the last), however wrong the others.
+            raise ProtocolError(
+                ErrorCode.INVALID,
+                f"'{param.name}' is given more than once",
+                {"field": param.name},
+            )
     return {param.name: _param(param, raw.get(param.name)) for param in spec.params}
 
 
