@@ -724,6 +724,11 @@ async def awaited_event_for(
     return await run_engine(event_for, hub, identity, name, data)  # type: ignore[no-any-return]
 
 
+# The readers of the drawers a `recall_ingested` event counts, as [readers, count]
+# pairs (None: every caller): never sent, read by `event_for` to count per subscriber.
+CHUNK_READERS = "_chunk_readers"
+
+
 def event_for(
     hub: Hub, identity: Identity, name: str, data: dict[str, Any]
 ) -> dict[str, Any] | None:
@@ -733,8 +738,12 @@ def event_for(
     caller who does not see everything, events of proposals hidden from it are not
     delivered, a reload's declaration count is its own (None when the event's
     generation is no longer served and cannot be recounted) and load problems are
-    redacted.
+    redacted, and a recall ingest counts only the drawers it may read (not delivered
+    when it may read none of them).
     """
+    shares = data.get(CHUNK_READERS)
+    if shares is not None:
+        data = {key: value for key, value in data.items() if key != CHUNK_READERS}
     workspace = data.get("workspace")
     if workspace is None:
         return data
@@ -742,6 +751,12 @@ def event_for(
         return None
     if identity.sees_everything:
         return data
+    if shares is not None:
+        roles = identity.roles or frozenset()
+        seen = sum(n for readers, n in shares if readers is None or not roles.isdisjoint(readers))
+        if not seen:
+            return None
+        data = {**data, "chunks": seen}
     if name.startswith("proposal_") and _proposal_hidden(hub, identity, str(workspace), data):
         return None
     out = dict(data)

@@ -59,6 +59,7 @@ from memhubd.recall.store import AuditEntry, DrawerFilter, IndexWarming
 from memhubd.recall.uploads import PartError, TooLarge
 from memhubd.runtime.hub import Hub
 from memhubd.service.access import (
+    CHUNK_READERS,
     check_length,
     host_for,
     require_scope,
@@ -1335,7 +1336,19 @@ async def _ingest_watched_batch(
             retries.batch_failure = None
     added = sum(f.report.chunks for f in files)
     if added:
-        hub.events.publish("recall_ingested", workspace=name, chunks=added, door="watch")
+        # Counted per subscriber over the drawers it may read (`event_for`): a count of
+        # all would tell a role-limited one of text kept from it.
+        shares: dict[tuple[str, ...] | None, int] = {}
+        for file in files:
+            for readers in file.report.readers_written:
+                shares[readers] = shares.get(readers, 0) + 1
+        hub.events.publish(
+            "recall_ingested",
+            workspace=name,
+            chunks=added,
+            door="watch",
+            **{CHUNK_READERS: [[list(r) if r is not None else None, n] for r, n in shares.items()]},
+        )
     changed = [f.report for f in files if f.report.chunks or f.report.replaced]
     if paths is None and changed:
         # A whole directory read (at start, or again after failures): what it changed,

@@ -46,6 +46,7 @@ def test_an_exchange_appended_to_a_narrowed_transcript_stays_narrowed(fresh: Fre
     appended = ingestor.ingest_text(SOURCE, transcript(4), options())
     # Then the new exchange is the lead's alone, at the source's importance
     assert (appended.status, appended.chunks) == ("ingested", 1)
+    assert appended.readers_written == [("lead",)]  # what the watcher's event counts by
     assert [(r[1], r[2]) for r in live(store)] == [(("lead",), 4)] * 4
     assert not store.lexical(["membership"], DEV, 10)
     assert store.lexical(["membership"], LEAD, 10)

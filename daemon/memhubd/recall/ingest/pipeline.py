@@ -137,6 +137,9 @@ class SourceReport:
     # The ids of the stored drawers this source's duplicates matched (not in answers:
     # a manual ingest of stored content returns the id it matched).
     matched_ids: list[str] = field(default_factory=list)
+    # The readers of each drawer written, as `drawer_ids` (not in answers: the watcher's
+    # event counts for each subscriber only the drawers it may read).
+    readers_written: list[tuple[str, ...] | None] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         data = {
@@ -800,6 +803,8 @@ class Ingestor:
         report.duplicates += len(new) - len(refreshed) - len(inserted)
         report.replaced = sum(1 for i in outcome.replaced if i not in refreshed)
         report.drawer_ids = inserted
+        readers_of = {drawer.id: drawer.readers for drawer in new}
+        report.readers_written = [readers_of.get(i) for i in inserted]
         return report
 
     def _plan(
