@@ -4,23 +4,13 @@ chunks have, not every caller."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-from tests.integration.conftest import LiveDaemon, copy_examples, start_daemon
-from tests.integration.recall_watching import FIXTURE, WS, exchange, status
+from tests.integration.conftest import LiveDaemon, start_daemon
+from tests.integration.recall_watching import WS, exchange, wait_for_status, watched_session
 
 SOURCE = "-srv-billing/a.jsonl"
-
-
-def wait_for(daemon: LiveDaemon, check: Any, timeout: float = 10.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        now = status(daemon)
-        if check(now) or time.monotonic() > deadline:
-            return now
-        time.sleep(0.1)
 
 
 def hits(daemon: LiveDaemon, token: str, query: str) -> list[dict[str, Any]]:
@@ -34,13 +24,9 @@ def test_an_exchange_appended_to_a_narrowed_watched_session_stays_narrowed(
     tmp_path: Path,
 ) -> None:
     # Given a watched session, ingested by the watcher
-    sessions = tmp_path / "claude-projects" / "-srv-billing"
-    sessions.mkdir(parents=True)
-    (sessions / "a.jsonl").write_text(FIXTURE.read_text())
-    workspaces: dict[str, Any] = copy_examples(tmp_path / "ws", [WS])
-    workspaces[WS] = {"path": workspaces[WS], "recall": {"watch": [str(sessions)]}}
+    sessions, workspaces = watched_session(tmp_path)
     with start_daemon(tmp_path, workspaces) as daemon:
-        assert wait_for(daemon, lambda s: s["drawer_count"] == 3)["drawer_count"] == 3
+        assert wait_for_status(daemon, lambda s: s["drawer_count"] == 3)["drawer_count"] == 3
         # and narrowed to leads by sending it again under its citation
         with daemon.http(daemon.admin_token) as http:
             upload = {"name": SOURCE, "content": (sessions / "a.jsonl").read_text()}
@@ -58,7 +44,7 @@ def test_an_exchange_appended_to_a_narrowed_watched_session_stays_narrowed(
                     "Yes, the flaky ledger shard is quarantined until the fsck reruns.",
                 )
             )
-        assert wait_for(daemon, lambda s: s["drawer_count"] == 4)["drawer_count"] == 4
+        assert wait_for_status(daemon, lambda s: s["drawer_count"] == 4)["drawer_count"] == 4
         # Then a caller with no role finds none of it; a lead finds the new exchange
         query = "quarantine flaky ledger shard fsck"
         assert hits(daemon, nobody, query) == []
